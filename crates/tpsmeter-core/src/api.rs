@@ -1,0 +1,68 @@
+//! The remote APIs tpsmeter can measure.
+
+use serde::{Deserialize, Serialize};
+
+/// A streaming LLM API wire format. The kebab-case names are the CLI's `--api` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Api {
+    /// OpenAI `/v1/chat/completions` (and every server that copies it: vLLM, llama.cpp, ...).
+    OpenaiChat,
+    /// OpenAI legacy `/v1/completions`.
+    OpenaiCompletions,
+    /// OpenAI `/v1/responses` with named SSE events.
+    OpenaiResponses,
+    /// Anthropic `/v1/messages`.
+    Anthropic,
+    /// Google Gemini `:streamGenerateContent?alt=sse`.
+    Gemini,
+    /// Ollama native `/api/chat` (NDJSON).
+    OllamaChat,
+    /// Ollama native `/api/generate` (NDJSON).
+    OllamaGenerate,
+}
+
+impl Api {
+    /// Every API, in a stable order (for help texts and exhaustive tests).
+    pub const ALL: [Api; 7] = [
+        Api::OpenaiChat,
+        Api::OpenaiCompletions,
+        Api::OpenaiResponses,
+        Api::Anthropic,
+        Api::Gemini,
+        Api::OllamaChat,
+        Api::OllamaGenerate,
+    ];
+
+    /// The CLI / report name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::OpenaiChat => "openai-chat",
+            Api::OpenaiCompletions => "openai-completions",
+            Api::OpenaiResponses => "openai-responses",
+            Api::Anthropic => "anthropic",
+            Api::Gemini => "gemini",
+            Api::OllamaChat => "ollama-chat",
+            Api::OllamaGenerate => "ollama-generate",
+        }
+    }
+
+    /// Parses a CLI name. `ollama` alone means `/api/chat`.
+    pub fn from_name(name: &str) -> Option<Api> {
+        if name == "ollama" {
+            return Some(Api::OllamaChat);
+        }
+        Api::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// Whether the stream is NDJSON (Ollama) rather than server-sent events.
+    pub fn is_ndjson(self) -> bool {
+        matches!(self, Api::OllamaChat | Api::OllamaGenerate)
+    }
+}
+
+impl std::fmt::Display for Api {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,40 @@
+//! The one error type of this crate.
+
+/// Everything that can go wrong while decoding or interpreting a stream, or building a
+/// request. Variants carry the offending values so the message names the culprit.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CoreError {
+    /// A single line (SSE or NDJSON) grew past its cap before its terminator arrived.
+    #[error("line exceeds the limit of {limit} bytes")]
+    LineTooLong { limit: usize },
+    /// One SSE event's accumulated `data` grew past its cap.
+    #[error("event data exceeds the limit of {limit} bytes")]
+    EventTooLarge { limit: usize },
+    /// Bytes that are not UTF-8 where the protocol requires UTF-8.
+    #[error("invalid UTF-8 at byte {offset} of the stream")]
+    InvalidUtf8 { offset: u64 },
+    /// A payload that should be JSON is not, or has the wrong shape.
+    #[error("malformed JSON in {context}: {message}; payload starts {excerpt:?}")]
+    MalformedJson {
+        context: &'static str,
+        message: String,
+        excerpt: String,
+    },
+    /// The stream ended before the protocol's end marker (`[DONE]`, `message_stop`, ...).
+    #[error("stream ended before its end marker ({expected})")]
+    TruncatedStream { expected: &'static str },
+    /// A request option the chosen API cannot express, or a malformed base URL.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// A user-supplied specification (SLO list, concurrency list, ...) that does not parse.
+    #[error("invalid {what} {input:?}: {reason}")]
+    InvalidSpec {
+        what: &'static str,
+        input: String,
+        reason: String,
+    },
+}
+
+/// Shorthand used throughout the crate.
+pub type Result<T, E = CoreError> = std::result::Result<T, E>;

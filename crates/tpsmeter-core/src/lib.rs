@@ -1,0 +1,22 @@
+//! The measurement core of tpsmeter.
+//!
+//! What it does: turns the bytes of a streamed LLM response into typed events
+//! ([`event::StreamEvent`]) for every supported API, builds the requests that start those
+//! streams, records when each event arrived on a [`timeline`], derives the latency and
+//! throughput metrics from it, summarises them statistically and writes the versioned report.
+//!
+//! What it does not do: any I/O, any clock, any GPU work. The caller reads the network, takes
+//! the timestamps (`Instant` natively, `performance.now()` in the browser) and hands both in.
+//! This keeps one implementation of every definition for the native CLI and the browser.
+//!
+//! Time convention: every timestamp is an `f64` count of **milliseconds** from an origin the
+//! caller chooses (the same origin for one run), matching `performance.now()`. Durations are
+//! milliseconds too.
+
+pub mod api;
+pub mod error;
+pub mod event;
+
+pub use api::Api;
+pub use error::{CoreError, Result};
+pub use event::{FinishReason, StreamEvent, Usage};

@@ -1,0 +1,8 @@
+//! tpsmeter's local inference engine.
+//!
+//! What it does: reads GGUF models, keeps their quantized weights quantized on the GPU, and
+//! runs the forward pass with its own WGSL compute kernels through wgpu, natively (Vulkan,
+//! Metal, DX12) and on WebGPU in the browser with the same kernels.
+//!
+//! What it does not do: networking, clocks of its own beyond what the caller supplies for
+//! timestamps, or any UI.

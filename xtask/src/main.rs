@@ -1,0 +1,43 @@
+//! `cargo xtask <command>`: everything a fresh machine needs, in one place.
+//!
+//! - `setup`: system packages, the wasm32 target, the SmolLM2 model and a llama.cpp build,
+//!   all cached under `$TPSMETER_CACHE` (default `~/.cache/tpsmeter`), never in the repo.
+//! - `ci`: `setup`, then exactly what CI checks: fmt, clippy (native and wasm32) with
+//!   `-D warnings`, rustdoc with `-D warnings`, and every test with the real assets required.
+//! - `demo`: `setup`, then the README's main job: benchmark a real local `llama-server`.
+//!
+//! Steps are idempotent: each checks for its output before doing work, so a warm machine
+//! runs `ci` in the time the checks themselves take.
+
+mod assets;
+mod ci;
+mod demo;
+mod sh;
+
+use anyhow::{Result, bail};
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(cmd) = args.first() else {
+        bail!("usage: cargo xtask <setup|ci|demo|assets> [args]\n{}", HELP);
+    };
+    let rest = &args[1..];
+    match cmd.as_str() {
+        "setup" => assets::setup_all(),
+        "assets" => assets::print_env(),
+        "ci" => ci::run(rest),
+        "demo" => demo::run(rest),
+        "-h" | "--help" | "help" => {
+            println!("{HELP}");
+            Ok(())
+        }
+        other => bail!("unknown xtask command {other:?}\n{HELP}"),
+    }
+}
+
+const HELP: &str = "\
+commands:
+  setup   install system packages, the wasm32 target, the model and llama.cpp (cached)
+  assets  print the environment variables that point tests and tools at the cached assets
+  ci      setup + fmt + clippy (native, wasm32) + doc + all tests, as CI runs them
+  demo    setup + benchmark a local llama-server running SmolLM2 (the README's main job)";
