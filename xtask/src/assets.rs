@@ -184,8 +184,28 @@ fn build_llama() -> Result<()> {
             .args(["llama-cpp-python", "-d"])
             .arg(&dl)
             .arg(LLAMA_SDIST))?;
-        let tarball = dl.join(format!("{LLAMA_DIR}.tar.gz"));
-        run(Command::new("tar").arg("xzf").arg(&tarball).arg("-C").arg(&cache))?;
+        // The sdist's file name spells the project with '_' or '-' depending on its age
+        // (PEP 625); the directory inside is always `llama_cpp_python-<v>` or the dashed form.
+        let tarball = std::fs::read_dir(&dl)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| {
+                p.file_name().is_some_and(|n| {
+                    let n = n.to_string_lossy().replace('_', "-");
+                    n == format!("{LLAMA_DIR}.tar.gz")
+                })
+            })
+            .context("the llama-cpp-python sdist did not download")?;
+        let tmp = cache.join("unpack-llama");
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp)?;
+        run(Command::new("tar").arg("xzf").arg(&tarball).arg("-C").arg(&tmp))?;
+        let inner = std::fs::read_dir(&tmp)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.is_dir())
+            .context("the llama-cpp-python sdist holds no directory")?;
+        let _ = std::fs::remove_dir_all(&src);
+        std::fs::rename(&inner, &src)?;
+        let _ = std::fs::remove_dir_all(&tmp);
     }
     let (cmake, ninja) = build_tools()?;
     let root = src.join("vendor/llama.cpp");

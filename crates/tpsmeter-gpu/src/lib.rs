@@ -6,3 +6,7 @@
 //!
 //! What it does not do: networking, clocks of its own beyond what the caller supplies for
 //! timestamps, or any UI.
+
+pub mod error;
+
+pub use error::{GpuError, Result};
