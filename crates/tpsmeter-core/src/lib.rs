@@ -14,9 +14,16 @@
 //! milliseconds too.
 
 pub mod api;
+pub mod decode;
 pub mod error;
 pub mod event;
+pub mod protocol;
+pub mod request;
+pub mod stream;
 
 pub use api::Api;
+pub use decode::Limits;
 pub use error::{CoreError, Result};
 pub use event::{FinishReason, StreamEvent, Usage};
+pub use request::{HeaderValue, HttpRequest, RequestSpec, Secret, build_request};
+pub use stream::StreamParser;

@@ -1,0 +1,173 @@
+//! Anthropic Messages (`/v1/messages`, `stream: true`).
+//!
+//! - `message_start` → usage (`input_tokens`, the first `output_tokens`);
+//! - `content_block_start`: a `tool_use` (or `server_tool_use`) block → tool-call delta with
+//!   its id and name (the block `index` is the tool-call index); text/thinking blocks that
+//!   start with non-empty text → that text;
+//! - `content_block_delta`: `text_delta` → content, `thinking_delta` → reasoning,
+//!   `input_json_delta` → tool-call arguments, `signature_delta` (an integrity signature,
+//!   not model output) ignored;
+//! - `message_delta` → usage (cumulative: later reports supersede) and finish;
+//! - `message_stop` → done; `ping`, `content_block_stop` ignored; `error` → error.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::{CoreError, Result};
+use crate::event::{FinishReason, StreamEvent, Usage};
+use crate::protocol::json::{error_event, parse_typed};
+use crate::protocol::{Adapter, push_text};
+
+const KNOWN: [&str; 6] = [
+    "message_start",
+    "content_block_start",
+    "content_block_delta",
+    "message_delta",
+    "message_stop",
+    "error",
+];
+
+#[derive(Debug, Deserialize)]
+struct Event {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    index: Option<u32>,
+    message: Option<Message>,
+    content_block: Option<Block>,
+    delta: Option<Delta>,
+    usage: Option<AnthropicUsage>,
+    error: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Message {
+    usage: Option<AnthropicUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Block {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    id: Option<String>,
+    name: Option<String>,
+    text: Option<String>,
+    thinking: Option<String>,
+}
+
+/// Both `content_block_delta.delta` and `message_delta.delta`.
+#[derive(Debug, Deserialize)]
+struct Delta {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    text: Option<String>,
+    thinking: Option<String>,
+    partial_json: Option<String>,
+    stop_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct AnthropicUsage {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Anthropic;
+
+impl Adapter for Anthropic {
+    fn on_message(&mut self, event: &str, data: &str, out: &mut Vec<StreamEvent>) -> Result<()> {
+        let Some(ev) =
+            parse_typed::<Event>("anthropic event", event, data, |k| KNOWN.contains(&k))?
+        else {
+            return Ok(());
+        };
+        match ev.kind.as_deref().unwrap_or(event) {
+            "message_start" => {
+                if let Some(u) = ev.message.and_then(|m| m.usage) {
+                    out.push(usage(&u));
+                }
+            }
+            "content_block_start" => {
+                let Some(block) = ev.content_block else {
+                    return Ok(());
+                };
+                match block.kind.as_deref() {
+                    Some("tool_use" | "server_tool_use") => out.push(StreamEvent::ToolCallDelta {
+                        index: ev.index.unwrap_or(0),
+                        id: block.id,
+                        name: block.name,
+                        // The block's `input` is `{}` here; the arguments follow as deltas.
+                        arguments: String::new(),
+                    }),
+                    Some("text") => push_text(out, block.text, false),
+                    Some("thinking") => push_text(out, block.thinking, true),
+                    _ => {}
+                }
+            }
+            "content_block_delta" => {
+                let Some(delta) = ev.delta else {
+                    return Ok(());
+                };
+                match delta.kind.as_deref() {
+                    Some("text_delta") => push_text(out, delta.text, false),
+                    Some("thinking_delta") => push_text(out, delta.thinking, true),
+                    Some("input_json_delta") => {
+                        if let Some(arguments) = delta.partial_json.filter(|j| !j.is_empty()) {
+                            out.push(StreamEvent::ToolCallDelta {
+                                index: ev.index.unwrap_or(0),
+                                id: None,
+                                name: None,
+                                arguments,
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(u) = &ev.usage {
+                    out.push(usage(u));
+                }
+                if let Some(reason) = ev.delta.and_then(|d| d.stop_reason) {
+                    out.push(StreamEvent::Finish {
+                        reason: finish_reason(reason),
+                    });
+                }
+            }
+            "message_stop" => out.push(StreamEvent::Done),
+            "error" => out.push(match ev.error {
+                Some(e) => error_event(&e),
+                None => StreamEvent::Error {
+                    code: None,
+                    message: data.to_owned(),
+                },
+            }),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn on_end(&mut self, _out: &mut Vec<StreamEvent>) -> Result<()> {
+        Err(CoreError::TruncatedStream {
+            expected: "message_stop",
+        })
+    }
+}
+
+fn usage(u: &AnthropicUsage) -> StreamEvent {
+    StreamEvent::Usage(Usage {
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        ..Usage::default()
+    })
+}
+
+fn finish_reason(reason: String) -> FinishReason {
+    match reason.as_str() {
+        "end_turn" | "stop_sequence" => FinishReason::Stop,
+        "max_tokens" => FinishReason::Length,
+        "tool_use" => FinishReason::ToolCalls,
+        "refusal" => FinishReason::ContentFilter,
+        _ => FinishReason::Other(reason),
+    }
+}
