@@ -34,6 +34,9 @@ pub enum CoreError {
         input: String,
         reason: String,
     },
+    /// A report written with a schema version this build does not read.
+    #[error("report schema version {found} is not supported (this build reads {supported})")]
+    UnsupportedSchemaVersion { found: u64, supported: u32 },
 }
 
 /// Shorthand used throughout the crate.

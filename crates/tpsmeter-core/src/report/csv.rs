@@ -1,0 +1,112 @@
+//! Per-request rows as CSV (RFC 4180 quoting, via the `csv` crate), one row per record.
+//!
+//! Times are milliseconds, rates tokens per second; an empty cell means "undefined" (the
+//! JSON `null`). Columns are documented in `docs/report-schema.md`.
+
+use super::RequestRecord;
+
+/// The header row, in column order.
+pub const COLUMNS: [&str; 28] = [
+    "id",
+    "level_kind",
+    "level",
+    "warmup",
+    "start_ms",
+    "first_byte_ms",
+    "first_token_ms",
+    "end_ms",
+    "ttfb_ms",
+    "ttft_ms",
+    "ttft_reasoning_ms",
+    "e2e_ms",
+    "output_tokens",
+    "token_source",
+    "chunk_tokens",
+    "input_tokens",
+    "reasoning_tokens",
+    "output_chunks",
+    "itl_token_ms",
+    "tpot_ms",
+    "output_tps",
+    "decode_tps",
+    "server_decode_tps",
+    "finish_reason",
+    "http_status",
+    "error_class",
+    "error_message",
+    "retry_after_s",
+];
+
+/// Every record as a CSV document with a header row and `\n` line ends.
+pub fn to_csv(records: &[RequestRecord]) -> String {
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    // Writing to a Vec cannot fail, and every row is a fixed-size array of the header's
+    // length, so the writer's field-count check cannot fail either.
+    #[allow(clippy::expect_used)]
+    {
+        w.write_record(COLUMNS).expect("write to Vec");
+        for r in records {
+            w.write_record(row(r)).expect("write to Vec");
+        }
+        let bytes = w.into_inner().expect("flush to Vec");
+        // Every field was a Rust String, so the output is UTF-8.
+        String::from_utf8(bytes).expect("fields are UTF-8")
+    }
+}
+
+fn row(r: &RequestRecord) -> [String; COLUMNS.len()] {
+    let m = &r.metrics;
+    let err = r.error.as_ref();
+    [
+        r.id.to_string(),
+        r.level.kind().to_string(),
+        r.level.value().to_string(),
+        r.warmup.to_string(),
+        r.start_ms.to_string(),
+        opt(r.first_byte_ms),
+        opt(r.first_token_ms),
+        r.end_ms.to_string(),
+        opt(m.ttfb_ms),
+        opt(m.ttft_ms),
+        opt(m.ttft_reasoning_ms),
+        opt(m.e2e_ms),
+        r.output_tokens.to_string(),
+        json_name(&r.token_source),
+        m.chunk_tokens.to_string(),
+        opt(r.input_tokens),
+        opt(r.reasoning_tokens),
+        m.output_chunks.to_string(),
+        opt(m.itl_token_ms),
+        opt(m.tpot_ms),
+        opt(m.output_tps),
+        opt(m.decode_tps),
+        opt(m.server_decode_tps),
+        r.finish_reason.as_ref().map(json_name).unwrap_or_default(),
+        opt(r.http_status.or(err.and_then(|e| e.http_status))),
+        err.map(|e| e.class.as_str().to_string())
+            .unwrap_or_default(),
+        err.map(|e| e.message.clone()).unwrap_or_default(),
+        opt(err.and_then(|e| e.retry_after_s)),
+    ]
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// The serde name of a unit-like enum value (`usage`, `stop`), or the inner string of a
+/// newtype variant (`FinishReason::Other("x")` → `x`), so CSV and JSON agree.
+fn json_name<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(serde_json::Value::Object(map)) => map
+            .values()
+            .next()
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+            .unwrap_or_default(),
+        _ => String::new(),
+    }
+}

@@ -1,0 +1,135 @@
+//! The versioned report of a benchmark run: configuration (never secrets), environment,
+//! per-level summaries and per-request records, as JSON; per-request rows as CSV.
+//!
+//! Versioning rule: [`SCHEMA_VERSION`] changes whenever a field is removed, renamed, or
+//! changes type, unit or meaning. Adding a field (always optional on read, with
+//! `#[serde(default)]` when needed) does not change it, and readers ignore fields they do
+//! not know. `docs/report-schema.md` documents every field.
+//!
+//! This module does no I/O: the caller fills [`Environment`] and writes the strings out.
+
+pub mod csv;
+mod record;
+mod redact;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::api::Api;
+use crate::error::{CoreError, Result};
+use crate::phase::PhaseSummary;
+use crate::plan::LoadLevel;
+use crate::slo::Slo;
+
+pub use record::{ErrorClass, ErrorRecord, MAX_ERROR_MESSAGE_CHARS, RequestRecord};
+pub use redact::{RedactedUrl, redact_url};
+
+/// The schema version this crate writes and reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub tool: ToolInfo,
+    pub config: RunConfig,
+    pub environment: Environment,
+    pub levels: Vec<LevelReport>,
+    pub requests: Vec<RequestRecord>,
+}
+
+impl Report {
+    /// Pretty-printed JSON.
+    pub fn to_json(&self) -> String {
+        // Plain data: serialisation cannot fail (non-finite floats become null).
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Parses a report, rejecting other schema versions by name rather than misreading them.
+    pub fn from_json(text: &str) -> Result<Report> {
+        #[derive(Deserialize)]
+        struct VersionOnly {
+            schema_version: u64,
+        }
+        let malformed = |e: serde_json::Error| CoreError::MalformedJson {
+            context: "report",
+            message: e.to_string(),
+            excerpt: text.chars().take(60).collect(),
+        };
+        let v: VersionOnly = serde_json::from_str(text).map_err(malformed)?;
+        if v.schema_version != u64::from(SCHEMA_VERSION) {
+            return Err(CoreError::UnsupportedSchemaVersion {
+                found: v.schema_version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        serde_json::from_str(text).map_err(malformed)
+    }
+}
+
+/// The program that wrote the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub version: String,
+}
+
+/// Where the prompt came from. The prompt text itself is not stored: it can be large and
+/// private; its length is enough to reproduce the load shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PromptSource {
+    /// `--prompt TEXT`.
+    Text { chars: u64 },
+    /// `--prompt-file F`.
+    File { path: String, chars: u64 },
+    /// `--input-tokens N`: a generated prompt of about N tokens.
+    Synthetic { input_tokens: u64 },
+}
+
+/// The run's settings. Holds no credential: the API key is never part of it, and the URL
+/// can only be a [`RedactedUrl`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub api: Api,
+    pub url: RedactedUrl,
+    pub model: String,
+    pub levels: Vec<LoadLevel>,
+    /// Measured requests per level (`--requests`), when the run is count-limited.
+    pub requests: Option<u64>,
+    /// Seconds per level (`--duration`), when the run is time-limited.
+    pub duration_s: Option<f64>,
+    /// Open-loop arrival rate (`--rate`), requests per second.
+    pub rate_per_s: Option<f64>,
+    /// Seed of the arrival schedule, when open-loop.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    pub max_tokens: Option<u32>,
+    pub prompt: PromptSource,
+    /// Warm-up requests per level, excluded from summaries.
+    pub warmup: u32,
+    /// Per-request timeout, seconds.
+    pub timeout_s: Option<f64>,
+    pub slo: Option<Slo>,
+}
+
+/// Where the run happened. Filled by the caller (this crate does no I/O).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// `std::env::consts::OS` natively, `"browser"` in the browser.
+    pub os: String,
+    pub arch: String,
+    pub cpu_count: Option<u32>,
+    pub tool_version: String,
+    /// Free-form facts (user agent, visibility state, HTTP version, hostname, ...).
+    #[serde(default)]
+    pub notes: BTreeMap<String, String>,
+}
+
+/// The summary of one load level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LevelReport {
+    pub level: LoadLevel,
+    pub summary: PhaseSummary,
+}

@@ -1,0 +1,224 @@
+//! One finished request as the report stores it: one JSON line per request.
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::FinishReason;
+use crate::metrics::{RequestMetrics, TokenCountSource};
+use crate::plan::LoadLevel;
+use crate::timeline::Timeline;
+
+/// Cap on a stored error message (characters). Messages may quote a server's body; a
+/// misbehaving server must not be able to bloat every record.
+pub const MAX_ERROR_MESSAGE_CHARS: usize = 1000;
+
+/// Why a request failed, as a stable machine-readable class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// HTTP 4xx other than 429.
+    #[serde(rename = "http_4xx")]
+    Http4xx,
+    /// HTTP 5xx.
+    #[serde(rename = "http_5xx")]
+    Http5xx,
+    /// HTTP 429 (see `retry_after_s`).
+    RateLimited,
+    /// The server refused the TCP connection.
+    ConnectRefused,
+    /// The host name did not resolve.
+    Dns,
+    /// Any other failure to connect (TLS, reset, unreachable).
+    Connect,
+    /// No byte of the response arrived within the timeout.
+    TimeoutFirstByte,
+    /// The stream went silent mid-response for longer than the idle timeout.
+    Stall,
+    /// The stream ended before the protocol's end marker.
+    Truncated,
+    /// The server sent an error event inside the stream.
+    StreamError,
+    /// A payload that should be JSON was not.
+    MalformedJson,
+    /// A line or event exceeded its size cap.
+    Oversized,
+    /// The stream was not valid UTF-8.
+    InvalidUtf8,
+    /// The run was interrupted (Ctrl-C) while this request was in flight.
+    Cancelled,
+    /// Anything else.
+    Other,
+}
+
+impl ErrorClass {
+    /// Every class, in a stable order.
+    pub const ALL: [ErrorClass; 15] = [
+        ErrorClass::Http4xx,
+        ErrorClass::Http5xx,
+        ErrorClass::RateLimited,
+        ErrorClass::ConnectRefused,
+        ErrorClass::Dns,
+        ErrorClass::Connect,
+        ErrorClass::TimeoutFirstByte,
+        ErrorClass::Stall,
+        ErrorClass::Truncated,
+        ErrorClass::StreamError,
+        ErrorClass::MalformedJson,
+        ErrorClass::Oversized,
+        ErrorClass::InvalidUtf8,
+        ErrorClass::Cancelled,
+        ErrorClass::Other,
+    ];
+
+    /// The snake_case name used in JSON, CSV and tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Http4xx => "http_4xx",
+            ErrorClass::Http5xx => "http_5xx",
+            ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::ConnectRefused => "connect_refused",
+            ErrorClass::Dns => "dns",
+            ErrorClass::Connect => "connect",
+            ErrorClass::TimeoutFirstByte => "timeout_first_byte",
+            ErrorClass::Stall => "stall",
+            ErrorClass::Truncated => "truncated",
+            ErrorClass::StreamError => "stream_error",
+            ErrorClass::MalformedJson => "malformed_json",
+            ErrorClass::Oversized => "oversized",
+            ErrorClass::InvalidUtf8 => "invalid_utf8",
+            ErrorClass::Cancelled => "cancelled",
+            ErrorClass::Other => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A classified failure of one request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorRecord {
+    pub class: ErrorClass,
+    /// Human-readable detail (for HTTP errors, an excerpt of the body). Never a secret: the
+    /// caller must not put request headers here. Capped at [`MAX_ERROR_MESSAGE_CHARS`].
+    pub message: String,
+    pub http_status: Option<u16>,
+    /// The server's `Retry-After`, in seconds, when it sent one.
+    pub retry_after_s: Option<f64>,
+}
+
+impl ErrorRecord {
+    /// An error record with `message` capped at [`MAX_ERROR_MESSAGE_CHARS`].
+    pub fn new(class: ErrorClass, message: &str) -> ErrorRecord {
+        let message = match message.char_indices().nth(MAX_ERROR_MESSAGE_CHARS) {
+            Some((i, _)) => format!("{}…", &message[..i]),
+            None => message.to_string(),
+        };
+        ErrorRecord {
+            class,
+            message,
+            http_status: None,
+            retry_after_s: None,
+        }
+    }
+}
+
+/// One request of a run. Timestamps are ms on the run's clock (one origin per run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// Sequence number within the run, unique across levels.
+    pub id: u64,
+    pub level: LoadLevel,
+    /// Warm-up requests are recorded but excluded from every summary.
+    pub warmup: bool,
+    pub start_ms: f64,
+    pub first_byte_ms: Option<f64>,
+    /// First answer (content) token; reasoning tokens do not count.
+    pub first_token_ms: Option<f64>,
+    pub end_ms: f64,
+    /// Arrival time of every read that carried output, when the run keeps them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk_times_ms: Option<Vec<f64>>,
+    pub output_tokens: u64,
+    pub token_source: TokenCountSource,
+    pub input_tokens: Option<u64>,
+    pub reasoning_tokens: Option<u64>,
+    pub finish_reason: Option<FinishReason>,
+    pub http_status: Option<u16>,
+    pub error: Option<ErrorRecord>,
+    pub metrics: RequestMetrics,
+}
+
+impl RequestRecord {
+    /// Builds the record of a request from its timeline. `error` is the caller's
+    /// classification of a transport or protocol failure; when it is `None` but the server
+    /// sent an error event in the stream, that becomes a `stream_error`. An unfinished
+    /// timeline ends at its last recorded stamp.
+    pub fn from_timeline(
+        id: u64,
+        level: LoadLevel,
+        warmup: bool,
+        timeline: &Timeline,
+        http_status: Option<u16>,
+        error: Option<ErrorRecord>,
+        keep_chunk_times: bool,
+    ) -> RequestRecord {
+        let metrics = timeline.metrics();
+        let start = timeline.request_start_ms();
+        let end_ms = timeline.end_ms().unwrap_or_else(|| {
+            [timeline.last_output_ms(), timeline.first_byte_ms()]
+                .into_iter()
+                .flatten()
+                .fold(start, f64::max)
+        });
+        let error = error.or_else(|| {
+            timeline.stream_error().map(|e| {
+                let message = match &e.code {
+                    Some(code) => format!("{code}: {}", e.message),
+                    None => e.message.clone(),
+                };
+                ErrorRecord::new(ErrorClass::StreamError, &message)
+            })
+        });
+        RequestRecord {
+            id,
+            level,
+            warmup,
+            start_ms: start,
+            first_byte_ms: timeline.first_byte_ms(),
+            first_token_ms: timeline.content_chunks().first().map(|m| m.t_ms),
+            end_ms,
+            chunk_times_ms: keep_chunk_times.then(|| timeline.output_chunk_times()),
+            output_tokens: metrics.output_tokens,
+            token_source: metrics.token_source,
+            input_tokens: metrics.input_tokens,
+            reasoning_tokens: metrics.reasoning_tokens,
+            finish_reason: timeline.finish_reason().cloned(),
+            http_status,
+            error,
+            metrics,
+        }
+    }
+
+    /// Whether the request succeeded (no error of any class).
+    pub fn ok(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// The record as one line of JSON, without the trailing newline: the JSONL form the CLI
+    /// appends as each request finishes. (JSON escapes control characters inside strings,
+    /// so the line never contains a raw newline.)
+    pub fn to_json_line(&self) -> String {
+        // Serialising plain data with finite-or-null floats cannot fail; serde_json writes
+        // non-finite floats as null rather than erroring.
+        serde_json::to_string(self).unwrap_or_else(|e| {
+            format!(
+                "{{\"id\":{},\"serialise_error\":{:?}}}",
+                self.id,
+                e.to_string()
+            )
+        })
+    }
+}
