@@ -236,7 +236,7 @@ mod tests {
 
     #[test]
     fn line_over_the_cap_fails_even_without_terminator() {
-        let long = vec![b'a'; 65];
+        let long = [b'a'; 65];
         let err = split(&[&long[..30], &long[30..]], true).unwrap_err();
         assert_eq!(err, CoreError::LineTooLong { limit: 64 });
         assert!(split(&[&long[..64], b"\n"], true).is_ok());

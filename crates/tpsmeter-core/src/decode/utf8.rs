@@ -22,6 +22,7 @@ pub(crate) fn line_str(bytes: &[u8], line_start: u64) -> Result<&str> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

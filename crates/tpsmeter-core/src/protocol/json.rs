@@ -67,10 +67,15 @@ pub(crate) fn error_event(error: &Value) -> StreamEvent {
             message: message.clone(),
         },
         Value::Object(map) => {
-            let code = ["type", "code", "status"]
-                .iter()
-                .filter_map(|k| map.get(*k))
-                .find_map(scalar_string);
+            // A name (`overloaded_error`, `UNAVAILABLE`) says more than a number (503).
+            let fields = || {
+                ["type", "code", "status"]
+                    .into_iter()
+                    .filter_map(|k| map.get(k))
+            };
+            let code = fields()
+                .find_map(|v| v.as_str().filter(|s| !s.is_empty()).map(str::to_owned))
+                .or_else(|| fields().find_map(|v| v.as_number().map(|n| n.to_string())));
             let message = map
                 .get("message")
                 .and_then(Value::as_str)
@@ -82,14 +87,6 @@ pub(crate) fn error_event(error: &Value) -> StreamEvent {
             code: None,
             message: other.to_string(),
         },
-    }
-}
-
-fn scalar_string(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) if !s.is_empty() => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
     }
 }
 

@@ -37,10 +37,10 @@ pub(crate) trait Adapter: Debug + Send {
 /// The adapter for `api`.
 pub(crate) fn adapter_for(api: Api) -> Box<dyn Adapter> {
     match api {
-        Api::OpenaiChat => Box::new(openai_chat::OpenaiChat::default()),
-        Api::OpenaiCompletions => Box::new(openai_completions::OpenaiCompletions::default()),
-        Api::OpenaiResponses => Box::new(openai_responses::OpenaiResponses::default()),
-        Api::Anthropic => Box::new(anthropic::Anthropic::default()),
+        Api::OpenaiChat => Box::new(openai_chat::OpenaiChat),
+        Api::OpenaiCompletions => Box::new(openai_completions::OpenaiCompletions),
+        Api::OpenaiResponses => Box::new(openai_responses::OpenaiResponses),
+        Api::Anthropic => Box::new(anthropic::Anthropic),
         Api::Gemini => Box::new(gemini::Gemini::default()),
         Api::OllamaChat | Api::OllamaGenerate => Box::new(ollama::Ollama::default()),
     }

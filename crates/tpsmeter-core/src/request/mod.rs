@@ -122,3 +122,6 @@ fn temperature(t: f32) -> serde_json::Value {
 }
 
 const SSE_ACCEPT: &str = "text/event-stream";
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,99 @@
+//! Shared by the `stream_*` tests: the golden stream table and a helper that runs a
+//! parser over a body split into given chunks.
+
+// Each test binary uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use tpsmeter_core::{Api, CoreError, StreamEvent, StreamParser};
+
+/// How a golden stream ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// `finish()` is `Ok` (end marker, Gemini's rule, or an in-stream error).
+    Clean,
+    /// `finish()` is `TruncatedStream`.
+    Truncated,
+}
+
+/// Every golden stream: file stem, API, expected end.
+pub const GOLDEN: &[(&str, Api, End)] = &[
+    ("openai_chat", Api::OpenaiChat, End::Clean),
+    ("openai_chat_tool_call", Api::OpenaiChat, End::Clean),
+    ("openai_chat_error", Api::OpenaiChat, End::Clean),
+    ("openai_chat_truncated", Api::OpenaiChat, End::Truncated),
+    ("openai_completions", Api::OpenaiCompletions, End::Clean),
+    ("openai_responses", Api::OpenaiResponses, End::Clean),
+    (
+        "openai_responses_incomplete",
+        Api::OpenaiResponses,
+        End::Clean,
+    ),
+    ("openai_responses_failed", Api::OpenaiResponses, End::Clean),
+    ("openai_responses_error", Api::OpenaiResponses, End::Clean),
+    ("anthropic", Api::Anthropic, End::Clean),
+    ("anthropic_error", Api::Anthropic, End::Clean),
+    ("gemini", Api::Gemini, End::Clean),
+    ("gemini_error", Api::Gemini, End::Clean),
+    ("gemini_truncated", Api::Gemini, End::Truncated),
+    ("ollama_chat", Api::OllamaChat, End::Clean),
+    ("ollama_generate", Api::OllamaGenerate, End::Clean),
+    ("ollama_error", Api::OllamaGenerate, End::Clean),
+];
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+}
+
+/// The wire bytes of golden stream `stem`.
+pub fn body(stem: &str, api: Api) -> Vec<u8> {
+    let ext = if api.is_ndjson() { "ndjson" } else { "sse" };
+    let path = golden_dir().join(format!("{stem}.{ext}"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+/// The expected events of golden stream `stem` (one JSON `StreamEvent` per line).
+pub fn expected(stem: &str) -> Vec<StreamEvent> {
+    let path = golden_dir().join(format!("{stem}.expected.jsonl"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{stem}: {e}: {l}")))
+        .collect()
+}
+
+/// Events up to the first error, and how the stream ended (the first error, if any).
+pub type Outcome = (Vec<StreamEvent>, Result<(), CoreError>);
+
+/// Feeds `body` cut at the ascending offsets `cuts`, then finishes.
+pub fn run_cuts(api: Api, body: &[u8], cuts: &[usize]) -> Outcome {
+    let mut chunks = Vec::with_capacity(cuts.len() + 1);
+    let mut start = 0;
+    for &cut in cuts {
+        chunks.push(&body[start..cut]);
+        start = cut;
+    }
+    chunks.push(&body[start..]);
+    run_chunks(api, &chunks)
+}
+
+/// Feeds each chunk in turn, then finishes.
+pub fn run_chunks(api: Api, chunks: &[&[u8]]) -> Outcome {
+    let mut parser = StreamParser::new(api);
+    let mut events = Vec::new();
+    for chunk in chunks {
+        match parser.feed(chunk) {
+            Ok(evs) => events.extend(evs),
+            Err(e) => return (events, Err(e)),
+        }
+    }
+    match parser.finish() {
+        Ok(evs) => {
+            events.extend(evs);
+            (events, Ok(()))
+        }
+        Err(e) => (events, Err(e)),
+    }
+}

@@ -1,0 +1,139 @@
+//! Adapter cases the golden streams do not cover: server variants and rarer shapes.
+#![allow(clippy::unwrap_used)]
+
+use tpsmeter_core::{Api, CoreError, FinishReason, StreamEvent, StreamParser, Usage};
+
+fn parse(api: Api, body: &str) -> (Vec<StreamEvent>, Result<(), CoreError>) {
+    let mut p = StreamParser::new(api);
+    let mut events = p.feed(body.as_bytes()).unwrap();
+    match p.finish() {
+        Ok(e) => {
+            events.extend(e);
+            (events, Ok(()))
+        }
+        Err(e) => (events, Err(e)),
+    }
+}
+
+#[test]
+fn old_vllm_error_object_is_an_error() {
+    let (events, end) = parse(
+        Api::OpenaiChat,
+        "data: {\"object\":\"error\",\"message\":\"too long\",\"type\":\"BadRequestError\",\"code\":400}\n\n",
+    );
+    assert_eq!(
+        events,
+        vec![StreamEvent::Error {
+            code: Some("BadRequestError".into()),
+            message: "too long".into()
+        }]
+    );
+    assert!(end.is_ok());
+}
+
+#[test]
+fn llama_cpp_timings_without_usage_still_report_server_counts() {
+    let (events, _) = parse(
+        Api::OpenaiChat,
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}],\"timings\":{\"prompt_n\":3,\"prompt_ms\":1.5,\"predicted_n\":7,\"predicted_ms\":70.0}}\n\ndata: [DONE]\n\n",
+    );
+    assert_eq!(
+        events,
+        vec![
+            StreamEvent::Finish {
+                reason: FinishReason::Length
+            },
+            StreamEvent::Usage(Usage {
+                input_tokens: Some(3),
+                output_tokens: Some(7),
+                reasoning_tokens: None,
+                server_decode_ms: Some(70.0),
+                server_prefill_ms: Some(1.5),
+            }),
+            StreamEvent::Done,
+        ]
+    );
+}
+
+#[test]
+fn null_choices_and_unknown_fields_are_tolerated() {
+    let (events, end) = parse(
+        Api::OpenaiChat,
+        "data: {\"choices\":null,\"usage\":null,\"system_fingerprint\":\"x\",\"new_field\":{\"a\":[1]}}\n\ndata: [DONE]\n\n",
+    );
+    assert_eq!(events, vec![StreamEvent::Done]);
+    assert!(end.is_ok());
+}
+
+#[test]
+fn anthropic_unknown_event_with_new_shape_is_ignored() {
+    let (events, _) = parse(
+        Api::Anthropic,
+        "event: future_thing\ndata: {\"type\":\"future_thing\",\"delta\":\"a string now\"}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+    assert_eq!(events, vec![StreamEvent::Done]);
+}
+
+#[test]
+fn responses_event_kind_falls_back_to_the_sse_name() {
+    let (events, _) = parse(
+        Api::OpenaiResponses,
+        "event: response.output_text.delta\ndata: {\"delta\":\"hi\"}\n\n",
+    );
+    assert_eq!(
+        events,
+        vec![StreamEvent::ContentDelta { text: "hi".into() }]
+    );
+}
+
+#[test]
+fn gemini_blocked_prompt_is_a_content_filter_finish_and_a_clean_end() {
+    let (events, end) = parse(
+        Api::Gemini,
+        "data: {\"promptFeedback\":{\"blockReason\":\"SAFETY\"},\"usageMetadata\":{\"promptTokenCount\":4}}\r\n\r\n",
+    );
+    assert_eq!(
+        events,
+        vec![
+            StreamEvent::Finish {
+                reason: FinishReason::ContentFilter
+            },
+            StreamEvent::Usage(Usage {
+                input_tokens: Some(4),
+                ..Usage::default()
+            }),
+            StreamEvent::Done,
+        ]
+    );
+    assert!(end.is_ok());
+}
+
+#[test]
+fn ollama_without_done_reason_finishes_with_stop() {
+    let (events, end) = parse(
+        Api::OllamaChat,
+        "{\"message\":{\"role\":\"assistant\",\"content\":\"x\"},\"done\":false}\n{\"done\":true,\"eval_count\":1,\"eval_duration\":1000000}\n",
+    );
+    assert_eq!(events.len(), 4);
+    assert_eq!(
+        events[2],
+        StreamEvent::Finish {
+            reason: FinishReason::Stop
+        }
+    );
+    assert!(end.is_ok());
+}
+
+#[test]
+fn ollama_stream_without_done_line_is_truncated() {
+    let (_, end) = parse(Api::OllamaGenerate, "{\"response\":\"x\",\"done\":false}\n");
+    assert!(matches!(end, Err(CoreError::TruncatedStream { .. })));
+}
+
+#[test]
+fn bytes_seen_counts_every_byte_fed() {
+    let mut p = StreamParser::new(Api::OpenaiChat);
+    p.feed(b"\xEF\xBB\xBF: c\r").unwrap();
+    p.feed(b"\n").unwrap();
+    assert_eq!(p.bytes_seen(), 8);
+}
