@@ -53,6 +53,10 @@ pub struct Timeline {
     content: Vec<ChunkMark>,
     /// Reads carrying reasoning / thinking text, kept apart from the answer.
     reasoning: Vec<ChunkMark>,
+    /// Every read that carried output of either kind, once per read. Kept separately rather
+    /// than merged from the two lists by timestamp: a coarse clock (the browser's 100 µs)
+    /// can give two different reads the same stamp, and both are real chunks.
+    output_reads: Vec<f64>,
     paints: Vec<PaintMark>,
     usage: Option<Usage>,
     finish_reason: Option<FinishReason>,
@@ -71,6 +75,7 @@ impl Timeline {
             bytes: 0,
             content: Vec::new(),
             reasoning: Vec::new(),
+            output_reads: Vec::new(),
             paints: Vec::new(),
             usage: None,
             finish_reason: None,
@@ -142,6 +147,9 @@ impl Timeline {
         if reasoning.deltas > 0 {
             self.reasoning.push(reasoning);
         }
+        if content.deltas > 0 || reasoning.deltas > 0 {
+            self.output_reads.push(t_ms);
+        }
     }
 
     /// Records a browser paint at `t_ms` that made `chars` new characters visible.
@@ -210,36 +218,18 @@ impl Timeline {
     /// When the first output token of any kind (reasoning or answer) arrived: the start of
     /// the decode phase.
     pub fn first_output_ms(&self) -> Option<f64> {
-        let c = self.content.first().map(|m| m.t_ms);
-        let r = self.reasoning.first().map(|m| m.t_ms);
-        min_opt(c, r)
+        self.output_reads.first().copied()
     }
 
     /// When the last output token of any kind arrived.
     pub fn last_output_ms(&self) -> Option<f64> {
-        let c = self.content.last().map(|m| m.t_ms);
-        let r = self.reasoning.last().map(|m| m.t_ms);
-        match (c, r) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        }
+        self.output_reads.last().copied()
     }
 
-    /// Arrival times of every read that carried output of any kind, ascending, one entry per
-    /// read even when it carried both reasoning and answer text.
-    pub fn output_chunk_times(&self) -> Vec<f64> {
-        let mut times: Vec<f64> = self
-            .content
-            .iter()
-            .chain(self.reasoning.iter())
-            .map(|m| m.t_ms)
-            .collect();
-        times.sort_by(f64::total_cmp);
-        // A read with both kinds is recorded in both lists with the same stamp; two
-        // different reads never share a bit-identical stamp in practice, and if they did the
-        // gap between them would be 0 and carry no information anyway.
-        times.dedup_by(|a, b| a.to_bits() == b.to_bits());
-        times
+    /// Arrival times of every read that carried output of any kind, in arrival order, one
+    /// entry per read even when it carried both reasoning and answer text.
+    pub fn output_chunk_times(&self) -> &[f64] {
+        &self.output_reads
     }
 
     /// The metrics of this request. See [`RequestMetrics`] for every definition.
@@ -251,12 +241,5 @@ impl Timeline {
     /// the API reported no usage (usage still wins when present).
     pub fn metrics_with_tokenizer_count(&self, output_tokens: u64) -> RequestMetrics {
         RequestMetrics::from_timeline(self, Some(output_tokens))
-    }
-}
-
-fn min_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     }
 }

@@ -231,6 +231,20 @@ fn error_mid_stream_keeps_partial_metrics_and_classifies() {
     assert!(!r.ok());
 }
 
+/// A coarse browser clock (100 µs) can stamp two different reads identically: both are chunks.
+#[test]
+fn reads_with_identical_stamps_stay_separate_chunks() {
+    let mut t = Timeline::new(0.0);
+    t.on_chunk(10.0, &[reasoning("a"), content("b")]);
+    t.on_chunk(10.0, &[content("c")]);
+    t.on_chunk(12.0, &[content("d")]);
+    t.finish(12.0);
+    let m = t.metrics();
+    assert_eq!(m.output_chunks, 3);
+    assert_eq!(m.itl_chunk_ms, vec![0.0, 2.0]);
+    assert_eq!(t.output_chunk_times(), &[10.0, 10.0, 12.0]);
+}
+
 #[test]
 fn tool_call_fragments_count_as_answer_output() {
     let mut t = Timeline::new(0.0);

@@ -190,7 +190,7 @@ impl RequestRecord {
             first_byte_ms: timeline.first_byte_ms(),
             first_token_ms: timeline.content_chunks().first().map(|m| m.t_ms),
             end_ms,
-            chunk_times_ms: keep_chunk_times.then(|| timeline.output_chunk_times()),
+            chunk_times_ms: keep_chunk_times.then(|| timeline.output_chunk_times().to_vec()),
             output_tokens: metrics.output_tokens,
             token_source: metrics.token_source,
             input_tokens: metrics.input_tokens,
