@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::timeline::Timeline;
 
 /// Where a request's output token count came from, in order of preference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TokenCountSource {
     /// The API's own `usage` report (`completion_tokens`, `output_tokens`, `eval_count`, ...).

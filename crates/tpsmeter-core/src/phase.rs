@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::metrics::TokenCountSource;
 use crate::plan::LoadLevel;
 use crate::report::{ErrorClass, LevelReport, RequestRecord};
 use crate::slo::Slo;
@@ -53,6 +54,11 @@ pub struct PhaseSummary {
     pub decode_tps: Option<Summary>,
     /// Output tokens of the successful requests.
     pub output_tokens: u64,
+    /// How the successful requests' output tokens were counted: requests per source.
+    pub token_sources: BTreeMap<TokenCountSource, u64>,
+    /// Per request, usage output tokens − non-empty delta events, where usage was present:
+    /// how far chunk counting would have been off (see `RequestMetrics`).
+    pub usage_chunk_discrepancy: Option<Summary>,
     /// `output_tokens` / phase duration.
     pub aggregate_output_tps: Option<f64>,
     /// `succeeded` / phase duration.
@@ -95,6 +101,10 @@ impl PhaseSummary {
         let duration_s = (end_ms - start_ms) / 1000.0;
         let per_s = |n: u64| (duration_s > 0.0).then(|| n as f64 / duration_s);
         let output_tokens: u64 = ok.iter().map(|r| r.output_tokens).sum();
+        let mut token_sources = BTreeMap::new();
+        for r in &ok {
+            *token_sources.entry(r.token_source).or_insert(0) += 1;
+        }
         let completed = in_phase.len() as u64;
         let goodput = slo.filter(|s| !s.is_empty()).map(|slo| {
             let met = ok.iter().filter(|r| slo.check(&r.metrics)).count() as u64;
@@ -121,6 +131,10 @@ impl PhaseSummary {
             output_tps: summarise(&|r| r.metrics.output_tps),
             decode_tps: summarise(&|r| r.metrics.decode_tps),
             output_tokens,
+            token_sources,
+            usage_chunk_discrepancy: summarise(&|r| {
+                r.metrics.usage_chunk_discrepancy.map(|d| d as f64)
+            }),
             aggregate_output_tps: per_s(output_tokens),
             request_throughput: per_s(ok.len() as u64),
             errors,

@@ -8,8 +8,8 @@ use tpsmeter_core::event::{FinishReason, StreamEvent, Usage};
 use tpsmeter_core::phase::PhaseSummary;
 use tpsmeter_core::report::csv::{COLUMNS, to_csv};
 use tpsmeter_core::report::{
-    Environment, ErrorClass, ErrorRecord, LevelReport, PromptSource, RedactedUrl, RunConfig,
-    SCHEMA_VERSION, ToolInfo, redact_url,
+    Environment, ErrorClass, ErrorRecord, LevelReport, MAX_ERROR_MESSAGE_CHARS, PromptSource,
+    RedactedUrl, RunConfig, SCHEMA_VERSION, ToolInfo, redact_url,
 };
 use tpsmeter_core::{
     Api, CoreError, LoadLevel, Report, RequestRecord, RequestSpec, Secret, Slo, Timeline,
@@ -244,4 +244,15 @@ fn a_report_never_contains_the_api_key() {
     assert!(!to_csv(&r.requests).contains(KEY));
     assert!(!format!("{r:?}").contains(KEY));
     assert!(!format!("{:?}", RedactedUrl::new(&http.url)).contains(KEY));
+}
+
+#[test]
+fn error_messages_are_capped() {
+    let long = "é".repeat(MAX_ERROR_MESSAGE_CHARS + 50);
+    let e = ErrorRecord::new(ErrorClass::Http5xx, &long);
+    // The cap counts characters, and cutting never splits a multi-byte one.
+    assert_eq!(e.message.chars().count(), MAX_ERROR_MESSAGE_CHARS + 1); // + the ellipsis
+    assert!(e.message.ends_with('…'));
+    let short = ErrorRecord::new(ErrorClass::Other, "boom");
+    assert_eq!(short.message, "boom");
 }

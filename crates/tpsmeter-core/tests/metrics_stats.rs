@@ -4,6 +4,7 @@
 
 use proptest::prelude::*;
 use tpsmeter_core::event::StreamEvent;
+use tpsmeter_core::metrics::TokenCountSource;
 use tpsmeter_core::phase::{PhaseSummary, per_user_tps_degradation};
 use tpsmeter_core::plan::{
     ArrivalLimit, StopCondition, parse_concurrency_levels, parse_rates, poisson_arrivals,
@@ -207,6 +208,8 @@ fn phase_summary_counts_only_measured_requests_in_the_phase() {
     assert_eq!(p.errors.get(&ErrorClass::Http5xx), Some(&1));
     assert_eq!(p.errors.len(), 1);
     assert_eq!(p.output_tokens, 5);
+    assert_eq!(p.token_sources.get(&TokenCountSource::Chunks), Some(&2));
+    assert_eq!(p.usage_chunk_discrepancy, None); // no usage reported
     assert!(approx(p.aggregate_output_tps.unwrap(), 5.0));
     assert!(approx(p.request_throughput.unwrap(), 2.0));
     let ttft = p.ttft_ms.unwrap();
