@@ -340,3 +340,53 @@ fn slo_check_applies_each_limit() {
     assert!(!Slo::parse("ttft=1s").unwrap().check(&empty));
     assert!(Slo::parse("tpot=1ms,itl=1ms").unwrap().check(&empty));
 }
+
+proptest::proptest! {
+    /// Invariants that tie the metrics together for any stream shape: gaps add up to the
+    /// decode phase, TPOT (which includes the tail) is never below per-token ITL, and
+    /// nothing is NaN.
+    #[test]
+    fn metrics_are_consistent_for_any_stream(
+        reads in proptest::collection::vec((0.0f64..50.0, 0usize..4, 0usize..3), 0..40),
+        tail in 0.0f64..20.0,
+        usage in proptest::option::of(0u64..200),
+    ) {
+        let mut t = Timeline::new(0.0);
+        let mut now = 0.0;
+        let mut output_reads = 0u64;
+        let mut deltas = 0u64;
+        for &(gap, n_content, n_reasoning) in &reads {
+            now += gap;
+            let mut events: Vec<StreamEvent> = (0..n_content).map(|_| content("x")).collect();
+            events.extend((0..n_reasoning).map(|_| reasoning("y")));
+            if n_content + n_reasoning > 0 {
+                output_reads += 1;
+                deltas += (n_content + n_reasoning) as u64;
+            }
+            t.on_bytes(now, 1);
+            t.on_chunk(now, &events);
+        }
+        if let Some(n) = usage {
+            t.on_chunk(now, &[StreamEvent::Usage(Usage { output_tokens: Some(n), ..Usage::default() })]);
+        }
+        t.finish(now + tail);
+        let m = t.metrics();
+        proptest::prop_assert_eq!(m.output_chunks, output_reads);
+        proptest::prop_assert_eq!(m.chunk_tokens, deltas);
+        proptest::prop_assert_eq!(m.output_tokens, usage.unwrap_or(deltas));
+        proptest::prop_assert_eq!(m.itl_chunk_ms.len() as u64, output_reads.saturating_sub(1));
+        if let (Some(f), Some(l)) = (t.first_output_ms(), t.last_output_ms()) {
+            let sum: f64 = m.itl_chunk_ms.iter().sum();
+            proptest::prop_assert!((sum - (l - f)).abs() < 1e-6);
+        }
+        if let (Some(itl), Some(tpot)) = (m.itl_token_ms, m.tpot_ms) {
+            proptest::prop_assert!(tpot >= itl - 1e-9);
+        }
+        if let (Some(ttfb), Some(ttft)) = (m.ttfb_ms, m.ttft_ms) {
+            proptest::prop_assert!(ttft >= ttfb);
+        }
+        for v in [m.ttft_ms, m.itl_token_ms, m.tpot_ms, m.output_tps, m.decode_tps, m.e2e_ms].into_iter().flatten() {
+            proptest::prop_assert!(v.is_finite() && v >= 0.0);
+        }
+    }
+}
