@@ -10,7 +10,7 @@
 //! - `finish` after an `Error` is `Ok` (the error already explains the end), after neither
 //!   `Done` nor `Error` it is `CoreError::TruncatedStream` — except for Gemini, whose
 //!   stream has no end marker (see `protocol::gemini` for its rule);
-//! - a decoding error (invalid UTF-8, a line over its cap, malformed JSON) poisons the
+//! - any error (invalid UTF-8, a line over its cap, malformed JSON, truncation) poisons the
 //!   parser: that call and every later one return the same error. Events completed by the
 //!   failing chunk before the error are dropped with it: the body is invalid.
 
@@ -143,9 +143,7 @@ impl StreamParser {
         match result {
             Ok(()) => Ok(out),
             Err(e) => {
-                if !matches!(e, CoreError::TruncatedStream { .. }) {
-                    self.failed = Some(e.clone());
-                }
+                self.failed = Some(e.clone());
                 Err(e)
             }
         }

@@ -137,3 +137,47 @@ fn bytes_seen_counts_every_byte_fed() {
     p.feed(b"\n").unwrap();
     assert_eq!(p.bytes_seen(), 8);
 }
+
+#[test]
+fn content_as_a_list_of_parts_splits_text_and_thinking() {
+    // Mistral's reasoning models stream `content` as typed parts instead of a string.
+    let (events, _) = parse(
+        Api::OpenaiChat,
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":[{\"type\":\"thinking\",\"thinking\":[{\"type\":\"text\",\"text\":\"hmm\"}]}]}}]}\n\n\
+         data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":[{\"type\":\"text\",\"text\":\"yes\"}]}}]}\n\n\
+         data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":{\"future\":1}}}]}\n\n",
+    );
+    assert_eq!(
+        events,
+        vec![
+            StreamEvent::ReasoningDelta { text: "hmm".into() },
+            StreamEvent::ContentDelta { text: "yes".into() },
+        ]
+    );
+}
+
+#[test]
+fn named_error_event_with_plain_text_payload_is_an_error() {
+    for api in [Api::OpenaiChat, Api::OpenaiCompletions] {
+        let (events, end) = parse(api, "event: error\ndata: upstream timed out\n\n");
+        assert_eq!(
+            events,
+            vec![StreamEvent::Error {
+                code: None,
+                message: "upstream timed out".into()
+            }],
+            "{api}"
+        );
+        assert!(end.is_ok());
+    }
+}
+
+#[test]
+fn truncation_is_reported_again_by_a_second_finish() {
+    let mut p = StreamParser::new(Api::Anthropic);
+    p.feed(b"event: ping\ndata: {\"type\":\"ping\"}\n\n")
+        .unwrap();
+    let first = p.finish();
+    assert!(matches!(first, Err(CoreError::TruncatedStream { .. })));
+    assert_eq!(p.finish(), first);
+}

@@ -11,7 +11,7 @@
 use crate::error::{CoreError, Result};
 use crate::event::StreamEvent;
 use crate::protocol::openai_common::{
-    DONE_MARKER, finish_reason, parse_chunk, push_error, push_usage,
+    DONE_MARKER, Message, finish_reason, parse_message, push_error, push_usage,
 };
 use crate::protocol::{Adapter, push_text};
 
@@ -19,10 +19,17 @@ use crate::protocol::{Adapter, push_text};
 pub(crate) struct OpenaiChat;
 
 impl Adapter for OpenaiChat {
-    fn on_message(&mut self, _event: &str, data: &str, out: &mut Vec<StreamEvent>) -> Result<()> {
-        let Some(mut chunk) = parse_chunk("openai chat chunk", data)? else {
-            out.push(StreamEvent::Done);
-            return Ok(());
+    fn on_message(&mut self, event: &str, data: &str, out: &mut Vec<StreamEvent>) -> Result<()> {
+        let mut chunk = match parse_message("openai chat chunk", event, data)? {
+            Message::Chunk(chunk) => chunk,
+            Message::Done => {
+                out.push(StreamEvent::Done);
+                return Ok(());
+            }
+            Message::Error(error) => {
+                out.push(error);
+                return Ok(());
+            }
         };
         if push_error(&chunk, data, out) {
             return Ok(());
@@ -31,7 +38,11 @@ impl Adapter for OpenaiChat {
             if let Some(delta) = choice.delta {
                 push_text(out, delta.reasoning_content, true);
                 push_text(out, delta.reasoning, true);
-                push_text(out, delta.content, false);
+                if let Some(content) = delta.content {
+                    let (text, reasoning) = content.split();
+                    push_text(out, Some(reasoning), true);
+                    push_text(out, Some(text), false);
+                }
                 for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
                     let (name, arguments) = match call.function {
                         Some(f) => (f.name, f.arguments.unwrap_or_default()),

@@ -4,9 +4,10 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::decode::limits::MAX_ERROR_EXCERPT_CHARS;
 use crate::error::Result;
 use crate::event::{FinishReason, StreamEvent, Usage};
-use crate::protocol::json::{error_event, parse};
+use crate::protocol::json::{error_event, parse, truncate_chars};
 
 /// The end marker of both OpenAI streams.
 pub(super) const DONE_MARKER: &str = "[DONE]";
@@ -35,12 +36,104 @@ pub(super) struct Choice {
 
 #[derive(Debug, Deserialize)]
 pub(super) struct Delta {
-    pub content: Option<String>,
+    /// A string everywhere except a few servers (Mistral's reasoning models) that send a
+    /// list of typed parts; see [`Content`].
+    pub content: Option<Content>,
     /// DeepSeek, vLLM, llama.cpp.
     pub reasoning_content: Option<String>,
     /// OpenRouter, newer vLLM, Ollama's OpenAI endpoint.
     pub reasoning: Option<String>,
     pub tool_calls: Option<Vec<ToolCall>>,
+}
+
+/// `delta.content`: a string, or a list of parts `{"type": "text", "text": ...}` /
+/// `{"type": "thinking", "thinking": [{"type": "text", "text": ...}]}`. Other shapes are
+/// ignored rather than failing the stream.
+#[derive(Debug)]
+pub(super) enum Content {
+    Text(String),
+    Parts(Vec<Value>),
+    Other,
+}
+
+/// Hand-written rather than `#[serde(untagged)]`, which would buffer every content string
+/// of every chunk before trying the variants (the hot path of the parser).
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ContentVisitor;
+        impl<'de> serde::de::Visitor<'de> for ContentVisitor {
+            type Value = Content;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or a list of content parts")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Content, E> {
+                Ok(Content::Text(v.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Content, E> {
+                Ok(Content::Text(v))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Content, A::Error> {
+                let parts =
+                    Deserialize::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(Content::Parts(parts))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Content, A::Error> {
+                let _: serde::de::IgnoredAny =
+                    Deserialize::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(Content::Other)
+            }
+            fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Content, E> {
+                Ok(Content::Other)
+            }
+            fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Content, E> {
+                Ok(Content::Other)
+            }
+            fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Content, E> {
+                Ok(Content::Other)
+            }
+            fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Content, E> {
+                Ok(Content::Other)
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Content, E> {
+                Ok(Content::Other)
+            }
+        }
+        deserializer.deserialize_any(ContentVisitor)
+    }
+}
+
+impl Content {
+    /// (answer text, reasoning text), each possibly empty.
+    pub(super) fn split(self) -> (String, String) {
+        match self {
+            Content::Text(text) => (text, String::new()),
+            Content::Parts(parts) => {
+                let (mut text, mut reasoning) = (String::new(), String::new());
+                for part in &parts {
+                    match part.get("type").and_then(Value::as_str) {
+                        Some("thinking") => collect_text(part.get("thinking"), &mut reasoning),
+                        _ => collect_text(Some(part), &mut text),
+                    }
+                }
+                (text, reasoning)
+            }
+            Content::Other => (String::new(), String::new()),
+        }
+    }
+}
+
+/// Appends the `text` of a part, or of every part in a list of parts.
+fn collect_text(value: Option<&Value>, into: &mut String) {
+    match value {
+        Some(Value::Array(parts)) => parts.iter().for_each(|p| collect_text(Some(p), into)),
+        Some(Value::String(s)) => into.push_str(s),
+        Some(part) => {
+            if let Some(text) = part.get("text").and_then(Value::as_str) {
+                into.push_str(text);
+            }
+        }
+        None => {}
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -76,12 +169,31 @@ pub(super) struct Timings {
     pub predicted_ms: Option<f64>,
 }
 
-/// Parses one data payload; `Ok(None)` for `[DONE]`.
-pub(super) fn parse_chunk(context: &'static str, data: &str) -> Result<Option<Chunk>> {
+/// What one data payload is.
+pub(super) enum Message {
+    Chunk(Chunk),
+    Done,
+    /// An `event: error` whose payload is not a chunk with an `error` field.
+    Error(StreamEvent),
+}
+
+/// Parses one SSE event of an OpenAI-style stream.
+pub(super) fn parse_message(context: &'static str, event: &str, data: &str) -> Result<Message> {
     if data.trim_ascii() == DONE_MARKER {
-        return Ok(None);
+        return Ok(Message::Done);
     }
-    parse(context, data).map(Some)
+    if event == "error" {
+        // Some servers (TGI, proxies) name error events; the payload may even be plain text.
+        let error = match serde_json::from_str::<Value>(data) {
+            Ok(value) => error_event(value.get("error").unwrap_or(&value)),
+            Err(_) => StreamEvent::Error {
+                code: None,
+                message: truncate_chars(data, MAX_ERROR_EXCERPT_CHARS),
+            },
+        };
+        return Ok(Message::Error(error));
+    }
+    parse(context, data).map(Message::Chunk)
 }
 
 /// Emits the error of an error chunk; returns whether the chunk was one.

@@ -5,7 +5,7 @@
 use crate::error::{CoreError, Result};
 use crate::event::StreamEvent;
 use crate::protocol::openai_common::{
-    DONE_MARKER, finish_reason, parse_chunk, push_error, push_usage,
+    DONE_MARKER, Message, finish_reason, parse_message, push_error, push_usage,
 };
 use crate::protocol::{Adapter, push_text};
 
@@ -13,10 +13,17 @@ use crate::protocol::{Adapter, push_text};
 pub(crate) struct OpenaiCompletions;
 
 impl Adapter for OpenaiCompletions {
-    fn on_message(&mut self, _event: &str, data: &str, out: &mut Vec<StreamEvent>) -> Result<()> {
-        let Some(mut chunk) = parse_chunk("openai completions chunk", data)? else {
-            out.push(StreamEvent::Done);
-            return Ok(());
+    fn on_message(&mut self, event: &str, data: &str, out: &mut Vec<StreamEvent>) -> Result<()> {
+        let mut chunk = match parse_message("openai completions chunk", event, data)? {
+            Message::Chunk(chunk) => chunk,
+            Message::Done => {
+                out.push(StreamEvent::Done);
+                return Ok(());
+            }
+            Message::Error(error) => {
+                out.push(error);
+                return Ok(());
+            }
         };
         if push_error(&chunk, data, out) {
             return Ok(());
