@@ -11,10 +11,15 @@
 //! `StdRng` or `SmallRng`: `StdRng`'s algorithm may change between `rand` releases and
 //! `SmallRng` differs between 32- and 64-bit targets, either of which would silently change
 //! a published schedule.
+//!
+//! Gaps are drawn by inverse transform, `−ln(1 − u) / λ`, rather than with `rand_distr`'s
+//! ziggurat `Exp`: the ziggurat accepts or rejects draws by comparing against `exp()`, and a
+//! last-bit difference between two platforms' maths libraries at such a comparison would
+//! desynchronise every later gap. With inverse transform each gap consumes exactly one draw,
+//! so platforms can differ at most in a gap's last bit, never in the sequence.
 
-use rand::SeedableRng;
 use rand::rngs::ChaCha8Rng;
-use rand_distr::{Distribution, Exp};
+use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{CoreError, Result};
@@ -25,6 +30,9 @@ pub const MAX_LEVELS: usize = 64;
 pub const MAX_CONCURRENCY: u32 = 100_000;
 /// Cap on the length of one arrival schedule (80 MB of offsets at most).
 pub const MAX_ARRIVALS: usize = 10_000_000;
+/// Slowest accepted arrival rate (one request per ~11.6 days): far below it the mean gap in
+/// ms overflows towards infinity, and such a schedule means nothing anyway.
+pub const MIN_RATE_PER_S: f64 = 1e-6;
 /// Cap on a level spec string.
 const MAX_SPEC_LEN: usize = 1024;
 
@@ -151,8 +159,10 @@ pub fn parse_rates(spec: &str) -> Result<Vec<f64>> {
         let r: f64 = part
             .parse()
             .map_err(|_| format!("{part:?} is not a number"))?;
-        if !(r.is_finite() && r > 0.0) {
-            return Err(format!("{part:?} must be a positive rate"));
+        if !(r.is_finite() && r >= MIN_RATE_PER_S) {
+            return Err(format!(
+                "{part:?} must be a rate of at least {MIN_RATE_PER_S}/s"
+            ));
         }
         Ok(r)
     })
@@ -209,15 +219,17 @@ pub fn poisson_arrivals(rate_per_s: f64, limit: ArrivalLimit, seed: u64) -> Resu
         input,
         reason: reason.into(),
     };
-    if !(rate_per_s.is_finite() && rate_per_s > 0.0) {
+    if !(rate_per_s.is_finite() && rate_per_s >= MIN_RATE_PER_S) {
         return Err(bad(
             rate_per_s.to_string(),
-            "rate must be positive and finite",
+            "rate must be finite and at least MIN_RATE_PER_S",
         ));
     }
-    let per_ms = rate_per_s / 1000.0;
-    let gaps = Exp::new(per_ms).map_err(|e| bad(rate_per_s.to_string(), &e.to_string()))?;
+    let mean_gap_ms = 1000.0 / rate_per_s;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    // `random::<f64>()` is uniform on [0, 1), so 1 − u is in (0, 1] and the gap is finite
+    // and non-negative.
+    let mut gap = move || -(1.0 - rng.random::<f64>()).ln() * mean_gap_ms;
     let mut out = Vec::new();
     let mut t = 0.0;
     match limit {
@@ -227,7 +239,7 @@ pub fn poisson_arrivals(rate_per_s: f64, limit: ArrivalLimit, seed: u64) -> Resu
             }
             out.reserve(n);
             for _ in 0..n {
-                t += gaps.sample(&mut rng);
+                t += gap();
                 out.push(t);
             }
         }
@@ -239,7 +251,7 @@ pub fn poisson_arrivals(rate_per_s: f64, limit: ArrivalLimit, seed: u64) -> Resu
                 ));
             }
             loop {
-                t += gaps.sample(&mut rng);
+                t += gap();
                 if t >= h {
                     break;
                 }
