@@ -6,8 +6,9 @@
 //! headers marked sensitive (`Authorization: Bearer`, Anthropic `x-api-key`, Gemini
 //! `x-goog-api-key`, never in a URL); base URLs follow the rule in [`url`].
 //!
-//! Browser callers of Anthropic must add `anthropic-dangerous-direct-browser-access: true`
-//! themselves: it opts in to exposing the key to a page, which a native caller never does.
+//! Browser callers use [`build_browser_request`], which adds what a page needs on top
+//! (Anthropic's `anthropic-dangerous-direct-browser-access: true`, its opt-in to a key held
+//! by a page, which a native caller never sends).
 
 mod anthropic;
 mod gemini;
@@ -95,6 +96,18 @@ pub fn build_request(spec: &RequestSpec) -> Result<HttpRequest> {
         Api::OllamaChat => ollama::chat(spec),
         Api::OllamaGenerate => ollama::generate(spec),
     }
+}
+
+/// [`build_request`] for a caller running in a web page: adds the headers that browsers'
+/// cross-origin rules require of some APIs.
+pub fn build_browser_request(spec: &RequestSpec) -> Result<HttpRequest> {
+    let mut request = build_request(spec)?;
+    if spec.api == Api::Anthropic {
+        request
+            .headers
+            .push(plain("anthropic-dangerous-direct-browser-access", "true"));
+    }
+    Ok(request)
 }
 
 fn plain(name: &str, value: &str) -> (String, HeaderValue) {

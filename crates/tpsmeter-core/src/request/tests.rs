@@ -170,3 +170,17 @@ fn no_key_means_no_auth_header() {
         assert!(r.headers.iter().all(|(_, v)| !v.is_sensitive()), "{api}");
     }
 }
+
+#[test]
+fn only_the_browser_variant_opts_anthropic_in_to_browser_access() {
+    let s = spec(Api::Anthropic, "https://api.anthropic.com");
+    let header = "anthropic-dangerous-direct-browser-access";
+    assert!(build_request(&s).unwrap().header(header).is_none());
+    let r = build_browser_request(&s).unwrap();
+    assert_eq!(r.header(header).unwrap().as_str(), "true");
+    let other = build_browser_request(&spec(Api::OpenaiChat, "http://h")).unwrap();
+    assert_eq!(
+        other,
+        build_request(&spec(Api::OpenaiChat, "http://h")).unwrap()
+    );
+}
