@@ -1,0 +1,285 @@
+//! The `tpsmeter bench` command line, parsed by clap, and its validation into a plan.
+
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args};
+use tpsmeter_core::Api;
+use tpsmeter_core::plan::{LoadLevel, MAX_LEVELS, StopCondition};
+
+/// Benchmark a streaming LLM API: time every streamed chunk, at one or more concurrency
+/// levels, and report TTFT, ITL, TPOT, end-to-end latency and tokens per second.
+///
+/// Exit status: 0 when every SLO held (or none was given); 2 when an SLO failed (goodput
+/// below 100% at some level); 3 when some level finished no request successfully; 1 on
+/// usage or set-up errors; 130 when interrupted (Ctrl-C; the report is still written).
+///
+/// A 429 is recorded (class rate_limited, with Retry-After); in closed loop the worker
+/// that got it pauses for Retry-After (at most 60 s) before its next request, in open loop
+/// the schedule goes on.
+#[derive(Debug, Clone, Args)]
+#[command(group(ArgGroup::new("stop").args(["requests", "duration"])))]
+#[command(group(ArgGroup::new("input").args(["prompt", "prompt_file", "input_tokens"])))]
+pub struct BenchArgs {
+    /// Wire format: openai-chat, openai-completions, openai-responses, anthropic, gemini,
+    /// ollama (= ollama-chat), ollama-generate.
+    #[arg(long, value_parser = parse_api)]
+    pub api: Api,
+
+    /// Base URL of the server, e.g. http://127.0.0.1:8080 or https://api.openai.com
+    /// (the API's path is appended; a URL that already ends in it is kept).
+    #[arg(long)]
+    pub url: String,
+
+    /// Model name sent in the request.
+    #[arg(long)]
+    pub model: String,
+
+    /// Name of the environment variable holding the API key. The key is read once, kept in
+    /// memory only, and never printed or written to any report.
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+
+    /// Concurrency levels to sweep, comma-separated. In closed loop (no --rate) each level
+    /// keeps exactly this many requests in flight; with --rate it caps requests in flight.
+    #[arg(long, value_delimiter = ',', default_value = "1", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub concurrency: Vec<u32>,
+
+    /// Measured requests per level. Default when neither --requests nor --duration is given:
+    /// 4 × the level's concurrency (at least 8).
+    #[arg(long)]
+    pub requests: Option<u64>,
+
+    /// Run each level for this many seconds instead of a request count; requests started
+    /// before the end are allowed to finish.
+    #[arg(long, value_name = "S")]
+    pub duration: Option<f64>,
+
+    /// Open loop instead of --concurrency: start requests as a Poisson process at R
+    /// requests/s whatever the server's state; a comma-separated list sweeps rates. Latency
+    /// counts from the actual send; a request delayed by --max-concurrency is recorded with
+    /// its scheduled time.
+    #[arg(long, value_name = "R", value_delimiter = ',', conflicts_with = "concurrency")]
+    pub rate: Vec<f64>,
+
+    /// Open loop: the most requests in flight at once (arrivals beyond it wait).
+    #[arg(long, value_name = "N", default_value_t = 1000, requires = "rate",
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_concurrency: u32,
+
+    /// Seed for the Poisson arrival schedule (same seed, same schedule).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// Maximum output tokens per request.
+    #[arg(long, default_value_t = 256)]
+    pub max_tokens: u32,
+
+    /// Prompt text.
+    #[arg(long)]
+    pub prompt: Option<String>,
+
+    /// Read the prompt from a file.
+    #[arg(long, value_name = "F")]
+    pub prompt_file: Option<PathBuf>,
+
+    /// Synthesise a prompt of about N tokens (common one-token English words; within ~10%
+    /// for GPT/Llama-style BPE tokenizers; the server's usage reports the exact count).
+    #[arg(long, value_name = "N")]
+    pub input_tokens: Option<u32>,
+
+    /// Optional system prompt.
+    #[arg(long)]
+    pub system: Option<String>,
+
+    /// Sampling temperature (left to the server's default when absent).
+    #[arg(long)]
+    pub temperature: Option<f32>,
+
+    /// Ask the server to ignore end-of-sequence so every answer runs to --max-tokens
+    /// (llama.cpp and vLLM honour it; other servers ignore it).
+    #[arg(long)]
+    pub ignore_eos: bool,
+
+    /// Warm-up requests before each level (at the level's load, up to this many at once):
+    /// recorded with `warmup: true` but left out of every summary.
+    #[arg(long, default_value_t = 0)]
+    pub warmup: u32,
+
+    /// Seconds to wait for the first byte of the response body (connect, send, headers and
+    /// the first body chunk) before the request fails as `timeout`.
+    #[arg(long, value_name = "S", default_value_t = 60.0)]
+    pub timeout: f64,
+
+    /// Seconds without any body bytes, once the stream has started, before the request fails
+    /// as `idle_timeout` (a stalled stream).
+    #[arg(long, value_name = "S", default_value_t = 30.0)]
+    pub idle_timeout: f64,
+
+    /// Service-level objectives for goodput, e.g. ttft=500ms,tpot=50ms,itl=200ms,e2e=2s.
+    /// The exit status is 2 when any level's goodput is below 100%.
+    #[arg(long)]
+    pub slo: Option<String>,
+
+    /// Write the JSON report here. Per-request records are also appended, one JSON object
+    /// per line as each request completes, to F.requests.jsonl (see --records).
+    #[arg(long, value_name = "F")]
+    pub json: Option<PathBuf>,
+
+    /// Write one CSV row per request here.
+    #[arg(long, value_name = "F")]
+    pub csv: Option<PathBuf>,
+
+    /// Append per-request JSON lines here as requests complete (default: next to --json).
+    #[arg(long, value_name = "F")]
+    pub records: Option<PathBuf>,
+
+    /// No progress bars (they are also hidden when stderr is not a terminal).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+fn parse_api(name: &str) -> Result<Api, String> {
+    Api::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Api::ALL.iter().map(|a| a.name()).collect();
+        format!("unknown API {name:?}; expected one of {}, ollama", names.join(", "))
+    })
+}
+
+impl BenchArgs {
+    /// When a level at concurrency (or rate) `load` stops.
+    pub fn stop_condition(&self, load: f64) -> StopCondition {
+        match (self.requests, self.duration) {
+            (Some(n), _) => StopCondition::Requests(n),
+            (None, Some(s)) => StopCondition::DurationS(s),
+            // Saturating float-to-int cast: a huge rate gives a huge but finite count.
+            (None, None) => StopCondition::Requests(((load * 4.0).ceil() as u64).max(8)),
+        }
+    }
+
+    /// The levels to run, in order: rates when --rate is given, else concurrencies.
+    pub fn levels(&self) -> Vec<LoadLevel> {
+        if self.rate.is_empty() {
+            self.concurrency.iter().map(|&c| LoadLevel::Concurrency(c)).collect()
+        } else {
+            self.rate.iter().map(|&r| LoadLevel::Rate(r)).collect()
+        }
+    }
+
+    /// Checks the values clap cannot check on its own.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        use anyhow::bail;
+        if self.concurrency.is_empty() {
+            bail!("--concurrency needs at least one level");
+        }
+        if self.requests == Some(0) {
+            bail!("--requests must be at least 1");
+        }
+        if self.rate.len() > MAX_LEVELS || self.concurrency.len() > MAX_LEVELS {
+            bail!("at most {MAX_LEVELS} levels");
+        }
+        for &r in &self.rate {
+            if !(r.is_finite() && r > 0.0 && r <= 1e6) {
+                bail!("--rate must be positive and at most 1e6 requests/s, got {r}");
+            }
+        }
+        for (name, v) in [
+            ("--duration", self.duration),
+            ("--timeout", Some(self.timeout)),
+            ("--idle-timeout", Some(self.idle_timeout)),
+        ] {
+            if let Some(v) = v {
+                // Duration::from_secs_f64 panics on huge values: cap at a day.
+                if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
+                    bail!("{name} must be a positive number of at most 86400, got {v}");
+                }
+            }
+        }
+        if self.max_tokens == 0 {
+            bail!("--max-tokens must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// Where per-request JSON lines go: --records, else next to --json.
+    pub fn records_path(&self) -> Option<PathBuf> {
+        if let Some(p) = &self.records {
+            return Some(p.clone());
+        }
+        self.json.as_ref().map(|j| {
+            let mut s = j.clone().into_os_string();
+            s.push(".requests.jsonl");
+            PathBuf::from(s)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        args: BenchArgs,
+    }
+
+    fn parse(extra: &[&str]) -> Result<BenchArgs, clap::Error> {
+        let mut argv = vec!["x", "--api", "openai-chat", "--url", "http://h", "--model", "m"];
+        argv.extend_from_slice(extra);
+        Wrap::try_parse_from(argv).map(|w| w.args)
+    }
+
+    #[test]
+    fn concurrency_list_is_comma_separated() {
+        let a = parse(&["--concurrency", "1,10,25,50"]).unwrap();
+        assert_eq!(a.concurrency, vec![1, 10, 25, 50]);
+    }
+
+    #[test]
+    fn requests_and_duration_exclude_each_other() {
+        assert!(parse(&["--requests", "3", "--duration", "2"]).is_err());
+        assert!(parse(&["--prompt", "a", "--input-tokens", "4"]).is_err());
+    }
+
+    #[test]
+    fn default_request_count_scales_with_concurrency() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(a.stop_condition(1.0), StopCondition::Requests(8));
+        assert_eq!(a.stop_condition(10.0), StopCondition::Requests(40));
+    }
+
+    #[test]
+    fn ollama_alias_and_unknown_api() {
+        let mut argv = vec!["x", "--api", "ollama", "--url", "u", "--model", "m"];
+        assert_eq!(
+            Wrap::try_parse_from(&argv).unwrap().args.api,
+            Api::OllamaChat
+        );
+        argv[2] = "openai";
+        assert!(Wrap::try_parse_from(&argv).is_err());
+    }
+
+    #[test]
+    fn validate_rejects_non_finite_and_zero() {
+        assert!(parse(&["--timeout", "0"]).unwrap().validate().is_err());
+        assert!(parse(&["--rate", "inf"]).unwrap().validate().is_err());
+        assert!(parse(&["--rate", "1", "--concurrency", "2"]).is_err());
+        assert!(parse(&["--max-concurrency", "2"]).is_err());
+        let a = parse(&["--rate", "0.5,2"]).unwrap();
+        assert_eq!(a.levels(), vec![LoadLevel::Rate(0.5), LoadLevel::Rate(2.0)]);
+        assert!(parse(&["--requests", "0"]).unwrap().validate().is_err());
+        assert!(parse(&[]).unwrap().validate().is_ok());
+    }
+
+    #[test]
+    fn records_default_next_to_json() {
+        let a = parse(&["--json", "out/r.json"]).unwrap();
+        assert_eq!(
+            a.records_path().unwrap(),
+            PathBuf::from("out/r.json.requests.jsonl")
+        );
+        assert!(parse(&[]).unwrap().records_path().is_none());
+    }
+}

@@ -1,0 +1,44 @@
+//! The `tpsmeter` command line, as a library so tests and benchmarks drive it in-process.
+//!
+//! What it does: `tpsmeter bench` sends streaming requests to an LLM API at one or more
+//! concurrency levels (closed loop, or open loop at a Poisson rate), stamps every response
+//! chunk with a monotonic clock as it arrives, hands the bytes and stamps to
+//! `tpsmeter-core` for decoding and metrics, and writes a table, a JSON report, CSV rows and
+//! per-request JSON lines (appended as each request completes).
+//!
+//! What it does not do: define any metric (they live in `tpsmeter-core`), or parse any wire
+//! format itself.
+
+pub mod bench;
+pub mod client;
+pub mod exit;
+pub mod failure;
+pub mod load;
+pub mod output;
+pub mod progress;
+pub mod prompt;
+pub mod runner;
+
+use clap::{Parser, Subcommand};
+
+/// Measure tokens per second of streaming LLM APIs.
+#[derive(Debug, Parser)]
+#[command(name = "tpsmeter", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Benchmark a streaming LLM API (TTFT, ITL, TPOT, e2e, tokens/s) at concurrency levels.
+    Bench(bench::BenchArgs),
+}
+
+/// Runs a parsed command line to its exit status. Errors are usage or set-up errors.
+pub fn run(cli: Cli) -> anyhow::Result<exit::Status> {
+    match cli.command {
+        Command::Bench(args) => bench::run_blocking(args),
+    }
+}

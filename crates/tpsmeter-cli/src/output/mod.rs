@@ -1,0 +1,5 @@
+//! What a run writes: the table on stdout, the JSON report, CSV rows, JSON lines.
+
+pub mod files;
+pub mod jsonl;
+pub mod table;
