@@ -25,6 +25,117 @@ pub enum GpuError {
         value: u64,
         limit: u64,
     },
+    // ---- GGUF, quantized formats, model configuration, CPU reference ----
+    /// A tensor type id that ggml does not define.
+    #[error("unknown GGML tensor type id {id}")]
+    UnknownGgmlType { id: u32 },
+    /// A GGUF tensor whose type id ggml does not define.
+    #[error("tensor {tensor:?} has unknown GGML type id {id}")]
+    UnknownTensorType { tensor: String, id: u32 },
+    /// A known type without a CPU dequantizer (or without support where it was asked for).
+    #[error("tensor type {ty} is not supported here")]
+    UnsupportedGgmlType { ty: crate::gguf::GgmlType },
+    /// A weight count that is not a whole number of blocks of its type.
+    #[error("{elements} weights of type {ty} are not a whole number of {block_len}-weight blocks")]
+    PartialBlock {
+        ty: crate::gguf::GgmlType,
+        elements: u64,
+        block_len: usize,
+    },
+    /// A byte buffer whose length does not match the weights it should hold.
+    #[error("{elements} weights of type {ty} take {expected_bytes} bytes, got {got_bytes}")]
+    QuantLength {
+        ty: crate::gguf::GgmlType,
+        elements: u64,
+        expected_bytes: u64,
+        got_bytes: u64,
+    },
+    /// A metadata value type id outside the GGUF specification.
+    #[error("metadata key {key:?} has unknown value type id {id}")]
+    UnknownValueType { key: String, id: u32 },
+    /// `general.alignment` is zero, not a power of two, or absurdly large.
+    #[error("GGUF alignment {alignment} must be a power of two between 1 and {limit}")]
+    BadAlignment { alignment: u64, limit: u64 },
+    /// A tensor's dimensions are unusable (zero, too many, overflowing, partial blocks).
+    #[error("tensor {tensor:?} has unusable dims {dims:?}: {reason}")]
+    BadTensorShape {
+        tensor: String,
+        dims: Vec<u64>,
+        reason: String,
+    },
+    /// A tensor's bytes lie (partly) outside the data section.
+    #[error(
+        "tensor {tensor:?} occupies bytes {offset}..{offset}+{size} of the data section, which has {data_len}"
+    )]
+    TensorOutOfRange {
+        tensor: String,
+        offset: u64,
+        size: u64,
+        data_len: u64,
+    },
+    /// Two tensors share bytes.
+    #[error(
+        "tensor {second:?} at data offset {offset} overlaps tensor {first:?} (ends at {first_end})"
+    )]
+    TensorsOverlap {
+        first: String,
+        first_end: u64,
+        second: String,
+        offset: u64,
+    },
+    /// A tensor's data offset is not a multiple of the file's alignment.
+    #[error(
+        "tensor {tensor:?} data offset {offset} is not a multiple of the alignment {alignment}"
+    )]
+    TensorMisaligned {
+        tensor: String,
+        offset: u64,
+        alignment: u64,
+    },
+    /// A metadata key appears twice.
+    #[error("metadata key {key:?} appears twice")]
+    DuplicateKey { key: String },
+    /// A tensor name appears twice.
+    #[error("tensor {tensor:?} appears twice")]
+    DuplicateTensor { tensor: String },
+    /// A required metadata key is absent.
+    #[error("missing metadata key {key:?}")]
+    MissingMetadata { key: String },
+    /// A metadata key holds a value of another type than the one asked for.
+    #[error("metadata key {key:?} holds {found}, expected {expected}")]
+    MetadataType {
+        key: String,
+        expected: &'static str,
+        found: &'static str,
+    },
+    /// A metadata value is present but unusable (zero heads, non-dividing dims, ...).
+    #[error("metadata key {key:?}: {reason}")]
+    BadMetadata { key: String, reason: String },
+    /// The model's architecture is not one this crate implements.
+    #[error("unsupported model architecture {arch:?} (supported: {supported})")]
+    UnsupportedArchitecture {
+        arch: String,
+        supported: &'static str,
+    },
+    /// A tensor the architecture needs is absent.
+    #[error("missing tensor {name:?}")]
+    MissingTensor { name: String },
+    /// A tensor has another shape than the hyper-parameters imply.
+    #[error("tensor {tensor:?} has dims {found:?}, expected {expected:?}")]
+    WrongTensorShape {
+        tensor: String,
+        expected: Vec<u64>,
+        found: Vec<u64>,
+    },
+    /// A token id outside the vocabulary.
+    #[error("token id {token} is outside the vocabulary of {vocab}")]
+    TokenOutOfRange { token: u32, vocab: usize },
+    /// The KV cache is full.
+    #[error("position {position} is beyond the context length {limit}")]
+    ContextFull { position: usize, limit: usize },
+    /// A streaming parser was used out of order (data after the end, finish before the end).
+    #[error("GGUF stream: {reason}")]
+    StreamState { reason: String },
 }
 
 /// Shorthand used throughout the crate.

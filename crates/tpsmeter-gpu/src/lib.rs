@@ -8,5 +8,9 @@
 //! timestamps, or any UI.
 
 pub mod error;
+pub mod gguf;
+pub mod model;
+pub mod quant;
+pub mod reference;
 
 pub use error::{GpuError, Result};

@@ -1,0 +1,5 @@
+//! Model descriptions read from GGUF metadata.
+
+pub mod config;
+
+pub use config::{Activation, Architecture, LlamaConfig, ModelConfig, RopeLayout, SlidingWindow};

@@ -1,0 +1,13 @@
+//! A plain-Rust f32 forward pass for the supported architectures (Llama, Qwen2, Gemma 3),
+//! built on the crate's CPU dequantizers: the oracle the GPU forward pass must match.
+//!
+//! What it does: dequantize every weight to f32 once at load, then run one token at a time
+//! with a KV cache, returning logits per position. What it does not do: anything fast
+//! (no threads, no SIMD intrinsics, no batching); it is for tests.
+
+pub mod forward;
+pub mod ops;
+pub mod weights;
+
+pub use forward::{KvCache, ReferenceModel, argmax};
+pub use weights::Weights;
