@@ -1,0 +1,244 @@
+//! Whole-engine benchmark on the model at `TPSMETER_MODEL`: prefill tok/s at 64 and 512
+//! prompt tokens, decode tok/s at context 64, 512 and 2048, TTFT, cold (load and pipeline
+//! compilation included) and warm, N runs with median and spread; dispatches and submits per
+//! decoded token, bytes read back per token, weight bytes read per token and the GB/s that
+//! implies. Then, on the same GGUF, llama.cpp on the CPU with 2 threads (`llama-bench` from
+//! `TPSMETER_LLAMA_BIN`) and our decode speed as a ratio to it.
+//!
+//! `cargo bench -p tpsmeter-gpu --bench engine`; `TPSMETER_BENCH_RUNS` (default 5) sets N,
+//! `TPSMETER_BENCH_DECODE` (default 32) the tokens timed per decode run.
+#![allow(clippy::unwrap_used)]
+
+#[cfg(target_arch = "wasm32")]
+fn main() {}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn main() {
+    native::main();
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+mod native {
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use tpsmeter_gpu::engine::{GpuModel, ModelOptions};
+    use tpsmeter_gpu::gguf::GgufFile;
+    use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
+
+    fn env_usize(key: &str, default: usize) -> usize {
+        std::env::var(key)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    }
+
+    /// (median, min, max).
+    fn stats(v: &[f64]) -> (f64, f64, f64) {
+        let mut s = v.to_vec();
+        s.sort_by(f64::total_cmp);
+        let m = if s.len() % 2 == 1 {
+            s[s.len() / 2]
+        } else {
+            (s[s.len() / 2 - 1] + s[s.len() / 2]) / 2.0
+        };
+        (m, s[0], s[s.len() - 1])
+    }
+
+    fn show(label: &str, v: &[f64], unit: &str) -> f64 {
+        let (m, lo, hi) = stats(v);
+        println!(
+            "{label:<34} median {m:>9.2} {unit}  (min {lo:.2}, max {hi:.2}, n={})",
+            v.len()
+        );
+        m
+    }
+
+    /// Prompt ids that look like text to nobody but cost what text costs.
+    fn prompt(n: usize, vocab: usize) -> Vec<u32> {
+        (0..n)
+            .map(|i| (1000 + i * 7919 % 20000) as u32 % vocab as u32)
+            .collect()
+    }
+
+    /// Seconds for one prefill of `ids` from position 0 (the step also samples, so this is
+    /// the time to the first token).
+    fn prefill(m: &mut GpuModel, ids: &[u32]) -> f64 {
+        let t = Instant::now();
+        m.step_blocking(ids, 0).unwrap();
+        t.elapsed().as_secs_f64()
+    }
+
+    /// Decode tok/s for `n` tokens after a prompt filling the context to `ctx - 1`.
+    fn decode(m: &mut GpuModel, ctx: usize, n: usize) -> f64 {
+        let ids = prompt(ctx.saturating_sub(1).max(1), m.config().vocab_size);
+        let mut next = m.step_blocking(&ids, 0).unwrap();
+        let mut pos = ids.len();
+        let t = Instant::now();
+        for _ in 0..n {
+            next = m.step_blocking(&[next], pos).unwrap();
+            pos += 1;
+        }
+        n as f64 / t.elapsed().as_secs_f64()
+    }
+
+    pub fn main() {
+        let Some(path) = std::env::var_os("TPSMETER_MODEL") else {
+            eprintln!("TPSMETER_MODEL is not set: nothing to benchmark");
+            return;
+        };
+        let runs = env_usize("TPSMETER_BENCH_RUNS", 5).max(1);
+        let n_decode = env_usize("TPSMETER_BENCH_DECODE", 32).max(2);
+        let bytes = std::fs::read(&path).unwrap();
+        let file = GgufFile::parse(&bytes).unwrap();
+        let quantized: u64 = file.header.tensors.iter().map(|t| t.n_bytes).sum();
+
+        // Cold: device, upload, decode pipelines, then the first prefill (its pipelines
+        // compile now) and the first decoded tokens.
+        let t_cold = Instant::now();
+        let ctx = Arc::new(GpuContext::new_blocking(&ContextOptions::default()).unwrap());
+        let opts = ModelOptions {
+            max_context: 2048,
+            ..Default::default()
+        };
+        let mut m = GpuModel::load(ctx.clone(), &file, &opts).unwrap();
+        let load_s = t_cold.elapsed().as_secs_f64();
+        let vocab = m.config().vocab_size;
+        let p64 = prompt(64, vocab);
+        let cold_ttft = prefill(&mut m, &p64);
+        let cold_decode = decode(&mut m, 64, n_decode);
+        println!(
+            "adapter: {} ({:?}, {:?})",
+            ctx.info.name, ctx.info.backend, ctx.info.device_type
+        );
+        println!(
+            "model: {} ({} MiB of tensors)",
+            path.to_string_lossy(),
+            quantized >> 20
+        );
+        println!("runs: {runs}, decoded tokens per decode run: {n_decode}");
+        println!("-- cold (first use; pipeline compilation included)");
+        println!(
+            "{:<34} {:>9.2} s",
+            "load (upload + decode pipelines)", load_s
+        );
+        println!(
+            "{:<34} {:>9.2} ms",
+            "TTFT, 64-token prompt",
+            cold_ttft * 1e3
+        );
+        println!("{:<34} {:>9.2} tok/s", "decode at context 64", cold_decode);
+
+        println!("-- warm");
+        m.warm_prefill().unwrap();
+        let ttft: Vec<f64> = (0..runs).map(|_| prefill(&mut m, &p64) * 1e3).collect();
+        show("TTFT, 64-token prompt", &ttft, "ms");
+        for n in [64, 512] {
+            let ids = prompt(n, vocab);
+            let v: Vec<f64> = (0..runs)
+                .map(|_| n as f64 / prefill(&mut m, &ids))
+                .collect();
+            show(&format!("prefill, {n} tokens"), &v, "tok/s");
+        }
+        let mut decode_64 = 0.0;
+        for c in [64, 512, 2048] {
+            let before = m.stats();
+            let v: Vec<f64> = (0..runs).map(|_| decode(&mut m, c, n_decode)).collect();
+            let med = show(&format!("decode at context {c}"), &v, "tok/s");
+            if c == 64 {
+                decode_64 = med;
+                // Work per decoded token, from the counters of these runs: each run is one
+                // prefill (its own submits) plus n_decode single-token steps.
+                let after = m.stats();
+                let prefill_submits = (c - 1).div_ceil(tpsmeter_gpu::engine::PREFILL_CHUNK) as u64;
+                let steps = (runs * n_decode) as u64;
+                let submits = (after.submits - before.submits) - runs as u64 * prefill_submits;
+                let readback = (after.readback_bytes - before.readback_bytes) - runs as u64 * 4;
+                println!(
+                    "{:<34} {:>9.2}",
+                    "submits per decoded token",
+                    submits as f64 / steps as f64
+                );
+                println!(
+                    "{:<34} {:>9}",
+                    "dispatches per decoded token",
+                    m.dispatches_per_token()
+                );
+                println!(
+                    "{:<34} {:>9.2}",
+                    "bytes read back per token",
+                    readback as f64 / steps as f64
+                );
+            }
+        }
+        let wbytes = m.weight_bytes_per_token();
+        println!(
+            "{:<34} {:>9.2} MB ({:.3} x the file's {:.2} MB of tensors)",
+            "weight bytes read per token",
+            wbytes as f64 / 1e6,
+            wbytes as f64 / quantized as f64,
+            quantized as f64 / 1e6
+        );
+        println!(
+            "{:<34} {:>9.2} GB/s (at the context-64 decode median)",
+            "implied weight bandwidth",
+            wbytes as f64 * decode_64 / 1e9
+        );
+        llama_cpp(&path.to_string_lossy(), decode_64);
+    }
+
+    /// Runs llama-bench on the CPU (2 threads) and prints our decode speed as a ratio.
+    fn llama_cpp(model: &str, ours: f64) {
+        println!("-- llama.cpp, CPU, 2 threads, same GGUF");
+        let Some(dir) = std::env::var_os("TPSMETER_LLAMA_BIN") else {
+            println!("TPSMETER_LLAMA_BIN is not set: skipped");
+            return;
+        };
+        let bin = std::path::Path::new(&dir).join("llama-bench");
+        let out = std::process::Command::new(&bin)
+            .args([
+                "-m", model, "-t", "2", "-p", "64,512", "-n", "64", "-o", "json",
+            ])
+            .output();
+        let out = match out {
+            Ok(o) if o.status.success() => o,
+            Ok(o) => {
+                println!(
+                    "{} failed: {}",
+                    bin.display(),
+                    String::from_utf8_lossy(&o.stderr)
+                );
+                return;
+            }
+            Err(e) => {
+                println!("cannot run {}: {e}", bin.display());
+                return;
+            }
+        };
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&out.stdout) else {
+            println!("unreadable llama-bench output");
+            return;
+        };
+        let mut decode = None;
+        for r in v.as_array().into_iter().flatten() {
+            let np = r["n_prompt"].as_u64().unwrap_or(0);
+            let ng = r["n_gen"].as_u64().unwrap_or(0);
+            let ts = r["avg_ts"].as_f64().unwrap_or(0.0);
+            let sd = r["stddev_ts"].as_f64().unwrap_or(0.0);
+            let label = if ng > 0 {
+                decode = Some(ts);
+                format!("llama.cpp decode, {ng} tokens")
+            } else {
+                format!("llama.cpp prefill, {np} tokens")
+            };
+            println!("{label:<34} mean {ts:>9.2} tok/s  (sd {sd:.2})");
+        }
+        if let Some(d) = decode.filter(|d| *d > 0.0) {
+            println!(
+                "{:<34} {:>9.2} x",
+                "our decode (ctx 64) / llama.cpp",
+                ours / d
+            );
+        }
+    }
+}

@@ -1,0 +1,273 @@
+//! The forward pass as prepared dispatches: activations for a batch of `n` tokens and the
+//! list of dispatches that runs every layer on them, built once per batch size at load (or on
+//! first use) and encoded as is for every step.
+//!
+//! Decode (`n == 1`) uses the matrix-vector kernels; prefill (`n > 1`) the tiled matrix-matrix
+//! kernels, which dequantize each weight block once per tile of tokens.
+
+use crate::error::Result;
+use crate::gpu::context::GpuContext;
+use crate::gpu::defines::DType;
+use crate::kernels::attention::AttentionConfig;
+use crate::kernels::{
+    Add, Dispatch, Embed, Glu, GluKind, KvAppend, MatMul, MatVec, MatVecOptions, QWeight, RmsNorm,
+    Rope, RopeConfig, RopeLayout, Tensor,
+};
+use crate::model::config::{Activation, ModelConfig, RopeLayout as ConfigRope};
+use crate::model::llama::GpuWeights;
+
+/// Activation buffers for up to `n` tokens.
+#[derive(Debug)]
+pub struct Activations {
+    /// Token capacity.
+    pub n: usize,
+    /// Token ids (u32).
+    pub tokens: Tensor,
+    /// Residual stream `[n, n_embd]`.
+    pub x: Tensor,
+    /// Normed residual.
+    pub h: Tensor,
+    pub q: Tensor,
+    pub k: Tensor,
+    pub v: Tensor,
+    /// Attention output `[n, q_dim]`.
+    pub attn: Tensor,
+    pub gate: Tensor,
+    pub up: Tensor,
+    /// `act(gate) * up`.
+    pub ffn: Tensor,
+}
+
+impl Activations {
+    /// Zeroed buffers for `n` tokens.
+    pub fn new(ctx: &GpuContext, cfg: &ModelConfig, n: usize, dt: DType) -> Result<Self> {
+        let t = |label: &str, width: usize| Tensor::zeros(ctx, label, n * width, dt);
+        Ok(Self {
+            n,
+            tokens: Tensor::from_u32(ctx, "tokens", &vec![0; n])?,
+            x: t("x", cfg.n_embd)?,
+            h: t("h", cfg.n_embd)?,
+            q: t("q", cfg.q_dim())?,
+            k: t("k", cfg.k_dim())?,
+            v: t("v", cfg.v_dim())?,
+            attn: t("attn", cfg.q_dim())?,
+            gate: t("gate", cfg.n_ff)?,
+            up: t("up", cfg.n_ff)?,
+            ffn: t("ffn", cfg.n_ff)?,
+        })
+    }
+}
+
+/// The static KV cache: per layer, keys and values for `max_ctx` positions.
+#[derive(Debug)]
+pub struct KvCache {
+    pub k: Vec<Tensor>,
+    pub v: Vec<Tensor>,
+    pub max_ctx: usize,
+}
+
+impl KvCache {
+    /// Allocates the whole cache once (nothing is allocated per token).
+    pub fn new(ctx: &GpuContext, cfg: &ModelConfig, max_ctx: usize, dt: DType) -> Result<Self> {
+        let mut k = Vec::with_capacity(cfg.n_layers);
+        let mut v = Vec::with_capacity(cfg.n_layers);
+        for l in 0..cfg.n_layers {
+            k.push(Tensor::zeros(
+                ctx,
+                &format!("k_cache.{l}"),
+                max_ctx * cfg.k_dim(),
+                dt,
+            )?);
+            v.push(Tensor::zeros(
+                ctx,
+                &format!("v_cache.{l}"),
+                max_ctx * cfg.v_dim(),
+                dt,
+            )?);
+        }
+        Ok(Self { k, v, max_ctx })
+    }
+
+    /// Bytes of keys and values per position (all layers).
+    pub fn bytes_per_position(&self) -> u64 {
+        self.k
+            .iter()
+            .chain(&self.v)
+            .map(|t| (t.len / self.max_ctx * t.dtype.size()) as u64)
+            .sum()
+    }
+}
+
+/// Buffers shared by every graph of a model.
+#[derive(Debug)]
+pub struct Shared<'a> {
+    pub cfg: &'a ModelConfig,
+    pub weights: &'a GpuWeights,
+    pub kv: &'a KvCache,
+    /// Position of the batch's first token (u32).
+    pub pos: &'a Tensor,
+    /// Attention scores scratch.
+    pub scores: &'a wgpu::Buffer,
+    /// Per layer, q/k/v biases repeated for the largest batch (Qwen2); empty otherwise.
+    pub biases: &'a [[Tensor; 3]],
+}
+
+/// `y (+)= W x` for `n` tokens with the kernel that suits the batch size.
+fn linear(
+    ctx: &GpuContext,
+    w: &QWeight,
+    x: &Tensor,
+    y: &Tensor,
+    n: usize,
+    accumulate: bool,
+    out: &mut Vec<Dispatch>,
+) -> Result<()> {
+    if n == 1 {
+        let mv = MatVec::new(
+            ctx,
+            w,
+            x,
+            y,
+            MatVecOptions {
+                accumulate,
+                variant: None,
+            },
+        )?;
+        out.extend_from_slice(mv.dispatches());
+    } else {
+        out.extend_from_slice(MatMul::new(ctx, w, x, y, n, accumulate)?.dispatches());
+    }
+    Ok(())
+}
+
+/// The dispatches of embedding lookup plus every layer for `n` tokens (`n <= a.n`) at the
+/// position held in `s.pos`; the result is the residual stream `a.x`.
+pub fn layers(
+    ctx: &GpuContext,
+    s: &Shared<'_>,
+    a: &Activations,
+    n: usize,
+) -> Result<Vec<Dispatch>> {
+    let cfg = s.cfg;
+    let e = cfg.n_embd;
+    let mut d = Vec::new();
+    d.extend_from_slice(
+        Embed::new(ctx, &s.weights.token_embd, &a.tokens, &a.x, n, 1.0)?.dispatches(),
+    );
+    let layout = match cfg.rope_layout {
+        ConfigRope::Interleaved => RopeLayout::Normal,
+        ConfigRope::Neox => RopeLayout::Neox,
+    };
+    let rope = |heads: usize| RopeConfig {
+        n_tokens: n,
+        n_heads: heads,
+        head_dim: cfg.head_dim,
+        rope_dim: cfg.rope_dim,
+        layout,
+        freq_base: cfg.rope_freq_base,
+        freq_scale: 1.0 / cfg.rope_scale,
+    };
+    let att = AttentionConfig {
+        n_tokens: n,
+        n_heads: cfg.n_head,
+        n_kv_heads: cfg.n_head_kv,
+        head_dim: cfg.head_dim,
+        max_ctx: s.kv.max_ctx,
+        window: 0,
+        scale: cfg.attention_scale,
+    };
+    let glu = match cfg.activation {
+        Activation::Silu => GluKind::SwiGlu,
+        Activation::GeluTanh => GluKind::GeluTanh,
+    };
+    for (l, lw) in s.weights.layers.iter().enumerate() {
+        d.push(
+            RmsNorm::new(ctx, &a.x, &lw.attn_norm, &a.h, n, e, cfg.rms_eps)?
+                .dispatch()
+                .clone(),
+        );
+        linear(ctx, &lw.wq, &a.h, &a.q, n, false, &mut d)?;
+        linear(ctx, &lw.wk, &a.h, &a.k, n, false, &mut d)?;
+        linear(ctx, &lw.wv, &a.h, &a.v, n, false, &mut d)?;
+        if let Some([bq, bk, bv]) = s.biases.get(l) {
+            d.push(Add::new(ctx, bq, &a.q, n * cfg.q_dim())?.dispatch().clone());
+            d.push(Add::new(ctx, bk, &a.k, n * cfg.k_dim())?.dispatch().clone());
+            d.push(Add::new(ctx, bv, &a.v, n * cfg.v_dim())?.dispatch().clone());
+        }
+        d.push(
+            Rope::new(ctx, &rope(cfg.n_head), s.pos, &a.q)?
+                .dispatch()
+                .clone(),
+        );
+        d.push(
+            Rope::new(ctx, &rope(cfg.n_head_kv), s.pos, &a.k)?
+                .dispatch()
+                .clone(),
+        );
+        let kv_app = |src: &Tensor, cache: &Tensor, width: usize| {
+            KvAppend::new(ctx, s.pos, src, cache, n, width, s.kv.max_ctx)
+        };
+        d.push(kv_app(&a.k, &s.kv.k[l], cfg.k_dim())?.dispatch().clone());
+        d.push(kv_app(&a.v, &s.kv.v[l], cfg.v_dim())?.dispatch().clone());
+        d.push(super::attention::prepare(
+            ctx, &att, s.pos, &a.q, &s.kv.k[l], &s.kv.v[l], s.scores, &a.attn,
+        )?);
+        linear(ctx, &lw.wo, &a.attn, &a.x, n, true, &mut d)?;
+        d.push(
+            RmsNorm::new(ctx, &a.x, &lw.ffn_norm, &a.h, n, e, cfg.rms_eps)?
+                .dispatch()
+                .clone(),
+        );
+        linear(ctx, &lw.w_gate, &a.h, &a.gate, n, false, &mut d)?;
+        linear(ctx, &lw.w_up, &a.h, &a.up, n, false, &mut d)?;
+        d.push(
+            Glu::new(ctx, glu, &a.gate, &a.up, &a.ffn, n * cfg.n_ff)?
+                .dispatch()
+                .clone(),
+        );
+        linear(ctx, &lw.w_down, &a.ffn, &a.x, n, true, &mut d)?;
+    }
+    Ok(d)
+}
+
+/// The output norm and head on one residual row `x`, writing `logits`.
+pub fn head(
+    ctx: &GpuContext,
+    s: &Shared<'_>,
+    a: &Activations,
+    logits: &Tensor,
+) -> Result<Vec<Dispatch>> {
+    let mut d = vec![
+        RmsNorm::new(
+            ctx,
+            &a.x,
+            &s.weights.output_norm,
+            &a.h,
+            1,
+            s.cfg.n_embd,
+            s.cfg.rms_eps,
+        )?
+        .dispatch()
+        .clone(),
+    ];
+    linear(ctx, s.weights.head(), &a.h, logits, 1, false, &mut d)?;
+    Ok(d)
+}
+
+/// Per layer, q/k/v biases repeated `n` times so one elementwise add covers a batch.
+pub fn repeated_biases(
+    ctx: &GpuContext,
+    weights: &GpuWeights,
+    n: usize,
+) -> Result<Vec<[Tensor; 3]>> {
+    let mut out = Vec::new();
+    for (l, layer) in weights.layers.iter().enumerate() {
+        let Some(b) = &layer.bias else { continue };
+        let rep = |v: &[f32], which: &str| -> Result<Tensor> {
+            let all: Vec<f32> = std::iter::repeat_n(v, n).flatten().copied().collect();
+            Tensor::from_f32(ctx, &format!("blk.{l}.{which}.bias x{n}"), &all, DType::F32)
+        };
+        out.push([rep(&b[0], "q")?, rep(&b[1], "k")?, rep(&b[2], "v")?]);
+    }
+    Ok(out)
+}

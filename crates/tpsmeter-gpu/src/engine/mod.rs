@@ -1,0 +1,22 @@
+//! The inference engine: a GGUF model on the GPU, run token by token.
+//!
+//! What it does: uploads a Llama-family model's weights quantized ([`crate::model::llama`]),
+//! allocates a static KV cache, prepares the decode step (one command buffer, one submit,
+//! 4 bytes read back per token) and chunked prefill graphs (matrix-matrix kernels), samples on
+//! the GPU, and drives the generation loop ([`crate::generate`]) with its tokenizer and chat
+//! template ([`Engine`], native).
+//!
+//! What it does not do: load files or read clocks itself (callers pass bytes and a clock),
+//! batch several requests, or serve HTTP (the CLI does).
+
+mod attention;
+pub mod graph;
+pub mod model;
+mod readback;
+#[cfg(not(target_arch = "wasm32"))]
+mod session;
+
+pub use model::{DEFAULT_MAX_CONTEXT, GpuModel, ModelOptions, PREFILL_CHUNK, StepStats};
+pub use readback::TOKEN_BYTES;
+#[cfg(not(target_arch = "wasm32"))]
+pub use session::Engine;

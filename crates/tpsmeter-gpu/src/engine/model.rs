@@ -1,0 +1,394 @@
+//! [`GpuModel`]: a Llama-family model resident on one device, with its static KV cache,
+//! prepared decode and prefill graphs and the GPU sampler.
+//!
+//! A decoded token is one command buffer and one submit: the token id and position go in
+//! with `queue.writeBuffer`, every dispatch (embedding, all layers, output head, sampling)
+//! is recorded into one compute pass, and the sampled id (4 bytes) comes back through a
+//! staging buffer allocated at load. Nothing is allocated per token.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::error::{GpuError, Result};
+use crate::gguf::GgufFile;
+use crate::gpu::context::GpuContext;
+use crate::gpu::defines::DType;
+use crate::kernels::attention::AttentionConfig;
+use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor};
+use crate::model::config::ModelConfig;
+use crate::model::llama::GpuWeights;
+
+use super::graph::{self, Activations, KvCache, Shared};
+use super::readback::{TOKEN_BYTES, TokenReadback};
+
+/// Largest prefill batch: prompts run in power-of-two chunks up to this many tokens, each
+/// chunk size with its own prepared graph (at most log2(64) + 1 = 7 of them).
+pub const PREFILL_CHUNK: usize = 64;
+
+/// Context used when the caller asks for none: long enough for chats and the benchmark's
+/// 2048-token decode, small enough that the f32 cache of a 1B model stays under 1 GiB.
+pub const DEFAULT_MAX_CONTEXT: usize = 4096;
+
+/// How to load a model.
+#[derive(Debug, Clone)]
+pub struct ModelOptions {
+    /// KV cache positions (capped at the model's trained context).
+    pub max_context: usize,
+    /// Sampling settings until [`GpuModel::set_sampling`] changes them.
+    pub sampling: SamplerConfig,
+}
+
+impl Default for ModelOptions {
+    fn default() -> Self {
+        Self {
+            max_context: DEFAULT_MAX_CONTEXT,
+            sampling: SamplerConfig::default(),
+        }
+    }
+}
+
+/// Counters of the work done, for benchmarks and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StepStats {
+    /// Queue submits so far.
+    pub submits: u64,
+    /// Dispatches recorded so far.
+    pub dispatches: u64,
+    /// Bytes read back to the host so far.
+    pub readback_bytes: u64,
+    /// Tokens run through the model so far (prompt and decoded).
+    pub tokens: u64,
+}
+
+/// A model on the GPU, ready to run tokens.
+#[derive(Debug)]
+pub struct GpuModel {
+    ctx: Arc<GpuContext>,
+    cfg: ModelConfig,
+    weights: GpuWeights,
+    kv: KvCache,
+    pos: Tensor,
+    scores: wgpu::Buffer,
+    biases: Vec<[Tensor; 3]>,
+    decode_act: Activations,
+    prefill_act: Activations,
+    logits: Tensor,
+    /// Embedding and layers for one token.
+    decode: Vec<Dispatch>,
+    /// Output norm and head on `decode_act.x`.
+    head: Vec<Dispatch>,
+    /// Embedding and layers per prefill chunk size.
+    prefill: HashMap<usize, Vec<Dispatch>>,
+    sampler: Sampler,
+    sampling: SamplerConfig,
+    readback: TokenReadback,
+    /// Tokens whose keys and values the cache holds, by position.
+    history: Vec<u32>,
+    /// The id returned by the last step, to recognise a decode continuation.
+    last_sampled: Option<u32>,
+    stats: StepStats,
+}
+
+impl GpuModel {
+    /// Reads the configuration from `file`, uploads the weights and prepares the decode
+    /// graph (compiling its pipelines).
+    pub fn load(ctx: Arc<GpuContext>, file: &GgufFile<'_>, opts: &ModelOptions) -> Result<Self> {
+        let cfg = ModelConfig::from_header(&file.header)?;
+        let weights = GpuWeights::upload(&ctx, file, &cfg)?;
+        let max_ctx = opts.max_context.clamp(1, cfg.context_length);
+        let dt = DType::F32;
+        let kv = KvCache::new(&ctx, &cfg, max_ctx, dt)?;
+        let pos = Tensor::from_u32(&ctx, "position", &[0])?;
+        let scratch = super::attention::scratch_bytes(&AttentionConfig {
+            n_tokens: PREFILL_CHUNK,
+            n_heads: cfg.n_head,
+            n_kv_heads: cfg.n_head_kv,
+            head_dim: cfg.head_dim,
+            max_ctx,
+            window: 0,
+            scale: 1.0,
+        });
+        let scores = ctx.storage_zeroed("attention scores", scratch)?;
+        let biases = graph::repeated_biases(&ctx, &weights, PREFILL_CHUNK)?;
+        let decode_act = Activations::new(&ctx, &cfg, 1, dt)?;
+        let prefill_act = Activations::new(&ctx, &cfg, PREFILL_CHUNK, dt)?;
+        let logits = Tensor::zeros(&ctx, "logits", cfg.vocab_size, DType::F32)?;
+        let shared = Shared {
+            cfg: &cfg,
+            weights: &weights,
+            kv: &kv,
+            pos: &pos,
+            scores: &scores,
+            biases: &biases,
+        };
+        let decode = graph::layers(&ctx, &shared, &decode_act, 1)?;
+        let head = graph::head(&ctx, &shared, &decode_act, &logits)?;
+        let sampler = Sampler::new(&ctx, &opts.sampling, &logits, cfg.vocab_size)?;
+        let readback = TokenReadback::new(&ctx);
+        ctx.take_error()?;
+        Ok(Self {
+            ctx,
+            cfg,
+            weights,
+            kv,
+            pos,
+            scores,
+            biases,
+            decode_act,
+            prefill_act,
+            logits,
+            decode,
+            head,
+            prefill: HashMap::new(),
+            sampler,
+            sampling: opts.sampling,
+            readback,
+            history: Vec::new(),
+            last_sampled: None,
+            stats: StepStats::default(),
+        })
+    }
+
+    /// The model's hyper-parameters.
+    pub fn config(&self) -> &ModelConfig {
+        &self.cfg
+    }
+
+    /// The device.
+    pub fn context(&self) -> &Arc<GpuContext> {
+        &self.ctx
+    }
+
+    /// Positions the KV cache holds.
+    pub fn max_context(&self) -> usize {
+        self.kv.max_ctx
+    }
+
+    /// Work counters since load.
+    pub fn stats(&self) -> StepStats {
+        self.stats
+    }
+
+    /// Weight bytes one decoded token reads (all layer matrices and the output head).
+    pub fn weight_bytes_per_token(&self) -> u64 {
+        self.weights.bytes_per_token()
+    }
+
+    /// Dispatches recorded for one decoded token.
+    pub fn dispatches_per_token(&self) -> usize {
+        self.decode.len() + self.head.len() + 1
+    }
+
+    /// Current sampling settings.
+    pub fn sampling(&self) -> SamplerConfig {
+        self.sampling
+    }
+
+    /// Changes the sampling settings (they are baked into the sampler's parameters, so this
+    /// prepares a new sampler dispatch; the KV cache stays valid).
+    pub fn set_sampling(&mut self, cfg: SamplerConfig) -> Result<()> {
+        if cfg != self.sampling {
+            self.sampler = Sampler::new(&self.ctx, &cfg, &self.logits, self.cfg.vocab_size)?;
+            self.sampling = cfg;
+            self.last_sampled = None;
+        }
+        Ok(())
+    }
+
+    /// Prepares the prefill graphs of every chunk size now, so that the first prompt does
+    /// not pay for pipeline compilation.
+    pub fn warm_prefill(&mut self) -> Result<()> {
+        let mut c = PREFILL_CHUNK;
+        while c >= 2 {
+            self.prefill_graph(c)?;
+            c /= 2;
+        }
+        Ok(())
+    }
+
+    fn prefill_graph(&mut self, n: usize) -> Result<()> {
+        if !self.prefill.contains_key(&n) {
+            let shared = Shared {
+                cfg: &self.cfg,
+                weights: &self.weights,
+                kv: &self.kv,
+                pos: &self.pos,
+                scores: &self.scores,
+                biases: &self.biases,
+            };
+            let g = graph::layers(&self.ctx, &shared, &self.prefill_act, n)?;
+            self.prefill.insert(n, g);
+        }
+        Ok(())
+    }
+
+    /// Chunk sizes a prompt of `n` tokens runs in: powers of two up to [`PREFILL_CHUNK`].
+    fn chunks(mut n: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        while n > 0 {
+            let c = if n >= PREFILL_CHUNK {
+                PREFILL_CHUNK
+            } else {
+                1 << (usize::BITS - 1 - n.leading_zeros())
+            };
+            out.push(c);
+            n -= c;
+        }
+        out
+    }
+
+    fn record(&mut self, enc: &mut wgpu::CommandEncoder, dispatches: &[&[Dispatch]]) {
+        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("step"),
+            timestamp_writes: None,
+        });
+        for list in dispatches {
+            for d in *list {
+                d.encode(&mut pass);
+            }
+            self.stats.dispatches += list.len() as u64;
+        }
+    }
+
+    /// Runs `tokens` at positions `start..` and submits the work that samples the next id;
+    /// [`GpuModel::read_token`] returns it. Entries from `start` on are overwritten.
+    pub fn submit_step(&mut self, tokens: &[u32], start: usize) -> Result<()> {
+        let end = start.checked_add(tokens.len()).unwrap_or(usize::MAX);
+        if tokens.is_empty() {
+            return Err(GpuError::EmptyPrompt);
+        }
+        if end > self.kv.max_ctx || start > self.history.len() {
+            return Err(GpuError::ContextFull {
+                position: end.max(start),
+                limit: self.kv.max_ctx,
+            });
+        }
+        if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= self.cfg.vocab_size) {
+            return Err(GpuError::TokenOutOfRange {
+                token: bad,
+                vocab: self.cfg.vocab_size,
+            });
+        }
+        // A continuation feeds back the id sampled last, right after the cache's end; anything
+        // else starts a new generation, whose sampler state (step counter, recent tokens for
+        // the repetition penalty) restarts from the context.
+        let continuation = tokens.len() == 1
+            && start == self.history.len()
+            && self.last_sampled == Some(tokens[0]);
+        self.history.truncate(start);
+        self.history.extend_from_slice(tokens);
+        if !continuation {
+            self.sampler.reset(&self.ctx, 0, &self.history);
+        }
+        self.last_sampled = None;
+        let q = &self.ctx.queue;
+        if tokens.len() == 1 {
+            q.write_buffer(&self.pos.buffer, 0, bytemuck::bytes_of(&(start as u32)));
+            q.write_buffer(
+                &self.decode_act.tokens.buffer,
+                0,
+                bytemuck::cast_slice(tokens),
+            );
+            let mut enc = self.ctx.encoder("decode");
+            let decode = std::mem::take(&mut self.decode);
+            let head = std::mem::take(&mut self.head);
+            let sample = [self.sampler.dispatch().clone()];
+            self.record(&mut enc, &[&decode, &head, &sample]);
+            self.decode = decode;
+            self.head = head;
+            self.readback.encode(&mut enc, &self.sampler.token);
+            self.ctx.submit(enc);
+            self.stats.submits += 1;
+        } else {
+            let chunks = Self::chunks(tokens.len());
+            let mut at = 0;
+            for (i, &c) in chunks.iter().enumerate() {
+                self.prefill_graph(c)?;
+                let q = &self.ctx.queue;
+                q.write_buffer(
+                    &self.pos.buffer,
+                    0,
+                    bytemuck::bytes_of(&((start + at) as u32)),
+                );
+                q.write_buffer(
+                    &self.prefill_act.tokens.buffer,
+                    0,
+                    bytemuck::cast_slice(&tokens[at..at + c]),
+                );
+                let mut enc = self.ctx.encoder("prefill");
+                let g = self.prefill.remove(&c).unwrap_or_default();
+                self.record(&mut enc, &[&g]);
+                self.prefill.insert(c, g);
+                if i + 1 == chunks.len() {
+                    // Only the last row needs logits: move it to the decode residual and run
+                    // the head and the sampler there.
+                    let row = (self.cfg.n_embd * self.decode_act.x.dtype.size()) as u64;
+                    enc.copy_buffer_to_buffer(
+                        &self.prefill_act.x.buffer,
+                        (c as u64 - 1) * row,
+                        &self.decode_act.x.buffer,
+                        0,
+                        row,
+                    );
+                    let head = std::mem::take(&mut self.head);
+                    let sample = [self.sampler.dispatch().clone()];
+                    self.record(&mut enc, &[&head, &sample]);
+                    self.head = head;
+                    self.readback.encode(&mut enc, &self.sampler.token);
+                }
+                self.ctx.submit(enc);
+                self.stats.submits += 1;
+                at += c;
+            }
+        }
+        self.stats.tokens += tokens.len() as u64;
+        Ok(())
+    }
+
+    /// Waits for the step submitted last and returns the sampled id (4 bytes read back).
+    pub async fn read_token(&mut self) -> Result<u32> {
+        let id = self.readback.read(&self.ctx).await?;
+        self.stats.readback_bytes += TOKEN_BYTES;
+        self.last_sampled = Some(id);
+        Ok(id)
+    }
+
+    /// Native: [`GpuModel::submit_step`] then [`GpuModel::read_token`], blocking.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn step_blocking(&mut self, tokens: &[u32], start: usize) -> Result<u32> {
+        self.submit_step(tokens, start)?;
+        pollster::block_on(self.read_token())
+    }
+
+    /// Native, for tests: the logits of the last step (before sampling changed them, when
+    /// the repetition penalty is off).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn read_logits(&self) -> Result<Vec<f32>> {
+        self.logits.read_f32(&self.ctx)
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl crate::generate::TokenStep for GpuModel {
+    fn step(&mut self, tokens: &[u32], start: usize) -> Result<u32> {
+        self.step_blocking(tokens, start)
+    }
+
+    fn context_len(&self) -> usize {
+        self.kv.max_ctx
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompts_split_into_power_of_two_chunks() {
+        assert_eq!(GpuModel::chunks(1), vec![1]);
+        assert_eq!(GpuModel::chunks(100), vec![64, 32, 4]);
+        assert_eq!(GpuModel::chunks(130), vec![64, 64, 2]);
+        assert_eq!(GpuModel::chunks(63), vec![32, 16, 8, 4, 2, 1]);
+        assert!(GpuModel::chunks(0).is_empty());
+    }
+}

@@ -1,0 +1,94 @@
+//! The 4-byte token readback: one staging buffer allocated at load and mapped once per
+//! token (WebLLM reads one int32 per token; so do we).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+use crate::error::{GpuError, Result};
+use crate::gpu::context::GpuContext;
+
+/// Bytes read back per decoded token.
+pub const TOKEN_BYTES: u64 = 4;
+
+type Slot = Arc<Mutex<(Option<std::result::Result<(), String>>, Option<Waker>)>>;
+
+/// A MAP_READ buffer holding the last sampled id.
+#[derive(Debug)]
+pub struct TokenReadback {
+    staging: wgpu::Buffer,
+}
+
+impl TokenReadback {
+    pub fn new(ctx: &GpuContext) -> Self {
+        Self {
+            staging: ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("token readback"),
+                size: TOKEN_BYTES,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+        }
+    }
+
+    /// Records the copy of the sampled id into the staging buffer.
+    pub fn encode(&self, enc: &mut wgpu::CommandEncoder, token: &wgpu::Buffer) {
+        enc.copy_buffer_to_buffer(token, 0, &self.staging, 0, TOKEN_BYTES);
+    }
+
+    /// Maps the staging buffer after the submit that copied into it and returns the id.
+    pub async fn read(&self, ctx: &GpuContext) -> Result<u32> {
+        let slot: Slot = Arc::new(Mutex::new((None, None)));
+        let cb = slot.clone();
+        self.staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            if let Ok(mut s) = cb.lock() {
+                s.0 = Some(r.map_err(|e| e.to_string()));
+                if let Some(w) = s.1.take() {
+                    w.wake();
+                }
+            }
+        });
+        // Natively the callback runs inside poll; on the web the event loop runs it.
+        #[cfg(not(target_arch = "wasm32"))]
+        ctx.wait()?;
+        Mapped { slot }
+            .await
+            .map_err(|reason| GpuError::Readback { reason })?;
+        let id = {
+            let view = self
+                .staging
+                .get_mapped_range(..)
+                .map_err(|e| GpuError::Readback {
+                    reason: format!("{e:?}"),
+                })?;
+            let mut b = [0u8; 4];
+            b.copy_from_slice(&view[..4]);
+            u32::from_le_bytes(b)
+        };
+        self.staging.unmap();
+        ctx.take_error()?;
+        Ok(id)
+    }
+}
+
+/// Resolves once the map callback ran.
+struct Mapped {
+    slot: Slot,
+}
+
+impl Future for Mapped {
+    type Output = std::result::Result<(), String>;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Ok(mut s) = self.slot.lock() else {
+            return Poll::Ready(Err("map state poisoned".into()));
+        };
+        match s.0.take() {
+            Some(r) => Poll::Ready(r),
+            None => {
+                s.1 = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! [`Engine`]: a model, its tokenizer and chat template, and the generation loop, behind one
+//! streaming call that yields (token id, text piece, timestamp).
+
+use std::sync::Arc;
+
+use crate::chat::{ChatMessage, ChatTemplate, RenderOptions};
+use crate::error::Result;
+use crate::generate::{CancelToken, GenerateParams, Generation, Generator, TokenEvent};
+use crate::gguf::GgufFile;
+use crate::gpu::context::GpuContext;
+use crate::kernels::SamplerConfig;
+use crate::tokenizer::{Tokenizer, TokenizerSpec};
+
+use super::model::{GpuModel, ModelOptions};
+
+/// A loaded model ready to generate text.
+#[derive(Debug)]
+pub struct Engine {
+    tokenizer: Tokenizer,
+    chat: Option<ChatTemplate>,
+    generator: Generator<GpuModel>,
+    name: String,
+}
+
+impl Engine {
+    /// Parses a whole GGUF file held in memory, builds its tokenizer and uploads the model.
+    pub fn load(ctx: Arc<GpuContext>, gguf: &[u8], opts: &ModelOptions) -> Result<Self> {
+        let file = GgufFile::parse(gguf)?;
+        let tokenizer = Tokenizer::from_spec(&TokenizerSpec::from_gguf(&file.header.metadata)?)?;
+        // A model without a usable template can still complete raw prompts.
+        let chat = ChatTemplate::from_tokenizer(&tokenizer).ok();
+        let name = file
+            .header
+            .metadata
+            .opt_str("general.name")?
+            .unwrap_or("local model")
+            .to_owned();
+        let model = GpuModel::load(ctx, &file, opts)?;
+        Ok(Self {
+            tokenizer,
+            chat,
+            generator: Generator::new(model),
+            name,
+        })
+    }
+
+    /// `general.name` of the file.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    pub fn model(&self) -> &GpuModel {
+        self.generator.model()
+    }
+
+    pub fn model_mut(&mut self) -> &mut GpuModel {
+        self.generator.model_mut()
+    }
+
+    /// Whether the model ships a chat template.
+    pub fn has_chat_template(&self) -> bool {
+        self.chat.is_some()
+    }
+
+    /// Token ids of a raw prompt (BOS added when the model asks for it).
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
+        self.tokenizer.encode(text, true)
+    }
+
+    /// Renders `messages` with the model's chat template (ending with the assistant header)
+    /// and tokenizes the result. Without a template, the contents are joined by newlines.
+    pub fn encode_chat(
+        &self,
+        messages: &[ChatMessage],
+        now_unix_seconds: Option<i64>,
+    ) -> Result<Vec<u32>> {
+        match &self.chat {
+            Some(t) => {
+                let text = t.render(
+                    messages,
+                    &RenderOptions {
+                        add_generation_prompt: true,
+                        now_unix_seconds,
+                        ..Default::default()
+                    },
+                )?;
+                // The template writes BOS itself where the model wants one.
+                self.tokenizer.encode(&text, false)
+            }
+            None => {
+                let text: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+                self.encode(&text.join("\n"))
+            }
+        }
+    }
+
+    /// Generates from `prompt` with `sampling`, calling `on_event` for every token as its
+    /// text becomes showable (id, text piece and the time `clock` read when the id came
+    /// back). Keys and values of a prefix shared with the previous call are reused.
+    pub fn generate(
+        &mut self,
+        prompt: &[u32],
+        params: &GenerateParams,
+        sampling: &SamplerConfig,
+        cancel: &CancelToken,
+        clock: &mut dyn FnMut() -> f64,
+        on_event: &mut dyn FnMut(&TokenEvent),
+    ) -> Result<Generation> {
+        self.generator.model_mut().set_sampling(*sampling)?;
+        self.generator
+            .generate(&self.tokenizer, prompt, params, cancel, clock, on_event)
+    }
+
+    /// Forgets the KV cache's contents: the next prompt runs in full (benchmarks that must
+    /// measure prefill every time).
+    pub fn forget_cache(&mut self) {
+        self.generator.forget_cache();
+    }
+}
