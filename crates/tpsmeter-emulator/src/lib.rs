@@ -1,0 +1,30 @@
+//! A local streaming-LLM API emulator for tpsmeter's tests and benchmarks.
+//!
+//! What it does: serves, on 127.0.0.1, the streaming endpoints of every API tpsmeter measures
+//! (OpenAI `/v1/chat/completions`, `/v1/completions`, `/v1/responses`, Anthropic
+//! `/v1/messages`, Gemini `/v1beta/models/{m}:streamGenerateContent`, Ollama `/api/chat` and
+//! `/api/generate`) in each one's real wire format, releasing tokens on a known schedule
+//! ([`Schedule`]: absolute deadlines from the request's arrival, so jitter never
+//! accumulates), each chunk flushed on its own, and injecting one [`Fault`] into every
+//! response. Each content event carries `"x_sent_ns"`, its CLOCK_MONOTONIC send time
+//! ([`clock`]), so a benchmark can tell the client's timing error from the server's jitter.
+//!
+//! What it does not do: generate meaningful text, validate requests (bodies are read only
+//! for the model, `max_tokens` and `stream_options`), stream non-SSE Gemini (JSON array)
+//! responses, answer non-streaming requests, or listen anywhere but 127.0.0.1. It is a test
+//! peer, so errors are `anyhow` like in the CLI and xtask.
+//!
+//! Timer precision: deadlines run on tokio's timer, whose granularity is 1 ms, so a chunk
+//! leaves up to ~1 ms after its deadline; `x_sent_ns` records when it really left.
+
+pub mod body;
+pub mod clock;
+pub mod config;
+mod plan;
+pub mod request;
+pub mod server;
+pub mod wire;
+
+pub use body::RequestRecord;
+pub use config::{EmulatorConfig, Fault, Schedule};
+pub use server::{Emulator, ServerStats};

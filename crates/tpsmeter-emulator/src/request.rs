@@ -1,0 +1,162 @@
+//! Routing a request to an API and reading what the emulator needs from its body.
+
+use hyper::Method;
+use serde_json::Value;
+use tpsmeter_core::Api;
+
+/// Request bodies larger than this are refused (413): prompts in benchmarks are kilobytes, and
+/// the emulator must not buffer whatever a misbehaving client sends.
+pub const MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
+
+/// What a request asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamRequest {
+    /// The wire format to answer in.
+    pub api: Api,
+    /// The model name, echoed back.
+    pub model: String,
+    /// The client's output cap, in the API's own field.
+    pub max_tokens: Option<u32>,
+    /// OpenAI `stream_options.include_usage`.
+    pub include_usage: bool,
+    /// A rough prompt size for the usage fields: one token per 4 bytes of body.
+    pub prompt_tokens: u32,
+}
+
+/// Where a request goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// A streaming endpoint of this API (Gemini: with the model taken from the path).
+    Stream(Api, Option<String>),
+    /// `GET /v1/models`: the one model, so peers that discover models find it.
+    Models,
+    /// `GET /health`, `/v1/health`, `/`: liveness for peers that probe.
+    Health,
+    /// A path the emulator does not serve.
+    NotFound,
+    /// A known path with the wrong method.
+    MethodNotAllowed,
+}
+
+/// Maps method + path to a route.
+pub fn route(method: &Method, path: &str) -> Route {
+    let stream = |api: Api, model: Option<String>| {
+        if method == Method::POST {
+            Route::Stream(api, model)
+        } else {
+            Route::MethodNotAllowed
+        }
+    };
+    match path {
+        "/v1/chat/completions" => stream(Api::OpenaiChat, None),
+        "/v1/completions" => stream(Api::OpenaiCompletions, None),
+        "/v1/responses" => stream(Api::OpenaiResponses, None),
+        "/v1/messages" => stream(Api::Anthropic, None),
+        "/api/chat" => stream(Api::OllamaChat, None),
+        "/api/generate" => stream(Api::OllamaGenerate, None),
+        "/v1/models" | "/models" => Route::Models,
+        "/" | "/health" | "/v1/health" | "/health/ready" => Route::Health,
+        _ => match path
+            .strip_prefix("/v1beta/models/")
+            .and_then(|rest| rest.strip_suffix(":streamGenerateContent"))
+        {
+            Some(model) if !model.is_empty() => stream(Api::Gemini, Some(model.to_owned())),
+            _ => Route::NotFound,
+        },
+    }
+}
+
+/// Reads a request body. Anything that is not a JSON object is treated as an empty one: the
+/// emulator measures clients, it does not validate them.
+pub fn parse(api: Api, path_model: Option<String>, body: &[u8]) -> StreamRequest {
+    let json: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let u32_at = |ptr: &str| {
+        json.pointer(ptr)
+            .and_then(Value::as_u64)
+            .map(|v| v.min(u64::from(u32::MAX)) as u32)
+    };
+    let max_tokens = match api {
+        Api::OpenaiChat => u32_at("/max_completion_tokens").or_else(|| u32_at("/max_tokens")),
+        Api::OpenaiCompletions | Api::Anthropic => u32_at("/max_tokens"),
+        Api::OpenaiResponses => u32_at("/max_output_tokens"),
+        Api::Gemini => u32_at("/generationConfig/maxOutputTokens"),
+        Api::OllamaChat | Api::OllamaGenerate => u32_at("/options/num_predict"),
+    };
+    let model = path_model
+        .or_else(|| json.get("model").and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_else(|| "emulator".to_owned());
+    StreamRequest {
+        api,
+        model,
+        max_tokens,
+        include_usage: json
+            .pointer("/stream_options/include_usage")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        prompt_tokens: (body.len() / 4).max(1).min(u32::MAX as usize) as u32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_api_has_its_path() {
+        let paths = [
+            ("/v1/chat/completions", Api::OpenaiChat),
+            ("/v1/completions", Api::OpenaiCompletions),
+            ("/v1/responses", Api::OpenaiResponses),
+            ("/v1/messages", Api::Anthropic),
+            ("/v1beta/models/gemini-x:streamGenerateContent", Api::Gemini),
+            ("/api/chat", Api::OllamaChat),
+            ("/api/generate", Api::OllamaGenerate),
+        ];
+        for (path, api) in paths {
+            assert!(
+                matches!(route(&Method::POST, path), Route::Stream(a, _) if a == api),
+                "{path}"
+            );
+        }
+        assert_eq!(
+            route(&Method::GET, "/v1/chat/completions"),
+            Route::MethodNotAllowed
+        );
+        assert_eq!(
+            route(&Method::POST, "/v1beta/models/:streamGenerateContent"),
+            Route::NotFound
+        );
+        assert_eq!(route(&Method::POST, "/nope"), Route::NotFound);
+    }
+
+    #[test]
+    fn max_tokens_is_read_from_each_apis_field() {
+        let cases = [
+            (
+                Api::OpenaiChat,
+                r#"{"max_completion_tokens":7,"max_tokens":9}"#,
+            ),
+            (Api::OpenaiCompletions, r#"{"max_tokens":7}"#),
+            (Api::OpenaiResponses, r#"{"max_output_tokens":7}"#),
+            (Api::Anthropic, r#"{"max_tokens":7}"#),
+            (Api::Gemini, r#"{"generationConfig":{"maxOutputTokens":7}}"#),
+            (Api::OllamaChat, r#"{"options":{"num_predict":7}}"#),
+            (Api::OllamaGenerate, r#"{"options":{"num_predict":7}}"#),
+        ];
+        for (api, body) in cases {
+            assert_eq!(
+                parse(api, None, body.as_bytes()).max_tokens,
+                Some(7),
+                "{api}"
+            );
+        }
+        let r = parse(
+            Api::OpenaiChat,
+            None,
+            br#"{"model":"m","stream_options":{"include_usage":true}}"#,
+        );
+        assert!(r.include_usage);
+        assert_eq!(r.model, "m");
+        assert_eq!(parse(Api::Gemini, Some("g".into()), b"junk").model, "g");
+    }
+}

@@ -1,0 +1,235 @@
+//! The HTTP server: accepts connections on 127.0.0.1 and answers each request with a
+//! [`ScheduledBody`].
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context as _;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::Instant;
+
+use crate::body::{RequestRecord, ScheduledBody};
+use crate::clock;
+use crate::config::{EmulatorConfig, Fault};
+use crate::plan::plan;
+use crate::request::{self, MAX_REQUEST_BYTES, Route};
+use crate::wire::Wire;
+
+/// Counters shared by the server's tasks.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub(crate) connections: AtomicU64,
+    pub(crate) requests: AtomicU64,
+    pub(crate) open_streams: AtomicU64,
+}
+
+/// What the server and its bodies share.
+#[derive(Debug)]
+pub struct Shared {
+    pub(crate) cfg: EmulatorConfig,
+    pub(crate) stats: Counters,
+    pub(crate) records: Mutex<Vec<RequestRecord>>,
+}
+
+/// A snapshot of the server's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ServerStats {
+    /// TCP connections accepted.
+    pub connections: u64,
+    /// Requests answered (any route, any status).
+    pub requests_served: u64,
+    /// Streamed bodies not yet finished or dropped.
+    pub open_streams: u64,
+}
+
+/// A running emulator on 127.0.0.1. Dropping it stops accepting and aborts every connection.
+#[derive(Debug)]
+pub struct Emulator {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept: JoinHandle<()>,
+}
+
+impl Emulator {
+    /// Binds 127.0.0.1:`cfg.port` and serves in the current tokio runtime.
+    pub async fn start(cfg: EmulatorConfig) -> anyhow::Result<Emulator> {
+        let listener = TcpListener::bind(("127.0.0.1", cfg.port))
+            .await
+            .with_context(|| format!("binding 127.0.0.1:{}", cfg.port))?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            cfg,
+            stats: Counters::default(),
+            records: Mutex::new(Vec::new()),
+        });
+        let accept = tokio::spawn(accept_loop(listener, shared.clone()));
+        Ok(Emulator {
+            addr,
+            shared,
+            accept,
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`, without a trailing slash: append an API's path.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The counters now.
+    pub fn stats(&self) -> ServerStats {
+        let c = &self.shared.stats;
+        ServerStats {
+            connections: c.connections.load(Ordering::Relaxed),
+            requests_served: c.requests.load(Ordering::Relaxed),
+            open_streams: c.open_streams.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Takes the records of the responses finished so far (empty unless
+    /// [`EmulatorConfig::record`]), in order of completion.
+    pub fn take_records(&self) -> Vec<RequestRecord> {
+        self.shared
+            .records
+            .lock()
+            .map(|mut r| std::mem::take(&mut *r))
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        // Aborting the accept task drops its JoinSet, which aborts every connection task.
+        self.accept.abort();
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut conns = JoinSet::new();
+    loop {
+        while conns.try_join_next().is_some() {}
+        let Ok((stream, _)) = listener.accept().await else {
+            // EMFILE and the like: the client will see refused/slow connects; keep serving.
+            tokio::task::yield_now().await;
+            continue;
+        };
+        // Small writes at their scheduled time must not wait for Nagle's algorithm.
+        let _ = stream.set_nodelay(true);
+        shared.stats.connections.fetch_add(1, Ordering::Relaxed);
+        let shared = shared.clone();
+        conns.spawn(async move {
+            let service = service_fn(move |req| handle(req, shared.clone()));
+            let _ = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+fn json_response(status: StatusCode, body: impl Into<bytes::Bytes>) -> Response<ScheduledBody> {
+    let mut r = Response::new(ScheduledBody::full(body));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+async fn handle(
+    req: Request<Incoming>,
+    shared: Arc<Shared>,
+) -> Result<Response<ScheduledBody>, Infallible> {
+    let arrival = Instant::now();
+    let id = shared.stats.requests.fetch_add(1, Ordering::Relaxed);
+    let (api, path_model) = match request::route(req.method(), req.uri().path()) {
+        Route::Stream(api, model) => (api, model),
+        Route::Models => {
+            return Ok(json_response(
+                StatusCode::OK,
+                r#"{"object":"list","data":[{"id":"emulator","object":"model","created":0,"owned_by":"tpsmeter"}]}"#,
+            ));
+        }
+        Route::Health => return Ok(json_response(StatusCode::OK, r#"{"status":"ok"}"#)),
+        Route::NotFound => {
+            return Ok(json_response(
+                StatusCode::NOT_FOUND,
+                r#"{"error":"not found"}"#,
+            ));
+        }
+        Route::MethodNotAllowed => {
+            return Ok(json_response(
+                StatusCode::METHOD_NOT_ALLOWED,
+                r#"{"error":"method not allowed"}"#,
+            ));
+        }
+    };
+    let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return Ok(json_response(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                r#"{"error":"request body too large or unreadable"}"#,
+            ));
+        }
+    };
+    let cfg = &shared.cfg;
+    match &cfg.fault {
+        Fault::Status { code, body } => {
+            let status = StatusCode::from_u16(*code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            return Ok(json_response(status, body.clone()));
+        }
+        Fault::RateLimited { retry_after_s } => {
+            let mut r = json_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                r#"{"error":{"message":"Rate limit reached (emulated)","type":"rate_limit_error","code":"rate_limit_exceeded"}}"#,
+            );
+            r.headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from(*retry_after_s));
+            return Ok(r);
+        }
+        _ => {}
+    }
+    let mut base = arrival;
+    if let Fault::SlowHeaders(delay) = cfg.fault {
+        base += delay;
+        tokio::time::sleep_until(base).await;
+    }
+    let parsed = request::parse(api, path_model, &body);
+    let mut wire = Wire::new(parsed.clone(), id);
+    let steps = plan(cfg, &parsed, &mut wire);
+    let record = cfg.record.then(|| RequestRecord {
+        id,
+        arrival_ns: clock::instant_ns(arrival.into_std()),
+        ..RequestRecord::default()
+    });
+    let content_type = wire.content_type();
+    let mut r = Response::new(ScheduledBody::stream(
+        wire,
+        steps,
+        base,
+        record,
+        shared.clone(),
+    ));
+    let h = r.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert("cache-control", HeaderValue::from_static("no-cache"));
+    h.insert("x-emulator-request-id", HeaderValue::from(id));
+    Ok(r)
+}
