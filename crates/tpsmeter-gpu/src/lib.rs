@@ -9,6 +9,8 @@
 
 pub mod error;
 pub mod gguf;
+pub mod gpu;
+pub mod kernels;
 pub mod model;
 pub mod quant;
 pub mod reference;

@@ -1,0 +1,236 @@
+//! Matvec kernel benchmark: µs per dispatch and GB/s of weights read for each kernel
+//! variant at SmolLM2-135M's shapes, then one token's full set of matvecs (30 layers x
+//! q, k, v, o, gate, up, down + the Q8_0 lm_head) recorded in one command buffer and
+//! submitted once: ms per token. Medians of N runs.
+//!
+//! `cargo bench -p tpsmeter-gpu --bench kernels` (set TPSMETER_BENCH_RUNS to change N).
+#![allow(clippy::unwrap_used)]
+
+use std::time::Instant;
+
+use tpsmeter_gpu::gpu::{ContextOptions, DType, GpuContext};
+use tpsmeter_gpu::kernels::{MatVec, MatVecOptions, MatVecVariant, QWeight, Tensor, WeightFormat};
+
+/// Random but finite GGUF blocks (the kernels' speed does not depend on the values).
+fn weights(seed: &mut u64, f: WeightFormat, rows: usize, cols: usize) -> Vec<u8> {
+    let n = rows * f.row_bytes(cols);
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        out.extend_from_slice(&seed.to_le_bytes());
+    }
+    out.truncate(n);
+    // Finite scales: overwrite every block's f16 scale fields with 0.01.
+    let h = half::f16::from_f32(0.01).to_le_bytes();
+    for b in out.chunks_exact_mut(f.block_bytes()) {
+        match f {
+            WeightFormat::Q4_1 => {
+                b[..2].copy_from_slice(&h);
+                b[2..4].copy_from_slice(&h);
+            }
+            WeightFormat::Q8_0 | WeightFormat::Q4_0 => b[..2].copy_from_slice(&h),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn time_dispatches(ctx: &GpuContext, ops: &[&MatVec], repeat: usize, runs: usize) -> f64 {
+    let mut samples = Vec::with_capacity(runs);
+    for i in 0..runs + 1 {
+        let t = Instant::now();
+        let mut enc = ctx.encoder("bench");
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            for _ in 0..repeat {
+                for op in ops {
+                    op.encode(&mut pass);
+                }
+            }
+        }
+        ctx.submit(enc);
+        ctx.wait().unwrap();
+        // The first run warms up (pipeline first use, page faults).
+        if i > 0 {
+            samples.push(t.elapsed().as_secs_f64());
+        }
+    }
+    median(&mut samples)
+}
+
+fn main() {
+    // `cargo test --all-targets` (CI) runs bench binaries without `--bench`: stay quick there.
+    if !std::env::args().any(|a| a == "--bench") {
+        eprintln!(
+            "kernels bench: run with `cargo bench -p tpsmeter-gpu --bench kernels` to measure"
+        );
+        return;
+    }
+    let runs: usize = std::env::var("TPSMETER_BENCH_RUNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(9);
+    let ctx = match GpuContext::new_blocking(&ContextOptions::default()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("no GPU adapter, nothing to benchmark: {e}");
+            return;
+        }
+    };
+    println!(
+        "adapter: {} ({:?}, {:?}); median of {runs} runs",
+        ctx.info.name, ctx.info.backend, ctx.info.device_type
+    );
+    let mut variants = vec![
+        MatVecVariant::Cpu {
+            rows: 4,
+            workgroup: 16,
+        },
+        MatVecVariant::Cpu {
+            rows: 8,
+            workgroup: 8,
+        },
+        MatVecVariant::Cpu {
+            rows: 2,
+            workgroup: 16,
+        },
+        MatVecVariant::GpuShared {
+            rows: 4,
+            workgroup: 64,
+        },
+    ];
+    if ctx.has_subgroups() {
+        variants.push(MatVecVariant::GpuSubgroup {
+            rows: 4,
+            workgroup: 64,
+        });
+    }
+    let shapes = [
+        ("576x576 Q4_1", WeightFormat::Q4_1, 576, 576),
+        ("576->1536 Q4_1", WeightFormat::Q4_1, 1536, 576),
+        ("1536->576 Q4_1", WeightFormat::Q4_1, 576, 1536),
+        ("576->49152 Q8_0", WeightFormat::Q8_0, 49152, 576),
+    ];
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let x = Tensor::from_f32(&ctx, "x", &vec![0.5; 1536], DType::F32).unwrap();
+    let y = Tensor::zeros(&ctx, "y", 49152, DType::F32).unwrap();
+    println!(
+        "{:<18} {:<40} {:>10} {:>8}",
+        "shape", "variant", "us/disp", "GB/s"
+    );
+    for (name, f, rows, cols) in shapes {
+        let w = QWeight::upload(
+            &ctx,
+            name,
+            f,
+            rows,
+            cols,
+            &weights(&mut seed, f, rows, cols),
+        )
+        .unwrap();
+        let xs = Tensor {
+            len: cols,
+            ..x.clone()
+        };
+        for v in &variants {
+            let op = MatVec::new(
+                &ctx,
+                &w,
+                &xs,
+                &y,
+                MatVecOptions {
+                    accumulate: false,
+                    variant: Some(*v),
+                },
+            )
+            .unwrap();
+            let repeat = 20;
+            let t = time_dispatches(&ctx, &[&op], repeat, runs) / repeat as f64;
+            println!(
+                "{:<18} {:<40} {:>10.1} {:>8.2}",
+                name,
+                format!("{v:?}"),
+                t * 1e6,
+                w.bytes() as f64 / t / 1e9
+            );
+        }
+    }
+
+    // One token's matvecs: SmolLM2-135M has 30 layers, dim 576, 3 KV heads of 64, FFN 1536.
+    let layer_shapes = [
+        (576, 576),
+        (192, 576),
+        (192, 576),
+        (576, 576),
+        (1536, 576),
+        (1536, 576),
+        (576, 1536),
+    ];
+    let mut mats = Vec::new();
+    for _ in 0..30 {
+        for (rows, cols) in layer_shapes {
+            mats.push(
+                QWeight::upload(
+                    &ctx,
+                    "layer",
+                    WeightFormat::Q4_1,
+                    rows,
+                    cols,
+                    &weights(&mut seed, WeightFormat::Q4_1, rows, cols),
+                )
+                .unwrap(),
+            );
+        }
+    }
+    mats.push(
+        QWeight::upload(
+            &ctx,
+            "lm_head",
+            WeightFormat::Q8_0,
+            49152,
+            576,
+            &weights(&mut seed, WeightFormat::Q8_0, 49152, 576),
+        )
+        .unwrap(),
+    );
+    let total_bytes: u64 = mats.iter().map(QWeight::bytes).sum();
+    for v in &variants {
+        let ops: Vec<MatVec> = mats
+            .iter()
+            .map(|w| {
+                let xs = Tensor {
+                    len: w.cols,
+                    ..x.clone()
+                };
+                MatVec::new(
+                    &ctx,
+                    w,
+                    &xs,
+                    &y,
+                    MatVecOptions {
+                        accumulate: false,
+                        variant: Some(*v),
+                    },
+                )
+                .unwrap()
+            })
+            .collect();
+        let refs: Vec<&MatVec> = ops.iter().collect();
+        let t = time_dispatches(&ctx, &refs, 1, runs);
+        println!(
+            "token set ({} dispatches, {:.1} MB, 1 submit) {:<40} {:>8.2} ms/token {:>6.2} GB/s",
+            refs.len(),
+            total_bytes as f64 / 1e6,
+            format!("{v:?}"),
+            t * 1e3,
+            total_bytes as f64 / t / 1e9
+        );
+    }
+}

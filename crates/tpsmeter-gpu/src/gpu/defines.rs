@@ -1,0 +1,116 @@
+//! The typed set of shader defines that specialise a WGSL kernel.
+//!
+//! WGSL has no preprocessor. Instead of pasting strings into shaders ad hoc, every kernel
+//! module starts with a prelude rendered from this one struct: `enable` directives, the
+//! activation type alias and a few `const`s. Pipelines are cached by (shader, entry point,
+//! defines), so two kernels with equal defines share one compiled module.
+
+use std::fmt::Write as _;
+
+/// Storage type of activations and the KV cache. Arithmetic is always f32 inside kernels;
+/// f16 halves the bytes moved where the adapter has `shader-f16`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum DType {
+    /// 32-bit float: available on every adapter (SwiftShader has no `shader-f16`).
+    #[default]
+    F32,
+    /// 16-bit float: needs `wgpu::Features::SHADER_F16`.
+    F16,
+}
+
+impl DType {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::F32 => 4,
+            DType::F16 => 2,
+        }
+    }
+
+    fn wgsl(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+        }
+    }
+}
+
+/// Compile-time parameters of one kernel instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Defines {
+    /// Storage type of activations (`act` in WGSL).
+    pub act: DType,
+    /// Elements per quantization block or tile edge, kernel-specific (`BLOCK`).
+    pub block: u32,
+    /// Invocations per workgroup (`WG`).
+    pub workgroup: u32,
+    /// Rows handled per invocation (CPU-type variants) or per workgroup (GPU variants) (`ROWS`).
+    pub rows: u32,
+    /// Whether the kernel may use subgroup operations (native only; needs `Features::SUBGROUP`).
+    pub subgroups: bool,
+}
+
+impl Default for Defines {
+    fn default() -> Self {
+        Defines {
+            act: DType::F32,
+            block: 32,
+            workgroup: 64,
+            rows: 1,
+            subgroups: false,
+        }
+    }
+}
+
+impl Defines {
+    /// Same defines with another activation type.
+    pub fn with_act(mut self, act: DType) -> Self {
+        self.act = act;
+        self
+    }
+
+    /// The WGSL prelude for these defines: directives first (WGSL requires them before any
+    /// declaration), then the `act` alias and constants.
+    pub fn prelude(&self) -> String {
+        let mut s = String::with_capacity(256);
+        if self.act == DType::F16 {
+            s.push_str("enable f16;\n");
+        }
+        // No `enable subgroups;`: naga 30 rejects the directive and instead allows subgroup
+        // builtins whenever the device has `Features::SUBGROUP` (native only; wgpu does not
+        // expose subgroups on the web, so the web never gets a subgroup variant).
+        // Writing into a String cannot fail.
+        let _ = writeln!(s, "alias act = {};", self.act.wgsl());
+        let _ = writeln!(s, "const BLOCK: u32 = {}u;", self.block);
+        let _ = writeln!(s, "const WG: u32 = {}u;", self.workgroup);
+        let _ = writeln!(s, "const ROWS: u32 = {}u;", self.rows);
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prelude_puts_directives_first_and_renders_every_define() {
+        let d = Defines {
+            act: DType::F16,
+            block: 256,
+            workgroup: 16,
+            rows: 4,
+            subgroups: true,
+        };
+        let p = d.prelude();
+        assert!(p.starts_with("enable f16;\n"), "{p}");
+        for needle in [
+            "alias act = f16;",
+            "BLOCK: u32 = 256u",
+            "WG: u32 = 16u",
+            "ROWS: u32 = 4u",
+        ] {
+            assert!(p.contains(needle), "missing {needle} in {p}");
+        }
+        assert!(!Defines::default().prelude().contains("enable"));
+    }
+}

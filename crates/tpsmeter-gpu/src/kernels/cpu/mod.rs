@@ -1,0 +1,13 @@
+//! Plain-Rust twins of the GPU kernels, one function per kernel with the kernel's name.
+//! They are the reference the tolerance tests compare against, so they favour clarity
+//! (f64 accumulation where a kernel sums) over speed.
+
+mod matvec;
+mod ops;
+mod sample;
+
+pub use matvec::{matmul, matvec};
+pub use ops::{
+    add, attention, embed, gelu_glu, gelu_tanh, kv_append, rms_norm, rope, silu, softmax, swiglu,
+};
+pub use sample::{sample, uniform01};

@@ -1,0 +1,184 @@
+//! Fused dequantize + matrix-vector product for decode: `y = W x` or `y += W x`, reading
+//! `W` quantized as stored (see [`crate::kernels::format`]) and never expanding it.
+//!
+//! Two kernel shapes live behind this one op (engine.md): CPU-type adapters get several rows
+//! per invocation with contiguous reads and no barriers; real GPUs get coalesced reads and a
+//! workgroup or subgroup reduction.
+
+use crate::error::{GpuError, Result};
+use crate::gpu::context::{AdapterProfile, GpuContext};
+use crate::gpu::defines::Defines;
+use crate::kernels::dispatch::Dispatch;
+use crate::kernels::source::{MatVecEntry, ShaderId};
+use crate::kernels::tensor::Tensor;
+use crate::kernels::weights::QWeight;
+
+/// Kernel shape of a matvec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MatVecVariant {
+    /// `rows` rows per invocation, `workgroup` invocations, no barriers.
+    Cpu { rows: u32, workgroup: u32 },
+    /// `rows` rows per workgroup of `workgroup` invocations, shared-memory reduction.
+    GpuShared { rows: u32, workgroup: u32 },
+    /// `rows` rows per workgroup of `workgroup` invocations, subgroup reduction.
+    GpuSubgroup { rows: u32, workgroup: u32 },
+}
+
+impl MatVecVariant {
+    /// The variant measured best for the adapter's profile (engine.md: 4 rows x workgroup 16
+    /// on lavapipe; GPUs: 64 invocations reducing 4 rows, subgroups when available).
+    pub fn for_context(ctx: &GpuContext) -> Self {
+        match ctx.profile {
+            AdapterProfile::Cpu => MatVecVariant::Cpu {
+                rows: 4,
+                workgroup: 16,
+            },
+            AdapterProfile::Gpu if ctx.has_subgroups() => MatVecVariant::GpuSubgroup {
+                rows: 4,
+                workgroup: 64,
+            },
+            AdapterProfile::Gpu => MatVecVariant::GpuShared {
+                rows: 4,
+                workgroup: 64,
+            },
+        }
+    }
+
+    fn entry(self) -> MatVecEntry {
+        match self {
+            MatVecVariant::Cpu { .. } => MatVecEntry::Cpu,
+            MatVecVariant::GpuShared { .. } => MatVecEntry::GpuShared,
+            MatVecVariant::GpuSubgroup { .. } => MatVecEntry::GpuSubgroup,
+        }
+    }
+
+    fn shape(self) -> (u32, u32) {
+        match self {
+            MatVecVariant::Cpu { rows, workgroup }
+            | MatVecVariant::GpuShared { rows, workgroup }
+            | MatVecVariant::GpuSubgroup { rows, workgroup } => (rows, workgroup),
+        }
+    }
+}
+
+/// Options of a matvec.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MatVecOptions {
+    /// Add into `y` instead of overwriting (fuses a residual add).
+    pub accumulate: bool,
+    /// Kernel shape; `None` picks [`MatVecVariant::for_context`].
+    pub variant: Option<MatVecVariant>,
+}
+
+/// Parameters shared with the matmul kernel (`matvec_common.wgsl`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct Params {
+    pub(crate) rows: u32,
+    pub(crate) nsub: u32,
+    pub(crate) row_offset: u32,
+    pub(crate) accumulate: u32,
+    pub(crate) n_tokens: u32,
+    pub(crate) y_stride: u32,
+    pub(crate) _pad: [u32; 2],
+}
+
+/// A prepared `y (+)= W x`: one dispatch per weight part.
+#[derive(Debug, Clone)]
+pub struct MatVec {
+    dispatches: Vec<Dispatch>,
+    /// Weight bytes one run reads.
+    pub weight_bytes: u64,
+}
+
+impl MatVec {
+    /// Checks shapes and builds the dispatches.
+    pub fn new(
+        ctx: &GpuContext,
+        w: &QWeight,
+        x: &Tensor,
+        y: &Tensor,
+        opts: MatVecOptions,
+    ) -> Result<Self> {
+        const OP: &str = "matvec";
+        x.expect(OP, "x", w.cols, x.dtype)?;
+        y.expect(OP, "y", w.rows, x.dtype)?;
+        ctx.check_dtype(x.dtype, OP)?;
+        if !w.cols.is_multiple_of(w.format.col_multiple()) {
+            return Err(GpuError::ShapeMismatch {
+                op: OP,
+                detail: format!(
+                    "{} columns is not a multiple of {}",
+                    w.cols,
+                    w.format.col_multiple()
+                ),
+            });
+        }
+        let variant = opts
+            .variant
+            .unwrap_or_else(|| MatVecVariant::for_context(ctx));
+        if matches!(variant, MatVecVariant::GpuSubgroup { .. }) && !ctx.has_subgroups() {
+            return Err(GpuError::MissingFeature {
+                feature: "subgroups",
+                what: "matvec GpuSubgroup variant".into(),
+            });
+        }
+        let (rows_per, workgroup) = variant.shape();
+        let defines = Defines {
+            act: x.dtype,
+            block: 32,
+            workgroup,
+            rows: rows_per,
+            subgroups: matches!(variant, MatVecVariant::GpuSubgroup { .. }),
+        };
+        let pipeline = ctx.pipeline(ShaderId::MatVec(w.format, variant.entry()), "main", defines);
+        let mut dispatches = Vec::with_capacity(w.parts.len());
+        for part in &w.parts {
+            let params = ctx.uniform(
+                "matvec params",
+                &Params {
+                    rows: part.rows as u32,
+                    nsub: (w.cols / 32) as u32,
+                    row_offset: part.row_start as u32,
+                    accumulate: u32::from(opts.accumulate),
+                    n_tokens: 1,
+                    y_stride: w.rows as u32,
+                    _pad: [0; 2],
+                },
+            );
+            let mut entries = vec![(0, &params), (1, &x.buffer), (2, &part.q), (4, &y.buffer)];
+            if let Some(s) = &part.scales {
+                entries.push((3, s));
+            }
+            if let Some(a) = &part.aux {
+                entries.push((5, a));
+            }
+            let bind_group = ctx.bind(&pipeline, &entries);
+            let groups = match variant {
+                MatVecVariant::Cpu { .. } => (part.rows as u32).div_ceil(rows_per * workgroup),
+                _ => (part.rows as u32).div_ceil(rows_per),
+            };
+            dispatches.push(Dispatch {
+                pipeline: pipeline.clone(),
+                bind_group,
+                workgroups: ctx.grid(groups),
+            });
+        }
+        Ok(MatVec {
+            dispatches,
+            weight_bytes: w.bytes(),
+        })
+    }
+
+    /// Records the dispatches.
+    pub fn encode(&self, pass: &mut wgpu::ComputePass<'_>) {
+        for d in &self.dispatches {
+            d.encode(pass);
+        }
+    }
+
+    /// The dispatches (one per weight part).
+    pub fn dispatches(&self) -> &[Dispatch] {
+        &self.dispatches
+    }
+}

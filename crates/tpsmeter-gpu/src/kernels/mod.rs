@@ -1,0 +1,35 @@
+//! WGSL compute kernels and their ops. Each op checks shapes and types, then prepares
+//! dispatches once (pipelines from the cache, bind groups, parameters) so a decode step only
+//! encodes them. Each kernel has a plain-Rust twin of the same name in [`cpu`].
+
+pub mod attention;
+pub mod cpu;
+pub mod dispatch;
+pub mod elementwise;
+pub mod embed;
+pub mod format;
+pub mod kv_append;
+pub mod matmul;
+pub mod matvec;
+pub mod rms_norm;
+pub mod rope;
+pub mod sample;
+pub mod softmax;
+pub mod source;
+pub mod tensor;
+pub mod weights;
+
+pub use attention::{Attention, AttentionConfig};
+pub use dispatch::Dispatch;
+pub use elementwise::{Add, Glu, GluKind};
+pub use embed::Embed;
+pub use format::WeightFormat;
+pub use kv_append::KvAppend;
+pub use matmul::MatMul;
+pub use matvec::{MatVec, MatVecOptions, MatVecVariant};
+pub use rms_norm::RmsNorm;
+pub use rope::{Rope, RopeConfig, RopeLayout};
+pub use sample::{Sampler, SamplerConfig};
+pub use softmax::Softmax;
+pub use tensor::Tensor;
+pub use weights::QWeight;

@@ -1,0 +1,183 @@
+//! The WGSL sources, gathered in one `include_str!` table, and the shader ids that name
+//! which files make up each module.
+//!
+//! A module is the prelude rendered from [`Defines`] followed by its files in order. Files
+//! are whole kernel families or a shared part of one (the matvec entry points share the
+//! format decoders); no string is assembled any other way.
+
+use crate::gpu::defines::Defines;
+use crate::kernels::format::WeightFormat;
+
+/// Every WGSL file of the crate, by name.
+pub static SOURCES: &[(&str, &str)] = &[
+    ("matvec_common", include_str!("wgsl/matvec_common.wgsl")),
+    ("matvec_cpu", include_str!("wgsl/matvec_cpu.wgsl")),
+    (
+        "matvec_gpu_shared",
+        include_str!("wgsl/matvec_gpu_shared.wgsl"),
+    ),
+    (
+        "matvec_gpu_subgroup",
+        include_str!("wgsl/matvec_gpu_subgroup.wgsl"),
+    ),
+    ("matvec_f32", include_str!("wgsl/matvec_f32.wgsl")),
+    ("matvec_f16", include_str!("wgsl/matvec_f16.wgsl")),
+    ("matvec_q4_0", include_str!("wgsl/matvec_q4_0.wgsl")),
+    ("matvec_q4_1", include_str!("wgsl/matvec_q4_1.wgsl")),
+    ("matvec_q5_0", include_str!("wgsl/matvec_q5_0.wgsl")),
+    ("matvec_q8_0", include_str!("wgsl/matvec_q8_0.wgsl")),
+    ("matvec_q4_k", include_str!("wgsl/matvec_q4_k.wgsl")),
+    ("matvec_q6_k", include_str!("wgsl/matvec_q6_k.wgsl")),
+    ("matmul", include_str!("wgsl/matmul.wgsl")),
+    ("rms_norm", include_str!("wgsl/rms_norm.wgsl")),
+    ("elementwise", include_str!("wgsl/elementwise.wgsl")),
+    ("rope", include_str!("wgsl/rope.wgsl")),
+    ("kv_append", include_str!("wgsl/kv_append.wgsl")),
+    ("embed", include_str!("wgsl/embed.wgsl")),
+    ("attention", include_str!("wgsl/attention.wgsl")),
+    ("softmax", include_str!("wgsl/softmax.wgsl")),
+    ("sample", include_str!("wgsl/sample.wgsl")),
+];
+
+/// Looks a file up in [`SOURCES`]. Every name used below is in the table (a unit test
+/// builds every shader id).
+fn file(name: &str) -> &'static str {
+    SOURCES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, s)| *s)
+        .unwrap_or("")
+}
+
+/// Which matvec entry shape a module is built for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MatVecEntry {
+    /// Rows per invocation, no barriers (CPU-type adapters).
+    Cpu,
+    /// Coalesced reads, workgroup-memory tree reduction.
+    GpuShared,
+    /// Coalesced reads, subgroup reduction (native only).
+    GpuSubgroup,
+}
+
+/// A WGSL module before specialisation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ShaderId {
+    /// Fused dequantize + matrix-vector product.
+    MatVec(WeightFormat, MatVecEntry),
+    /// Tiled dequantize + matrix-matrix product (prefill).
+    MatMul(WeightFormat),
+    /// RMSNorm.
+    RmsNorm,
+    /// Residual add, SwiGLU, GELU-tanh GLU.
+    Elementwise,
+    /// Rotary position embedding.
+    Rope,
+    /// KV-cache append.
+    KvAppend,
+    /// Quantized embedding lookup.
+    Embed,
+    /// Grouped-query attention over the KV cache.
+    Attention,
+    /// Row softmax.
+    Softmax,
+    /// Token sampling.
+    Sample,
+}
+
+impl ShaderId {
+    /// Label for debugging.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ShaderId::MatVec(..) => "matvec",
+            ShaderId::MatMul(..) => "matmul",
+            ShaderId::RmsNorm => "rms_norm",
+            ShaderId::Elementwise => "elementwise",
+            ShaderId::Rope => "rope",
+            ShaderId::KvAppend => "kv_append",
+            ShaderId::Embed => "embed",
+            ShaderId::Attention => "attention",
+            ShaderId::Softmax => "softmax",
+            ShaderId::Sample => "sample",
+        }
+    }
+
+    /// The files of this module, in order.
+    pub fn files(&self) -> Vec<&'static str> {
+        match self {
+            ShaderId::MatVec(format, entry) => vec![
+                "matvec_common",
+                format_file(*format),
+                match entry {
+                    MatVecEntry::Cpu => "matvec_cpu",
+                    MatVecEntry::GpuShared => "matvec_gpu_shared",
+                    MatVecEntry::GpuSubgroup => "matvec_gpu_subgroup",
+                },
+            ],
+            ShaderId::MatMul(format) => vec!["matvec_common", format_file(*format), "matmul"],
+            other => vec![other.name()],
+        }
+    }
+
+    /// The full WGSL text for `defines`.
+    pub fn source(&self, defines: &Defines) -> String {
+        let mut s = defines.prelude();
+        for f in self.files() {
+            s.push('\n');
+            s.push_str(file(f));
+        }
+        s
+    }
+}
+
+/// The file holding a format's `block_dot` and `decode`.
+fn format_file(format: WeightFormat) -> &'static str {
+    match format {
+        WeightFormat::F32 => "matvec_f32",
+        WeightFormat::F16 => "matvec_f16",
+        WeightFormat::Q4_0 => "matvec_q4_0",
+        WeightFormat::Q4_1 => "matvec_q4_1",
+        WeightFormat::Q5_0 => "matvec_q5_0",
+        WeightFormat::Q8_0 => "matvec_q8_0",
+        WeightFormat::Q4_K => "matvec_q4_k",
+        WeightFormat::Q6_K => "matvec_q6_k",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_file_named_by_a_shader_id_is_in_the_table() {
+        for f in [WeightFormat::F32, WeightFormat::Q4_1, WeightFormat::Q6_K] {
+            for e in [
+                MatVecEntry::Cpu,
+                MatVecEntry::GpuShared,
+                MatVecEntry::GpuSubgroup,
+            ] {
+                for name in ShaderId::MatVec(f, e)
+                    .files()
+                    .into_iter()
+                    .chain(ShaderId::MatMul(f).files())
+                {
+                    assert!(!file(name).is_empty(), "{name} missing from SOURCES");
+                }
+            }
+        }
+        for id in [
+            ShaderId::RmsNorm,
+            ShaderId::Elementwise,
+            ShaderId::Rope,
+            ShaderId::KvAppend,
+            ShaderId::Embed,
+            ShaderId::Attention,
+            ShaderId::Softmax,
+            ShaderId::Sample,
+        ] {
+            for name in id.files() {
+                assert!(!file(name).is_empty(), "{name} missing from SOURCES");
+            }
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! Activation tensors: a storage buffer with a length and an element type. Shapes beyond
+//! the length are the ops' business (each op checks the sizes it needs).
+
+use crate::error::{GpuError, Result};
+use crate::gpu::context::GpuContext;
+use crate::gpu::defines::DType;
+
+/// A flat run of f32 or f16 values in a storage buffer.
+#[derive(Debug, Clone)]
+pub struct Tensor {
+    /// The buffer (STORAGE | COPY_SRC | COPY_DST, size padded to 16 bytes).
+    pub buffer: wgpu::Buffer,
+    /// Number of elements.
+    pub len: usize,
+    /// Element type.
+    pub dtype: DType,
+}
+
+impl Tensor {
+    /// A zeroed tensor.
+    pub fn zeros(ctx: &GpuContext, label: &str, len: usize, dtype: DType) -> Result<Self> {
+        ctx.check_dtype(dtype, label)?;
+        Ok(Tensor {
+            buffer: ctx.storage_zeroed(label, (len * dtype.size()) as u64)?,
+            len,
+            dtype,
+        })
+    }
+
+    /// A tensor holding `values`, converted to `dtype`.
+    pub fn from_f32(ctx: &GpuContext, label: &str, values: &[f32], dtype: DType) -> Result<Self> {
+        ctx.check_dtype(dtype, label)?;
+        let buffer = match dtype {
+            DType::F32 => ctx.storage_from_bytes(label, bytemuck::cast_slice(values))?,
+            DType::F16 => {
+                let h: Vec<half::f16> = values.iter().map(|&v| half::f16::from_f32(v)).collect();
+                ctx.storage_from_bytes(label, bytemuck::cast_slice(&h))?
+            }
+        };
+        Ok(Tensor {
+            buffer,
+            len: values.len(),
+            dtype,
+        })
+    }
+
+    /// A tensor of u32 values (token ids, positions), typed as f32-sized storage.
+    pub fn from_u32(ctx: &GpuContext, label: &str, values: &[u32]) -> Result<Self> {
+        Ok(Tensor {
+            buffer: ctx.storage_from_bytes(label, bytemuck::cast_slice(values))?,
+            len: values.len(),
+            dtype: DType::F32,
+        })
+    }
+
+    /// Native blocking readback as f32.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn read_f32(&self, ctx: &GpuContext) -> Result<Vec<f32>> {
+        match self.dtype {
+            DType::F32 => ctx.read_vec::<f32>(&self.buffer, self.len),
+            DType::F16 => {
+                let bytes =
+                    pollster::block_on(ctx.read_bytes(&self.buffer, 0, (self.len * 2) as u64))?;
+                let h: Vec<half::f16> = bytemuck::pod_collect_to_vec(&bytes);
+                Ok(h.iter().map(|v| v.to_f32()).collect())
+            }
+        }
+    }
+
+    /// Checks that this tensor has at least `len` elements of type `dtype`.
+    pub fn expect(&self, op: &'static str, name: &str, len: usize, dtype: DType) -> Result<()> {
+        if self.len < len || self.dtype != dtype {
+            return Err(GpuError::ShapeMismatch {
+                op,
+                detail: format!(
+                    "{name} must hold {len} {dtype:?} values, has {} {:?}",
+                    self.len, self.dtype
+                ),
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,68 @@
+// Shared part of every fused dequantize + matrix-vector kernel: y = W x (or y += W x).
+// W is row-major, each row a run of 32-element sub-blocks; the format file supplies
+// `block_dot(row, s, xb)`, the dot product of sub-block `s` of `row` with the input slice.
+
+struct Params {
+    rows: u32,       // rows of W in this part (a tensor over the binding limit is split by rows)
+    nsub: u32,       // 32-element sub-blocks per row
+    row_offset: u32, // output index of this part's first row
+    accumulate: u32, // 1: add into y (fuses the residual add)
+    n_tokens: u32,   // matmul only: tokens (rows of x and y)
+    y_stride: u32,   // matmul only: values per row of y (all rows of W)
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<act>>;
+@group(0) @binding(4) var<storage, read_write> y: array<act>;
+
+// 32 input values as 8 vec4s, plus their sum (formats with an offset term need it once per
+// sub-block, shared by every row that reads the same slice).
+struct XB {
+    v: array<vec4<f32>, 8>,
+    sum: f32,
+}
+
+// 32 dequantized weights of one sub-block (matmul decodes once, reuses for many tokens).
+struct W32 {
+    v: array<vec4<f32>, 8>,
+}
+
+fn load_x(s: u32) -> XB {
+    var xb: XB;
+    var tot = vec4<f32>(0.0);
+    let base = s * 8u;
+    for (var i = 0u; i < 8u; i++) {
+        let v = vec4<f32>(x[base + i]);
+        xb.v[i] = v;
+        tot += v;
+    }
+    xb.sum = tot.x + tot.y + tot.z + tot.w;
+    return xb;
+}
+
+// Low / high nibbles of the 4 bytes of w, as floats in byte order.
+fn lo4(w: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<u32>(w, w >> 8u, w >> 16u, w >> 24u) & vec4<u32>(15u));
+}
+fn hi4(w: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<u32>(w >> 4u, w >> 12u, w >> 20u, w >> 28u) & vec4<u32>(15u));
+}
+// The 4 bytes of w as unsigned / signed values.
+fn u8x4(w: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<u32>(w, w >> 8u, w >> 16u, w >> 24u) & vec4<u32>(255u));
+}
+fn i8x4(w: u32) -> vec4<f32> {
+    let v = bitcast<vec4<i32>>(vec4<u32>(w << 24u, w << 16u, w << 8u, w)) >> vec4<u32>(24u);
+    return vec4<f32>(v);
+}
+
+fn write_y(row: u32, v: f32) {
+    let o = p.row_offset + row;
+    var t = v;
+    if (p.accumulate != 0u) {
+        t += f32(y[o]);
+    }
+    y[o] = act(t);
+}

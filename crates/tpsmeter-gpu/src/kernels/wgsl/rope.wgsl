@@ -1,0 +1,50 @@
+// Rotary position embedding, in place on x laid out [n_tokens, n_heads, head_dim].
+// Token t sits at position pos[0] + t (pos is a buffer so a recorded decode step reads the
+// current position without re-recording). One invocation per rotated pair.
+//   mode 0 ("normal", llama GGUFs): pairs (2i, 2i + 1)
+//   mode 1 (NEOX, qwen2 / gemma):   pairs (i, i + rope_dim / 2)
+
+struct Params {
+    n_tokens: u32,
+    n_heads: u32,
+    head_dim: u32,
+    rope_dim: u32,
+    mode: u32,
+    freq_base: f32,
+    freq_scale: f32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> pos: array<u32>;
+@group(0) @binding(2) var<storage, read_write> x: array<act>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let half_dim = p.rope_dim / 2u;
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if (idx >= p.n_tokens * p.n_heads * half_dim) {
+        return;
+    }
+    let i = idx % half_dim;
+    let th = idx / half_dim; // token * n_heads + head
+    let t = th / p.n_heads;
+    let base = th * p.head_dim;
+    var i0: u32;
+    var i1: u32;
+    if (p.mode == 0u) {
+        i0 = base + 2u * i;
+        i1 = i0 + 1u;
+    } else {
+        i0 = base + i;
+        i1 = i0 + half_dim;
+    }
+    let inv_freq = pow(p.freq_base, -f32(2u * i) / f32(p.rope_dim));
+    let theta = f32(pos[0] + t) * p.freq_scale * inv_freq;
+    let c = cos(theta);
+    let s = sin(theta);
+    let a = f32(x[i0]);
+    let b = f32(x[i1]);
+    x[i0] = act(a * c - b * s);
+    x[i1] = act(a * s + b * c);
+}

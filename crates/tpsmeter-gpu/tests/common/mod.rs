@@ -1,0 +1,162 @@
+//! Shared by the kernel tests: one device per test binary, a seeded RNG, random GGUF blocks,
+//! and a tolerance comparison that names the first failing index.
+#![allow(dead_code, clippy::unwrap_used)]
+
+pub mod ggml_ref;
+
+use std::sync::OnceLock;
+
+use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
+use tpsmeter_gpu::kernels::WeightFormat;
+
+/// The device shared by every test of this binary (creating one on lavapipe takes a while).
+pub fn gpu() -> Option<&'static GpuContext> {
+    static CTX: OnceLock<Option<GpuContext>> = OnceLock::new();
+    CTX.get_or_init(
+        || match GpuContext::new_blocking(&ContextOptions::default()) {
+            Ok(c) => {
+                eprintln!(
+                    "adapter: {} ({:?}, {:?}), f16: {}, subgroups: {}",
+                    c.info.name,
+                    c.info.backend,
+                    c.info.device_type,
+                    c.has_f16(),
+                    c.has_subgroups()
+                );
+                Some(c)
+            }
+            Err(e) => {
+                eprintln!("no GPU device: {e}");
+                None
+            }
+        },
+    )
+    .as_ref()
+}
+
+/// Runs `body` on the shared device. Without an adapter: fails when
+/// `TPSMETER_REQUIRE_ASSETS=1` (CI, where lavapipe is installed), else skips with a message.
+pub fn with_gpu(test: &str, body: fn(&GpuContext)) {
+    match gpu() {
+        Some(ctx) => body(ctx),
+        None => {
+            if std::env::var("TPSMETER_REQUIRE_ASSETS").as_deref() == Ok("1") {
+                panic!(
+                    "{test} needs a GPU adapter (e.g. lavapipe: mesa-vulkan-drivers) and none was found"
+                );
+            }
+            eprintln!("skipping {test}: needs a GPU adapter (e.g. lavapipe), none found");
+        }
+    }
+}
+
+/// SplitMix64: small, seedable, and the same on every platform.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [lo, hi).
+    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + (self.next_u64() % (hi - lo) as u64) as usize
+    }
+    /// Uniform in [-1, 1).
+    pub fn unit(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+    pub fn vec(&mut self, n: usize, scale: f32) -> Vec<f32> {
+        (0..n).map(|_| self.unit() * scale).collect()
+    }
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next_u64() as u8).collect()
+    }
+    fn f16_bytes(&mut self, scale: f32) -> [u8; 2] {
+        half::f16::from_f32(self.unit() * scale).to_le_bytes()
+    }
+}
+
+/// Random but well-formed GGUF bytes for a `rows x cols` matrix: quantized values are random
+/// bytes, scales are finite f16s of realistic size (random bytes there would give NaN/inf).
+pub fn random_weights(rng: &mut Rng, f: WeightFormat, rows: usize, cols: usize) -> Vec<u8> {
+    let nblocks = rows * cols / f.block_len();
+    let mut out = Vec::with_capacity(nblocks * f.block_bytes());
+    for _ in 0..nblocks {
+        match f {
+            WeightFormat::F32 => out.extend_from_slice(&(rng.unit() * 0.5).to_le_bytes()),
+            WeightFormat::F16 => out.extend_from_slice(&rng.f16_bytes(0.5)),
+            WeightFormat::Q4_0 | WeightFormat::Q8_0 | WeightFormat::Q5_0 => {
+                out.extend_from_slice(&rng.f16_bytes(0.05));
+                out.extend(rng.bytes(f.block_bytes() - 2));
+            }
+            WeightFormat::Q4_1 => {
+                out.extend_from_slice(&rng.f16_bytes(0.05));
+                out.extend_from_slice(&rng.f16_bytes(0.2));
+                out.extend(rng.bytes(16));
+            }
+            WeightFormat::Q4_K => {
+                out.extend_from_slice(&rng.f16_bytes(0.01));
+                out.extend_from_slice(&rng.f16_bytes(0.01));
+                out.extend(rng.bytes(140));
+            }
+            WeightFormat::Q6_K => {
+                out.extend(rng.bytes(208));
+                out.extend_from_slice(&rng.f16_bytes(0.005));
+            }
+        }
+    }
+    out
+}
+
+/// Dequantizes GGUF bytes with the reference decoders (the twins' weights).
+pub fn dequantize(f: WeightFormat, bytes: &[u8], n: usize) -> Vec<f32> {
+    let mut out = vec![0f32; n];
+    ggml_ref::dequantize(f.name(), bytes, &mut out);
+    out
+}
+
+/// Rounds through f16 (what an f16 tensor stores).
+pub fn round_f16(v: &[f32]) -> Vec<f32> {
+    v.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect()
+}
+
+/// Asserts |got - want| <= atol + rtol * scale[i] for every i (scale defaults to |want|),
+/// naming the first index that fails and how many do.
+pub fn assert_close(
+    what: &str,
+    got: &[f32],
+    want: &[f32],
+    scale: Option<&[f32]>,
+    rtol: f32,
+    atol: f32,
+) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    let mut first = None;
+    let mut bad = 0;
+    for i in 0..got.len() {
+        let s = scale.map_or(want[i].abs(), |s| s[i]);
+        let tol = atol + rtol * s;
+        let err = (got[i] - want[i]).abs();
+        // Written so that NaN fails too.
+        if err.is_nan() || err > tol {
+            bad += 1;
+            first.get_or_insert((i, err, tol));
+        }
+    }
+    if let Some((i, err, tol)) = first {
+        panic!(
+            "{what}: {bad} of {} values out of tolerance; first at index {i}: got {}, want {}, |err| {err:e} > tol {tol:e}",
+            got.len(),
+            got[i],
+            want[i]
+        );
+    }
+}

@@ -1,0 +1,282 @@
+//! Fused dequantize + matvec against its CPU twin, for every format, both kernel shapes
+//! (CPU-type and GPU-type), f32 and (where offered) f16 activations, random shapes.
+#![allow(clippy::unwrap_used, clippy::too_many_arguments)]
+
+mod common;
+
+use common::{Rng, assert_close, dequantize, random_weights, round_f16, with_gpu};
+use tpsmeter_gpu::gpu::{DType, GpuContext};
+use tpsmeter_gpu::kernels::dispatch::run;
+use tpsmeter_gpu::kernels::{
+    MatVec, MatVecOptions, MatVecVariant, QWeight, Tensor, WeightFormat, cpu,
+};
+
+const FORMATS: [WeightFormat; 8] = [
+    WeightFormat::Q4_1,
+    WeightFormat::Q8_0,
+    WeightFormat::Q4_0,
+    WeightFormat::F16,
+    WeightFormat::F32,
+    WeightFormat::Q5_0,
+    WeightFormat::Q4_K,
+    WeightFormat::Q6_K,
+];
+
+fn variants(ctx: &GpuContext) -> Vec<MatVecVariant> {
+    let mut v = vec![
+        MatVecVariant::Cpu {
+            rows: 4,
+            workgroup: 16,
+        },
+        MatVecVariant::Cpu {
+            rows: 8,
+            workgroup: 8,
+        },
+        MatVecVariant::GpuShared {
+            rows: 4,
+            workgroup: 64,
+        },
+        MatVecVariant::GpuShared {
+            rows: 1,
+            workgroup: 32,
+        },
+    ];
+    if ctx.has_subgroups() {
+        v.push(MatVecVariant::GpuSubgroup {
+            rows: 4,
+            workgroup: 64,
+        });
+    }
+    v
+}
+
+/// Tolerance: the kernel sums in f32 in another order than the twin (f64), so the error is
+/// bounded by a few ulps of the sum of |w_i x_i| (rtol 1e-5 of that scale covers n = 8192
+/// with room: observed errors are ~1e-7 of it). f16 activations add the rounding of y to
+/// f16 (2^-11 relative) on top, and x is rounded to f16 for the twin as well.
+fn check(
+    ctx: &GpuContext,
+    seed: u64,
+    f: WeightFormat,
+    rows: usize,
+    cols: usize,
+    dtype: DType,
+    variant: MatVecVariant,
+    accumulate: bool,
+    limit: Option<u64>,
+) {
+    let mut rng = Rng::new(seed);
+    let bytes = random_weights(&mut rng, f, rows, cols);
+    let w = dequantize(f, &bytes, rows * cols);
+    let mut x = rng.vec(cols, 1.0);
+    let mut y0 = rng.vec(rows, 1.0);
+    if dtype == DType::F16 {
+        x = round_f16(&x);
+        y0 = round_f16(&y0);
+    }
+    let qw = match limit {
+        Some(l) => QWeight::upload_with_limit(ctx, "w", f, rows, cols, &bytes, l).unwrap(),
+        None => QWeight::upload(ctx, "w", f, rows, cols, &bytes).unwrap(),
+    };
+    let xt = Tensor::from_f32(ctx, "x", &x, dtype).unwrap();
+    let yt = Tensor::from_f32(ctx, "y", &y0, dtype).unwrap();
+    let op = MatVec::new(
+        ctx,
+        &qw,
+        &xt,
+        &yt,
+        MatVecOptions {
+            accumulate,
+            variant: Some(variant),
+        },
+    )
+    .unwrap();
+    run(ctx, &op.dispatches().iter().collect::<Vec<_>>());
+    let got = yt.read_f32(ctx).unwrap();
+    ctx.take_error().unwrap();
+    let mut want = y0.clone();
+    cpu::matvec(&w, rows, cols, &x, &mut want, accumulate);
+    let scale: Vec<f32> = (0..rows)
+        .map(|r| {
+            let s: f32 = (0..cols).map(|c| (w[r * cols + c] * x[c]).abs()).sum();
+            s + if accumulate { y0[r].abs() } else { 0.0 }
+        })
+        .collect();
+    let (rtol, atol, what) = match dtype {
+        DType::F32 => (1e-5, 1e-6, "f32"),
+        DType::F16 => (2e-3, 1e-4, "f16"),
+    };
+    let label = format!(
+        "matvec {f} {rows}x{cols} {what} {variant:?} acc={accumulate} seed={seed} parts={}",
+        qw.parts.len()
+    );
+    assert_close(&label, &got, &want, Some(&scale), rtol, atol);
+}
+
+fn random_shapes(ctx: &GpuContext) {
+    let mut rng = Rng::new(0x5eed);
+    for f in FORMATS {
+        for variant in variants(ctx) {
+            for _ in 0..2 {
+                let m = f.col_multiple();
+                let cols = m * rng.range(1, 2048 / m + 2);
+                let rows = rng.range(1, 300);
+                let seed = rng.next_u64();
+                check(
+                    ctx,
+                    seed,
+                    f,
+                    rows,
+                    cols,
+                    DType::F32,
+                    variant,
+                    seed.is_multiple_of(2),
+                    None,
+                );
+                if ctx.has_f16() {
+                    check(
+                        ctx,
+                        seed,
+                        f,
+                        rows,
+                        cols,
+                        DType::F16,
+                        variant,
+                        !seed.is_multiple_of(2),
+                        None,
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn matvec_matches_twin_over_random_shapes_formats_and_variants() {
+    with_gpu(
+        "matvec_matches_twin_over_random_shapes_formats_and_variants",
+        random_shapes,
+    );
+}
+
+#[test]
+fn matvec_at_smollm2_shapes() {
+    with_gpu("matvec_at_smollm2_shapes", |ctx| {
+        let v = MatVecVariant::for_context(ctx);
+        check(
+            ctx,
+            1,
+            WeightFormat::Q4_1,
+            576,
+            576,
+            DType::F32,
+            v,
+            false,
+            None,
+        );
+        check(
+            ctx,
+            2,
+            WeightFormat::Q4_1,
+            1536,
+            576,
+            DType::F32,
+            v,
+            false,
+            None,
+        );
+        check(
+            ctx,
+            3,
+            WeightFormat::Q4_1,
+            576,
+            1536,
+            DType::F32,
+            v,
+            true,
+            None,
+        );
+        check(
+            ctx,
+            4,
+            WeightFormat::Q8_0,
+            49152,
+            576,
+            DType::F32,
+            v,
+            false,
+            None,
+        );
+    });
+}
+
+/// Guards the split of tensors over `maxStorageBufferBindingSize`: parts must write their
+/// rows at the right offset (a wrong `row_offset` overwrote the first rows).
+#[test]
+fn matvec_over_split_bindings_matches_twin() {
+    with_gpu("matvec_over_split_bindings_matches_twin", |ctx| {
+        for f in [WeightFormat::Q8_0, WeightFormat::Q4_1, WeightFormat::Q6_K] {
+            for variant in variants(ctx) {
+                let cols = 512;
+                // ~3.5 rows per part, so parts of 2 rows and an odd tail.
+                let limit = (f.row_bytes(cols) * 7 / 2) as u64;
+                check(ctx, 9, f, 37, cols, DType::F32, variant, false, Some(limit));
+            }
+        }
+    });
+}
+
+#[test]
+fn matvec_rejects_mismatched_shapes() {
+    with_gpu("matvec_rejects_mismatched_shapes", |ctx| {
+        let bytes = vec![0u8; 4 * WeightFormat::Q8_0.row_bytes(64)];
+        let w = QWeight::upload(ctx, "w", WeightFormat::Q8_0, 4, 64, &bytes).unwrap();
+        let x = Tensor::zeros(ctx, "x", 32, DType::F32).unwrap();
+        let y = Tensor::zeros(ctx, "y", 4, DType::F32).unwrap();
+        let err = MatVec::new(ctx, &w, &x, &y, MatVecOptions::default()).unwrap_err();
+        assert!(err.to_string().contains("x must hold 64"), "{err}");
+    });
+}
+
+/// Prefill matmul against the twin: every format, token counts around the 8-token tile.
+#[test]
+fn matmul_matches_twin_over_random_shapes() {
+    with_gpu("matmul_matches_twin_over_random_shapes", |ctx| {
+        let mut rng = Rng::new(0x3a7);
+        for f in FORMATS {
+            for n_tokens in [1usize, 8, 13] {
+                let m = f.col_multiple();
+                let cols = m * rng.range(1, 1024 / m + 2);
+                let rows = rng.range(1, 200);
+                let bytes = random_weights(&mut rng, f, rows, cols);
+                let w = dequantize(f, &bytes, rows * cols);
+                let x = rng.vec(n_tokens * cols, 1.0);
+                let qw = QWeight::upload(ctx, "w", f, rows, cols, &bytes).unwrap();
+                let xt = Tensor::from_f32(ctx, "x", &x, DType::F32).unwrap();
+                let yt = Tensor::zeros(ctx, "y", n_tokens * rows, DType::F32).unwrap();
+                let op = tpsmeter_gpu::kernels::MatMul::new(ctx, &qw, &xt, &yt, n_tokens, false)
+                    .unwrap();
+                run(ctx, &op.dispatches().iter().collect::<Vec<_>>());
+                let mut want = vec![0f32; n_tokens * rows];
+                cpu::matmul(&w, rows, cols, &x, n_tokens, &mut want, false);
+                let scale: Vec<f32> = (0..n_tokens * rows)
+                    .map(|i| {
+                        let (t, r) = (i / rows, i % rows);
+                        (0..cols)
+                            .map(|c| (w[r * cols + c] * x[t * cols + c]).abs())
+                            .sum()
+                    })
+                    .collect();
+                // Same bound as the matvec (f32 sums in another order than the f64 twin).
+                assert_close(
+                    &format!("matmul {f} {rows}x{cols} t={n_tokens}"),
+                    &yt.read_f32(ctx).unwrap(),
+                    &want,
+                    Some(&scale),
+                    1e-5,
+                    1e-6,
+                );
+            }
+        }
+    });
+}

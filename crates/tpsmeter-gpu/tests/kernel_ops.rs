@@ -1,0 +1,325 @@
+//! The small kernels against their CPU twins over random shapes (seeded), f32 always and
+//! f16 where the adapter offers `shader-f16`.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{Rng, assert_close, dequantize, random_weights, round_f16, with_gpu};
+use tpsmeter_gpu::gpu::{DType, GpuContext};
+use tpsmeter_gpu::kernels::dispatch::run;
+use tpsmeter_gpu::kernels::{
+    Add, Attention, AttentionConfig, Embed, Glu, GluKind, KvAppend, QWeight, RmsNorm, Rope,
+    RopeConfig, RopeLayout, Softmax, Tensor, WeightFormat, cpu,
+};
+
+fn dtypes(ctx: &GpuContext) -> Vec<DType> {
+    if ctx.has_f16() {
+        vec![DType::F32, DType::F16]
+    } else {
+        vec![DType::F32]
+    }
+}
+
+/// Values as an f16 tensor stores them (identity for f32).
+fn stored(v: Vec<f32>, dt: DType) -> Vec<f32> {
+    if dt == DType::F16 { round_f16(&v) } else { v }
+}
+
+/// f32 kernels differ from the f64 twins by a few ulps of the values' scale; f16 outputs
+/// add one rounding to 11 bits (4.9e-4 relative), doubled for margin.
+fn tol(dt: DType) -> (f32, f32) {
+    match dt {
+        DType::F32 => (1e-5, 1e-6),
+        DType::F16 => (1e-3, 1e-3),
+    }
+}
+
+#[test]
+fn rms_norm_matches_twin() {
+    with_gpu("rms_norm_matches_twin", |ctx| {
+        let mut rng = Rng::new(11);
+        for dt in dtypes(ctx) {
+            for _ in 0..6 {
+                let rows = rng.range(1, 40);
+                let dim = rng.range(1, 1200);
+                let x = stored(rng.vec(rows * dim, 3.0), dt);
+                let w = rng.vec(dim, 1.5);
+                let xt = Tensor::from_f32(ctx, "x", &x, dt).unwrap();
+                let wt = Tensor::from_f32(ctx, "w", &w, DType::F32).unwrap();
+                let yt = Tensor::zeros(ctx, "y", rows * dim, dt).unwrap();
+                let op = RmsNorm::new(ctx, &xt, &wt, &yt, rows, dim, 1e-5).unwrap();
+                run(ctx, &[op.dispatch()]);
+                let want = cpu::rms_norm(&x, &w, rows, dim, 1e-5);
+                let (r, a) = tol(dt);
+                assert_close(
+                    &format!("rms_norm {rows}x{dim} {dt:?}"),
+                    &yt.read_f32(ctx).unwrap(),
+                    &want,
+                    None,
+                    r * 10.0,
+                    a,
+                );
+            }
+        }
+    });
+}
+
+#[test]
+fn add_and_gated_units_match_twins() {
+    with_gpu("add_and_gated_units_match_twins", |ctx| {
+        let mut rng = Rng::new(12);
+        for dt in dtypes(ctx) {
+            for _ in 0..4 {
+                let n = rng.range(1, 5000);
+                let a = stored(rng.vec(n, 6.0), dt);
+                let b = stored(rng.vec(n, 2.0), dt);
+                let at = Tensor::from_f32(ctx, "a", &a, dt).unwrap();
+                let bt = Tensor::from_f32(ctx, "b", &b, dt).unwrap();
+                let out = Tensor::zeros(ctx, "out", n, dt).unwrap();
+                let (r, t) = tol(dt);
+                for kind in [GluKind::SwiGlu, GluKind::GeluTanh] {
+                    let op = Glu::new(ctx, kind, &at, &bt, &out, n).unwrap();
+                    run(ctx, &[op.dispatch()]);
+                    let want = match kind {
+                        GluKind::SwiGlu => cpu::swiglu(&a, &b),
+                        GluKind::GeluTanh => cpu::gelu_glu(&a, &b),
+                    };
+                    // exp/tanh on the GPU are a few ulps from Rust's: 1e-5 relative of |out|.
+                    assert_close(
+                        &format!("{kind:?} n={n} {dt:?}"),
+                        &out.read_f32(ctx).unwrap(),
+                        &want,
+                        None,
+                        r.max(1e-5) * 4.0,
+                        t,
+                    );
+                }
+                let op = Add::new(ctx, &at, &bt, n).unwrap();
+                run(ctx, &[op.dispatch()]);
+                let mut want = b.clone();
+                cpu::add(&a, &mut want);
+                assert_close(
+                    &format!("add n={n} {dt:?}"),
+                    &bt.read_f32(ctx).unwrap(),
+                    &want,
+                    None,
+                    r,
+                    t,
+                );
+            }
+        }
+    });
+}
+
+#[test]
+fn rope_matches_twin_in_both_layouts() {
+    with_gpu("rope_matches_twin_in_both_layouts", |ctx| {
+        let mut rng = Rng::new(13);
+        for dt in dtypes(ctx) {
+            for layout in [RopeLayout::Normal, RopeLayout::Neox] {
+                for _ in 0..3 {
+                    let head_dim = 2 * rng.range(2, 80);
+                    let rope_dim = if rng.range(0, 2) == 0 {
+                        head_dim
+                    } else {
+                        2 * rng.range(1, head_dim / 2 + 1)
+                    };
+                    let n_heads = rng.range(1, 10);
+                    let n_tokens = rng.range(1, 6);
+                    let pos0 = rng.range(0, 4000) as u32;
+                    let cfg = RopeConfig {
+                        n_tokens,
+                        n_heads,
+                        head_dim,
+                        rope_dim,
+                        layout,
+                        freq_base: 10000.0,
+                        freq_scale: 1.0,
+                    };
+                    let x = stored(rng.vec(n_tokens * n_heads * head_dim, 2.0), dt);
+                    let xt = Tensor::from_f32(ctx, "x", &x, dt).unwrap();
+                    let pos = Tensor::from_u32(ctx, "pos", &[pos0]).unwrap();
+                    let op = Rope::new(ctx, &cfg, &pos, &xt).unwrap();
+                    run(ctx, &[op.dispatch()]);
+                    let mut want = x.clone();
+                    cpu::rope(
+                        &mut want,
+                        n_tokens,
+                        n_heads,
+                        head_dim,
+                        rope_dim,
+                        layout == RopeLayout::Neox,
+                        10000.0,
+                        1.0,
+                        pos0,
+                    );
+                    // The angle pos * inv_freq is formed in f32 on the GPU: its absolute error
+                    // is ~pos * 2^-24 rad (2.4e-4 at 4000), plus sin/cos error; the pair's
+                    // magnitude (<= 2 * sqrt 2) scales it. atol 2e-3 covers positions < 4096.
+                    let (_, a) = tol(dt);
+                    assert_close(
+                        &format!(
+                            "rope {layout:?} {n_tokens}x{n_heads}x{head_dim}/{rope_dim} pos={pos0} {dt:?}"
+                        ),
+                        &xt.read_f32(ctx).unwrap(),
+                        &want,
+                        None,
+                        0.0,
+                        2e-3 + a * 4.0,
+                    );
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn kv_append_writes_rows_at_the_buffered_position() {
+    with_gpu("kv_append_writes_rows_at_the_buffered_position", |ctx| {
+        let mut rng = Rng::new(14);
+        for dt in dtypes(ctx) {
+            let (kv_dim, max_ctx) = (rng.range(1, 200), 37);
+            let mut cache = stored(rng.vec(max_ctx * kv_dim, 1.0), dt);
+            let ct = Tensor::from_f32(ctx, "cache", &cache, dt).unwrap();
+            for (n_tokens, pos0) in [(1usize, 0u32), (5, 3), (4, 35)] {
+                let src = stored(rng.vec(n_tokens * kv_dim, 1.0), dt);
+                let st = Tensor::from_f32(ctx, "src", &src, dt).unwrap();
+                let pos = Tensor::from_u32(ctx, "pos", &[pos0]).unwrap();
+                let op = KvAppend::new(ctx, &pos, &st, &ct, n_tokens, kv_dim, max_ctx).unwrap();
+                run(ctx, &[op.dispatch()]);
+                cpu::kv_append(&src, &mut cache, n_tokens, kv_dim, max_ctx, pos0);
+                // A copy: exact.
+                assert_close(
+                    &format!("kv_append n={n_tokens} pos={pos0} {dt:?}"),
+                    &ct.read_f32(ctx).unwrap(),
+                    &cache,
+                    None,
+                    0.0,
+                    0.0,
+                );
+            }
+        }
+    });
+}
+
+#[test]
+fn embed_matches_twin_including_split_tables() {
+    with_gpu("embed_matches_twin_including_split_tables", |ctx| {
+        let mut rng = Rng::new(15);
+        for f in [
+            WeightFormat::Q8_0,
+            WeightFormat::Q4_1,
+            WeightFormat::Q4_0,
+            WeightFormat::F16,
+            WeightFormat::F32,
+        ] {
+            for dt in dtypes(ctx) {
+                let (rows, cols) = (rng.range(2, 300), 32 * rng.range(1, 24));
+                let bytes = random_weights(&mut rng, f, rows, cols);
+                let table = dequantize(f, &bytes, rows * cols);
+                // Split into parts of ~rows/3 to exercise the part selection.
+                let limit = (f.row_bytes(cols) * rows.div_ceil(3)) as u64;
+                let w =
+                    QWeight::upload_with_limit(ctx, "emb", f, rows, cols, &bytes, limit).unwrap();
+                let tokens: Vec<u32> = (0..5).map(|_| rng.range(0, rows) as u32).collect();
+                let tt = Tensor::from_u32(ctx, "tokens", &tokens).unwrap();
+                let out = Tensor::zeros(ctx, "out", tokens.len() * cols, dt).unwrap();
+                let op = Embed::new(ctx, &w, &tt, &out, tokens.len(), 1.5).unwrap();
+                run(ctx, &op.dispatches().iter().collect::<Vec<_>>());
+                let want = stored(cpu::embed(&table, cols, &tokens, 1.5), dt);
+                // d * q is one f32 product on both sides; f16 outputs round identically.
+                assert_close(
+                    &format!("embed {f} {rows}x{cols} parts={} {dt:?}", w.parts.len()),
+                    &out.read_f32(ctx).unwrap(),
+                    &want,
+                    None,
+                    1e-6,
+                    1e-7,
+                );
+            }
+        }
+    });
+}
+
+#[test]
+fn softmax_matches_twin() {
+    with_gpu("softmax_matches_twin", |ctx| {
+        let mut rng = Rng::new(16);
+        for _ in 0..5 {
+            let (rows, n) = (rng.range(1, 20), rng.range(1, 3000));
+            let x = rng.vec(rows * n, 8.0);
+            let xt = Tensor::from_f32(ctx, "x", &x, DType::F32).unwrap();
+            let op = Softmax::new(ctx, &xt, rows, n).unwrap();
+            run(ctx, &[op.dispatch()]);
+            let mut want = x.clone();
+            cpu::softmax(&mut want, rows, n);
+            // Probabilities: relative 1e-5 of each (exp ulps + f32 sum order), absolute 1e-9.
+            assert_close(
+                &format!("softmax {rows}x{n}"),
+                &xt.read_f32(ctx).unwrap(),
+                &want,
+                None,
+                2e-5,
+                1e-9,
+            );
+        }
+    });
+}
+
+#[test]
+fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
+    with_gpu(
+        "attention_matches_twin_for_decode_prefill_gqa_and_window",
+        |ctx| {
+            let mut rng = Rng::new(17);
+            for dt in dtypes(ctx) {
+                for (n_tokens, n_heads, n_kv, head_dim, window) in [
+                    (1, 9, 3, 64, 0),
+                    (7, 4, 1, 32, 0),
+                    (5, 8, 8, 16, 4),
+                    (1, 4, 2, 128, 0),
+                ] {
+                    let max_ctx = rng.range(n_tokens + 1, 200);
+                    let pos0 = rng.range(0, max_ctx - n_tokens + 1) as u32;
+                    let kv_dim = n_kv * head_dim;
+                    let q = stored(rng.vec(n_tokens * n_heads * head_dim, 1.0), dt);
+                    let k = stored(rng.vec(max_ctx * kv_dim, 1.0), dt);
+                    let v = stored(rng.vec(max_ctx * kv_dim, 1.0), dt);
+                    let scale = 1.0 / (head_dim as f32).sqrt();
+                    let cfg = AttentionConfig {
+                        n_tokens,
+                        n_heads,
+                        n_kv_heads: n_kv,
+                        head_dim,
+                        max_ctx,
+                        window,
+                        scale,
+                    };
+                    let qt = Tensor::from_f32(ctx, "q", &q, dt).unwrap();
+                    let kt = Tensor::from_f32(ctx, "k", &k, dt).unwrap();
+                    let vt = Tensor::from_f32(ctx, "v", &v, dt).unwrap();
+                    let out = Tensor::zeros(ctx, "out", q.len(), dt).unwrap();
+                    let pos = Tensor::from_u32(ctx, "pos", &[pos0]).unwrap();
+                    let op = Attention::new(ctx, &cfg, &pos, &qt, &kt, &vt, &out).unwrap();
+                    run(ctx, &[op.dispatch()]);
+                    let want = cpu::attention(
+                        &q, &k, &v, n_tokens, n_heads, n_kv, head_dim, max_ctx, window, scale, pos0,
+                    );
+                    // Outputs are convex combinations of |v| <= 1: absolute tolerance 1e-5
+                    // (f32 exp and sums), f16 adds output rounding.
+                    let (r, a) = tol(dt);
+                    assert_close(
+                        &format!(
+                            "attention t={n_tokens} h={n_heads}/{n_kv} d={head_dim} w={window} ctx={max_ctx} pos={pos0} {dt:?}"
+                        ),
+                        &out.read_f32(ctx).unwrap(),
+                        &want,
+                        None,
+                        r,
+                        a.max(1e-5),
+                    );
+                }
+            }
+        },
+    );
+}
