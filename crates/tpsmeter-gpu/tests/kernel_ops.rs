@@ -5,7 +5,9 @@
 mod common;
 
 use common::{Rng, assert_close, dequantize, random_weights, round_f16, with_gpu};
-use tpsmeter_gpu::gpu::{DType, GpuContext};
+use tpsmeter_gpu::gpu::{AdapterProfile, DType, GpuContext};
+
+const PROFILES: [AdapterProfile; 2] = [AdapterProfile::Cpu, AdapterProfile::Gpu];
 use tpsmeter_gpu::kernels::dispatch::run;
 use tpsmeter_gpu::kernels::{
     Add, Attention, AttentionConfig, Embed, Glu, GluKind, KvAppend, QWeight, RmsNorm, Rope,
@@ -47,18 +49,21 @@ fn rms_norm_matches_twin() {
                 let xt = Tensor::from_f32(ctx, "x", &x, dt).unwrap();
                 let wt = Tensor::from_f32(ctx, "w", &w, DType::F32).unwrap();
                 let yt = Tensor::zeros(ctx, "y", rows * dim, dt).unwrap();
-                let op = RmsNorm::new(ctx, &xt, &wt, &yt, rows, dim, 1e-5).unwrap();
-                run(ctx, &[op.dispatch()]);
-                let want = cpu::rms_norm(&x, &w, rows, dim, 1e-5);
-                let (r, a) = tol(dt);
-                assert_close(
-                    &format!("rms_norm {rows}x{dim} {dt:?}"),
-                    &yt.read_f32(ctx).unwrap(),
-                    &want,
-                    None,
-                    r * 10.0,
-                    a,
-                );
+                for profile in PROFILES {
+                    let op = RmsNorm::with_profile(ctx, profile, &xt, &wt, &yt, rows, dim, 1e-5)
+                        .unwrap();
+                    run(ctx, &[op.dispatch()]);
+                    let want = cpu::rms_norm(&x, &w, rows, dim, 1e-5);
+                    let (r, a) = tol(dt);
+                    assert_close(
+                        &format!("rms_norm {rows}x{dim} {dt:?} {profile:?}"),
+                        &yt.read_f32(ctx).unwrap(),
+                        &want,
+                        None,
+                        r * 10.0,
+                        a,
+                    );
+                }
             }
         }
     });
@@ -245,17 +250,18 @@ fn embed_matches_twin_including_split_tables() {
 fn softmax_matches_twin() {
     with_gpu("softmax_matches_twin", |ctx| {
         let mut rng = Rng::new(16);
-        for _ in 0..5 {
+        for i in 0..6 {
+            let profile = PROFILES[i % 2];
             let (rows, n) = (rng.range(1, 20), rng.range(1, 3000));
             let x = rng.vec(rows * n, 8.0);
             let xt = Tensor::from_f32(ctx, "x", &x, DType::F32).unwrap();
-            let op = Softmax::new(ctx, &xt, rows, n).unwrap();
+            let op = Softmax::with_profile(ctx, profile, &xt, rows, n).unwrap();
             run(ctx, &[op.dispatch()]);
             let mut want = x.clone();
             cpu::softmax(&mut want, rows, n);
             // Probabilities: relative 1e-5 of each (exp ulps + f32 sum order), absolute 1e-9.
             assert_close(
-                &format!("softmax {rows}x{n}"),
+                &format!("softmax {rows}x{n} {profile:?}"),
                 &xt.read_f32(ctx).unwrap(),
                 &want,
                 None,
@@ -300,24 +306,29 @@ fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
                     let vt = Tensor::from_f32(ctx, "v", &v, dt).unwrap();
                     let out = Tensor::zeros(ctx, "out", q.len(), dt).unwrap();
                     let pos = Tensor::from_u32(ctx, "pos", &[pos0]).unwrap();
-                    let op = Attention::new(ctx, &cfg, &pos, &qt, &kt, &vt, &out).unwrap();
-                    run(ctx, &[op.dispatch()]);
-                    let want = cpu::attention(
-                        &q, &k, &v, n_tokens, n_heads, n_kv, head_dim, max_ctx, window, scale, pos0,
-                    );
-                    // Outputs are convex combinations of |v| <= 1: absolute tolerance 1e-5
-                    // (f32 exp and sums), f16 adds output rounding.
-                    let (r, a) = tol(dt);
-                    assert_close(
-                        &format!(
-                            "attention t={n_tokens} h={n_heads}/{n_kv} d={head_dim} w={window} ctx={max_ctx} pos={pos0} {dt:?}"
-                        ),
-                        &out.read_f32(ctx).unwrap(),
-                        &want,
-                        None,
-                        r,
-                        a.max(1e-5),
-                    );
+                    for profile in PROFILES {
+                        let op =
+                            Attention::with_profile(ctx, profile, &cfg, &pos, &qt, &kt, &vt, &out)
+                                .unwrap();
+                        run(ctx, &[op.dispatch()]);
+                        let want = cpu::attention(
+                            &q, &k, &v, n_tokens, n_heads, n_kv, head_dim, max_ctx, window, scale,
+                            pos0,
+                        );
+                        // Outputs are convex combinations of |v| <= 1: absolute tolerance 1e-5
+                        // (f32 exp and sums), f16 adds output rounding.
+                        let (r, a) = tol(dt);
+                        assert_close(
+                            &format!(
+                                "attention t={n_tokens} {profile:?} h={n_heads}/{n_kv} d={head_dim} w={window} ctx={max_ctx} pos={pos0} {dt:?}"
+                            ),
+                            &out.read_f32(ctx).unwrap(),
+                            &want,
+                            None,
+                            r,
+                            a.max(1e-5),
+                        );
+                    }
                 }
             }
         },

@@ -50,9 +50,25 @@ pub struct Attention {
 
 impl Attention {
     /// `q`/`out`: `[n_tokens, n_heads, head_dim]`; caches: `[max_ctx, n_kv_heads, head_dim]`;
-    /// `pos`: u32 position of the first query token.
+    /// `pos`: u32 position of the first query token. The workgroup size follows the
+    /// adapter's profile.
     pub fn new(
         ctx: &GpuContext,
+        cfg: &AttentionConfig,
+        pos: &Tensor,
+        q: &Tensor,
+        k_cache: &Tensor,
+        v_cache: &Tensor,
+        out: &Tensor,
+    ) -> Result<Self> {
+        Self::with_profile(ctx, ctx.profile, cfg, pos, q, k_cache, v_cache, out)
+    }
+
+    /// [`Attention::new`] with the workgroup size of `profile` (tests run both).
+    #[allow(clippy::too_many_arguments)]
+    pub fn with_profile(
+        ctx: &GpuContext,
+        profile: AdapterProfile,
         cfg: &AttentionConfig,
         pos: &Tensor,
         q: &Tensor,
@@ -93,7 +109,7 @@ impl Attention {
         };
         // CPU-type adapters run a workgroup's invocations as one loop: a small one keeps the
         // barriers cheap; GPUs want enough invocations to cover the keys.
-        let workgroup = match ctx.profile {
+        let workgroup = match profile {
             AdapterProfile::Cpu => 8,
             AdapterProfile::Gpu => 64,
         };

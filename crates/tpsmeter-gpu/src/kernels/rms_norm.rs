@@ -25,8 +25,24 @@ pub struct RmsNorm {
 
 impl RmsNorm {
     /// `x` and `y` hold `rows * dim` values of one dtype; `w` holds `dim` f32 values.
+    /// The kernel shape follows the adapter's profile.
     pub fn new(
         ctx: &GpuContext,
+        x: &Tensor,
+        w: &Tensor,
+        y: &Tensor,
+        rows: usize,
+        dim: usize,
+        eps: f32,
+    ) -> Result<Self> {
+        Self::with_profile(ctx, ctx.profile, x, w, y, rows, dim, eps)
+    }
+
+    /// [`RmsNorm::new`] with the kernel shape of `profile` (tests run both on one adapter).
+    #[allow(clippy::too_many_arguments)]
+    pub fn with_profile(
+        ctx: &GpuContext,
+        profile: AdapterProfile,
         x: &Tensor,
         w: &Tensor,
         y: &Tensor,
@@ -50,7 +66,7 @@ impl RmsNorm {
             eps,
             _pad: 0,
         };
-        let (entry, workgroup, groups) = match ctx.profile {
+        let (entry, workgroup, groups) = match profile {
             AdapterProfile::Cpu => ("main_cpu", 16, (rows as u32).div_ceil(16)),
             AdapterProfile::Gpu => ("main_gpu", 128, rows as u32),
         };

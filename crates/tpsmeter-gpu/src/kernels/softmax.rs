@@ -22,15 +22,27 @@ pub struct Softmax {
 }
 
 impl Softmax {
-    /// Prepares the softmax; `x` holds `rows * n` f32 values.
+    /// Prepares the softmax; `x` holds `rows * n` f32 values. The kernel shape follows the
+    /// adapter's profile.
     pub fn new(ctx: &GpuContext, x: &Tensor, rows: usize, n: usize) -> Result<Self> {
+        Self::with_profile(ctx, ctx.profile, x, rows, n)
+    }
+
+    /// [`Softmax::new`] with the kernel shape of `profile` (tests run both on one adapter).
+    pub fn with_profile(
+        ctx: &GpuContext,
+        profile: AdapterProfile,
+        x: &Tensor,
+        rows: usize,
+        n: usize,
+    ) -> Result<Self> {
         x.expect("softmax", "x", rows * n, DType::F32)?;
         let p = Params {
             rows: rows as u32,
             n: n as u32,
             _pad: [0; 2],
         };
-        let (entry, workgroup, groups) = match ctx.profile {
+        let (entry, workgroup, groups) = match profile {
             AdapterProfile::Cpu => ("main_cpu", 16, (rows as u32).div_ceil(16)),
             AdapterProfile::Gpu => ("main_gpu", 128, rows as u32),
         };
