@@ -1,0 +1,381 @@
+//! Timing accuracy and load-generator capacity of `tpsmeter bench`'s client.
+//!
+//! Drives the CLI's real request path (`tpsmeter_cli::runner::Runner` on the reqwest client
+//! of `tpsmeter_cli::client`) against `tpsmeter-emulator` running on its own thread and
+//! runtime, on a known schedule (default TTFT 50 ms, ITL 20 ms, 64 tokens, one token per
+//! chunk, OpenAI chat). For every content chunk it compares what the client measured with
+//!
+//! - the schedule (`vs sched`): includes the emulator's own lateness (tokio's 1 ms timer);
+//! - the emulator's send stamps (`vs sent`): the client's own error. TTFT: measured TTFT −
+//!   (first chunk sent − request arrival at the server); ITL: measured gap − sent gap.
+//!
+//! and prints `deliver`, the per-chunk delay from the send stamp to the client's stamp (both
+//! CLOCK_MONOTONIC, see `tpsmeter_emulator::clock`). Client requests are paired with server
+//! records by order of start (exact at concurrency 1; at higher concurrency two requests
+//! started within microseconds of each other may swap, which moves a `vs sent` TTFT sample
+//! by that much).
+//!
+//!   cargo bench -p tpsmeter-cli --bench timing -- accuracy        # concurrency 1 and 100
+//!   cargo bench -p tpsmeter-cli --bench timing -- capacity        # 100, 200, 400, ... streams
+//!   cargo bench -p tpsmeter-cli --bench timing -- levels 1,50 3   # custom levels, rounds
+//!   cargo bench -p tpsmeter-cli --bench timing -- peer 1,100,400  # side by side with GuideLLM
+//!
+//! `peer` runs the same levels with tpsmeter's client and with GuideLLM (installed by
+//! `crates/tpsmeter-emulator/scripts/peer.sh`; path from `TPSMETER_GUIDELLM`) against the same
+//! emulator. GuideLLM keeps only the request start, first and last token times per request
+//! (wall clock, `time.time()`), matched to the server's records through the response id; so
+//! the side-by-side figures are the ones both tools can give: TTFT error vs sent, mean-ITL
+//! error vs sent ((last − first)/(n − 1), GuideLLM's ITL definition), and the last token's
+//! delivery delay.
+//!
+//! Figures: medians (p50) and p99 of the absolute error, in ms.
+
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use tpsmeter_cli::runner::{Outcome, Runner};
+use tpsmeter_core::Api;
+use tpsmeter_core::request::{RequestSpec, build_request};
+use tpsmeter_emulator::{Emulator, EmulatorConfig, RequestRecord, Schedule, clock};
+
+const TTFT_MS: f64 = 50.0;
+const ITL_MS: f64 = 20.0;
+const TOKENS: u32 = 64;
+/// A capacity level passes while the client's own p99 error stays within this.
+const CAPACITY_P99_MS: f64 = 2.0;
+/// The capacity sweep stops here whatever happens (each level holds this many streams).
+const MAX_STREAMS: usize = 12_800;
+
+/// The emulator on its own OS thread and current-thread runtime, so that serving never
+/// competes with the client's runtime for a worker (it still shares the two cores).
+pub(crate) struct Server {
+    emu: Option<Emulator>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    fn start(cfg: EmulatorConfig) -> Server {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                tx.send(Emulator::start(cfg).await.unwrap()).unwrap();
+                let _ = stop_rx.await;
+            });
+        });
+        let emu = rx.recv().unwrap();
+        Server {
+            emu: Some(emu),
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    pub(crate) fn emu(&self) -> &Emulator {
+        self.emu.as_ref().unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        drop(self.emu.take());
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Samples {
+    ttft_sched: Vec<f64>,
+    ttft_sent: Vec<f64>,
+    itl_sched: Vec<f64>,
+    itl_sent: Vec<f64>,
+    deliver: Vec<f64>,
+    server_late: Vec<f64>,
+    /// Per request: (last − first) / (n − 1) measured, minus the same from the send stamps.
+    mean_itl_sent: Vec<f64>,
+    /// Per request: the last token's delivery delay (client stamp − send stamp).
+    last_deliver: Vec<f64>,
+    failed: usize,
+    unmatched: usize,
+    requests: usize,
+}
+
+pub(crate) fn pct(v: &mut [f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    // Nearest-rank percentile.
+    let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
+    v[rank - 1]
+}
+
+pub(crate) fn abs(v: &[f64]) -> Vec<f64> {
+    v.iter().map(|x| x.abs()).collect()
+}
+
+/// Compares one client outcome with its server record.
+fn compare(out: &Outcome, rec: &RequestRecord, origin_ns: u64, s: &mut Samples) {
+    let to_ns = |t_ms: f64| origin_ns as f64 + t_ms * 1e6;
+    // One read may hold several events; give each event its read's stamp.
+    let client: Vec<f64> = out
+        .timeline
+        .content_chunks()
+        .iter()
+        .flat_map(|c| std::iter::repeat_n(to_ns(c.t_ms), c.deltas))
+        .collect();
+    if client.len() != rec.sent_ns.len() || client.is_empty() {
+        s.unmatched += 1;
+        return;
+    }
+    let start = to_ns(out.timeline.request_start_ms());
+    let ms = |ns: f64| ns / 1e6;
+    let ttft = ms(client[0] - start);
+    s.ttft_sched.push(ttft - TTFT_MS);
+    s.ttft_sent
+        .push(ttft - ms(rec.sent_ns[0] as f64 - rec.arrival_ns as f64));
+    let n = client.len();
+    if n > 1 {
+        let sent_span = (rec.sent_ns[n - 1] - rec.sent_ns[0]) as f64;
+        s.mean_itl_sent
+            .push(ms(client[n - 1] - client[0] - sent_span) / (n - 1) as f64);
+    }
+    s.last_deliver
+        .push(ms(client[n - 1] - rec.sent_ns[n - 1] as f64));
+    for i in 0..client.len() {
+        s.deliver.push(ms(client[i] - rec.sent_ns[i] as f64));
+        s.server_late
+            .push(ms(rec.sent_ns[i] as f64 - rec.due_ns[i] as f64));
+        if i > 0 {
+            let gap = ms(client[i] - client[i - 1]);
+            s.itl_sched.push(gap - ITL_MS);
+            s.itl_sent
+                .push(gap - ms(rec.sent_ns[i] as f64 - rec.sent_ns[i - 1] as f64));
+        }
+    }
+}
+
+/// Runs `rounds` requests on each of `concurrency` workers (after one warm-up request each,
+/// not measured, which opens the connections) and compares them with the server's records.
+pub(crate) async fn level(
+    server: &Server,
+    runner: &Arc<Runner>,
+    concurrency: usize,
+    rounds: usize,
+) -> Samples {
+    let cancel = CancellationToken::new();
+    let run_all = |n: usize| {
+        let mut set = tokio::task::JoinSet::new();
+        for _ in 0..concurrency {
+            let (runner, cancel) = (runner.clone(), cancel.clone());
+            set.spawn(async move {
+                let mut outs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    outs.push(runner.run(&cancel).await);
+                }
+                outs
+            });
+        }
+        set
+    };
+    let mut warm = run_all(1);
+    while warm.join_next().await.is_some() {}
+    let _ = server.emu().take_records();
+    let mut set = run_all(rounds);
+    let mut outs: Vec<Outcome> = Vec::new();
+    while let Some(r) = set.join_next().await {
+        outs.extend(r.unwrap());
+    }
+    // Records are pushed when a body is dropped, just after its last write: wait for them.
+    let mut recs = Vec::new();
+    for _ in 0..200 {
+        recs.extend(server.emu().take_records());
+        if recs.len() >= outs.len() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let origin_ns = clock::instant_ns(runner.origin());
+    let mut s = Samples {
+        requests: outs.len(),
+        ..Samples::default()
+    };
+    outs.sort_by(|a, b| {
+        a.timeline
+            .request_start_ms()
+            .total_cmp(&b.timeline.request_start_ms())
+    });
+    recs.sort_by_key(|r| r.arrival_ns);
+    let ok: Vec<&Outcome> = outs.iter().filter(|o| o.failure.is_none()).collect();
+    s.failed = outs.len() - ok.len();
+    if ok.len() != recs.len() {
+        s.unmatched += ok.len().abs_diff(recs.len());
+    }
+    for (out, rec) in ok.iter().zip(&recs) {
+        compare(out, rec, origin_ns, &mut s);
+    }
+    s
+}
+
+fn header() {
+    println!(
+        "{:>6} {:>6} {:>5} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13}",
+        "conc",
+        "reqs",
+        "fail",
+        "TTFT vs sched",
+        "TTFT vs sent",
+        "ITL vs sched",
+        "ITL vs sent",
+        "deliver",
+        "server late"
+    );
+    println!(
+        "{:>6} {:>6} {:>5} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13}",
+        "",
+        "",
+        "",
+        "p50 / p99 ms",
+        "p50 / p99 ms",
+        "p50 / p99 ms",
+        "p50 / p99 ms",
+        "p50 / p99",
+        "p50 / p99"
+    );
+}
+
+/// Prints one row; returns the client's own p99 error (max of TTFT and ITL vs sent).
+fn row(concurrency: usize, s: &mut Samples) -> f64 {
+    let pair = |v: &[f64]| {
+        let mut a = abs(v);
+        (pct(&mut a, 50.0), pct(&mut a, 99.0))
+    };
+    let f = |(a, b): (f64, f64)| format!("{a:.3} / {b:.3}");
+    let ttft_sent = pair(&s.ttft_sent);
+    let itl_sent = pair(&s.itl_sent);
+    println!(
+        "{:>6} {:>6} {:>5} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13}",
+        concurrency,
+        s.requests,
+        s.failed + s.unmatched,
+        f(pair(&s.ttft_sched)),
+        f(ttft_sent),
+        f(pair(&s.itl_sched)),
+        f(itl_sent),
+        f(pair(&s.deliver)),
+        f(pair(&s.server_late)),
+    );
+    if s.failed + s.unmatched > 0 || s.ttft_sent.is_empty() {
+        return f64::INFINITY;
+    }
+    ttft_sent.1.max(itl_sent.1)
+}
+
+#[path = "timing/peer.rs"]
+mod peer;
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let mode = args.first().map(String::as_str).unwrap_or("accuracy");
+    let (levels, rounds): (Vec<usize>, usize) = match mode {
+        "accuracy" => (vec![1, 100], 0),
+        "capacity" => {
+            let mut v = vec![100];
+            while *v.last().unwrap() * 2 <= MAX_STREAMS {
+                v.push(v.last().unwrap() * 2);
+            }
+            (v, 2)
+        }
+        "levels" => (
+            args.get(1)
+                .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
+                .unwrap_or_else(|| vec![1]),
+            args.get(2).and_then(|r| r.parse().ok()).unwrap_or(3),
+        ),
+        "peer" => (
+            args.get(1)
+                .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
+                .unwrap_or_else(|| vec![1, 100, 400, 1600]),
+            2,
+        ),
+        other => anyhow::bail!(
+            "unknown mode {other}: accuracy | capacity | levels L1,L2 ROUNDS | peer L1,L2"
+        ),
+    };
+    let server = Server::start(EmulatorConfig {
+        schedule: Schedule {
+            ttft: Duration::from_secs_f64(TTFT_MS / 1000.0),
+            itl: Duration::from_secs_f64(ITL_MS / 1000.0),
+            output_tokens: TOKENS,
+        },
+        record: true,
+        ..EmulatorConfig::default()
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let spec = RequestSpec {
+            api: Api::OpenaiChat,
+            base_url: server.emu().base_url(),
+            model: "emulator".into(),
+            prompt: "Say something.".into(),
+            system: None,
+            max_tokens: TOKENS,
+            temperature: None,
+            api_key: None,
+            ignore_eos: false,
+        };
+        let request = build_request(&spec)?;
+        let timeout = Duration::from_secs(60);
+        let client = tpsmeter_cli::client::build(timeout)?;
+        let runner = Runner::new(client, Api::OpenaiChat, &request, Instant::now(), timeout, timeout)?;
+        println!(
+            "schedule: TTFT {TTFT_MS} ms, ITL {ITL_MS} ms, {TOKENS} tokens, 1 token/chunk, openai-chat, HTTP/1.1 on 127.0.0.1; {} cores",
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
+        );
+        if mode == "peer" {
+            return peer::compare(&server, &runner, &levels).await;
+        }
+        header();
+        let mut best = None;
+        for c in levels {
+            // Accuracy: ~1,200 ITL samples at concurrency 1, ~19,000 at 100.
+            let r = if rounds > 0 { rounds } else if c == 1 { 20 } else { 3 };
+            let mut s = level(&server, &runner, c, r).await;
+            let p99 = row(c, &mut s);
+            if mode == "capacity" {
+                if p99 <= CAPACITY_P99_MS {
+                    best = Some(c);
+                } else {
+                    break;
+                }
+            }
+        }
+        if mode == "capacity" {
+            match best {
+                Some(c) => println!("capacity: {c} concurrent streams with client p99 error <= {CAPACITY_P99_MS} ms (TTFT and ITL vs sent)"),
+                None => println!("capacity: below 100 streams at p99 <= {CAPACITY_P99_MS} ms"),
+            }
+        }
+        anyhow::Ok(())
+    })?;
+    drop(server);
+    Ok(())
+}
