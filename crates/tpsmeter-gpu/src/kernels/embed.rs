@@ -1,27 +1,17 @@
 //! Quantized embedding lookup: token ids in a buffer → dequantized rows (f32 or f16), read
-//! straight from the quantized table (Q8_0, Q4_1, Q4_0, F16, F32).
+//! straight from the quantized table in any weight format (the format's `decode`, shared with
+//! the prefill matmul).
 
 use crate::error::{GpuError, Result};
 use crate::gpu::context::GpuContext;
 use crate::gpu::defines::{DType, Defines};
 use crate::kernels::dispatch::Dispatch;
-use crate::kernels::format::WeightFormat;
+use crate::kernels::matvec::Params;
 use crate::kernels::source::ShaderId;
 use crate::kernels::tensor::Tensor;
 use crate::kernels::weights::QWeight;
 
 const WORKGROUP: u32 = 32;
-
-#[repr(C)]
-#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-struct Params {
-    n_tokens: u32,
-    nsub: u32,
-    row_start: u32,
-    rows: u32,
-    scale: f32,
-    _pad: [u32; 3],
-}
 
 /// `out[t, :] = scale * table[tokens[t], :]`.
 #[derive(Debug, Clone)]
@@ -41,21 +31,17 @@ impl Embed {
         scale: f32,
     ) -> Result<Self> {
         const OP: &str = "embed";
-        let entry = match table.format {
-            WeightFormat::Q8_0 => "q8_0",
-            WeightFormat::Q4_1 => "q4_1",
-            WeightFormat::Q4_0 => "q4_0",
-            WeightFormat::F16 => "f16w",
-            WeightFormat::F32 => "f32w",
-            other => {
-                return Err(GpuError::UnsupportedFormat {
-                    op: OP,
-                    format: other.to_string(),
-                });
-            }
-        };
         tokens.expect(OP, "tokens", n_tokens, DType::F32)?;
         out.expect(OP, "out", n_tokens * table.cols, out.dtype)?;
+        ctx.check_dtype(out.dtype, OP)?;
+        if n_tokens == 0
+            || n_tokens as u64 > u64::from(ctx.limits.max_compute_workgroups_per_dimension)
+        {
+            return Err(GpuError::ShapeMismatch {
+                op: OP,
+                detail: format!("{n_tokens} tokens in one lookup"),
+            });
+        }
         let nsub = (table.cols / 32) as u32;
         let defines = Defines {
             act: out.dtype,
@@ -67,20 +53,25 @@ impl Embed {
             .iter()
             .map(|part| {
                 let p = Params {
-                    n_tokens: n_tokens as u32,
-                    nsub,
-                    row_start: part.row_start as u32,
                     rows: part.rows as u32,
-                    scale,
-                    _pad: [0; 3],
+                    nsub,
+                    row_offset: part.row_start as u32,
+                    accumulate: 0,
+                    n_tokens: n_tokens as u32,
+                    y_stride: table.cols as u32,
+                    scale_bits: scale.to_bits(),
+                    _pad: 0,
                 };
-                let mut b = vec![(1, &tokens.buffer), (2, &part.q), (4, &out.buffer)];
+                let mut b = vec![(6, &tokens.buffer), (2, &part.q), (4, &out.buffer)];
                 if let Some(s) = &part.scales {
                     b.push((3, s));
                 }
+                if let Some(a) = &part.aux {
+                    b.push((5, a));
+                }
                 ctx.prepare(
-                    ShaderId::Embed,
-                    entry,
+                    ShaderId::Embed(table.format),
+                    "main",
                     defines,
                     &p,
                     &b,

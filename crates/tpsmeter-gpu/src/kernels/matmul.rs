@@ -61,7 +61,8 @@ impl MatMul {
                     accumulate: u32::from(accumulate),
                     n_tokens: n_tokens as u32,
                     y_stride: w.rows as u32,
-                    _pad: [0; 2],
+                    scale_bits: 0,
+                    _pad: 0,
                 },
             );
             let mut entries = vec![(0, &params), (1, &x.buffer), (2, &part.q), (4, &y.buffer)];

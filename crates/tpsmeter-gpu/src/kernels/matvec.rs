@@ -25,13 +25,15 @@ pub enum MatVecVariant {
 }
 
 impl MatVecVariant {
-    /// The variant measured best for the adapter's profile (engine.md: 4 rows x workgroup 16
-    /// on lavapipe; GPUs: 64 invocations reducing 4 rows, subgroups when available).
+    /// The variant measured best for the adapter's profile. CPU-type: 8 rows per invocation,
+    /// workgroup 8 (benches/kernels.rs on lavapipe here: 20-30% faster than 4 x 16 at every
+    /// SmolLM2 shape; engine.md found 8 x 8 best on SwiftShader too). GPUs: 64 invocations
+    /// reducing 4 rows, with subgroups when available.
     pub fn for_context(ctx: &GpuContext) -> Self {
         match ctx.profile {
             AdapterProfile::Cpu => MatVecVariant::Cpu {
-                rows: 4,
-                workgroup: 16,
+                rows: 8,
+                workgroup: 8,
             },
             AdapterProfile::Gpu if ctx.has_subgroups() => MatVecVariant::GpuSubgroup {
                 rows: 4,
@@ -80,7 +82,9 @@ pub(crate) struct Params {
     pub(crate) accumulate: u32,
     pub(crate) n_tokens: u32,
     pub(crate) y_stride: u32,
-    pub(crate) _pad: [u32; 2],
+    /// Embedding lookup: output scale as f32 bits.
+    pub(crate) scale_bits: u32,
+    pub(crate) _pad: u32,
 }
 
 /// A prepared `y (+)= W x`: one dispatch per weight part.
@@ -143,7 +147,8 @@ impl MatVec {
                     accumulate: u32::from(opts.accumulate),
                     n_tokens: 1,
                     y_stride: w.rows as u32,
-                    _pad: [0; 2],
+                    scale_bits: 0,
+                    _pad: 0,
                 },
             );
             let mut entries = vec![(0, &params), (1, &x.buffer), (2, &part.q), (4, &y.buffer)];

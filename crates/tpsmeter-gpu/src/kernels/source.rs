@@ -76,7 +76,7 @@ pub enum ShaderId {
     /// KV-cache append.
     KvAppend,
     /// Quantized embedding lookup.
-    Embed,
+    Embed(WeightFormat),
     /// Grouped-query attention over the KV cache.
     Attention,
     /// Row softmax.
@@ -95,7 +95,7 @@ impl ShaderId {
             ShaderId::Elementwise => "elementwise",
             ShaderId::Rope => "rope",
             ShaderId::KvAppend => "kv_append",
-            ShaderId::Embed => "embed",
+            ShaderId::Embed(..) => "embed",
             ShaderId::Attention => "attention",
             ShaderId::Softmax => "softmax",
             ShaderId::Sample => "sample",
@@ -115,6 +115,7 @@ impl ShaderId {
                 },
             ],
             ShaderId::MatMul(format) => vec!["matvec_common", format_file(*format), "matmul"],
+            ShaderId::Embed(format) => vec!["matvec_common", format_file(*format), "embed"],
             other => vec![other.name()],
         }
     }
@@ -170,7 +171,7 @@ mod tests {
             ShaderId::Elementwise,
             ShaderId::Rope,
             ShaderId::KvAppend,
-            ShaderId::Embed,
+            ShaderId::Embed(WeightFormat::Q6_K),
             ShaderId::Attention,
             ShaderId::Softmax,
             ShaderId::Sample,

@@ -1,4 +1,5 @@
-// Shared part of every fused dequantize + matrix-vector kernel: y = W x (or y += W x).
+// Shared part of the fused dequantize kernels (matvec, matmul, embedding lookup): y = W x
+// (or y += W x).
 // W is row-major, each row a run of 32-element sub-blocks; the format file supplies
 // `block_dot(row, s, xb)`, the dot product of sub-block `s` of `row` with the input slice.
 
@@ -7,10 +8,10 @@ struct Params {
     nsub: u32,       // 32-element sub-blocks per row
     row_offset: u32, // output index of this part's first row
     accumulate: u32, // 1: add into y (fuses the residual add)
-    n_tokens: u32,   // matmul only: tokens (rows of x and y)
-    y_stride: u32,   // matmul only: values per row of y (all rows of W)
-    _pad0: u32,
-    _pad1: u32,
+    n_tokens: u32,   // matmul, embed: tokens (rows of x and y)
+    y_stride: u32,   // matmul, embed: values per row of y
+    scale_bits: u32, // embed only: output scale, f32 bits
+    _pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
