@@ -1,0 +1,297 @@
+//! The CPU reference forward pass against llama.cpp, an independent implementation.
+//!
+//! For fixed prompts, llama-server (greedy, `ignore_eos`) generates 32 tokens from the
+//! SmolLM2 weights; the prompt ids come from `llama-tokenize`, so both sides see the same ids.
+//! Our reference is then fed llama.cpp's tokens one by one (teacher forcing) and at every
+//! generated position its argmax must be llama.cpp's token, except at near-ties: where our
+//! logit for llama.cpp's token is within 0.1 of our top logit (llama.cpp's flash attention
+//! and different summation order legitimately flip such ties). Ties are counted and printed.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use tpsmeter_gpu::gguf::GgufFile;
+use tpsmeter_gpu::reference::{ReferenceModel, argmax};
+
+const PROMPTS: [&str; 2] = [
+    "The capital of France is",
+    "<|im_start|>user\nWrite a short poem about the sea.<|im_end|>\n<|im_start|>assistant\n",
+];
+const N_GENERATE: usize = 32;
+/// Logit gap under which two candidates count as tied.
+const TIE: f32 = 0.1;
+
+fn asset(var: &str) -> Option<PathBuf> {
+    match std::env::var_os(var) {
+        Some(p) if Path::new(&p).exists() => Some(p.into()),
+        _ if std::env::var("TPSMETER_REQUIRE_ASSETS").as_deref() == Ok("1") => {
+            panic!("{var} is not set or missing and TPSMETER_REQUIRE_ASSETS=1")
+        }
+        _ => {
+            eprintln!("skipping: {var} is not set or does not exist");
+            None
+        }
+    }
+}
+
+fn tokenize(bin: &Path, model: &Path, prompt: &str) -> Vec<u32> {
+    let out = Command::new(bin.join("llama-tokenize"))
+        .arg("-m")
+        .arg(model)
+        .args(["-p", prompt, "--ids", "--log-disable"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let list = text.lines().rev().find(|l| l.starts_with('[')).unwrap();
+    parse_ids(list)
+}
+
+/// Parses "[1, 2, 3]".
+fn parse_ids(list: &str) -> Vec<u32> {
+    list.trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| s.trim().parse().unwrap())
+        .collect()
+}
+
+/// A llama-server child process, killed on drop.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_server(bin: &Path, model: &Path) -> Server {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(bin.join("llama-server"))
+        .arg("-m")
+        .arg(model)
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["-t", "2", "-c", "512", "-np", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Readiness is the server's own log line, not a timer.
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut log = Vec::new();
+    loop {
+        match lines.next() {
+            Some(Ok(line)) if line.contains("listening on") => break,
+            Some(Ok(line)) => log.push(line),
+            _ => panic!("llama-server exited before listening:\n{}", log.join("\n")),
+        }
+    }
+    // Keep draining its log so it never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    Server { child, port }
+}
+
+/// Greedy completion of `prompt` ids; returns the generated ids.
+fn complete(server: &Server, prompt: &[u32], n: usize) -> Vec<u32> {
+    let ids: Vec<String> = prompt.iter().map(u32::to_string).collect();
+    let body = format!(
+        r#"{{"prompt":[{}],"n_predict":{n},"temperature":0,"top_k":1,"ignore_eos":true,"cache_prompt":false,"return_tokens":true}}"#,
+        ids.join(",")
+    );
+    let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    write!(
+        s,
+        "POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    s.read_to_string(&mut response).unwrap();
+    let start = response
+        .find("\"tokens\":[")
+        .unwrap_or_else(|| panic!("no tokens in response: {response}"));
+    let rest = &response[start + "\"tokens\":".len()..];
+    let end = rest.find(']').unwrap();
+    parse_ids(&rest[..=end])
+}
+
+fn variants_dir() -> PathBuf {
+    std::env::var_os("TPSMETER_VARIANTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
+            Path::new(&home).join(".cache/tpsmeter/variants")
+        })
+}
+
+/// The F32 expansion of `model` by `llama-quantize` (same cache and naming as
+/// quant_variants.rs): the very weights our reference computes with, in a form llama.cpp
+/// multiplies in f32.
+fn f32_variant(bin: &Path, model: &Path) -> PathBuf {
+    let stem = model.file_stem().unwrap().to_string_lossy().into_owned();
+    let stem = stem.split('.').next().unwrap_or(&stem).to_owned();
+    let dst = variants_dir().join(format!("{stem}.F32.gguf"));
+    if !dst.exists() {
+        std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+        let tmp = dst.with_extension(format!("tmp{}", std::process::id()));
+        let out = Command::new(bin.join("llama-quantize"))
+            .args(["--allow-requantize", "--pure"])
+            .arg(model)
+            .arg(&tmp)
+            .args(["F32", "2"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::rename(&tmp, &dst).unwrap();
+    }
+    dst
+}
+
+/// The reference model and its end-of-generation token ids (what llama.cpp's `ignore_eos`
+/// bans: the EOS id and the usual end-of-turn markers).
+fn load(model: &Path) -> (ReferenceModel, Vec<usize>) {
+    let bytes = std::fs::read(model).unwrap();
+    let file = GgufFile::parse(&bytes).unwrap();
+    let md = &file.header.metadata;
+    let tokens = md.get_str_array("tokenizer.ggml.tokens").unwrap();
+    let eos = md.get_u32("tokenizer.ggml.eos_token_id").unwrap() as usize;
+    let markers = [
+        "<|endoftext|>",
+        "<|im_end|>",
+        "<|eot_id|>",
+        "<end_of_turn>",
+        "</s>",
+    ];
+    let mut eog: Vec<usize> = (0..tokens.len())
+        .filter(|&i| markers.contains(&tokens[i].as_str()))
+        .collect();
+    eog.push(eos);
+    (ReferenceModel::load(&file).unwrap(), eog)
+}
+
+/// Outcome of comparing our reference with llama.cpp over all prompts.
+#[derive(Debug, Default)]
+struct Comparison {
+    compared: usize,
+    ties: usize,
+    /// Largest logit gap at a disagreement (0 when none).
+    worst_gap: f32,
+    mismatches: Vec<String>,
+}
+
+/// Teacher-forces our reference along llama.cpp's greedy tokens from `server_model`.
+fn compare(
+    reference: &ReferenceModel,
+    eog: &[usize],
+    bin: &Path,
+    model: &Path,
+    server_model: &Path,
+    tie: f32,
+) -> Comparison {
+    let server = start_server(bin, server_model);
+    let mut c = Comparison::default();
+    for prompt in PROMPTS {
+        let ids = tokenize(bin, model, prompt);
+        let theirs = complete(&server, &ids, N_GENERATE);
+        assert_eq!(theirs.len(), N_GENERATE, "llama.cpp generated {theirs:?}");
+
+        let mut cache = reference.new_cache(ids.len() + N_GENERATE);
+        let mut logits = reference
+            .forward_tokens(&ids, &mut cache)
+            .unwrap()
+            .pop()
+            .unwrap();
+        for (i, &want) in theirs.iter().enumerate() {
+            // `ignore_eos` makes llama.cpp's sampler ban end-of-generation tokens; do the same.
+            for &t in eog {
+                logits[t] = f32::NEG_INFINITY;
+            }
+            let ours = argmax(&logits);
+            c.compared += 1;
+            if ours != want as usize {
+                let gap = logits[ours] - logits[want as usize];
+                c.worst_gap = c.worst_gap.max(gap);
+                if gap < tie {
+                    c.ties += 1;
+                } else {
+                    c.mismatches.push(format!(
+                        "prompt {prompt:?} token {i}: llama.cpp {want}, ours {ours} (gap {gap})"
+                    ));
+                }
+            }
+            logits = reference.forward(want, &mut cache).unwrap();
+        }
+    }
+    eprintln!(
+        "llama.cpp on {}: {} tokens, {} exact, {} near-ties (gap < {tie}), {} mismatches, worst gap {}",
+        server_model.display(),
+        c.compared,
+        c.compared - c.ties - c.mismatches.len(),
+        c.ties,
+        c.mismatches.len(),
+        c.worst_gap
+    );
+    c
+}
+
+/// llama.cpp running the F32 expansion of the same weights multiplies in f32, like our
+/// reference: tokens must agree except at near-ties (flash attention and summation order).
+#[test]
+fn greedy_tokens_match_llama_cpp_f32_except_near_ties() {
+    let (Some(model), Some(bin)) = (asset("TPSMETER_MODEL"), asset("TPSMETER_LLAMA_BIN")) else {
+        return;
+    };
+    let (reference, eog) = load(&model);
+    let c = compare(
+        &reference,
+        &eog,
+        &bin,
+        &model,
+        &f32_variant(&bin, &model),
+        TIE,
+    );
+    assert!(c.mismatches.is_empty(), "{:#?}", c.mismatches);
+}
+
+/// llama.cpp running the Q4_1 file itself: its CPU backend quantizes activations to Q8_1
+/// before each quantized matrix product, which moves logits by a few tenths, so ties are
+/// counted up to `QUANTIZED_ACTIVATION_TIE` here.
+#[test]
+fn greedy_tokens_match_llama_cpp_quantized_except_near_ties() {
+    /// Logit gap tolerated where llama.cpp multiplies with Q8_1-quantized activations.
+    const QUANTIZED_ACTIVATION_TIE: f32 = 0.5;
+    let (Some(model), Some(bin)) = (asset("TPSMETER_MODEL"), asset("TPSMETER_LLAMA_BIN")) else {
+        return;
+    };
+    let (reference, eog) = load(&model);
+    let c = compare(
+        &reference,
+        &eog,
+        &bin,
+        &model,
+        &model,
+        QUANTIZED_ACTIVATION_TIE,
+    );
+    assert!(c.mismatches.is_empty(), "{:#?}", c.mismatches);
+}
