@@ -11,9 +11,8 @@
 //!
 //! and prints `deliver`, the per-chunk delay from the send stamp to the client's stamp (both
 //! CLOCK_MONOTONIC, see `tpsmeter_emulator::clock`). Client requests are paired with server
-//! records by order of start (exact at concurrency 1; at higher concurrency two requests
-//! started within microseconds of each other may swap, which moves a `vs sent` TTFT sample
-//! by that much).
+//! records by causality and least delivery delay (see `pair_up`): the runner keeps no
+//! response headers, so the client cannot name its record.
 //!
 //!   cargo bench -p tpsmeter-cli --bench timing -- accuracy        # concurrency 1 and 100
 //!   cargo bench -p tpsmeter-cli --bench timing -- capacity        # 100, 200, 400, ... streams
@@ -46,8 +45,9 @@ const ITL_MS: f64 = 20.0;
 const TOKENS: u32 = 64;
 /// A capacity level passes while the client's own p99 error stays within this.
 const CAPACITY_P99_MS: f64 = 2.0;
-/// The capacity sweep stops here whatever happens (each level holds this many streams).
-const MAX_STREAMS: usize = 12_800;
+/// The capacity sweep stops here whatever happens (each stream holds two descriptors, and
+/// `ulimit -n` is 20,000 here).
+const MAX_STREAMS: usize = 6_400;
 
 /// The emulator on its own OS thread and current-thread runtime, so that serving never
 /// competes with the client's runtime for a worker (it still shares the two cores).
@@ -127,16 +127,73 @@ pub(crate) fn abs(v: &[f64]) -> Vec<f64> {
     v.iter().map(|x| x.abs()).collect()
 }
 
+/// The client's stamp of each content event, in CLOCK_MONOTONIC ns. One read may hold several
+/// events: each gets its read's stamp.
+fn client_ns(out: &Outcome, origin_ns: u64) -> Vec<f64> {
+    out.timeline
+        .content_chunks()
+        .iter()
+        .flat_map(|c| std::iter::repeat_n(origin_ns as f64 + c.t_ms * 1e6, c.deltas))
+        .collect()
+}
+
+/// How many neighbours (in order of start) a client request is compared with.
+const MATCH_WINDOW: usize = 128;
+
+/// Pairs client requests (sorted by start) with server records (sorted by arrival).
+///
+/// The client cannot see which record is its own (the runner keeps no response headers), and
+/// requests of a closed loop start in bursts, so order alone can pair wrongly. A pairing is
+/// possible only if it is causal (arrival after the client's start, every chunk stamped by the
+/// client after the server sent it); among those, the smallest mean delivery delay wins, since
+/// pairing a client with a stream sent earlier than its own can only raise that delay.
+/// Greedy over the candidates within `MATCH_WINDOW` positions.
+fn pair_up(ok: &[&Outcome], recs: &[RequestRecord], origin_ns: u64) -> Vec<(usize, usize)> {
+    let mut cands: Vec<(f64, usize, usize)> = Vec::new();
+    for (i, out) in ok.iter().enumerate() {
+        let client = client_ns(out, origin_ns);
+        let start = origin_ns as f64 + out.timeline.request_start_ms() * 1e6;
+        let lo = i.saturating_sub(MATCH_WINDOW);
+        let hi = (i + MATCH_WINDOW).min(recs.len());
+        for (j, rec) in recs.iter().enumerate().take(hi).skip(lo) {
+            if client.is_empty() || client.len() != rec.sent_ns.len() {
+                continue;
+            }
+            if (rec.arrival_ns as f64) < start {
+                continue;
+            }
+            let mut sum = 0.0;
+            let mut causal = true;
+            for (c, &sent) in client.iter().zip(&rec.sent_ns) {
+                let d = c - sent as f64;
+                if d < 0.0 {
+                    causal = false;
+                    break;
+                }
+                sum += d;
+            }
+            if causal {
+                cands.push((sum / client.len() as f64, i, j));
+            }
+        }
+    }
+    cands.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (mut used_i, mut used_j) = (vec![false; ok.len()], vec![false; recs.len()]);
+    let mut pairs = Vec::new();
+    for (_, i, j) in cands {
+        if !used_i[i] && !used_j[j] {
+            used_i[i] = true;
+            used_j[j] = true;
+            pairs.push((i, j));
+        }
+    }
+    pairs
+}
+
 /// Compares one client outcome with its server record.
 fn compare(out: &Outcome, rec: &RequestRecord, origin_ns: u64, s: &mut Samples) {
     let to_ns = |t_ms: f64| origin_ns as f64 + t_ms * 1e6;
-    // One read may hold several events; give each event its read's stamp.
-    let client: Vec<f64> = out
-        .timeline
-        .content_chunks()
-        .iter()
-        .flat_map(|c| std::iter::repeat_n(to_ns(c.t_ms), c.deltas))
-        .collect();
+    let client = client_ns(out, origin_ns);
     if client.len() != rec.sent_ns.len() || client.is_empty() {
         s.unmatched += 1;
         return;
@@ -168,6 +225,17 @@ fn compare(out: &Outcome, rec: &RequestRecord, origin_ns: u64, s: &mut Samples) 
     }
 }
 
+/// Waits until the emulator has dropped every stream body: a body pushes its record when
+/// dropped, just after its last write, which may be after the client saw the end.
+pub(crate) async fn settle(server: &Server) {
+    for _ in 0..500 {
+        if server.emu().stats().open_streams == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// Runs `rounds` requests on each of `concurrency` workers (after one warm-up request each,
 /// not measured, which opens the connections) and compares them with the server's records.
 pub(crate) async fn level(
@@ -193,21 +261,15 @@ pub(crate) async fn level(
     };
     let mut warm = run_all(1);
     while warm.join_next().await.is_some() {}
+    settle(server).await;
     let _ = server.emu().take_records();
     let mut set = run_all(rounds);
     let mut outs: Vec<Outcome> = Vec::new();
     while let Some(r) = set.join_next().await {
         outs.extend(r.unwrap());
     }
-    // Records are pushed when a body is dropped, just after its last write: wait for them.
-    let mut recs = Vec::new();
-    for _ in 0..200 {
-        recs.extend(server.emu().take_records());
-        if recs.len() >= outs.len() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    settle(server).await;
+    let mut recs = server.emu().take_records();
     let origin_ns = clock::instant_ns(runner.origin());
     let mut s = Samples {
         requests: outs.len(),
@@ -221,11 +283,10 @@ pub(crate) async fn level(
     recs.sort_by_key(|r| r.arrival_ns);
     let ok: Vec<&Outcome> = outs.iter().filter(|o| o.failure.is_none()).collect();
     s.failed = outs.len() - ok.len();
-    if ok.len() != recs.len() {
-        s.unmatched += ok.len().abs_diff(recs.len());
-    }
-    for (out, rec) in ok.iter().zip(&recs) {
-        compare(out, rec, origin_ns, &mut s);
+    let pairs = pair_up(&ok, &recs, origin_ns);
+    s.unmatched += ok.len() - pairs.len();
+    for (i, j) in pairs {
+        compare(ok[i], &recs[j], origin_ns, &mut s);
     }
     s
 }

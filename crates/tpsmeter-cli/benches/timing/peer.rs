@@ -172,20 +172,15 @@ pub(crate) async fn compare(
         let ours = level(server, runner, c, 2).await;
         println!("{:>9} {:>6} | {}", "tpsmeter", c, cells(&ours));
         let Some(bin) = bin.as_ref() else { continue };
+        super::settle(server).await;
         let _ = server.emu().take_records();
         let offset = realtime_to_monotonic_ns();
         let base = server.emu().base_url();
         let (bin2, requests) = (bin.clone(), 2 * c);
         let report =
             tokio::task::spawn_blocking(move || run_guidellm(&bin2, &base, c, requests)).await?;
-        let mut records = Vec::new();
-        for _ in 0..100 {
-            records.extend(server.emu().take_records());
-            if records.len() >= requests {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        super::settle(server).await;
+        let records = server.emu().take_records();
         match report {
             Ok(report) => {
                 let theirs = guidellm_samples(&report, &records, offset);
