@@ -8,7 +8,7 @@
 use std::error::Error as StdError;
 
 use tpsmeter_core::CoreError;
-use tpsmeter_core::report::{ErrorClass, ErrorRecord};
+use tpsmeter_core::report::{ErrorClass, ErrorRecord, redact_url};
 
 /// Cap on the response-body excerpt kept with an HTTP error: enough for a provider's JSON
 /// error message, small enough that a server returning megabytes of HTML cannot bloat the
@@ -144,7 +144,7 @@ impl Failure {
 
     /// Classifies an error from reqwest (connect, send or body read).
     pub fn from_reqwest(err: &reqwest::Error) -> Failure {
-        let message = error_chain(err);
+        let message = reqwest_message(err);
         if chain_has_io_kind(err, std::io::ErrorKind::ConnectionRefused) {
             return Failure::ConnectionRefused { message };
         }
@@ -171,6 +171,16 @@ impl Failure {
     }
 }
 
+/// A reqwest error's message with its URL redacted: reqwest's Display names the URL, and a
+/// user may have put a credential in it (`?key=`).
+pub fn reqwest_message(err: &reqwest::Error) -> String {
+    let message = error_chain(err);
+    match err.url() {
+        Some(url) => message.replace(url.as_str(), &redact_url(url.as_str())),
+        None => message,
+    }
+}
+
 /// The error and its sources joined with ": " (reqwest's own Display hides the cause).
 pub fn error_chain(err: &(dyn StdError + 'static)) -> String {
     let mut out = err.to_string();
@@ -183,8 +193,6 @@ pub fn error_chain(err: &(dyn StdError + 'static)) -> String {
         }
         src = s.source();
     }
-    // reqwest's message names the URL, which we redact in reports but which never holds the
-    // key (keys travel in headers, or for Gemini in the header `x-goog-api-key`).
     cap_chars(&out, MAX_EXCERPT_CHARS)
 }
 

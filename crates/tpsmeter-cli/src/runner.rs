@@ -74,36 +74,41 @@ impl Runner {
 
     /// Sends the request and reads the stream to its end, a failure or cancellation.
     pub async fn run(&self, cancel: &CancellationToken) -> Outcome {
-        // The body is in memory, so cloning cannot fail; a failure here would be a bug in
-        // the request builder, reported as a failed request rather than a panic.
-        let Some(request) = self.template.try_clone() else {
-            let mut timeline = Timeline::new(self.now_ms());
-            timeline.finish(self.now_ms());
-            return Outcome::failed(
-                timeline,
-                Failure::Connection {
+        let mut attempt = 0;
+        let (response, timeline, first_byte_deadline) = loop {
+            attempt += 1;
+            // The body is in memory, so cloning cannot fail; a failure here would be a bug
+            // in the request builder, reported as a failed request rather than a panic.
+            let Some(request) = self.template.try_clone() else {
+                let mut timeline = Timeline::new(self.now_ms());
+                timeline.finish(self.now_ms());
+                let f = Failure::Connection {
                     message: "request body cannot be cloned".into(),
-                },
-            );
-        };
-        let sent = Instant::now();
-        let timeline = Timeline::new(self.ms_at(sent));
-        let first_byte_deadline = tokio::time::Instant::from_std(sent + self.timeout);
-
-        let response = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return self.end(timeline, None, Failure::Cancelled),
-            r = timeout_at(first_byte_deadline, self.client.execute(request)) => r,
-        };
-        let response = match response {
-            Err(_elapsed) => {
-                let f = Failure::Timeout {
-                    after_s: self.timeout.as_secs_f64(),
                 };
-                return self.end(timeline, None, f);
+                return Outcome::failed(timeline, f);
+            };
+            let sent = Instant::now();
+            let timeline = Timeline::new(self.ms_at(sent));
+            let first_byte_deadline = tokio::time::Instant::from_std(sent + self.timeout);
+            let response = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return self.end(timeline, None, Failure::Cancelled),
+                r = timeout_at(first_byte_deadline, self.client.execute(request)) => r,
+            };
+            match response {
+                Err(_elapsed) => {
+                    let f = Failure::Timeout {
+                        after_s: self.timeout.as_secs_f64(),
+                    };
+                    return self.end(timeline, None, f);
+                }
+                // A pooled keep-alive connection the server closed just as we reused it
+                // (llama-server closes idle connections after 5 s): the server never saw
+                // the request, so send it once more on a fresh connection, timed afresh.
+                Ok(Err(e)) if attempt == 1 && is_stale_connection(&e) => continue,
+                Ok(Err(e)) => return self.end(timeline, None, Failure::from_reqwest(&e)),
+                Ok(Ok(r)) => break (r, timeline, first_byte_deadline),
             }
-            Ok(Err(e)) => return self.end(timeline, None, Failure::from_reqwest(&e)),
-            Ok(Ok(r)) => r,
         };
         let status = response.status();
         let version = format!("{:?}", response.version());
@@ -158,7 +163,7 @@ impl Runner {
                     let f = Failure::Truncated {
                         message: format!(
                             "connection lost mid-stream: {}",
-                            crate::failure::error_chain(&e)
+                            crate::failure::reqwest_message(&e)
                         ),
                     };
                     return self.end(timeline, Some(t), f);
@@ -297,6 +302,13 @@ fn absorb(timeline: &mut Timeline, t: f64, events: &[StreamEvent]) -> Option<Fai
         }
     }
     None
+}
+
+/// Whether `e` is hyper's report of a reused connection that the server had closed before
+/// our request reached it (nothing was received, so a retry cannot duplicate work).
+fn is_stale_connection(e: &reqwest::Error) -> bool {
+    !e.is_timeout()
+        && crate::failure::error_chain(e).contains("connection closed before message completed")
 }
 
 /// Converts the core's plain request description into a reqwest request.

@@ -6,17 +6,25 @@ use clap::{ArgGroup, Args};
 use tpsmeter_core::Api;
 use tpsmeter_core::plan::{LoadLevel, MAX_LEVELS, StopCondition};
 
+/// What `tpsmeter bench --help` prints after the options: exit statuses and policies.
+const AFTER_HELP: &str = "\
+Exit status:
+  0    every SLO held (or none was given)
+  1    usage or set-up error (bad arguments, unreadable prompt file, unwritable output)
+  2    an SLO failed: some level's goodput was below 100% of its requests
+  3    some level finished without a single successful request
+  130  interrupted by Ctrl-C (the report of what finished is still written)
+
+Failed requests are recorded with a class (http_4xx, http_5xx, rate_limited,
+connect_refused, dns, connect, timeout_first_byte, stall, truncated, stream_error,
+malformed_json, oversized, invalid_utf8, cancelled) and the run goes on. On HTTP 429 the
+Retry-After header is recorded; in closed loop the worker that got it waits that long
+(at most 60 s) before its next request, in open loop the schedule goes on regardless.";
+
 /// Benchmark a streaming LLM API: time every streamed chunk, at one or more concurrency
 /// levels, and report TTFT, ITL, TPOT, end-to-end latency and tokens per second.
-///
-/// Exit status: 0 when every SLO held (or none was given); 2 when an SLO failed (goodput
-/// below 100% at some level); 3 when some level finished no request successfully; 1 on
-/// usage or set-up errors; 130 when interrupted (Ctrl-C; the report is still written).
-///
-/// A 429 is recorded (class rate_limited, with Retry-After); in closed loop the worker
-/// that got it pauses for Retry-After (at most 60 s) before its next request, in open loop
-/// the schedule goes on.
 #[derive(Debug, Clone, Args)]
+#[command(after_help = AFTER_HELP)]
 #[command(group(ArgGroup::new("stop").args(["requests", "duration"])))]
 #[command(group(ArgGroup::new("input").args(["prompt", "prompt_file", "input_tokens"])))]
 pub struct BenchArgs {
