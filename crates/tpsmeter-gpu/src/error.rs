@@ -171,6 +171,18 @@ pub enum GpuError {
     /// Mapping a buffer for readback failed.
     #[error("GPU readback failed: {reason}")]
     Readback { reason: String },
+    /// A tokenizer family or pre-tokenizer this crate cannot build.
+    #[error("unsupported tokenizer: model {model:?}, pre-tokenizer {pre:?}")]
+    UnsupportedTokenizer { model: String, pre: String },
+    /// The `tokenizers` pipeline refused to build or to encode.
+    #[error("tokenizer: {reason}")]
+    Tokenizer { reason: String },
+    /// A chat template that does not parse or fails while rendering.
+    #[error("chat template: {reason}")]
+    ChatTemplate { reason: String },
+    /// Generation was asked to continue an empty prompt.
+    #[error("the prompt has no tokens: generation needs at least one")]
+    EmptyPrompt,
 }
 
 /// Shorthand used throughout the crate.

@@ -7,12 +7,16 @@
 //! What it does not do: networking, clocks of its own beyond what the caller supplies for
 //! timestamps, or any UI.
 
+pub mod chat;
+pub mod detok;
 pub mod error;
+pub mod generate;
 pub mod gguf;
 pub mod gpu;
 pub mod kernels;
 pub mod model;
 pub mod quant;
 pub mod reference;
+pub mod tokenizer;
 
 pub use error::{GpuError, Result};

@@ -1,0 +1,191 @@
+//! Chat prompts: renders a model's `tokenizer.chat_template` (Jinja) with minijinja.
+//!
+//! What it does: compiles the template once with the settings Hugging Face's `transformers`
+//! uses (`trim_blocks`, `lstrip_blocks`, loop controls), provides what real templates call
+//! (`raise_exception`, `strftime_now`, a Python-faithful `tojson`, Python string and dict
+//! methods through minijinja-contrib's `pycompat`), and renders messages into the prompt text.
+//!
+//! What it does not do: tokenize the prompt (the rendered text goes to
+//! [`crate::tokenizer::Tokenizer::encode`], control tokens written in it included), or read
+//! the clock: `strftime_now` formats the time the caller passes.
+
+mod pyjson;
+mod strftime;
+
+use std::collections::BTreeMap;
+
+use minijinja::value::Serde;
+use minijinja::{Environment, Error, ErrorKind, State, Value};
+use serde::Serialize;
+
+use crate::tokenizer::Tokenizer;
+use crate::{GpuError, Result};
+
+/// Longest template accepted: real ones are a few KiB (Gemma's tool-calling one ~10 KiB).
+const MAX_TEMPLATE_BYTES: usize = 1 << 20;
+
+/// Instructions a render may execute before it is stopped: a hostile template with an endless
+/// loop must not hang the engine. Real templates use a few thousand per message.
+const RENDER_FUEL: u64 = 50_000_000;
+
+const TEMPLATE_NAME: &str = "chat_template";
+/// Context key under which the caller's time reaches `strftime_now`.
+const NOW_KEY: &str = "__tpsmeter_now_unix_seconds";
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChatMessage {
+    pub role: String,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            role: role.into(),
+            content: content.into(),
+        }
+    }
+}
+
+/// How to render.
+#[derive(Debug, Clone, Default)]
+pub struct RenderOptions {
+    /// End with the header of an assistant turn, so the model writes the reply.
+    pub add_generation_prompt: bool,
+    /// Seconds since the Unix epoch (UTC) for `strftime_now`; templates that call it fail
+    /// with an error naming this field when it is absent.
+    pub now_unix_seconds: Option<i64>,
+    /// More template variables (`tools`, `enable_thinking`, ...). Set them from JSON text
+    /// with [`RenderOptions::set_json`], which keeps object keys in document order as
+    /// Python's `json.loads` does (a `serde_json::Value` would sort them).
+    pub extra: BTreeMap<String, TemplateValue>,
+}
+
+/// A value handed to a template.
+pub use minijinja::Value as TemplateValue;
+
+impl RenderOptions {
+    /// Sets template variable `key` to the JSON value in `json`.
+    pub fn set_json(&mut self, key: &str, json: &str) -> Result<()> {
+        let value: Value = serde_json::from_str(json).map_err(|e| GpuError::ChatTemplate {
+            reason: format!("variable {key:?}: invalid JSON: {e}"),
+        })?;
+        self.extra.insert(key.to_owned(), value);
+        Ok(())
+    }
+}
+
+/// A compiled chat template.
+#[derive(Debug)]
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    bos_token: String,
+    eos_token: String,
+}
+
+fn template_error(e: &Error) -> GpuError {
+    // minijinja's alternate Display includes the template line that failed.
+    GpuError::ChatTemplate {
+        reason: format!("{e:#}"),
+    }
+}
+
+fn raise_exception(message: String) -> std::result::Result<Value, Error> {
+    Err(Error::new(ErrorKind::InvalidOperation, message))
+}
+
+/// Jinja2's `length`: an undefined variable has length 0 there (templates write
+/// `tools | length` without checking that `tools` was passed); minijinja's refuses.
+fn length(value: &Value) -> std::result::Result<usize, Error> {
+    if value.is_undefined() {
+        return Ok(0);
+    }
+    minijinja::filters::length(value)
+}
+
+fn strftime_now(state: &State, format: String) -> std::result::Result<Value, Error> {
+    let now = state
+        .lookup(NOW_KEY)
+        .and_then(|v| i64::try_from(v).ok())
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidOperation,
+                "the template calls strftime_now: pass RenderOptions::now_unix_seconds",
+            )
+        })?;
+    Ok(Value::from(strftime::strftime(&format, now)))
+}
+
+impl ChatTemplate {
+    /// Compiles `source`; `bos_token`/`eos_token` are the texts templates may insert.
+    pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<Self> {
+        if source.len() > MAX_TEMPLATE_BYTES {
+            return Err(GpuError::LimitExceeded {
+                what: "chat template length in bytes".to_owned(),
+                value: source.len() as u64,
+                limit: MAX_TEMPLATE_BYTES as u64,
+            });
+        }
+        let mut env = Environment::new();
+        let syntax = minijinja::syntax::SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build()
+            .map_err(|e| template_error(&e))?;
+        env.set_syntax(syntax);
+        env.set_fuel(Some(RENDER_FUEL));
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function("raise_exception", raise_exception);
+        env.add_function("strftime_now", strftime_now);
+        env.add_filter("tojson", pyjson::tojson);
+        env.add_filter("length", length);
+        env.add_filter("count", length);
+        env.add_template_owned(TEMPLATE_NAME, source.to_owned())
+            .map_err(|e| template_error(&e))?;
+        Ok(Self {
+            env,
+            bos_token: bos_token.to_owned(),
+            eos_token: eos_token.to_owned(),
+        })
+    }
+
+    /// The template a tokenizer's model ships, with its BOS/EOS texts.
+    pub fn from_tokenizer(tokenizer: &Tokenizer) -> Result<Self> {
+        let source = tokenizer
+            .chat_template()
+            .ok_or_else(|| GpuError::MissingMetadata {
+                key: "tokenizer.chat_template".to_owned(),
+            })?;
+        let text_of = |id: Option<u32>| {
+            id.and_then(|id| tokenizer.token_text(id))
+                .unwrap_or_default()
+        };
+        let specials = tokenizer.specials();
+        Self::new(source, &text_of(specials.bos), &text_of(specials.eos))
+    }
+
+    /// Renders `messages` into the prompt text.
+    pub fn render(&self, messages: &[ChatMessage], options: &RenderOptions) -> Result<String> {
+        let template = self
+            .env
+            .get_template(TEMPLATE_NAME)
+            .map_err(|e| template_error(&e))?;
+        let mut ctx: BTreeMap<String, Value> = options
+            .extra
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        ctx.insert("messages".to_owned(), Value::from(Serde(messages)));
+        ctx.insert(
+            "add_generation_prompt".to_owned(),
+            Value::from(options.add_generation_prompt),
+        );
+        ctx.insert("bos_token".to_owned(), Value::from(self.bos_token.clone()));
+        ctx.insert("eos_token".to_owned(), Value::from(self.eos_token.clone()));
+        if let Some(now) = options.now_unix_seconds {
+            ctx.insert(NOW_KEY.to_owned(), Value::from(now));
+        }
+        template.render(ctx).map_err(|e| template_error(&e))
+    }
+}

@@ -1,0 +1,239 @@
+//! [`Generator`]: the loop from prompt ids to streamed, timestamped text.
+
+use super::cancel::CancelToken;
+use super::prefix::reusable_prefix;
+use super::step::TokenStep;
+use super::stop::StopMatcher;
+use crate::detok::Detokenizer;
+use crate::tokenizer::Tokenizer;
+use crate::{GpuError, Result};
+
+/// What to generate.
+#[derive(Debug, Clone, Default)]
+pub struct GenerateParams {
+    /// Most tokens sampled, the end-of-generation token included.
+    pub max_tokens: usize,
+    /// Texts that end generation; never shown.
+    pub stop_strings: Vec<String>,
+    /// More ids that end generation, besides the model's own end-of-generation tokens.
+    pub stop_tokens: Vec<u32>,
+    /// Keep going past end-of-generation tokens (benchmarks that need exactly `max_tokens`).
+    pub ignore_eos: bool,
+}
+
+/// Why generation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model sampled an end-of-generation token (not shown as text).
+    EndOfGeneration {
+        token: u32,
+    },
+    /// Stop string number `index` appeared in the text.
+    StopString {
+        index: usize,
+    },
+    MaxTokens,
+    Cancelled,
+    /// The KV cache is full: no position is left for the next token.
+    ContextFull,
+}
+
+/// One streamed piece of output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenEvent {
+    /// The sampled id; `None` for the final flush of text held back at the end.
+    pub token: Option<u32>,
+    /// Text that became showable with this token (may be empty: half a character, or text
+    /// held back as the possible start of a stop string).
+    pub text: String,
+    /// The caller's clock when the id came back from the model, in the clock's unit.
+    pub time: f64,
+}
+
+/// The result of one [`Generator::generate`] call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generation {
+    pub prompt_tokens: usize,
+    /// Prompt positions whose KV entries were kept from the previous turn.
+    pub reused_tokens: usize,
+    /// Every sampled id, in order (the end-of-generation token included).
+    pub tokens: Vec<u32>,
+    /// The caller's clock when each of `tokens` came back.
+    pub token_times: Vec<f64>,
+    /// All the text streamed.
+    pub text: String,
+    pub stop: StopReason,
+    /// The clock before the prompt was run: `token_times[0] - start` is the time to first
+    /// token, prefill included.
+    pub start: f64,
+    pub end: f64,
+}
+
+/// Drives a [`TokenStep`] model and remembers what its KV cache holds between calls.
+#[derive(Debug)]
+pub struct Generator<M> {
+    model: M,
+    /// Tokens whose keys/values sit in the cache, position by position.
+    cached: Vec<u32>,
+}
+
+impl<M: TokenStep> Generator<M> {
+    pub fn new(model: M) -> Self {
+        Self {
+            model,
+            cached: Vec::new(),
+        }
+    }
+
+    pub fn model(&self) -> &M {
+        &self.model
+    }
+
+    /// The model, for changes that leave its cache valid (sampling settings). Call
+    /// [`Generator::forget_cache`] after anything that does not.
+    pub fn model_mut(&mut self) -> &mut M {
+        &mut self.model
+    }
+
+    pub fn into_model(self) -> M {
+        self.model
+    }
+
+    /// The tokens whose KV entries the cache holds.
+    pub fn cached_tokens(&self) -> &[u32] {
+        &self.cached
+    }
+
+    /// Treats the cache as empty: the next prompt runs in full.
+    pub fn forget_cache(&mut self) {
+        self.cached.clear();
+    }
+
+    /// Generates from `prompt`, calling `on_event` with each piece of text as it becomes
+    /// showable. `clock` is read once before the prompt runs, once per sampled token and at the
+    /// end. A prompt longer than the context is [`GpuError::ContextFull`]; reaching the limit
+    /// while generating ends with [`StopReason::ContextFull`], keeping what was generated.
+    pub fn generate(
+        &mut self,
+        tokenizer: &Tokenizer,
+        prompt: &[u32],
+        params: &GenerateParams,
+        cancel: &CancelToken,
+        clock: &mut dyn FnMut() -> f64,
+        on_event: &mut dyn FnMut(&TokenEvent),
+    ) -> Result<Generation> {
+        let limit = self.model.context_len();
+        if prompt.is_empty() {
+            return Err(GpuError::EmptyPrompt);
+        }
+        if prompt.len() > limit {
+            return Err(GpuError::ContextFull {
+                position: prompt.len(),
+                limit,
+            });
+        }
+        if let Some(&bad) = prompt
+            .iter()
+            .find(|&&t| t as usize >= tokenizer.vocab_size())
+        {
+            return Err(GpuError::TokenOutOfRange {
+                token: bad,
+                vocab: tokenizer.vocab_size(),
+            });
+        }
+        let mut stops = StopMatcher::new(&params.stop_strings)?;
+        let mut detok = Detokenizer::new(tokenizer);
+        let keep = reusable_prefix(&self.cached, prompt);
+        let start = clock();
+        let mut out = Generation {
+            prompt_tokens: prompt.len(),
+            reused_tokens: keep,
+            tokens: Vec::new(),
+            token_times: Vec::new(),
+            text: String::new(),
+            stop: StopReason::MaxTokens,
+            start,
+            end: start,
+        };
+        if params.max_tokens == 0 || cancel.is_cancelled() {
+            out.stop = if cancel.is_cancelled() {
+                StopReason::Cancelled
+            } else {
+                StopReason::MaxTokens
+            };
+            out.end = clock();
+            return Ok(out);
+        }
+
+        // Entries past `keep` are about to be overwritten: forget them first, so an error in
+        // the step leaves the bookkeeping true.
+        self.cached.truncate(keep);
+        let mut next = self.model.step(&prompt[keep..], keep)?;
+        self.cached.extend_from_slice(&prompt[keep..]);
+
+        let mut matched = false;
+        loop {
+            let token = next;
+            let time = clock();
+            out.tokens.push(token);
+            out.token_times.push(time);
+            let ends = !params.ignore_eos && tokenizer.is_end_of_generation(token)
+                || params.stop_tokens.contains(&token);
+            if ends {
+                out.stop = StopReason::EndOfGeneration { token };
+                break;
+            }
+            let (text, hit) = stops.push(&detok.push(token)?);
+            out.text.push_str(&text);
+            on_event(&TokenEvent {
+                token: Some(token),
+                text,
+                time,
+            });
+            if let Some(index) = hit {
+                out.stop = StopReason::StopString { index };
+                matched = true;
+                break;
+            }
+            if out.tokens.len() >= params.max_tokens {
+                out.stop = StopReason::MaxTokens;
+                break;
+            }
+            if cancel.is_cancelled() {
+                out.stop = StopReason::Cancelled;
+                break;
+            }
+            let position = self.cached.len();
+            if position >= limit {
+                out.stop = StopReason::ContextFull;
+                break;
+            }
+            next = self.model.step(&[token], position)?;
+            self.cached.push(token);
+        }
+
+        if !matched {
+            // The stream is over: an unfinished character and text held for a stop string
+            // that can no longer complete are shown now.
+            let (tail, hit) = stops.push(&detok.finish());
+            let tail = if hit.is_some() {
+                tail
+            } else {
+                tail + &stops.finish()
+            };
+            if let Some(index) = hit {
+                out.stop = StopReason::StopString { index };
+            }
+            if !tail.is_empty() {
+                out.text.push_str(&tail);
+                on_event(&TokenEvent {
+                    token: None,
+                    text: tail,
+                    time: out.token_times.last().copied().unwrap_or(start),
+                });
+            }
+        }
+        out.end = clock();
+        Ok(out)
+    }
+}

@@ -1,0 +1,145 @@
+//! Chat templates rendered with minijinja: SmolLM2's own ChatML template from its GGUF, and
+//! the helpers real Hugging Face templates call.
+#![allow(clippy::unwrap_used)]
+
+mod tokenizer_support;
+
+use tokenizer_support::{model_path, tokenizer_from_gguf};
+use tpsmeter_gpu::GpuError;
+use tpsmeter_gpu::chat::{ChatMessage, ChatTemplate, RenderOptions};
+
+fn opts(add_generation_prompt: bool) -> RenderOptions {
+    RenderOptions {
+        add_generation_prompt,
+        ..RenderOptions::default()
+    }
+}
+
+/// ChatML as SmolLM2 was trained on it, written out by hand from the model card's format.
+#[test]
+fn smollm2_template_renders_chatml() {
+    let Some(model) = model_path() else { return };
+    let tok = tokenizer_from_gguf(&model);
+    let template = ChatTemplate::from_tokenizer(&tok).unwrap();
+    let messages = [ChatMessage::new("user", "What is 2+2?")];
+    let text = template.render(&messages, &opts(true)).unwrap();
+    assert_eq!(
+        text,
+        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n\
+         <|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
+    );
+    // A system message replaces the default one; no generation prompt when not asked.
+    let messages = [
+        ChatMessage::new("system", "Be brief."),
+        ChatMessage::new("user", "Hi"),
+        ChatMessage::new("assistant", "Hello."),
+    ];
+    let text = template.render(&messages, &opts(false)).unwrap();
+    assert_eq!(
+        text,
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n\
+         <|im_start|>assistant\nHello.<|im_end|>\n"
+    );
+    // The rendered prompt tokenizes with the control tokens as single ids.
+    let ids = tok.encode(&text, true).unwrap();
+    let im_start = tok.encode("<|im_start|>", false).unwrap();
+    assert_eq!(im_start.len(), 1);
+    assert_eq!(ids.iter().filter(|&&t| t == im_start[0]).count(), 3);
+}
+
+#[test]
+fn raise_exception_becomes_a_template_error_with_its_message() {
+    let t = ChatTemplate::new(
+        "{% if messages[0]['role'] != 'user' %}{{ raise_exception('first must be user') }}{% endif %}ok",
+        "",
+        "",
+    )
+    .unwrap();
+    assert_eq!(
+        t.render(&[ChatMessage::new("user", "x")], &opts(false))
+            .unwrap(),
+        "ok"
+    );
+    let err = t
+        .render(&[ChatMessage::new("system", "x")], &opts(false))
+        .unwrap_err();
+    assert!(
+        matches!(&err, GpuError::ChatTemplate { reason } if reason.contains("first must be user")),
+        "{err}"
+    );
+}
+
+#[test]
+fn syntax_errors_are_reported_at_compile_time() {
+    let err = ChatTemplate::new("{% for m in messages %}{{ m.content }", "", "").unwrap_err();
+    assert!(matches!(err, GpuError::ChatTemplate { .. }), "{err}");
+}
+
+#[test]
+fn tojson_writes_python_json_dumps_output() {
+    let t = ChatTemplate::new(
+        "{{ tools | tojson }}|{{ tools[0] | tojson(indent=2) }}",
+        "",
+        "",
+    )
+    .unwrap();
+    let mut options = RenderOptions::default();
+    options
+        .set_json(
+            "tools",
+            r#"[{"name": "f<x>", "z": 1.0, "a": [1, true, null], "s": "é\"\n"}]"#,
+        )
+        .unwrap();
+    let text = t.render(&[], &options).unwrap();
+    // Key order kept, ", " and ": " separators, no HTML escaping, non-ASCII kept, 1.0 stays
+    // a float: what `json.dumps(x, ensure_ascii=False)` prints.
+    assert_eq!(
+        text,
+        "[{\"name\": \"f<x>\", \"z\": 1.0, \"a\": [1, true, null], \"s\": \"é\\\"\\n\"}]|{\n  \"name\": \"f<x>\",\n  \"z\": 1.0,\n  \"a\": [\n    1,\n    true,\n    null\n  ],\n  \"s\": \"é\\\"\\n\"\n}"
+    );
+}
+
+#[test]
+fn strftime_now_uses_the_callers_time_and_fails_clearly_without_it() {
+    let t = ChatTemplate::new("Today Date: {{ strftime_now('%d %b %Y') }}", "", "").unwrap();
+    let with_time = RenderOptions {
+        now_unix_seconds: Some(1_721_747_045),
+        ..RenderOptions::default()
+    };
+    assert_eq!(
+        t.render(&[], &with_time).unwrap(),
+        "Today Date: 23 Jul 2024"
+    );
+    let err = t.render(&[], &opts(false)).unwrap_err();
+    assert!(err.to_string().contains("now_unix_seconds"), "{err}");
+}
+
+#[test]
+fn python_string_methods_and_trim_blocks_work_like_transformers() {
+    let source = "{% for m in messages %}\n  {% if m.content.startswith('  ') %}\n{{ m.content.strip() | upper }}\n  {% else %}\n{{ m['content'].split(',') | join('|') }}\n  {% endif %}\n{% endfor %}{{ bos_token ~ eos_token }}";
+    let t = ChatTemplate::new(source, "<s>", "</s>").unwrap();
+    let messages = [
+        ChatMessage::new("user", "  padded "),
+        ChatMessage::new("user", "a,b"),
+    ];
+    // trim_blocks eats the newline after each block tag, lstrip_blocks the indentation
+    // before one; the newline after an expression stays.
+    assert_eq!(
+        t.render(&messages, &opts(false)).unwrap(),
+        "PADDED\na|b\n<s></s>"
+    );
+}
+
+#[test]
+fn endless_templates_are_stopped() {
+    let t = ChatTemplate::new(
+        "{% for i in range(10000) %}{% for j in range(10000) %}x{% endfor %}{% endfor %}",
+        "",
+        "",
+    )
+    .unwrap();
+    assert!(matches!(
+        t.render(&[], &opts(false)),
+        Err(GpuError::ChatTemplate { .. })
+    ));
+}
