@@ -79,11 +79,28 @@ fn smollm2_ids_equal_llama_tokenize() {
     let (Some(model), Some(bin)) = (model_path(), llama_bin("llama-tokenize")) else {
         return;
     };
-    let tok = tokenizer_from_gguf(&model);
+    assert_same_ids_as_llama_cpp(&bin, &model);
+}
+
+/// Gemma 3: SentencePiece with byte fallback and a 262k vocabulary, BOS added.
+#[test]
+fn gemma3_ids_equal_llama_tokenize() {
+    let Some(model) = tokenizer_support::asset("TPSMETER_GEMMA_MODEL", "the Gemma-3-270M GGUF")
+    else {
+        return;
+    };
+    let Some(bin) = llama_bin("llama-tokenize") else {
+        return;
+    };
+    assert_same_ids_as_llama_cpp(&bin, &model);
+}
+
+fn assert_same_ids_as_llama_cpp(bin: &std::path::Path, model: &std::path::Path) {
+    let tok = tokenizer_from_gguf(model);
     let mut failures = Vec::new();
     for text in CORPUS {
         let ours = tok.encode(text, true).unwrap();
-        let theirs = llama_tokenize(&bin, &model, text);
+        let theirs = llama_tokenize(bin, model, text);
         if ours != theirs {
             failures.push(format!("{text:?}\n   ours  {ours:?}\n   llama {theirs:?}"));
         }
