@@ -33,12 +33,12 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Benchmark a streaming LLM API (TTFT, ITL, TPOT, e2e, tokens/s) at concurrency levels.
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
 }
 
 /// Runs a parsed command line to its exit status. Errors are usage or set-up errors.
 pub fn run(cli: Cli) -> anyhow::Result<exit::Status> {
     match cli.command {
-        Command::Bench(args) => bench::run_blocking(args),
+        Command::Bench(args) => bench::run_blocking(*args),
     }
 }

@@ -33,9 +33,7 @@ impl LevelProgress {
             ProgressDrawTarget::hidden()
         });
         let template = match stop {
-            StopCondition::Requests(_) => {
-                "{prefix:>14} [{bar:30}] {pos}/{len} {msg} ({elapsed})"
-            }
+            StopCondition::Requests(_) => "{prefix:>14} [{bar:30}] {pos}/{len} {msg} ({elapsed})",
             StopCondition::DurationS(_) => "{prefix:>14} {spinner} {pos} done {msg} ({elapsed})",
         };
         if let Ok(style) = ProgressStyle::with_template(template) {

@@ -27,10 +27,10 @@ const WORDS: [&str; 64] = [
     "the", "house", "river", "small", "green", "light", "water", "stone", "world", "night",
     "morning", "city", "people", "road", "tree", "window", "table", "book", "story", "music",
     "field", "sun", "moon", "star", "open", "door", "hand", "face", "voice", "white", "black",
-    "blue", "red", "old", "new", "long", "short", "high", "low", "warm", "cold", "quiet",
-    "bright", "dark", "early", "late", "friend", "child", "school", "market", "garden",
-    "bridge", "boat", "ship", "sea", "island", "mountain", "forest", "winter", "summer",
-    "spring", "north", "south", "east",
+    "blue", "red", "old", "new", "long", "short", "high", "low", "warm", "cold", "quiet", "bright",
+    "dark", "early", "late", "friend", "child", "school", "market", "garden", "bridge", "boat",
+    "ship", "sea", "island", "mountain", "forest", "winter", "summer", "spring", "north", "south",
+    "east",
 ];
 
 /// The prompt of a run: `--prompt`, `--prompt-file`, `--input-tokens`, or the default.

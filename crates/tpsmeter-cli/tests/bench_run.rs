@@ -55,7 +55,10 @@ async fn every_api_streams_and_counts_every_token() {
         assert_eq!(records.len(), 2, "{api}");
         for r in records {
             assert!(r.ok(), "{api}: {:?}", r.error);
-            assert_eq!(r.metrics.chunk_tokens, 12, "{api}: every content chunk counted");
+            assert_eq!(
+                r.metrics.chunk_tokens, 12,
+                "{api}: every content chunk counted"
+            );
             let ttft = r.metrics.ttft_ms.unwrap();
             let e2e = r.metrics.e2e_ms.unwrap();
             // The emulator sends the first token 20 ms after arrival, then one per 5 ms.
@@ -126,9 +129,15 @@ async fn open_loop_rate_sends_the_scheduled_requests() {
     assert_eq!(report.levels[0].level, LoadLevel::Rate(50.0));
     assert_eq!(report.levels[0].summary.succeeded, 10);
     // Requests overlap: at 50/s arrivals (20 ms apart on average) with 75 ms streams.
-    let mut spans: Vec<(f64, f64)> = measured(report).iter().map(|r| (r.start_ms, r.end_ms)).collect();
+    let mut spans: Vec<(f64, f64)> = measured(report)
+        .iter()
+        .map(|r| (r.start_ms, r.end_ms))
+        .collect();
     spans.sort_by(|a, b| a.0.total_cmp(&b.0));
-    assert!(spans.windows(2).any(|w| w[1].0 < w[0].1), "no overlap: {spans:?}");
+    assert!(
+        spans.windows(2).any(|w| w[1].0 < w[0].1),
+        "no overlap: {spans:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -189,11 +198,26 @@ async fn run_binary(mut cmd: Command) -> std::process::Output {
 async fn exit_status_says_whether_slos_held() {
     let emu = healthy(1).await;
     let url = emu.base_url();
-    let base = ["bench", "--api", "openai-chat", "--url", &url, "--model", "m", "--requests", "2"];
+    let base = [
+        "bench",
+        "--api",
+        "openai-chat",
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--requests",
+        "2",
+    ];
     let mut cmd = tpsmeter();
     cmd.args(base).args(["--slo", "ttft=5s,tpot=1s"]);
     let out = run_binary(cmd).await;
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("TTFT"), "table printed: {stdout}");
     // The emulator's first token takes 20 ms: a 1 ms TTFT objective cannot hold.
@@ -202,7 +226,11 @@ async fn exit_status_says_whether_slos_held() {
     assert_eq!(run_binary(cmd).await.status.code(), Some(2));
     let mut cmd = tpsmeter();
     cmd.args(base).args(["--slo", "ttft=500"]);
-    assert_eq!(run_binary(cmd).await.status.code(), Some(1), "unit-less SLO is a usage error");
+    assert_eq!(
+        run_binary(cmd).await.status.code(),
+        Some(1),
+        "unit-less SLO is a usage error"
+    );
     let mut cmd = tpsmeter();
     cmd.args(["bench", "--api", "nope", "--url", &url, "--model", "m"]);
     assert_eq!(run_binary(cmd).await.status.code(), Some(1));
@@ -263,8 +291,15 @@ async fn api_key_never_appears_in_any_output() {
     // A missing variable names the variable only.
     let mut cmd = tpsmeter();
     cmd.env_remove("TPSMETER_TEST_KEY_UNSET").args([
-        "bench", "--api", "openai-chat", "--url", "http://127.0.0.1:9", "--model", "m",
-        "--api-key-env", "TPSMETER_TEST_KEY_UNSET",
+        "bench",
+        "--api",
+        "openai-chat",
+        "--url",
+        "http://127.0.0.1:9",
+        "--model",
+        "m",
+        "--api-key-env",
+        "TPSMETER_TEST_KEY_UNSET",
     ]);
     let out = run_binary(cmd).await;
     assert_eq!(out.status.code(), Some(1));
@@ -298,8 +333,20 @@ async fn ctrl_c_cancels_in_flight_requests_and_still_writes_the_report() {
     let jsonl = dir.join("r.json.requests.jsonl");
     let mut cmd = tpsmeter();
     cmd.args([
-        "bench", "--api", "openai-chat", "--url", &emu.base_url(), "--model", "m",
-        "--max-tokens", "200", "--concurrency", "2", "--requests", "100", "--json",
+        "bench",
+        "--api",
+        "openai-chat",
+        "--url",
+        &emu.base_url(),
+        "--model",
+        "m",
+        "--max-tokens",
+        "200",
+        "--concurrency",
+        "2",
+        "--requests",
+        "100",
+        "--json",
         json.to_str().unwrap(),
     ]);
     cmd.stdout(Stdio::null()).stderr(Stdio::null());
@@ -308,7 +355,9 @@ async fn ctrl_c_cancels_in_flight_requests_and_still_writes_the_report() {
     // Interrupt once some requests are on disk and others are streaming.
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let n = std::fs::read_to_string(&jsonl).map(|t| t.lines().count()).unwrap_or(0);
+        let n = std::fs::read_to_string(&jsonl)
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
         if n >= 2 && emu.stats().open_streams > 0 {
             break;
         }
@@ -331,9 +380,16 @@ async fn ctrl_c_cancels_in_flight_requests_and_still_writes_the_report() {
     let cancelled = report
         .requests
         .iter()
-        .filter(|r| r.error.as_ref().is_some_and(|e| e.class == ErrorClass::Cancelled))
+        .filter(|r| {
+            r.error
+                .as_ref()
+                .is_some_and(|e| e.class == ErrorClass::Cancelled)
+        })
         .count();
     assert!(cancelled >= 1, "the in-flight requests were cancelled");
-    assert_eq!(report.requests.iter().filter(|r| r.ok()).count() + cancelled, done);
+    assert_eq!(
+        report.requests.iter().filter(|r| r.ok()).count() + cancelled,
+        done
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

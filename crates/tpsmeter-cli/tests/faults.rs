@@ -25,7 +25,10 @@ async fn http_5xx_is_recorded_with_a_body_excerpt() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_4xx_is_recorded_and_a_huge_body_is_capped() {
-    let body = format!("{{\"error\":\"bad model\",\"pad\":\"{}\"}}", "x".repeat(200_000));
+    let body = format!(
+        "{{\"error\":\"bad model\",\"pad\":\"{}\"}}",
+        "x".repeat(200_000)
+    );
     let emu = emulator(Fault::Status { code: 404, body }).await;
     let records = expect_class(&emu.base_url(), &[], 2, ErrorClass::Http4xx).await;
     let e = records[0].error.as_ref().unwrap();
@@ -151,7 +154,9 @@ async fn error_messages_redact_credentials_in_the_url() {
         .port();
     let client = tpsmeter_cli::client::build(Duration::from_secs(5)).unwrap();
     let err = client
-        .get(format!("http://user:pw@127.0.0.1:{port}/v1?key=SECRETKEY123&alt=sse"))
+        .get(format!(
+            "http://user:pw@127.0.0.1:{port}/v1?key=SECRETKEY123&alt=sse"
+        ))
         .send()
         .await
         .unwrap_err();

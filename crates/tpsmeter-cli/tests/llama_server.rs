@@ -77,7 +77,10 @@ async fn start(bin: &PathBuf, model: &PathBuf) -> (Server, String) {
                 return (server, url);
             }
         }
-        assert!(Instant::now() < deadline, "llama-server not healthy in 120 s");
+        assert!(
+            Instant::now() < deadline,
+            "llama-server not healthy in 120 s"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -118,7 +121,10 @@ async fn llama_server_stream_is_timed_and_counted() {
         // llama-server reports usage (include_usage) and sends one token per chunk.
         assert_eq!(r.token_source, TokenCountSource::Usage);
         assert_eq!(r.output_tokens, 16);
-        assert_eq!(m.chunk_tokens, r.output_tokens, "usage equals counted content chunks");
+        assert_eq!(
+            m.chunk_tokens, r.output_tokens,
+            "usage equals counted content chunks"
+        );
         assert_eq!(m.usage_chunk_discrepancy, Some(0));
         let ttft = m.ttft_ms.unwrap();
         let e2e = m.e2e_ms.unwrap();

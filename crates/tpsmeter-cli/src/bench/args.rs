@@ -66,7 +66,12 @@ pub struct BenchArgs {
     /// requests/s whatever the server's state; a comma-separated list sweeps rates. Latency
     /// counts from the actual send; a request delayed by --max-concurrency is recorded with
     /// its scheduled time.
-    #[arg(long, value_name = "R", value_delimiter = ',', conflicts_with = "concurrency")]
+    #[arg(
+        long,
+        value_name = "R",
+        value_delimiter = ',',
+        conflicts_with = "concurrency"
+    )]
     pub rate: Vec<f64>,
 
     /// Open loop: the most requests in flight at once (arrivals beyond it wait).
@@ -149,7 +154,10 @@ pub struct BenchArgs {
 fn parse_api(name: &str) -> Result<Api, String> {
     Api::from_name(name).ok_or_else(|| {
         let names: Vec<&str> = Api::ALL.iter().map(|a| a.name()).collect();
-        format!("unknown API {name:?}; expected one of {}, ollama", names.join(", "))
+        format!(
+            "unknown API {name:?}; expected one of {}, ollama",
+            names.join(", ")
+        )
     })
 }
 
@@ -167,7 +175,10 @@ impl BenchArgs {
     /// The levels to run, in order: rates when --rate is given, else concurrencies.
     pub fn levels(&self) -> Vec<LoadLevel> {
         if self.rate.is_empty() {
-            self.concurrency.iter().map(|&c| LoadLevel::Concurrency(c)).collect()
+            self.concurrency
+                .iter()
+                .map(|&c| LoadLevel::Concurrency(c))
+                .collect()
         } else {
             self.rate.iter().map(|&r| LoadLevel::Rate(r)).collect()
         }
@@ -234,7 +245,15 @@ mod tests {
     }
 
     fn parse(extra: &[&str]) -> Result<BenchArgs, clap::Error> {
-        let mut argv = vec!["x", "--api", "openai-chat", "--url", "http://h", "--model", "m"];
+        let mut argv = vec![
+            "x",
+            "--api",
+            "openai-chat",
+            "--url",
+            "http://h",
+            "--model",
+            "m",
+        ];
         argv.extend_from_slice(extra);
         Wrap::try_parse_from(argv).map(|w| w.args)
     }

@@ -58,7 +58,9 @@ async fn watch_ctrl_c(cancel: CancellationToken) {
     if tokio::signal::ctrl_c().await.is_err() {
         return;
     }
-    eprintln!("\ninterrupted: cancelling requests in flight and writing the report (Ctrl-C again to quit now)");
+    eprintln!(
+        "\ninterrupted: cancelling requests in flight and writing the report (Ctrl-C again to quit now)"
+    );
     cancel.cancel();
     if tokio::signal::ctrl_c().await.is_ok() {
         std::process::exit(i32::from(Status::Interrupted.code()));
@@ -153,7 +155,11 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
     files.write(&report)?;
     if let Some(sink) = &recorder.sink {
         if !args.quiet {
-            eprintln!("{} request records in {}", sink.lines(), sink.path().display());
+            eprintln!(
+                "{} request records in {}",
+                sink.lines(),
+                sink.path().display()
+            );
         }
     }
     let status = status_of(&report, setup.slo.is_some(), interrupted);
@@ -189,7 +195,10 @@ fn status_of(report: &Report, slo_given: bool, interrupted: bool) -> Status {
 fn warn_if_warmup_failed(records: &[RequestRecord]) {
     if !records.is_empty() && records.iter().all(|r| !r.ok()) {
         if let Some(e) = records.iter().find_map(|r| r.error.as_ref()) {
-            eprintln!("warning: every warm-up request failed ({}): {}", e.class, e.message);
+            eprintln!(
+                "warning: every warm-up request failed ({}): {}",
+                e.class, e.message
+            );
         }
     }
 }

@@ -58,7 +58,10 @@ pub fn build(
         ..Environment::default()
     };
     let notes = &mut environment.notes;
-    notes.insert("clock".into(), "std::time::Instant (monotonic), one origin per run".into());
+    notes.insert(
+        "clock".into(),
+        "std::time::Instant (monotonic), one origin per run".into(),
+    );
     notes.insert(
         "stamp".into(),
         "each body read stamped when reqwest's Response::chunk() returns it".into(),

@@ -1,8 +1,8 @@
 //! Turning the command line into what a run needs: the prompt, the key, the request.
 
 use anyhow::{Context, bail};
-use tpsmeter_core::request::{HttpRequest, RequestSpec, Secret, build_request};
 use tpsmeter_core::Slo;
+use tpsmeter_core::request::{HttpRequest, RequestSpec, Secret, build_request};
 
 use super::args::BenchArgs;
 use crate::prompt;

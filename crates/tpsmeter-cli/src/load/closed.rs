@@ -9,8 +9,8 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::level::{Completed, LevelSpec, LevelTiming, backoff_after};
-use tpsmeter_core::plan::StopCondition;
 use crate::runner::Runner;
+use tpsmeter_core::plan::StopCondition;
 
 /// Runs one closed-loop level; every finished request goes to `done` as it completes.
 pub async fn run(
@@ -21,7 +21,9 @@ pub async fn run(
 ) -> LevelTiming {
     let start_ms = runner.now_ms();
     let deadline = match spec.stop {
-        StopCondition::DurationS(s) => Some(tokio::time::Instant::now() + Duration::from_secs_f64(s)),
+        StopCondition::DurationS(s) => {
+            Some(tokio::time::Instant::now() + Duration::from_secs_f64(s))
+        }
         StopCondition::Requests(_) => None,
     };
     let limit = match spec.stop {
@@ -39,7 +41,9 @@ pub async fn run(
         let warmup = spec.warmup;
         workers.spawn(async move {
             loop {
-                if cancel.is_cancelled() || deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                if cancel.is_cancelled()
+                    || deadline.is_some_and(|d| tokio::time::Instant::now() >= d)
+                {
                     break;
                 }
                 let seq = next.fetch_add(1, Ordering::Relaxed);

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use tpsmeter_core::plan::{LoadLevel, StopCondition};
 use crate::runner::Outcome;
+use tpsmeter_core::plan::{LoadLevel, StopCondition};
 
 /// Longest pause a worker takes after a 429 before its next request, whatever
 /// `Retry-After` asks for: a benchmark should not sit idle for an hour.

@@ -13,8 +13,8 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::level::{Completed, LevelSpec, LevelTiming};
-use tpsmeter_core::plan::StopCondition;
 use crate::runner::Runner;
+use tpsmeter_core::plan::StopCondition;
 
 /// Runs one open-loop level over `arrivals` (ms offsets from the level's start).
 pub async fn run(

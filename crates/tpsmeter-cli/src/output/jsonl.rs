@@ -28,8 +28,7 @@ impl JsonlSink {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("create directory {}", dir.display()))?;
         }
-        let file =
-            File::create(path).with_context(|| format!("create {}", path.display()))?;
+        let file = File::create(path).with_context(|| format!("create {}", path.display()))?;
         Ok(JsonlSink {
             path: path.to_path_buf(),
             out: BufWriter::new(file),

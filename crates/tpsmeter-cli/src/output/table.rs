@@ -75,7 +75,8 @@ fn levels_table(report: &Report) -> Table {
             triple(s.e2e_ms.as_ref()),
             s.output_tps.map_or_else(dash, |t| num(t.p50)),
             s.aggregate_output_tps.map_or_else(dash, num),
-            s.request_throughput.map_or_else(dash, |r| format!("{r:.2}")),
+            s.request_throughput
+                .map_or_else(dash, |r| format!("{r:.2}")),
         ];
         if slo {
             row.push(s.goodput.map_or_else(dash, |g| match g.fraction {
@@ -124,7 +125,11 @@ fn error_lines(report: &Report, out: &mut String) {
             continue;
         }
         let mut first_message: BTreeMap<ErrorClass, &str> = BTreeMap::new();
-        for r in report.requests.iter().filter(|r| !r.warmup && r.level == level.level) {
+        for r in report
+            .requests
+            .iter()
+            .filter(|r| !r.warmup && r.level == level.level)
+        {
             if let Some(e) = &r.error {
                 first_message.entry(e.class).or_insert(&e.message);
             }
@@ -171,7 +176,9 @@ fn token_line(report: &Report, out: &mut String) {
 }
 
 fn triple(s: Option<&Summary>) -> String {
-    s.map_or_else(dash, |s| format!("{} / {} / {}", num(s.p50), num(s.p90), num(s.p99)))
+    s.map_or_else(dash, |s| {
+        format!("{} / {} / {}", num(s.p50), num(s.p90), num(s.p99))
+    })
 }
 
 /// Three significant figures or so, without noise digits.

@@ -45,7 +45,9 @@ pub fn parse(argv: &[&str]) -> tpsmeter_cli::bench::BenchArgs {
 
 /// Runs a bench to its end.
 pub async fn bench(argv: &[&str]) -> BenchResult {
-    run_bench(&parse(argv), CancellationToken::new()).await.unwrap()
+    run_bench(&parse(argv), CancellationToken::new())
+        .await
+        .unwrap()
 }
 
 /// Measured (non-warm-up) records.
@@ -81,7 +83,10 @@ pub async fn expect_class(
     let records: Vec<RequestRecord> = measured(&result.report).into_iter().cloned().collect();
     assert_eq!(records.len() as u64, requests, "every request is recorded");
     for r in &records {
-        let e = r.error.as_ref().unwrap_or_else(|| panic!("request {} succeeded", r.id));
+        let e = r
+            .error
+            .as_ref()
+            .unwrap_or_else(|| panic!("request {} succeeded", r.id));
         assert_eq!(e.class, class, "record {r:?}");
         assert!(r.end_ms >= r.start_ms);
     }
