@@ -14,6 +14,11 @@
 //! responses, answer non-streaming requests, or listen anywhere but 127.0.0.1. It is a test
 //! peer, so errors are `anyhow` like in the CLI and xtask.
 //!
+//! Used by: `tpsmeter-cli`'s fault-injection tests (in-process, [`Emulator::start`]), its
+//! timing benchmark (`cargo bench -p tpsmeter-cli --bench timing -- accuracy | capacity |
+//! peer`), and peers such as GuideLLM through the `tpsmeter-emulator` binary
+//! (`scripts/peer.sh` installs GuideLLM and AIPerf into `~/.cache/tpsmeter/peers`).
+//!
 //! Timer precision: deadlines run on tokio's timer, whose granularity is 1 ms, so a chunk
 //! leaves up to ~1 ms after its deadline; `x_sent_ns` records when it really left.
 
