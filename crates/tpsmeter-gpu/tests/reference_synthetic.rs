@@ -64,8 +64,7 @@ fn model(kv_heads: usize) -> Vec<u8> {
     let (e, ff, v) = (E as u64, FF as u64, VOCAB as u64);
     w.tensor_f32("token_embd.weight", &[e, v], &rng.vec(E * VOCAB))
         .unwrap();
-    w.tensor_f32("output_norm.weight", &[e], &vec![1.0; E])
-        .unwrap();
+    w.tensor_f32("output_norm.weight", &[e], &[1.0; E]).unwrap();
     for l in 0..LAYERS {
         let n = |s: &str| format!("blk.{l}.{s}");
         w.tensor_f32(&n("attn_norm.weight"), &[e], &rng.vec(E))
