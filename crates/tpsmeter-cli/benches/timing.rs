@@ -293,10 +293,10 @@ pub(crate) async fn level(
 
 fn header() {
     println!(
-        "{:>6} {:>6} {:>5} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13}",
+        "{:>6} {:>6} {:>8} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13}",
         "conc",
         "reqs",
-        "fail",
+        "fail/unm",
         "TTFT vs sched",
         "TTFT vs sent",
         "ITL vs sched",
@@ -305,7 +305,7 @@ fn header() {
         "server late"
     );
     println!(
-        "{:>6} {:>6} {:>5} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13}",
+        "{:>6} {:>6} {:>8} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13}",
         "",
         "",
         "",
@@ -328,10 +328,10 @@ fn row(concurrency: usize, s: &mut Samples) -> f64 {
     let ttft_sent = pair(&s.ttft_sent);
     let itl_sent = pair(&s.itl_sent);
     println!(
-        "{:>6} {:>6} {:>5} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13}",
+        "{:>6} {:>6} {:>8} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13}",
         concurrency,
         s.requests,
-        s.failed + s.unmatched,
+        format!("{}/{}", s.failed, s.unmatched),
         f(pair(&s.ttft_sched)),
         f(ttft_sent),
         f(pair(&s.itl_sched)),
