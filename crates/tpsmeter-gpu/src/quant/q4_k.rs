@@ -8,12 +8,12 @@
 //! 16      128   qs: four groups of 32 bytes; group g holds sub-block 2g in the low nibbles
 //!               and sub-block 2g + 1 in the high nibbles
 //! ```
-//! weight = d * scale[s] * q - dmin * min[s].
+//! `weight = d * scale[s] * q - dmin * min[s]`.
 //!
-//! Scale packing (ggml's `get_scale_min_k4`): for s < 4, scale = scales[s] & 63 and
-//! min = scales[s + 4] & 63; for s ≥ 4, the low 4 bits come from the nibbles of
-//! scales[s + 4] (scale low, min high) and the top 2 bits from bits 6..8 of scales[s - 4]
-//! (scale) and scales[s] (min).
+//! Scale packing (ggml's `get_scale_min_k4`): for s < 4, `scale = scales[s] & 63` and
+//! `min = scales[s + 4] & 63`; for s ≥ 4, the low 4 bits come from the nibbles of
+//! `scales[s + 4]` (scale low, min high) and the top 2 bits from bits 6..8 of
+//! `scales[s - 4]` (scale) and `scales[s]` (min).
 
 use super::scalar::f16_at;
 

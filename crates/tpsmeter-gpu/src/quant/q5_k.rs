@@ -8,7 +8,7 @@
 //! 16      32    qh: bit s of byte l is the high bit of weight l of sub-block s
 //! 48      128   qs: low 4 bits, laid out as in Q4_K
 //! ```
-//! weight = d * scale[s] * (q4 + 16 * high_bit) - dmin * min[s].
+//! `weight = d * scale[s] * (q4 + 16 * high_bit) - dmin * min[s]`.
 
 use super::q4_k::scale_min;
 use super::scalar::f16_at;

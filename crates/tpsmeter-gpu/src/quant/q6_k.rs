@@ -9,10 +9,12 @@
 //! ```
 //! The block is two halves of 128 weights (ql advances 64 bytes, qh 32, scales 8 per half).
 //! Within a half, for l in 0..32, with q6 = (low 4 bits | high 2 bits << 4) - 32:
+//! ```text
 //! weight l      = ql[l] low nibble,       qh[l] bits 0..2
 //! weight l + 32 = ql[l + 32] low nibble,  qh[l] bits 2..4
 //! weight l + 64 = ql[l] high nibble,      qh[l] bits 4..6
 //! weight l + 96 = ql[l + 32] high nibble, qh[l] bits 6..8
+//! ```
 //! and weight i of the half uses scale i / 16 of the half.
 
 use super::scalar::f16_at;
