@@ -69,15 +69,20 @@ mod native {
         t.elapsed().as_secs_f64()
     }
 
-    /// Decode tok/s for `n` tokens after a prompt filling the context to `ctx - 1`.
-    fn decode(m: &mut GpuModel, ctx: usize, n: usize) -> f64 {
+    /// Fills the cache with `ctx - 1` prompt tokens; returns the prompt length and the
+    /// token sampled after it.
+    fn fill(m: &mut GpuModel, ctx: usize) -> (usize, u32) {
         let ids = prompt(ctx.saturating_sub(1).max(1), m.config().vocab_size);
-        let mut next = m.step_blocking(&ids, 0).unwrap();
-        let mut pos = ids.len();
+        (ids.len(), m.step_blocking(&ids, 0).unwrap())
+    }
+
+    /// Decode tok/s for `n` tokens from position `at` (the cache below it filled): each run
+    /// overwrites the same positions, so every run decodes at the same context.
+    fn decode(m: &mut GpuModel, at: usize, first: u32, n: usize) -> f64 {
+        let mut next = first;
         let t = Instant::now();
-        for _ in 0..n {
+        for pos in at..at + n {
             next = m.step_blocking(&[next], pos).unwrap();
-            pos += 1;
         }
         n as f64 / t.elapsed().as_secs_f64()
     }
@@ -106,7 +111,8 @@ mod native {
         let vocab = m.config().vocab_size;
         let p64 = prompt(64, vocab);
         let cold_ttft = prefill(&mut m, &p64);
-        let cold_decode = decode(&mut m, 64, n_decode);
+        let (at, first) = fill(&mut m, 64);
+        let cold_decode = decode(&mut m, at, first, n_decode);
         println!(
             "adapter: {} ({:?}, {:?})",
             ctx.info.name, ctx.info.backend, ctx.info.device_type
@@ -142,18 +148,19 @@ mod native {
         }
         let mut decode_64 = 0.0;
         for c in [64, 512, 2048] {
+            let (at, first) = fill(&mut m, c);
             let before = m.stats();
-            let v: Vec<f64> = (0..runs).map(|_| decode(&mut m, c, n_decode)).collect();
+            let v: Vec<f64> = (0..runs)
+                .map(|_| decode(&mut m, at, first, n_decode))
+                .collect();
             let med = show(&format!("decode at context {c}"), &v, "tok/s");
             if c == 64 {
                 decode_64 = med;
-                // Work per decoded token, from the counters of these runs: each run is one
-                // prefill (its own submits) plus n_decode single-token steps.
+                // Work per decoded token, from the counters of these runs (decode steps only).
                 let after = m.stats();
-                let prefill_submits = (c - 1).div_ceil(tpsmeter_gpu::engine::PREFILL_CHUNK) as u64;
                 let steps = (runs * n_decode) as u64;
-                let submits = (after.submits - before.submits) - runs as u64 * prefill_submits;
-                let readback = (after.readback_bytes - before.readback_bytes) - runs as u64 * 4;
+                let submits = after.submits - before.submits;
+                let readback = after.readback_bytes - before.readback_bytes;
                 println!(
                     "{:<34} {:>9.2}",
                     "submits per decoded token",

@@ -9,6 +9,7 @@
 
 pub mod chat;
 pub mod detok;
+pub mod engine;
 pub mod error;
 pub mod generate;
 pub mod gguf;

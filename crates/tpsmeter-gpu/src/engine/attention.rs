@@ -39,13 +39,12 @@ pub fn prepare(
     cfg: &AttentionConfig,
     pos: &Tensor,
     q: &Tensor,
-    k_cache: &Tensor,
-    v_cache: &Tensor,
+    (k_cache, v_cache): (&Tensor, &Tensor),
     scores: &wgpu::Buffer,
     out: &Tensor,
 ) -> Result<Dispatch> {
     const OP: &str = "attention";
-    if cfg.n_kv_heads == 0 || cfg.n_heads % cfg.n_kv_heads != 0 {
+    if cfg.n_kv_heads == 0 || !cfg.n_heads.is_multiple_of(cfg.n_kv_heads) {
         return Err(GpuError::ShapeMismatch {
             op: OP,
             detail: format!(

@@ -210,7 +210,13 @@ pub fn layers(
         d.push(kv_app(&a.k, &s.kv.k[l], cfg.k_dim())?.dispatch().clone());
         d.push(kv_app(&a.v, &s.kv.v[l], cfg.v_dim())?.dispatch().clone());
         d.push(super::attention::prepare(
-            ctx, &att, s.pos, &a.q, &s.kv.k[l], &s.kv.v[l], s.scores, &a.attn,
+            ctx,
+            &att,
+            s.pos,
+            &a.q,
+            (&s.kv.k[l], &s.kv.v[l]),
+            s.scores,
+            &a.attn,
         )?);
         linear(ctx, &lw.wo, &a.attn, &a.x, n, true, &mut d)?;
         d.push(

@@ -253,7 +253,7 @@ impl GpuModel {
     /// Runs `tokens` at positions `start..` and submits the work that samples the next id;
     /// [`GpuModel::read_token`] returns it. Entries from `start` on are overwritten.
     pub fn submit_step(&mut self, tokens: &[u32], start: usize) -> Result<()> {
-        let end = start.checked_add(tokens.len()).unwrap_or(usize::MAX);
+        let end = start.saturating_add(tokens.len());
         if tokens.is_empty() {
             return Err(GpuError::EmptyPrompt);
         }
