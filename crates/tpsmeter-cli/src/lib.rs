@@ -17,7 +17,9 @@ pub mod load;
 pub mod output;
 pub mod progress;
 pub mod prompt;
+pub mod run;
 pub mod runner;
+pub mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -34,11 +36,17 @@ pub struct Cli {
 pub enum Command {
     /// Benchmark a streaming LLM API (TTFT, ITL, TPOT, e2e, tokens/s) at concurrency levels.
     Bench(Box<bench::BenchArgs>),
+    /// Generate text with a local GGUF model on the GPU (tpsmeter's own engine).
+    Run(run::RunArgs),
+    /// Serve a local GGUF model on an OpenAI-compatible HTTP API (tpsmeter's own engine).
+    Serve(serve::ServeArgs),
 }
 
 /// Runs a parsed command line to its exit status. Errors are usage or set-up errors.
 pub fn run(cli: Cli) -> anyhow::Result<exit::Status> {
     match cli.command {
         Command::Bench(args) => bench::run_blocking(*args),
+        Command::Run(args) => run::run(args),
+        Command::Serve(args) => serve::run(args),
     }
 }

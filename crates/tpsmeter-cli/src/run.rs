@@ -1,0 +1,194 @@
+//! `tpsmeter run`: generate text with a local GGUF model on the GPU (tpsmeter's own engine,
+//! `tpsmeter-gpu`), streaming it to stdout, then report prefill and decode speed.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use serde::Serialize;
+use tpsmeter_gpu::chat::ChatMessage;
+use tpsmeter_gpu::engine::{Engine, ModelOptions};
+use tpsmeter_gpu::generate::{CancelToken, GenerateParams, Generation, StopReason};
+use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
+use tpsmeter_gpu::kernels::SamplerConfig;
+
+use crate::exit::Status;
+
+/// Arguments of `tpsmeter run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// GGUF model file (Llama family: SmolLM2, TinyLlama, Llama 3.2, Qwen2).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// The prompt.
+    #[arg(long)]
+    pub prompt: String,
+    /// Wrap the prompt as a user message in the model's chat template.
+    #[arg(long)]
+    pub chat: bool,
+    /// Most tokens to generate.
+    #[arg(long, default_value_t = 128)]
+    pub max_tokens: usize,
+    /// Sampling temperature; 0 is greedy.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f32,
+    /// Seed of the sampler's random stream.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Top-k cut (0: none).
+    #[arg(long, default_value_t = 40)]
+    pub top_k: u32,
+    /// Top-p (nucleus) cut (1: off).
+    #[arg(long, default_value_t = 0.95)]
+    pub top_p: f32,
+    /// KV cache positions.
+    #[arg(long, default_value_t = tpsmeter_gpu::engine::DEFAULT_MAX_CONTEXT)]
+    pub context: usize,
+    /// Use the first GPU adapter whose name contains this.
+    #[arg(long)]
+    pub adapter: Option<String>,
+    /// Print one JSON object (text and figures) instead of streaming text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Speed figures of one generation.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunFigures {
+    pub prompt_tokens: usize,
+    pub generated_tokens: usize,
+    /// Seconds from submitting the prompt to the first token (prefill included).
+    pub ttft_s: f64,
+    /// Prompt tokens per second of TTFT.
+    pub prefill_tps: f64,
+    /// Tokens after the first per second between the first and the last token.
+    pub decode_tps: Option<f64>,
+    /// Mean seconds between consecutive tokens.
+    pub mean_itl_s: Option<f64>,
+}
+
+impl RunFigures {
+    pub fn from_generation(g: &Generation) -> Self {
+        let first = g.token_times.first().copied().unwrap_or(g.end);
+        let ttft = (first - g.start).max(0.0);
+        let computed = g.prompt_tokens - g.reused_tokens;
+        let n = g.token_times.len();
+        let span = g.token_times.last().map(|l| l - first).unwrap_or(0.0);
+        let (decode_tps, itl) = if n >= 2 && span > 0.0 {
+            (Some((n - 1) as f64 / span), Some(span / (n - 1) as f64))
+        } else {
+            (None, None)
+        };
+        Self {
+            prompt_tokens: g.prompt_tokens,
+            generated_tokens: n,
+            ttft_s: ttft,
+            prefill_tps: if ttft > 0.0 {
+                computed as f64 / ttft
+            } else {
+                0.0
+            },
+            decode_tps,
+            mean_itl_s: itl,
+        }
+    }
+}
+
+/// Opens the default (or named) adapter and loads the model at `path`.
+pub fn load_engine(path: &Path, context: usize, adapter: Option<String>) -> anyhow::Result<Engine> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading model {}", path.display()))?;
+    let ctx = GpuContext::new_blocking(&ContextOptions {
+        adapter_name: adapter,
+        ..Default::default()
+    })?;
+    let opts = ModelOptions {
+        max_context: context,
+        ..Default::default()
+    };
+    Engine::load(Arc::new(ctx), &bytes, &opts)
+        .with_context(|| format!("loading {}", path.display()))
+}
+
+/// Runs `tpsmeter run`.
+pub fn run(args: RunArgs) -> anyhow::Result<Status> {
+    let mut engine = load_engine(&args.model, args.context, args.adapter.clone())?;
+    let prompt = if args.chat {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .ok();
+        engine.encode_chat(&[ChatMessage::new("user", args.prompt.clone())], now)?
+    } else {
+        engine.encode(&args.prompt)?
+    };
+    let sampling = SamplerConfig {
+        temperature: args.temperature,
+        top_k: args.top_k,
+        top_p: args.top_p,
+        seed: args.seed,
+        ..Default::default()
+    };
+    let params = GenerateParams {
+        max_tokens: args.max_tokens,
+        ..Default::default()
+    };
+    let t0 = Instant::now();
+    let mut clock = move || t0.elapsed().as_secs_f64();
+    let stdout = std::io::stdout();
+    let json = args.json;
+    let mut on_event = |ev: &tpsmeter_gpu::generate::TokenEvent| {
+        if !json {
+            let mut out = stdout.lock();
+            let _ = out.write_all(ev.text.as_bytes());
+            let _ = out.flush();
+        }
+    };
+    let g = engine.generate(
+        &prompt,
+        &params,
+        &sampling,
+        &CancelToken::new(),
+        &mut clock,
+        &mut on_event,
+    )?;
+    let figures = RunFigures::from_generation(&g);
+    let adapter = engine.model().context().info.name.clone();
+    if json {
+        let out = serde_json::json!({
+            "model": engine.name(),
+            "adapter": adapter,
+            "text": g.text,
+            "stop": stop_name(g.stop),
+            "figures": figures,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!();
+        eprintln!(
+            "{} prompt tokens, {} generated on {adapter} | TTFT {:.1} ms | prefill {:.1} tok/s | decode {} tok/s | mean ITL {} ms | stop: {}",
+            figures.prompt_tokens,
+            figures.generated_tokens,
+            figures.ttft_s * 1e3,
+            figures.prefill_tps,
+            figures
+                .decode_tps
+                .map_or("n/a".into(), |v| format!("{v:.1}")),
+            figures
+                .mean_itl_s
+                .map_or("n/a".into(), |v| format!("{:.1}", v * 1e3)),
+            stop_name(g.stop),
+        );
+    }
+    Ok(Status::Ok)
+}
+
+/// A short name of why generation ended (OpenAI's `finish_reason` vocabulary where it fits).
+pub fn stop_name(s: StopReason) -> &'static str {
+    match s {
+        StopReason::EndOfGeneration { .. } | StopReason::StopString { .. } => "stop",
+        StopReason::MaxTokens | StopReason::ContextFull => "length",
+        StopReason::Cancelled => "cancelled",
+    }
+}

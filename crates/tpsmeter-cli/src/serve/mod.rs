@@ -1,0 +1,298 @@
+//! `tpsmeter serve`: an OpenAI-compatible HTTP server in front of tpsmeter's own GPU engine,
+//! so `tpsmeter bench` (or any OpenAI client, or a browser page: CORS is on) can measure it.
+//!
+//! Endpoints: `POST /v1/chat/completions`, `POST /v1/completions` (streamed with
+//! `"stream": true`, usage with `stream_options.include_usage`), `GET /v1/models`,
+//! `GET /health`. One request runs on the GPU at a time; others wait in arrival order.
+//!
+//! Built on hyper 1 (the HTTP implementation under axum, reqwest and most of the Rust
+//! ecosystem; already the workspace's server stack through the emulator): four routes need
+//! no framework.
+
+mod body;
+pub mod openai;
+mod worker;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+
+use self::body::ChannelBody;
+use self::openai::{Api, Meta, SSE_DONE, sse};
+use self::worker::{Event, Job, Worker};
+use crate::exit::Status;
+
+/// Largest request body accepted: chats of a few hundred KiB are plenty for a small local
+/// model, and the cap keeps a client from making the server buffer gigabytes.
+const MAX_BODY_BYTES: usize = 4 << 20;
+
+/// Arguments of `tpsmeter serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// GGUF model file (Llama family).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// TCP port.
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// KV cache positions.
+    #[arg(long, default_value_t = tpsmeter_gpu::engine::DEFAULT_MAX_CONTEXT)]
+    pub context: usize,
+    /// Use the first GPU adapter whose name contains this.
+    #[arg(long)]
+    pub adapter: Option<String>,
+}
+
+struct Shared {
+    worker: Worker,
+    /// The id `/v1/models` lists (the file name without `.gguf`).
+    model_id: String,
+    next_id: AtomicU64,
+}
+
+/// Runs `tpsmeter serve` until Ctrl-C.
+pub fn run(args: ServeArgs) -> anyhow::Result<Status> {
+    let model_id = args
+        .model
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "local".into());
+    let worker = Worker::start(args.model.clone(), args.context, args.adapter.clone())?;
+    eprintln!(
+        "loaded {} ({}) on {}",
+        worker.model_name, model_id, worker.adapter
+    );
+    let shared = Arc::new(Shared {
+        worker,
+        model_id,
+        next_id: AtomicU64::new(0),
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let addr: SocketAddr = format!("{}:{}", args.host, args.port)
+            .parse()
+            .or_else(|_| {
+                std::net::ToSocketAddrs::to_socket_addrs(&(args.host.as_str(), args.port))?
+                    .next()
+                    .ok_or_else(|| std::io::Error::other(format!("cannot resolve {}", args.host)))
+            })?;
+        let listener = TcpListener::bind(addr).await?;
+        eprintln!("listening on http://{}", listener.local_addr()?);
+        tokio::select! {
+            r = serve(listener, shared) => r,
+            _ = tokio::signal::ctrl_c() => Ok(Status::Interrupted),
+        }
+    })
+}
+
+async fn serve(listener: TcpListener, shared: Arc<Shared>) -> anyhow::Result<Status> {
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let _ = stream.set_nodelay(true);
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| handle(req, shared.clone()));
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+fn response(
+    status: StatusCode,
+    content_type: &'static str,
+    body: ChannelBody,
+) -> Response<ChannelBody> {
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+fn json(status: StatusCode, v: &serde_json::Value) -> Response<ChannelBody> {
+    response(status, "application/json", ChannelBody::full(v.to_string()))
+}
+
+fn error(status: StatusCode, message: &str) -> Response<ChannelBody> {
+    json(
+        status,
+        &serde_json::json!({"error": {"message": message, "type": "invalid_request_error", "code": status.as_u16()}}),
+    )
+}
+
+/// CORS: echo the Origin (so credentials-free browser pages on any origin can call us),
+/// answer preflights with what was asked for.
+fn cors(
+    origin: Option<HeaderValue>,
+    req_headers: Option<HeaderValue>,
+    r: &mut Response<ChannelBody>,
+) {
+    let h = r.headers_mut();
+    if let Some(o) = origin {
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, o);
+        h.insert(header::VARY, HeaderValue::from_static("Origin"));
+    }
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, POST, OPTIONS"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        req_headers.unwrap_or(HeaderValue::from_static("authorization, content-type")),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("86400"),
+    );
+}
+
+async fn handle(
+    req: Request<Incoming>,
+    shared: Arc<Shared>,
+) -> Result<Response<ChannelBody>, Infallible> {
+    let origin = req.headers().get(header::ORIGIN).cloned();
+    let req_headers = req
+        .headers()
+        .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
+        .cloned();
+    let mut r = route(req, &shared).await;
+    cors(origin, req_headers, &mut r);
+    Ok(r)
+}
+
+async fn route(req: Request<Incoming>, shared: &Shared) -> Response<ChannelBody> {
+    let path = req.uri().path().trim_end_matches('/').to_owned();
+    match (req.method(), path.as_str()) {
+        (&Method::OPTIONS, _) => {
+            response(StatusCode::NO_CONTENT, "text/plain", ChannelBody::full(""))
+        }
+        (&Method::GET, "/health") => json(StatusCode::OK, &serde_json::json!({"status": "ok"})),
+        (&Method::GET, "/v1/models" | "/models") => json(
+            StatusCode::OK,
+            &serde_json::json!({"object": "list", "data": [{
+                "id": shared.model_id, "object": "model", "created": 0, "owned_by": "tpsmeter",
+            }]}),
+        ),
+        (&Method::POST, "/v1/chat/completions" | "/chat/completions") => {
+            complete(Api::Chat, req, shared).await
+        }
+        (&Method::POST, "/v1/completions" | "/completions") => {
+            complete(Api::Completions, req, shared).await
+        }
+        (_, "/health" | "/v1/models" | "/v1/chat/completions" | "/v1/completions") => {
+            error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
+        }
+        _ => error(StatusCode::NOT_FOUND, "not found"),
+    }
+}
+
+async fn complete(api: Api, req: Request<Incoming>, shared: &Shared) -> Response<ChannelBody> {
+    let body = match Limited::new(req.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("could not read the body (limit {MAX_BODY_BYTES} bytes): {e}"),
+            );
+        }
+    };
+    let parsed = match openai::parse(api, &body) {
+        Ok(p) => p,
+        Err(msg) => return error(StatusCode::BAD_REQUEST, &msg),
+    };
+    let n = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    let meta = Meta {
+        api,
+        id: format!(
+            "{}-tpsmeter-{n}",
+            if api == Api::Chat { "chatcmpl" } else { "cmpl" }
+        ),
+        created: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        model: shared.model_id.clone(),
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let job = Job {
+        prompt: parsed.prompt,
+        params: parsed.params,
+        sampling: parsed.sampling,
+        events: tx,
+    };
+    if let Err(e) = shared.worker.submit(job) {
+        return error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
+    }
+    if !parsed.stream {
+        let mut text = String::new();
+        while let Some(ev) = rx.recv().await {
+            match ev {
+                Event::Text(t) => text.push_str(&t),
+                Event::Done(s) => return json(StatusCode::OK, &meta.full(&text, &s)),
+                Event::Failed(e) => return error(StatusCode::BAD_REQUEST, &e),
+            }
+        }
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the GPU worker dropped the request",
+        );
+    }
+    let (body, out) = ChannelBody::channel();
+    let include_usage = parsed.include_usage;
+    tokio::spawn(async move {
+        let send = |s: String| out.send(Bytes::from(s)).is_ok();
+        if let Some(c) = meta.role_chunk() {
+            if !send(sse(&c)) {
+                return;
+            }
+        }
+        while let Some(ev) = rx.recv().await {
+            let ok = match ev {
+                Event::Text(t) => send(sse(&meta.text_chunk(&t))),
+                Event::Done(s) => {
+                    let mut ok = send(sse(&meta.finish_chunk(&s)));
+                    if include_usage {
+                        ok = ok && send(sse(&meta.usage_chunk(&s)));
+                    }
+                    let _ = ok && send(SSE_DONE.into());
+                    return;
+                }
+                Event::Failed(e) => {
+                    let v = serde_json::json!({"error": {"message": e, "type": "server_error"}});
+                    let _ = send(sse(&v)) && send(SSE_DONE.into());
+                    return;
+                }
+            };
+            // A closed body (client gone) drops `rx`, which the worker sees as a cancel.
+            if !ok {
+                return;
+            }
+        }
+    });
+    let mut r = response(StatusCode::OK, "text/event-stream", body);
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}
