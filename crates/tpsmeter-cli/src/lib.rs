@@ -9,6 +9,10 @@
 //! What it does not do: define any metric (they live in `tpsmeter-core`), or parse any wire
 //! format itself.
 
+// clap turns argument doc comments into `--help` text, where `<https://…>` or backticks
+// would print literally: plain URLs are right there, so rustdoc's bare-URL lint is off.
+#![allow(rustdoc::bare_urls)]
+
 pub mod bench;
 pub mod client;
 pub mod exit;
