@@ -1,18 +1,11 @@
 //! The 4-byte token readback: one staging buffer allocated at load and mapped once per
 //! token (WebLLM reads one int32 per token; so do we).
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
-
 use crate::error::{GpuError, Result};
 use crate::gpu::context::GpuContext;
 
 /// Bytes read back per decoded token.
 pub const TOKEN_BYTES: u64 = 4;
-
-type Slot = Arc<Mutex<(Option<std::result::Result<(), String>>, Option<Waker>)>>;
 
 /// A MAP_READ buffer holding the last sampled id.
 #[derive(Debug)]
@@ -39,22 +32,7 @@ impl TokenReadback {
 
     /// Maps the staging buffer after the submit that copied into it and returns the id.
     pub async fn read(&self, ctx: &GpuContext) -> Result<u32> {
-        let slot: Slot = Arc::new(Mutex::new((None, None)));
-        let cb = slot.clone();
-        self.staging.map_async(wgpu::MapMode::Read, .., move |r| {
-            if let Ok(mut s) = cb.lock() {
-                s.0 = Some(r.map_err(|e| e.to_string()));
-                if let Some(w) = s.1.take() {
-                    w.wake();
-                }
-            }
-        });
-        // Natively the callback runs inside poll; on the web the event loop runs it.
-        #[cfg(not(target_arch = "wasm32"))]
-        ctx.wait()?;
-        Mapped { slot }
-            .await
-            .map_err(|reason| GpuError::Readback { reason })?;
+        ctx.map_read(&self.staging).await?;
         let id = {
             let view = self
                 .staging
@@ -69,26 +47,5 @@ impl TokenReadback {
         self.staging.unmap();
         ctx.take_error()?;
         Ok(id)
-    }
-}
-
-/// Resolves once the map callback ran.
-struct Mapped {
-    slot: Slot,
-}
-
-impl Future for Mapped {
-    type Output = std::result::Result<(), String>;
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let Ok(mut s) = self.slot.lock() else {
-            return Poll::Ready(Err("map state poisoned".into()));
-        };
-        match s.0.take() {
-            Some(r) => Poll::Ready(r),
-            None => {
-                s.1 = Some(cx.waker().clone());
-                Poll::Pending
-            }
-        }
     }
 }

@@ -95,6 +95,22 @@ impl GpuContext {
         let mut enc = self.encoder("readback");
         enc.copy_buffer_to_buffer(src, offset, &staging, 0, size4);
         self.submit(enc);
+        self.map_read(&staging).await?;
+        let out = {
+            let view = staging
+                .get_mapped_range(..)
+                .map_err(|e| GpuError::Readback {
+                    reason: format!("{e:?}"),
+                })?;
+            view[..size as usize].to_vec()
+        };
+        staging.unmap();
+        Ok(out)
+    }
+
+    /// Maps a MAP_READ buffer for reading, after the submit that filled it, and resolves once
+    /// the mapping is done. The caller reads `get_mapped_range` and unmaps.
+    pub async fn map_read(&self, staging: &wgpu::Buffer) -> Result<()> {
         let state: MapState = Arc::new(Mutex::new((None, None)));
         let cb_state = state.clone();
         staging.map_async(wgpu::MapMode::Read, .., move |r| {
@@ -111,17 +127,7 @@ impl GpuContext {
         self.wait()?;
         MapDone { state }
             .await
-            .map_err(|reason| GpuError::Readback { reason })?;
-        let out = {
-            let view = staging
-                .get_mapped_range(..)
-                .map_err(|e| GpuError::Readback {
-                    reason: format!("{e:?}"),
-                })?;
-            view[..size as usize].to_vec()
-        };
-        staging.unmap();
-        Ok(out)
+            .map_err(|reason| GpuError::Readback { reason })
     }
 
     /// Native blocking readback of `len` values of `T` from the start of `src`.
