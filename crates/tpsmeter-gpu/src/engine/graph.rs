@@ -209,8 +209,9 @@ pub fn layers(
         };
         d.push(kv_app(&a.k, &s.kv.k[l], cfg.k_dim())?.dispatch().clone());
         d.push(kv_app(&a.v, &s.kv.v[l], cfg.v_dim())?.dispatch().clone());
-        d.push(super::attention::prepare(
+        d.push(crate::kernels::attention::prepare(
             ctx,
+            ctx.profile,
             &att,
             s.pos,
             &a.q,

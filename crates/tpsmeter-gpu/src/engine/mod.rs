@@ -9,7 +9,6 @@
 //! What it does not do: load files or read clocks itself (callers pass bytes and a clock),
 //! batch several requests, or serve HTTP (the CLI does).
 
-mod attention;
 pub mod graph;
 pub mod model;
 mod readback;

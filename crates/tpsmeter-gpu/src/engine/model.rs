@@ -99,7 +99,7 @@ impl GpuModel {
         let dt = DType::F32;
         let kv = KvCache::new(&ctx, &cfg, max_ctx, dt)?;
         let pos = Tensor::from_u32(&ctx, "position", &[0])?;
-        let scratch = super::attention::scratch_bytes(&AttentionConfig {
+        let scratch = crate::kernels::attention::scratch_bytes(&AttentionConfig {
             n_tokens: PREFILL_CHUNK,
             n_heads: cfg.n_head,
             n_kv_heads: cfg.n_head_kv,

@@ -76,63 +76,8 @@ impl Attention {
         v_cache: &Tensor,
         out: &Tensor,
     ) -> Result<Self> {
-        const OP: &str = "attention";
-        if cfg.n_kv_heads == 0 || !cfg.n_heads.is_multiple_of(cfg.n_kv_heads) {
-            return Err(GpuError::ShapeMismatch {
-                op: OP,
-                detail: format!(
-                    "{} query heads do not group over {} kv heads",
-                    cfg.n_heads, cfg.n_kv_heads
-                ),
-            });
-        }
-        let dt = q.dtype;
-        q.expect(OP, "q", cfg.n_tokens * cfg.n_heads * cfg.head_dim, dt)?;
-        out.expect(OP, "out", cfg.n_tokens * cfg.n_heads * cfg.head_dim, dt)?;
-        let kv = cfg.max_ctx * cfg.n_kv_heads * cfg.head_dim;
-        k_cache.expect(OP, "k_cache", kv, dt)?;
-        v_cache.expect(OP, "v_cache", kv, dt)?;
-        pos.expect(OP, "pos", 1, DType::F32)?;
-        let scores = ctx.storage_zeroed(
-            "attention scores",
-            (cfg.n_tokens * cfg.n_heads * cfg.max_ctx * 4) as u64,
-        )?;
-        let p = Params {
-            n_tokens: cfg.n_tokens as u32,
-            n_heads: cfg.n_heads as u32,
-            n_kv_heads: cfg.n_kv_heads as u32,
-            head_dim: cfg.head_dim as u32,
-            max_ctx: cfg.max_ctx as u32,
-            window: cfg.window as u32,
-            scale: cfg.scale,
-            _pad: 0,
-        };
-        // CPU-type adapters run a workgroup's invocations as one loop: a small one keeps the
-        // barriers cheap; GPUs want enough invocations to cover the keys.
-        let workgroup = match profile {
-            AdapterProfile::Cpu => 8,
-            AdapterProfile::Gpu => 64,
-        };
-        let defines = Defines {
-            act: dt,
-            workgroup,
-            ..Defines::default()
-        };
-        let dispatch = ctx.prepare(
-            ShaderId::Attention,
-            "main",
-            defines,
-            &p,
-            &[
-                (1, &pos.buffer),
-                (2, &q.buffer),
-                (3, &k_cache.buffer),
-                (4, &v_cache.buffer),
-                (5, &scores),
-                (6, &out.buffer),
-            ],
-            [cfg.n_heads as u32, cfg.n_tokens as u32, 1],
-        );
+        let scores = ctx.storage_zeroed("attention scores", scratch_bytes(cfg))?;
+        let dispatch = prepare(ctx, profile, cfg, pos, q, (k_cache, v_cache), &scores, out)?;
         Ok(Attention { dispatch, scores })
     }
 
@@ -140,4 +85,90 @@ impl Attention {
     pub fn dispatch(&self) -> &Dispatch {
         &self.dispatch
     }
+}
+
+/// Bytes of scores scratch an attention of this shape needs: `n_tokens * n_heads * max_ctx`
+/// f32.
+pub fn scratch_bytes(cfg: &AttentionConfig) -> u64 {
+    (cfg.n_tokens * cfg.n_heads * cfg.max_ctx * 4) as u64
+}
+
+/// The attention dispatch over a caller-owned `scores` scratch (at least
+/// [`scratch_bytes`]). A model shares one scratch across its layers, which run one after
+/// another: one [`Attention`] per layer and prefill chunk size would allocate hundreds of MiB
+/// at long contexts that are never live at once.
+#[allow(clippy::too_many_arguments)]
+pub fn prepare(
+    ctx: &GpuContext,
+    profile: AdapterProfile,
+    cfg: &AttentionConfig,
+    pos: &Tensor,
+    q: &Tensor,
+    (k_cache, v_cache): (&Tensor, &Tensor),
+    scores: &wgpu::Buffer,
+    out: &Tensor,
+) -> Result<Dispatch> {
+    const OP: &str = "attention";
+    if cfg.n_kv_heads == 0 || !cfg.n_heads.is_multiple_of(cfg.n_kv_heads) {
+        return Err(GpuError::ShapeMismatch {
+            op: OP,
+            detail: format!(
+                "{} query heads do not group over {} kv heads",
+                cfg.n_heads, cfg.n_kv_heads
+            ),
+        });
+    }
+    let dt = q.dtype;
+    q.expect(OP, "q", cfg.n_tokens * cfg.n_heads * cfg.head_dim, dt)?;
+    out.expect(OP, "out", cfg.n_tokens * cfg.n_heads * cfg.head_dim, dt)?;
+    let kv = cfg.max_ctx * cfg.n_kv_heads * cfg.head_dim;
+    k_cache.expect(OP, "k_cache", kv, dt)?;
+    v_cache.expect(OP, "v_cache", kv, dt)?;
+    pos.expect(OP, "pos", 1, DType::F32)?;
+    if scores.size() < scratch_bytes(cfg) {
+        return Err(GpuError::ShapeMismatch {
+            op: OP,
+            detail: format!(
+                "scratch of {} bytes, needs {}",
+                scores.size(),
+                scratch_bytes(cfg)
+            ),
+        });
+    }
+    let p = Params {
+        n_tokens: cfg.n_tokens as u32,
+        n_heads: cfg.n_heads as u32,
+        n_kv_heads: cfg.n_kv_heads as u32,
+        head_dim: cfg.head_dim as u32,
+        max_ctx: cfg.max_ctx as u32,
+        window: cfg.window as u32,
+        scale: cfg.scale,
+        _pad: 0,
+    };
+    // CPU-type adapters run a workgroup's invocations as one loop: a small one keeps the
+    // barriers cheap; GPUs want enough invocations to cover the keys.
+    let workgroup = match profile {
+        AdapterProfile::Cpu => 8,
+        AdapterProfile::Gpu => 64,
+    };
+    let defines = Defines {
+        act: dt,
+        workgroup,
+        ..Defines::default()
+    };
+    Ok(ctx.prepare(
+        ShaderId::Attention,
+        "main",
+        defines,
+        &p,
+        &[
+            (1, &pos.buffer),
+            (2, &q.buffer),
+            (3, &k_cache.buffer),
+            (4, &v_cache.buffer),
+            (5, scores),
+            (6, &out.buffer),
+        ],
+        [cfg.n_heads as u32, cfg.n_tokens as u32, 1],
+    ))
 }
