@@ -10,9 +10,7 @@
 
 use crate::error::{CoreError, Result};
 use crate::event::StreamEvent;
-use crate::protocol::openai_common::{
-    DONE_MARKER, Message, finish_reason, parse_message, push_error, push_usage,
-};
+use crate::protocol::openai_common::{DONE_MARKER, finish_reason, open_chunk, push_usage};
 use crate::protocol::{Adapter, push_text};
 
 #[derive(Debug, Default)]
@@ -20,20 +18,9 @@ pub(crate) struct OpenaiChat;
 
 impl Adapter for OpenaiChat {
     fn on_message(&mut self, event: &str, data: &str, out: &mut Vec<StreamEvent>) -> Result<()> {
-        let mut chunk = match parse_message("openai chat chunk", event, data)? {
-            Message::Chunk(chunk) => chunk,
-            Message::Done => {
-                out.push(StreamEvent::Done);
-                return Ok(());
-            }
-            Message::Error(error) => {
-                out.push(error);
-                return Ok(());
-            }
-        };
-        if push_error(&chunk, data, out) {
+        let Some(mut chunk) = open_chunk("openai chat chunk", event, data, out)? else {
             return Ok(());
-        }
+        };
         for choice in chunk.choices.take().into_iter().flatten() {
             if let Some(delta) = choice.delta {
                 push_text(out, delta.reasoning_content, true);

@@ -196,6 +196,32 @@ pub(super) fn parse_message(context: &'static str, event: &str, data: &str) -> R
     parse(context, data).map(Message::Chunk)
 }
 
+/// Parses one SSE event of an OpenAI-style stream and emits what ends or fails it
+/// (`[DONE]`, a named error event, an error chunk). Returns the chunk only when it is an
+/// ordinary one whose choices and usage the adapter still has to map.
+pub(super) fn open_chunk(
+    context: &'static str,
+    event: &str,
+    data: &str,
+    out: &mut Vec<StreamEvent>,
+) -> Result<Option<Chunk>> {
+    let chunk = match parse_message(context, event, data)? {
+        Message::Chunk(chunk) => chunk,
+        Message::Done => {
+            out.push(StreamEvent::Done);
+            return Ok(None);
+        }
+        Message::Error(error) => {
+            out.push(error);
+            return Ok(None);
+        }
+    };
+    if push_error(&chunk, data, out) {
+        return Ok(None);
+    }
+    Ok(Some(chunk))
+}
+
 /// Emits the error of an error chunk; returns whether the chunk was one.
 pub(super) fn push_error(chunk: &Chunk, data: &str, out: &mut Vec<StreamEvent>) -> bool {
     if let Some(error) = &chunk.error {

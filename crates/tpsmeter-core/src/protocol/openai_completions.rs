@@ -4,9 +4,7 @@
 
 use crate::error::{CoreError, Result};
 use crate::event::StreamEvent;
-use crate::protocol::openai_common::{
-    DONE_MARKER, Message, finish_reason, parse_message, push_error, push_usage,
-};
+use crate::protocol::openai_common::{DONE_MARKER, finish_reason, open_chunk, push_usage};
 use crate::protocol::{Adapter, push_text};
 
 #[derive(Debug, Default)]
@@ -14,20 +12,9 @@ pub(crate) struct OpenaiCompletions;
 
 impl Adapter for OpenaiCompletions {
     fn on_message(&mut self, event: &str, data: &str, out: &mut Vec<StreamEvent>) -> Result<()> {
-        let mut chunk = match parse_message("openai completions chunk", event, data)? {
-            Message::Chunk(chunk) => chunk,
-            Message::Done => {
-                out.push(StreamEvent::Done);
-                return Ok(());
-            }
-            Message::Error(error) => {
-                out.push(error);
-                return Ok(());
-            }
-        };
-        if push_error(&chunk, data, out) {
+        let Some(mut chunk) = open_chunk("openai completions chunk", event, data, out)? else {
             return Ok(());
-        }
+        };
         for choice in chunk.choices.take().into_iter().flatten() {
             push_text(out, choice.text, false);
             if let Some(reason) = choice.finish_reason {
