@@ -8,7 +8,7 @@ use common::{Rng, assert_close, dequantize, random_weights, round_f16, with_gpu}
 use tpsmeter_gpu::gpu::{DType, GpuContext};
 use tpsmeter_gpu::kernels::dispatch::run;
 use tpsmeter_gpu::kernels::{
-    MatVec, MatVecOptions, MatVecVariant, QWeight, Tensor, WeightFormat, cpu,
+    MatVec, MatVecOptions, MatVecVariant, QWeight, Tensor, WeightFormat, WeightStore, cpu,
 };
 
 const FORMATS: [WeightFormat; 8] = [
@@ -21,6 +21,9 @@ const FORMATS: [WeightFormat; 8] = [
     WeightFormat::Q4_K,
     WeightFormat::Q6_K,
 ];
+
+/// Both weight stores, whatever the adapter prefers: every kernel shape reads either.
+const STORES: [WeightStore; 2] = [WeightStore::Buffer, WeightStore::Texture];
 
 fn variants(ctx: &GpuContext) -> Vec<MatVecVariant> {
     let mut v = vec![
@@ -63,6 +66,7 @@ fn check(
     dtype: DType,
     variant: MatVecVariant,
     accumulate: bool,
+    store: WeightStore,
     limit: Option<u64>,
 ) {
     let mut rng = Rng::new(seed);
@@ -74,10 +78,17 @@ fn check(
         x = round_f16(&x);
         y0 = round_f16(&y0);
     }
-    let qw = match limit {
-        Some(l) => QWeight::upload_with_limit(ctx, "w", f, rows, cols, &bytes, l).unwrap(),
-        None => QWeight::upload(ctx, "w", f, rows, cols, &bytes).unwrap(),
-    };
+    let qw = QWeight::upload_with(
+        ctx,
+        "w",
+        f,
+        rows,
+        cols,
+        &bytes,
+        store,
+        limit.unwrap_or(ctx.max_binding()),
+    )
+    .unwrap();
     let xt = Tensor::from_f32(ctx, "x", &x, dtype).unwrap();
     let yt = Tensor::from_f32(ctx, "y", &y0, dtype).unwrap();
     let op = MatVec::new(
@@ -107,7 +118,7 @@ fn check(
         DType::F16 => (2e-3, 1e-4, "f16"),
     };
     let label = format!(
-        "matvec {f} {rows}x{cols} {what} {variant:?} acc={accumulate} seed={seed} parts={}",
+        "matvec {f} {rows}x{cols} {what} {variant:?} {store:?} acc={accumulate} seed={seed} parts={}",
         qw.parts.len()
     );
     assert_close(&label, &got, &want, Some(&scale), rtol, atol);
@@ -122,29 +133,33 @@ fn random_shapes(ctx: &GpuContext) {
                 let cols = m * rng.range(1, 2048 / m + 2);
                 let rows = rng.range(1, 300);
                 let seed = rng.next_u64();
-                check(
-                    ctx,
-                    seed,
-                    f,
-                    rows,
-                    cols,
-                    DType::F32,
-                    variant,
-                    seed.is_multiple_of(2),
-                    None,
-                );
-                if ctx.has_f16() {
+                for store in STORES {
                     check(
                         ctx,
                         seed,
                         f,
                         rows,
                         cols,
-                        DType::F16,
+                        DType::F32,
                         variant,
-                        !seed.is_multiple_of(2),
+                        seed.is_multiple_of(2),
+                        store,
                         None,
                     );
+                    if ctx.has_f16() {
+                        check(
+                            ctx,
+                            seed,
+                            f,
+                            rows,
+                            cols,
+                            DType::F16,
+                            variant,
+                            !seed.is_multiple_of(2),
+                            store,
+                            None,
+                        );
+                    }
                 }
             }
         }
@@ -163,6 +178,7 @@ fn matvec_matches_twin_over_random_shapes_formats_and_variants() {
 fn matvec_at_smollm2_shapes() {
     with_gpu("matvec_at_smollm2_shapes", |ctx| {
         let v = MatVecVariant::for_context(ctx);
+        let st = WeightStore::for_context(ctx);
         check(
             ctx,
             1,
@@ -172,6 +188,7 @@ fn matvec_at_smollm2_shapes() {
             DType::F32,
             v,
             false,
+            st,
             None,
         );
         check(
@@ -183,6 +200,7 @@ fn matvec_at_smollm2_shapes() {
             DType::F32,
             v,
             false,
+            st,
             None,
         );
         check(
@@ -194,6 +212,7 @@ fn matvec_at_smollm2_shapes() {
             DType::F32,
             v,
             true,
+            st,
             None,
         );
         check(
@@ -205,6 +224,7 @@ fn matvec_at_smollm2_shapes() {
             DType::F32,
             v,
             false,
+            st,
             None,
         );
     });
@@ -220,7 +240,20 @@ fn matvec_over_split_bindings_matches_twin() {
                 let cols = 512;
                 // ~3.5 rows per part, so parts of 2 rows and an odd tail.
                 let limit = (f.row_bytes(cols) * 7 / 2) as u64;
-                check(ctx, 9, f, 37, cols, DType::F32, variant, false, Some(limit));
+                for store in STORES {
+                    check(
+                        ctx,
+                        9,
+                        f,
+                        37,
+                        cols,
+                        DType::F32,
+                        variant,
+                        false,
+                        store,
+                        Some(limit),
+                    );
+                }
             }
         }
     });
@@ -251,7 +284,10 @@ fn matmul_matches_twin_over_random_shapes() {
                 let bytes = random_weights(&mut rng, f, rows, cols);
                 let w = dequantize(f, &bytes, rows * cols);
                 let x = rng.vec(n_tokens * cols, 1.0);
-                let qw = QWeight::upload(ctx, "w", f, rows, cols, &bytes).unwrap();
+                let store = STORES[n_tokens % 2];
+                let qw =
+                    QWeight::upload_with(ctx, "w", f, rows, cols, &bytes, store, ctx.max_binding())
+                        .unwrap();
                 let xt = Tensor::from_f32(ctx, "x", &x, DType::F32).unwrap();
                 let yt = Tensor::zeros(ctx, "y", n_tokens * rows, DType::F32).unwrap();
                 let op = tpsmeter_gpu::kernels::MatMul::new(ctx, &qw, &xt, &yt, n_tokens, false)
@@ -269,7 +305,7 @@ fn matmul_matches_twin_over_random_shapes() {
                     .collect();
                 // Same bound as the matvec (f32 sums in another order than the f64 twin).
                 assert_close(
-                    &format!("matmul {f} {rows}x{cols} t={n_tokens}"),
+                    &format!("matmul {f} {rows}x{cols} t={n_tokens} {store:?}"),
                     &yt.read_f32(ctx).unwrap(),
                     &want,
                     Some(&scale),

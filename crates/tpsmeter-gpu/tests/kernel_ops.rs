@@ -11,7 +11,7 @@ const PROFILES: [AdapterProfile; 2] = [AdapterProfile::Cpu, AdapterProfile::Gpu]
 use tpsmeter_gpu::kernels::dispatch::run;
 use tpsmeter_gpu::kernels::{
     Add, Attention, AttentionConfig, Embed, Glu, GluKind, KvAppend, QWeight, RmsNorm, Rope,
-    RopeConfig, RopeLayout, Softmax, Tensor, WeightFormat, cpu,
+    RopeConfig, RopeLayout, Softmax, Tensor, WeightFormat, WeightStore, cpu,
 };
 
 fn dtypes(ctx: &GpuContext) -> Vec<DType> {
@@ -228,8 +228,14 @@ fn embed_matches_twin_including_split_tables() {
                 let table = dequantize(f, &bytes, rows * cols);
                 // Split into parts of ~rows/3 to exercise the part selection.
                 let limit = (f.row_bytes(cols) * rows.div_ceil(3)) as u64;
+                // Both stores: the table of a tied model is also the head's weights.
+                let store = if rows % 2 == 0 {
+                    WeightStore::Buffer
+                } else {
+                    WeightStore::Texture
+                };
                 let w =
-                    QWeight::upload_with_limit(ctx, "emb", f, rows, cols, &bytes, limit).unwrap();
+                    QWeight::upload_with(ctx, "emb", f, rows, cols, &bytes, store, limit).unwrap();
                 let tokens: Vec<u32> = (0..5).map(|_| rng.range(0, rows) as u32).collect();
                 let tt = Tensor::from_u32(ctx, "tokens", &tokens).unwrap();
                 let out = Tensor::zeros(ctx, "out", tokens.len() * cols, dt).unwrap();
@@ -240,7 +246,10 @@ fn embed_matches_twin_including_split_tables() {
                 // reference rounds each step: a few ulps of terms <= ~1 in size, so absolute
                 // 1e-6 (values are O(0.01..1)); f16 outputs round the same f32 value.
                 assert_close(
-                    &format!("embed {f} {rows}x{cols} parts={} {dt:?}", w.parts.len()),
+                    &format!(
+                        "embed {f} {rows}x{cols} parts={} {dt:?} {store:?}",
+                        w.parts.len()
+                    ),
                     &out.read_f32(ctx).unwrap(),
                     &want,
                     None,

@@ -9,13 +9,132 @@ use std::task::{Context, Poll, Waker};
 
 use crate::error::{GpuError, Result};
 use crate::gpu::context::GpuContext;
+use crate::gpu::defines::TEX_SHIFT;
 
 /// Rounds `n` up to a multiple of 16 (and at least 16: empty bindings are invalid).
 pub fn padded(n: u64) -> u64 {
     n.div_ceil(16).max(1) * 16
 }
 
+/// Usage of every storage buffer. UNIFORM too: on CPU-type adapters a matvec reads its input
+/// vector as a uniform binding of the same buffer another kernel wrote as storage.
+const STORAGE_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
+    .union(wgpu::BufferUsages::UNIFORM)
+    .union(wgpu::BufferUsages::COPY_DST)
+    .union(wgpu::BufferUsages::COPY_SRC);
+
+/// Texel formats of weight textures: 16-byte texels for quantized values, 4-byte texels for
+/// scales and extra bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TexelKind {
+    /// `rgba32uint`, read as `vec4<u32>`.
+    Vec4,
+    /// `r32uint`, read as `u32`.
+    Scalar,
+}
+
+impl TexelKind {
+    /// Bytes per texel.
+    pub fn bytes(self) -> usize {
+        match self {
+            TexelKind::Vec4 => 16,
+            TexelKind::Scalar => 4,
+        }
+    }
+
+    fn format(self) -> wgpu::TextureFormat {
+        match self {
+            TexelKind::Vec4 => wgpu::TextureFormat::Rgba32Uint,
+            TexelKind::Scalar => wgpu::TextureFormat::R32Uint,
+        }
+    }
+}
+
 impl GpuContext {
+    /// Texels one weight texture can hold: `TEX_W` per row, as many rows as the adapter
+    /// allows.
+    pub fn max_texels(&self) -> u64 {
+        (1u64 << TEX_SHIFT) * u64::from(self.limits.max_texture_dimension_2d)
+    }
+
+    /// A 2D texture holding `bytes` as a flat array of `kind` texels, `TEX_W` texels per row
+    /// (see `weights_texture.wgsl`); the last row is padded with zeros.
+    pub fn texture_from_bytes(
+        &self,
+        label: &str,
+        bytes: &[u8],
+        kind: TexelKind,
+    ) -> Result<wgpu::TextureView> {
+        let width = 1u32 << TEX_SHIFT;
+        let row_bytes = width as usize * kind.bytes();
+        let rows = bytes.len().div_ceil(row_bytes).max(1);
+        if rows as u64 > u64::from(self.limits.max_texture_dimension_2d) {
+            return Err(GpuError::BindingTooLarge {
+                what: label.to_string(),
+                bytes: bytes.len() as u64,
+                limit: self.max_texels() * kind.bytes() as u64,
+            });
+        }
+        let size = wgpu::Extent3d {
+            width,
+            height: rows as u32,
+            depth_or_array_layers: 1,
+        };
+        let texture = self.device.create_texture(&wgpu::TextureDescriptor {
+            label: Some(label),
+            size,
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: kind.format(),
+            usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+            view_formats: &[],
+        });
+        let layout = wgpu::TexelCopyBufferLayout {
+            offset: 0,
+            bytes_per_row: Some(row_bytes as u32),
+            rows_per_image: None,
+        };
+        let dst = wgpu::TexelCopyTextureInfo {
+            texture: &texture,
+            mip_level: 0,
+            origin: wgpu::Origin3d::ZERO,
+            aspect: wgpu::TextureAspect::All,
+        };
+        // Whole rows straight from the caller's bytes; only the ragged last row is copied
+        // to pad it.
+        let whole = bytes.len() / row_bytes;
+        if whole > 0 {
+            self.queue.write_texture(
+                dst,
+                &bytes[..whole * row_bytes],
+                layout,
+                wgpu::Extent3d {
+                    height: whole as u32,
+                    ..size
+                },
+            );
+        }
+        if whole < rows {
+            let mut tail = vec![0u8; row_bytes];
+            tail[..bytes.len() - whole * row_bytes].copy_from_slice(&bytes[whole * row_bytes..]);
+            self.queue.write_texture(
+                wgpu::TexelCopyTextureInfo {
+                    origin: wgpu::Origin3d {
+                        x: 0,
+                        y: whole as u32,
+                        z: 0,
+                    },
+                    ..dst
+                },
+                &tail,
+                layout,
+                wgpu::Extent3d { height: 1, ..size },
+            );
+        }
+        Ok(texture.create_view(&wgpu::TextureViewDescriptor::default()))
+    }
+
     /// A storage buffer holding `bytes`, padded with zeros to 16 bytes.
     pub fn storage_from_bytes(&self, label: &str, bytes: &[u8]) -> Result<wgpu::Buffer> {
         let size = padded(bytes.len() as u64);
@@ -23,9 +142,7 @@ impl GpuContext {
         let buf = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(label),
             size,
-            usage: wgpu::BufferUsages::STORAGE
-                | wgpu::BufferUsages::COPY_DST
-                | wgpu::BufferUsages::COPY_SRC,
+            usage: STORAGE_USAGE,
             mapped_at_creation: false,
         });
         // write_buffer needs a multiple of 4 bytes; the padding stays zero.
@@ -48,9 +165,7 @@ impl GpuContext {
         Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(label),
             size,
-            usage: wgpu::BufferUsages::STORAGE
-                | wgpu::BufferUsages::COPY_DST
-                | wgpu::BufferUsages::COPY_SRC,
+            usage: STORAGE_USAGE,
             mapped_at_creation: false,
         }))
     }

@@ -35,6 +35,11 @@ impl DType {
     }
 }
 
+/// log2 of the width of every weight texture: 4096 texels fits WebGPU's default
+/// `maxTextureDimension2D` (8192) with room, and is wide enough that a 128 MiB tensor needs
+/// only 2048 rows of 16-byte texels.
+pub const TEX_SHIFT: u32 = 12;
+
 /// Compile-time parameters of one kernel instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Defines {
@@ -48,6 +53,12 @@ pub struct Defines {
     pub rows: u32,
     /// Whether the kernel may use subgroup operations (native only; needs `Features::SUBGROUP`).
     pub subgroups: bool,
+    /// log2 of the texel width of weight textures (`TEX_SHIFT`, `TEX_W`); unused by kernels
+    /// that read weights from storage buffers.
+    pub tex_shift: u32,
+    /// Length in vec4s of an input vector bound as a uniform array (`X_VEC4S`); WGSL needs a
+    /// fixed size there. Unused when the input is a storage buffer.
+    pub x_vec4s: u32,
 }
 
 impl Default for Defines {
@@ -58,6 +69,8 @@ impl Default for Defines {
             workgroup: 64,
             rows: 1,
             subgroups: false,
+            tex_shift: TEX_SHIFT,
+            x_vec4s: 1,
         }
     }
 }
@@ -84,6 +97,9 @@ impl Defines {
         let _ = writeln!(s, "const BLOCK: u32 = {}u;", self.block);
         let _ = writeln!(s, "const WG: u32 = {}u;", self.workgroup);
         let _ = writeln!(s, "const ROWS: u32 = {}u;", self.rows);
+        let _ = writeln!(s, "const TEX_SHIFT: u32 = {}u;", self.tex_shift);
+        let _ = writeln!(s, "const TEX_W: u32 = {}u;", 1u32 << self.tex_shift);
+        let _ = writeln!(s, "const X_VEC4S: u32 = {}u;", self.x_vec4s.max(1));
         s
     }
 }
@@ -100,6 +116,8 @@ mod tests {
             workgroup: 16,
             rows: 4,
             subgroups: true,
+            tex_shift: 12,
+            x_vec4s: 144,
         };
         let p = d.prelude();
         assert!(p.starts_with("enable f16;\n"), "{p}");
@@ -108,6 +126,8 @@ mod tests {
             "BLOCK: u32 = 256u",
             "WG: u32 = 16u",
             "ROWS: u32 = 4u",
+            "TEX_W: u32 = 4096u",
+            "X_VEC4S: u32 = 144u",
         ] {
             assert!(p.contains(needle), "missing {needle} in {p}");
         }

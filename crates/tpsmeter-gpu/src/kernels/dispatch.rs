@@ -58,13 +58,26 @@ impl GpuContext {
         pipeline: &wgpu::ComputePipeline,
         entries: &[(u32, &wgpu::Buffer)],
     ) -> wgpu::BindGroup {
+        self.bind_resources(
+            pipeline,
+            entries
+                .iter()
+                .map(|(binding, buf)| (*binding, buf.as_entire_binding()))
+                .collect(),
+        )
+    }
+
+    /// A bind group for group 0 of `pipeline` from (binding, resource) pairs: buffer ranges
+    /// and texture views as well as whole buffers.
+    pub fn bind_resources(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        entries: Vec<(u32, wgpu::BindingResource<'_>)>,
+    ) -> wgpu::BindGroup {
         let layout = pipeline.get_bind_group_layout(0);
         let entries: Vec<wgpu::BindGroupEntry<'_>> = entries
-            .iter()
-            .map(|(binding, buf)| wgpu::BindGroupEntry {
-                binding: *binding,
-                resource: buf.as_entire_binding(),
-            })
+            .into_iter()
+            .map(|(binding, resource)| wgpu::BindGroupEntry { binding, resource })
             .collect();
         self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: None,

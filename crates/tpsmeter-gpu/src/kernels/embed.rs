@@ -62,21 +62,20 @@ impl Embed {
                     scale_bits: scale.to_bits(),
                     _pad: 0,
                 };
-                let mut b = vec![(6, &tokens.buffer), (2, &part.q), (4, &out.buffer)];
-                if let Some(s) = &part.scales {
-                    b.push((3, s));
+                let pipeline =
+                    ctx.pipeline(ShaderId::Embed(table.format, table.store), "main", defines);
+                let params = ctx.uniform("embed params", &p);
+                let mut entries = vec![
+                    (0, params.as_entire_binding()),
+                    (6, tokens.buffer.as_entire_binding()),
+                    (4, out.buffer.as_entire_binding()),
+                ];
+                entries.extend(part.entries());
+                Dispatch {
+                    bind_group: ctx.bind_resources(&pipeline, entries),
+                    pipeline,
+                    workgroups: [nsub.div_ceil(WORKGROUP), n_tokens as u32, 1],
                 }
-                if let Some(a) = &part.aux {
-                    b.push((5, a));
-                }
-                ctx.prepare(
-                    ShaderId::Embed(table.format),
-                    "main",
-                    defines,
-                    &p,
-                    &b,
-                    [nsub.div_ceil(WORKGROUP), n_tokens as u32, 1],
-                )
             })
             .collect();
         Ok(Embed { dispatches })

@@ -47,9 +47,9 @@ impl MatMul {
             block: 32,
             workgroup: TILE_ROWS,
             rows: TILE_TOKENS,
-            subgroups: false,
+            ..Defines::default()
         };
-        let pipeline = ctx.pipeline(ShaderId::MatMul(w.format), "main", defines);
+        let pipeline = ctx.pipeline(ShaderId::MatMul(w.format, w.store), "main", defines);
         let mut dispatches = Vec::with_capacity(w.parts.len());
         for part in &w.parts {
             let params = ctx.uniform(
@@ -65,13 +65,12 @@ impl MatMul {
                     _pad: 0,
                 },
             );
-            let mut entries = vec![(0, &params), (1, &x.buffer), (2, &part.q), (4, &y.buffer)];
-            if let Some(s) = &part.scales {
-                entries.push((3, s));
-            }
-            if let Some(a) = &part.aux {
-                entries.push((5, a));
-            }
+            let mut entries = vec![
+                (0, params.as_entire_binding()),
+                (1, x.buffer.as_entire_binding()),
+                (4, y.buffer.as_entire_binding()),
+            ];
+            entries.extend(part.entries());
             let groups_y = (n_tokens as u32).div_ceil(TILE_TOKENS);
             let groups_x = (part.rows as u32).div_ceil(TILE_ROWS);
             if groups_x > ctx.limits.max_compute_workgroups_per_dimension
@@ -83,7 +82,7 @@ impl MatMul {
                 });
             }
             dispatches.push(Dispatch {
-                bind_group: ctx.bind(&pipeline, &entries),
+                bind_group: ctx.bind_resources(&pipeline, entries),
                 pipeline: pipeline.clone(),
                 workgroups: [groups_x, groups_y, 1],
             });

@@ -7,9 +7,9 @@
 
 use crate::error::{GpuError, Result};
 use crate::gpu::context::{AdapterProfile, GpuContext};
-use crate::gpu::defines::Defines;
+use crate::gpu::defines::{DType, Defines};
 use crate::kernels::dispatch::Dispatch;
-use crate::kernels::source::{MatVecEntry, ShaderId};
+use crate::kernels::source::{MatVecEntry, ShaderId, XSource};
 use crate::kernels::tensor::Tensor;
 use crate::kernels::weights::QWeight;
 
@@ -128,14 +128,31 @@ impl MatVec {
             });
         }
         let (rows_per, workgroup) = variant.shape();
+        // CPU-type shapes read x at offsets shared by every invocation: a uniform binding
+        // loads those once for all lanes (x_uniform.wgsl). GPU shapes spread x over lanes.
+        let x_bytes = (w.cols * 4) as u64;
+        let xs = if matches!(variant, MatVecVariant::Cpu { .. })
+            && x.dtype == DType::F32
+            && x_bytes <= u64::from(ctx.limits.max_uniform_buffer_binding_size)
+        {
+            XSource::Uniform
+        } else {
+            XSource::Storage
+        };
         let defines = Defines {
             act: x.dtype,
             block: 32,
             workgroup,
             rows: rows_per,
             subgroups: matches!(variant, MatVecVariant::GpuSubgroup { .. }),
+            x_vec4s: (w.cols / 4) as u32,
+            ..Defines::default()
         };
-        let pipeline = ctx.pipeline(ShaderId::MatVec(w.format, variant.entry()), "main", defines);
+        let pipeline = ctx.pipeline(
+            ShaderId::MatVec(w.format, variant.entry(), w.store, xs),
+            "main",
+            defines,
+        );
         let mut dispatches = Vec::with_capacity(w.parts.len());
         for part in &w.parts {
             let params = ctx.uniform(
@@ -151,14 +168,21 @@ impl MatVec {
                     _pad: 0,
                 },
             );
-            let mut entries = vec![(0, &params), (1, &x.buffer), (2, &part.q), (4, &y.buffer)];
-            if let Some(s) = &part.scales {
-                entries.push((3, s));
-            }
-            if let Some(a) = &part.aux {
-                entries.push((5, a));
-            }
-            let bind_group = ctx.bind(&pipeline, &entries);
+            let x_binding = match xs {
+                XSource::Uniform => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &x.buffer,
+                    offset: 0,
+                    size: std::num::NonZeroU64::new(x_bytes),
+                }),
+                XSource::Storage => x.buffer.as_entire_binding(),
+            };
+            let mut entries = vec![
+                (0, params.as_entire_binding()),
+                (1, x_binding),
+                (4, y.buffer.as_entire_binding()),
+            ];
+            entries.extend(part.entries());
+            let bind_group = ctx.bind_resources(&pipeline, entries);
             let groups = match variant {
                 MatVecVariant::Cpu { .. } => (part.rows as u32).div_ceil(rows_per * workgroup),
                 _ => (part.rows as u32).div_ceil(rows_per),

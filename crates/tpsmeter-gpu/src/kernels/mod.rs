@@ -32,4 +32,4 @@ pub use rope::{Rope, RopeConfig, RopeLayout};
 pub use sample::{Sampler, SamplerConfig};
 pub use softmax::Softmax;
 pub use tensor::Tensor;
-pub use weights::QWeight;
+pub use weights::{QWeight, WeightStore};

@@ -7,6 +7,7 @@
 
 use crate::gpu::defines::Defines;
 use crate::kernels::format::WeightFormat;
+use crate::kernels::weights::WeightStore;
 
 /// Every WGSL file of the crate, by name.
 pub static SOURCES: &[(&str, &str)] = &[
@@ -29,6 +30,10 @@ pub static SOURCES: &[(&str, &str)] = &[
     ("matvec_q4_k", include_str!("wgsl/matvec_q4_k.wgsl")),
     ("matvec_q6_k", include_str!("wgsl/matvec_q6_k.wgsl")),
     ("matmul", include_str!("wgsl/matmul.wgsl")),
+    ("weights_buffer", include_str!("wgsl/weights_buffer.wgsl")),
+    ("weights_texture", include_str!("wgsl/weights_texture.wgsl")),
+    ("x_storage", include_str!("wgsl/x_storage.wgsl")),
+    ("x_uniform", include_str!("wgsl/x_uniform.wgsl")),
     ("rms_norm", include_str!("wgsl/rms_norm.wgsl")),
     ("elementwise", include_str!("wgsl/elementwise.wgsl")),
     ("rope", include_str!("wgsl/rope.wgsl")),
@@ -60,13 +65,22 @@ pub enum MatVecEntry {
     GpuSubgroup,
 }
 
+/// How a matrix kernel reads its input vector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum XSource {
+    /// A storage buffer of any length and activation type (`x_storage.wgsl`).
+    Storage,
+    /// A fixed-size f32 uniform array (`x_uniform.wgsl`, CPU-type adapters).
+    Uniform,
+}
+
 /// A WGSL module before specialisation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ShaderId {
     /// Fused dequantize + matrix-vector product.
-    MatVec(WeightFormat, MatVecEntry),
+    MatVec(WeightFormat, MatVecEntry, WeightStore, XSource),
     /// Tiled dequantize + matrix-matrix product (prefill).
-    MatMul(WeightFormat),
+    MatMul(WeightFormat, WeightStore),
     /// RMSNorm.
     RmsNorm,
     /// Residual add, SwiGLU, GELU-tanh GLU.
@@ -76,7 +90,7 @@ pub enum ShaderId {
     /// KV-cache append.
     KvAppend,
     /// Quantized embedding lookup.
-    Embed(WeightFormat),
+    Embed(WeightFormat, WeightStore),
     /// Grouped-query attention over the KV cache.
     Attention,
     /// Row softmax.
@@ -105,8 +119,13 @@ impl ShaderId {
     /// The files of this module, in order.
     pub fn files(&self) -> Vec<&'static str> {
         match self {
-            ShaderId::MatVec(format, entry) => vec![
+            ShaderId::MatVec(format, entry, store, xs) => vec![
                 "matvec_common",
+                match xs {
+                    XSource::Storage => "x_storage",
+                    XSource::Uniform => "x_uniform",
+                },
+                store_file(*store),
                 format_file(*format),
                 match entry {
                     MatVecEntry::Cpu => "matvec_cpu",
@@ -114,8 +133,20 @@ impl ShaderId {
                     MatVecEntry::GpuSubgroup => "matvec_gpu_subgroup",
                 },
             ],
-            ShaderId::MatMul(format) => vec!["matvec_common", format_file(*format), "matmul"],
-            ShaderId::Embed(format) => vec!["matvec_common", format_file(*format), "embed"],
+            ShaderId::MatMul(format, store) => vec![
+                "matvec_common",
+                "x_storage",
+                store_file(*store),
+                format_file(*format),
+                "matmul",
+            ],
+            ShaderId::Embed(format, store) => vec![
+                "matvec_common",
+                "x_storage",
+                store_file(*store),
+                format_file(*format),
+                "embed",
+            ],
             other => vec![other.name()],
         }
     }
@@ -128,6 +159,14 @@ impl ShaderId {
             s.push_str(file(f));
         }
         s
+    }
+}
+
+/// The file declaring the weight bindings and their accessors.
+fn store_file(store: WeightStore) -> &'static str {
+    match store {
+        WeightStore::Buffer => "weights_buffer",
+        WeightStore::Texture => "weights_texture",
     }
 }
 
@@ -151,18 +190,21 @@ mod tests {
 
     #[test]
     fn every_file_named_by_a_shader_id_is_in_the_table() {
+        let stores = [WeightStore::Buffer, WeightStore::Texture];
         for f in [WeightFormat::F32, WeightFormat::Q4_1, WeightFormat::Q6_K] {
             for e in [
                 MatVecEntry::Cpu,
                 MatVecEntry::GpuShared,
                 MatVecEntry::GpuSubgroup,
             ] {
-                for name in ShaderId::MatVec(f, e)
-                    .files()
-                    .into_iter()
-                    .chain(ShaderId::MatMul(f).files())
-                {
-                    assert!(!file(name).is_empty(), "{name} missing from SOURCES");
+                for (st, xs) in stores.into_iter().zip([XSource::Storage, XSource::Uniform]) {
+                    for name in ShaderId::MatVec(f, e, st, xs)
+                        .files()
+                        .into_iter()
+                        .chain(ShaderId::MatMul(f, st).files())
+                    {
+                        assert!(!file(name).is_empty(), "{name} missing from SOURCES");
+                    }
                 }
             }
         }
@@ -171,7 +213,7 @@ mod tests {
             ShaderId::Elementwise,
             ShaderId::Rope,
             ShaderId::KvAppend,
-            ShaderId::Embed(WeightFormat::Q6_K),
+            ShaderId::Embed(WeightFormat::Q6_K, WeightStore::Texture),
             ShaderId::Attention,
             ShaderId::Softmax,
             ShaderId::Sample,

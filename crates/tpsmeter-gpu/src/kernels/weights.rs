@@ -1,23 +1,97 @@
 //! Quantized weight matrices on the GPU, repacked once at load and split by rows into parts
-//! that each fit in one storage binding (lavapipe and many phones allow 128 MiB).
+//! that each fit in one binding (lavapipe and many phones allow 128 MiB of storage buffer).
+//!
+//! Real GPUs read weights from storage buffers. CPU-type adapters read them from 2D textures
+//! holding the same bytes: lavapipe turns a texel fetch into a vector gather but a
+//! storage-buffer load with per-invocation addresses into a scalar loop over lanes
+//! (ARCHITECTURE.md, "weights as textures"). Either way the bytes are the repacked file
+//! bytes; nothing is expanded.
 
 use crate::error::{GpuError, Result};
-use crate::gpu::context::GpuContext;
+use crate::gpu::buffers::TexelKind;
+use crate::gpu::context::{AdapterProfile, GpuContext};
 use crate::kernels::format::WeightFormat;
 
-/// Rows `row_start .. row_start + rows` of a weight matrix, in its own buffers.
+/// Where a weight matrix lives, which decides the kernels' weight accessors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WeightStore {
+    /// Storage buffers (`weights_buffer.wgsl`).
+    Buffer,
+    /// `rgba32uint` / `r32uint` textures (`weights_texture.wgsl`).
+    Texture,
+}
+
+impl WeightStore {
+    /// The store the adapter reads fastest.
+    pub fn for_context(ctx: &GpuContext) -> Self {
+        match ctx.profile {
+            AdapterProfile::Cpu => WeightStore::Texture,
+            AdapterProfile::Gpu => WeightStore::Buffer,
+        }
+    }
+}
+
+/// One array of a weight part, bound at one binding slot.
+#[derive(Debug, Clone)]
+pub enum WeightData {
+    /// A storage buffer.
+    Buffer(wgpu::Buffer),
+    /// A texture view.
+    Texture(wgpu::TextureView),
+}
+
+impl WeightData {
+    fn upload(
+        ctx: &GpuContext,
+        store: WeightStore,
+        label: &str,
+        bytes: &[u8],
+        kind: TexelKind,
+    ) -> Result<Self> {
+        Ok(match store {
+            WeightStore::Buffer => WeightData::Buffer(ctx.storage_from_bytes(label, bytes)?),
+            WeightStore::Texture => {
+                WeightData::Texture(ctx.texture_from_bytes(label, bytes, kind)?)
+            }
+        })
+    }
+
+    /// The binding resource.
+    pub fn resource(&self) -> wgpu::BindingResource<'_> {
+        match self {
+            WeightData::Buffer(b) => b.as_entire_binding(),
+            WeightData::Texture(t) => wgpu::BindingResource::TextureView(t),
+        }
+    }
+}
+
+/// Rows `row_start .. row_start + rows` of a weight matrix, in its own buffers or textures.
 #[derive(Debug, Clone)]
 pub struct WeightPart {
     /// First row of the matrix held here.
     pub row_start: usize,
     /// Rows held here.
     pub rows: usize,
-    /// Quantized values.
-    pub q: wgpu::Buffer,
-    /// Scales, for formats with a separate scale array.
-    pub scales: Option<wgpu::Buffer>,
-    /// Extra bits (Q5_0).
-    pub aux: Option<wgpu::Buffer>,
+    /// Quantized values (binding 2).
+    pub q: WeightData,
+    /// Scales, for formats with a separate scale array (binding 3).
+    pub scales: Option<WeightData>,
+    /// Extra bits, Q5_0 (binding 5).
+    pub aux: Option<WeightData>,
+}
+
+impl WeightPart {
+    /// (binding, resource) of every weight array of this part.
+    pub fn entries(&self) -> Vec<(u32, wgpu::BindingResource<'_>)> {
+        let mut e = vec![(2, self.q.resource())];
+        if let Some(s) = &self.scales {
+            e.push((3, s.resource()));
+        }
+        if let Some(a) = &self.aux {
+            e.push((5, a.resource()));
+        }
+        e
+    }
 }
 
 /// A `rows x cols` weight matrix in GPU memory, quantized as in the file.
@@ -29,6 +103,8 @@ pub struct QWeight {
     pub rows: usize,
     /// Input dimension.
     pub cols: usize,
+    /// Buffers or textures.
+    pub store: WeightStore,
     /// Row ranges, in order.
     pub parts: Vec<WeightPart>,
 }
@@ -43,17 +119,27 @@ impl QWeight {
         cols: usize,
         bytes: &[u8],
     ) -> Result<Self> {
-        Self::upload_with_limit(ctx, name, format, rows, cols, bytes, ctx.max_binding())
+        let store = WeightStore::for_context(ctx);
+        let limit = match store {
+            WeightStore::Buffer => ctx.max_binding(),
+            // Every array of a part has at most as many texels as its values have 16-byte
+            // texels, and those are at most the part's bytes / 16.
+            WeightStore::Texture => ctx.max_texels() * 16,
+        };
+        Self::upload_with(ctx, name, format, rows, cols, bytes, store, limit)
     }
 
-    /// [`QWeight::upload`] with an explicit per-binding limit (tests force splits with it).
-    pub fn upload_with_limit(
+    /// [`QWeight::upload`] into an explicit store with an explicit per-binding limit in bytes
+    /// of GGUF rows (tests force splits and the other store with it).
+    #[allow(clippy::too_many_arguments)] // Each is one independent knob of the upload.
+    pub fn upload_with(
         ctx: &GpuContext,
         name: &str,
         format: WeightFormat,
         rows: usize,
         cols: usize,
         bytes: &[u8],
+        store: WeightStore,
         limit: u64,
     ) -> Result<Self> {
         let row_bytes = format.row_bytes(cols);
@@ -85,14 +171,26 @@ impl QWeight {
             let n = step.min(rows - r);
             let packed = format.repack(n, cols, &bytes[r * row_bytes..(r + n) * row_bytes])?;
             let label = format!("{name}[{r}..{}]", r + n);
-            let q = ctx.storage_from_bytes(&label, &packed.q)?;
+            let q = WeightData::upload(ctx, store, &label, &packed.q, TexelKind::Vec4)?;
             let scales = if format.has_scales() {
-                Some(ctx.storage_from_bytes(&label, &packed.scales)?)
+                Some(WeightData::upload(
+                    ctx,
+                    store,
+                    &label,
+                    &packed.scales,
+                    TexelKind::Scalar,
+                )?)
             } else {
                 None
             };
             let aux = if format.has_aux() {
-                Some(ctx.storage_from_bytes(&label, &packed.aux)?)
+                Some(WeightData::upload(
+                    ctx,
+                    store,
+                    &label,
+                    &packed.aux,
+                    TexelKind::Scalar,
+                )?)
             } else {
                 None
             };
@@ -109,6 +207,7 @@ impl QWeight {
             format,
             rows,
             cols,
+            store,
             parts,
         })
     }

@@ -18,7 +18,7 @@ fn main(
     for (var s = 0u; s < p.nsub; s++) {
         for (var i = lid; i < ROWS * 8u; i += WG) {
             let t = min(t0 + i / 8u, p.n_tokens - 1u);
-            xs[i] = vec4<f32>(x[(t * p.nsub + s) * 8u + i % 8u]);
+            xs[i] = x_at((t * p.nsub + s) * 8u + i % 8u);
         }
         workgroupBarrier();
         let w = decode(r, s);

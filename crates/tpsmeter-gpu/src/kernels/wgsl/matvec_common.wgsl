@@ -2,6 +2,8 @@
 // (or y += W x).
 // W is row-major, each row a run of 32-element sub-blocks; the format file supplies
 // `block_dot(row, s, xb)`, the dot product of sub-block `s` of `row` with the input slice.
+// Inputs come through `x_at` (x_storage or x_uniform) and weights through `wq_at`, `ws_at`,
+// `wa_at` (weights_buffer or weights_texture): the module picks one file of each pair.
 
 struct Params {
     rows: u32,       // rows of W in this part (a tensor over the binding limit is split by rows)
@@ -15,7 +17,6 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<vec4<act>>;
 @group(0) @binding(4) var<storage, read_write> y: array<act>;
 
 // 32 input values as 8 vec4s, plus their sum (formats with an offset term need it once per
@@ -35,7 +36,7 @@ fn load_x(s: u32) -> XB {
     var tot = vec4<f32>(0.0);
     let base = s * 8u;
     for (var i = 0u; i < 8u; i++) {
-        let v = vec4<f32>(x[base + i]);
+        let v = x_at(base + i);
         xb.v[i] = v;
         tot += v;
     }

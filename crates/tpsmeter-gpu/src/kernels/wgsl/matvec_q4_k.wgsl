@@ -1,7 +1,6 @@
 // Q4_K as stored: 144-byte super-blocks of 256 = 9 vec4<u32>: (d, dmin) f16 pair, 12 bytes
 // of packed 6-bit scales and mins, then 128 bytes of nibbles (64-element chunks: 32 bytes,
 // low nibbles first half, high nibbles second half). w = d * sc * q - dmin * m.
-@group(0) @binding(2) var<storage, read> wq: array<vec4<u32>>;
 
 fn sbyte(h: vec4<u32>, k: u32) -> u32 {
     // Scale bytes live in h.y, h.z, h.w.
@@ -12,7 +11,7 @@ fn block_dot(row: u32, s: u32, xb: XB) -> f32 {
     let nsuper = p.nsub / 8u;
     let base = (row * nsuper + s / 8u) * 9u;
     let j = s % 8u;
-    let h = wq[base];
+    let h = wq_at(base);
     let dd = unpack2x16float(h.x);
     var sc: u32;
     var mn: u32;
@@ -23,8 +22,8 @@ fn block_dot(row: u32, s: u32, xb: XB) -> f32 {
         sc = (sbyte(h, j + 4u) & 15u) | ((sbyte(h, j - 4u) >> 6u) << 4u);
         mn = (sbyte(h, j + 4u) >> 4u) | ((sbyte(h, j) >> 6u) << 4u);
     }
-    let a = wq[base + 1u + 2u * (j / 2u)];
-    let b = wq[base + 2u + 2u * (j / 2u)];
+    let a = wq_at(base + 1u + 2u * (j / 2u));
+    let b = wq_at(base + 2u + 2u * (j / 2u));
     var t: f32;
     if ((j & 1u) == 0u) {
         t = dot(lo4(a.x), xb.v[0]) + dot(lo4(a.y), xb.v[1]) + dot(lo4(a.z), xb.v[2])
@@ -42,7 +41,7 @@ fn decode(row: u32, s: u32) -> W32 {
     let nsuper = p.nsub / 8u;
     let base = (row * nsuper + s / 8u) * 9u;
     let j = s % 8u;
-    let h = wq[base];
+    let h = wq_at(base);
     let dd = unpack2x16float(h.x);
     var sc: u32;
     var mn: u32;
@@ -53,8 +52,8 @@ fn decode(row: u32, s: u32) -> W32 {
         sc = (sbyte(h, j + 4u) & 15u) | ((sbyte(h, j - 4u) >> 6u) << 4u);
         mn = (sbyte(h, j + 4u) >> 4u) | ((sbyte(h, j) >> 6u) << 4u);
     }
-    let a = wq[base + 1u + 2u * (j / 2u)];
-    let b = wq[base + 2u + 2u * (j / 2u)];
+    let a = wq_at(base + 1u + 2u * (j / 2u));
+    let b = wq_at(base + 2u + 2u * (j / 2u));
     let scale = dd.x * f32(sc);
     let off = dd.y * f32(mn);
     var w: W32;
