@@ -108,6 +108,10 @@ mod native {
         };
         let mut m = GpuModel::load(ctx.clone(), &file, &opts).unwrap();
         let load_s = t_cold.elapsed().as_secs_f64();
+        if std::env::args().any(|a| a == "profile") {
+            profile(&mut m, runs);
+            return;
+        }
         let vocab = m.config().vocab_size;
         let p64 = prompt(64, vocab);
         let cold_ttft = prefill(&mut m, &p64);
@@ -191,7 +195,34 @@ mod native {
             "implied weight bandwidth",
             wbytes as f64 * decode_64 / 1e9
         );
+        profile(&mut m, runs);
         llama_cpp(&path.to_string_lossy(), decode_64);
+    }
+
+    /// Where a decoded token's time goes, per kind of kernel (median of `runs`).
+    fn profile(m: &mut GpuModel, runs: usize) {
+        println!("-- decode time per token by kernel (each kind alone, 10 tokens per submit)");
+        let mut all: Vec<Vec<(String, usize, f64)>> = Vec::new();
+        for _ in 0..runs {
+            all.push(m.profile_decode(10).unwrap());
+        }
+        let mut total = 0.0;
+        for (key, n, _) in &all[0] {
+            let v: Vec<f64> = all
+                .iter()
+                .filter_map(|r| r.iter().find(|(k, _, _)| k == key).map(|x| x.2))
+                .collect();
+            let (med, lo, hi) = stats(&v);
+            if !key.starts_with("step/") {
+                total += med;
+            }
+            println!("{key:<24} {n:>4} dispatches  {med:>8.2} ms  (min {lo:.2}, max {hi:.2})");
+        }
+        println!(
+            "{:<24} {:>4} dispatches  {total:>8.2} ms",
+            "sum of kernels",
+            m.dispatches_per_token()
+        );
     }
 
     /// Runs llama-bench on the CPU (2 threads) and prints our decode speed as a ratio.

@@ -14,6 +14,8 @@ pub struct Dispatch {
     pub(crate) pipeline: Arc<wgpu::ComputePipeline>,
     pub(crate) bind_group: wgpu::BindGroup,
     pub(crate) workgroups: [u32; 3],
+    /// The kernel's name, for per-kernel profiles.
+    pub label: &'static str,
 }
 
 impl Dispatch {
@@ -105,6 +107,7 @@ impl GpuContext {
             pipeline,
             bind_group,
             workgroups,
+            label: shader.name(),
         }
     }
 

@@ -75,6 +75,7 @@ impl Embed {
                     bind_group: ctx.bind_resources(&pipeline, entries),
                     pipeline,
                     workgroups: [nsub.div_ceil(WORKGROUP), n_tokens as u32, 1],
+                    label: "embed",
                 }
             })
             .collect();

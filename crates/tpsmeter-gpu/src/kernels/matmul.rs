@@ -85,6 +85,7 @@ impl MatMul {
                 bind_group: ctx.bind_resources(&pipeline, entries),
                 pipeline: pipeline.clone(),
                 workgroups: [groups_x, groups_y, 1],
+                label: "matmul",
             });
         }
         Ok(MatMul { dispatches })

@@ -191,6 +191,7 @@ impl MatVec {
                 pipeline: pipeline.clone(),
                 bind_group,
                 workgroups: ctx.grid(groups),
+                label: "matvec",
             });
         }
         Ok(MatVec {
