@@ -112,6 +112,14 @@ mod native {
             profile(&mut m, runs);
             return;
         }
+        if std::env::args().any(|a| a == "prefill") {
+            // Warm prefill only, for quick comparisons of the matmul kernels.
+            m.warm_prefill().unwrap();
+            let ids = prompt(64, m.config().vocab_size);
+            let v: Vec<f64> = (0..runs).map(|_| 64.0 / prefill(&mut m, &ids)).collect();
+            show("prefill, 64 tokens", &v, "tok/s");
+            return;
+        }
         let vocab = m.config().vocab_size;
         let p64 = prompt(64, vocab);
         let cold_ttft = prefill(&mut m, &p64);
@@ -199,13 +207,21 @@ mod native {
         llama_cpp(&path.to_string_lossy(), decode_64);
     }
 
-    /// Where a decoded token's time goes, per kind of kernel (median of `runs`).
+    /// Where a decoded token's and a 64-token prefill's time goes, per kind of kernel.
     fn profile(m: &mut GpuModel, runs: usize) {
         println!("-- decode time per token by kernel (each kind alone, 10 tokens per submit)");
-        let mut all: Vec<Vec<(String, usize, f64)>> = Vec::new();
-        for _ in 0..runs {
-            all.push(m.profile_decode(10).unwrap());
-        }
+        let all: Vec<_> = (0..runs).map(|_| m.profile_decode(10).unwrap()).collect();
+        profile_table(&all, m.dispatches_per_token());
+        println!("-- prefill time per 64-token chunk by kernel (each kind alone)");
+        let all: Vec<_> = (0..runs)
+            .map(|_| m.profile_prefill(64, 1).unwrap())
+            .collect();
+        let n: usize = all[0].iter().map(|r| r.1).sum();
+        profile_table(&all, n);
+    }
+
+    /// Medians over runs of per-kernel rows, and their sum.
+    fn profile_table(all: &[Vec<(String, usize, f64)>], dispatches: usize) {
         let mut total = 0.0;
         for (key, n, _) in &all[0] {
             let v: Vec<f64> = all
@@ -220,8 +236,7 @@ mod native {
         }
         println!(
             "{:<24} {:>4} dispatches  {total:>8.2} ms",
-            "sum of kernels",
-            m.dispatches_per_token()
+            "sum of kernels", dispatches
         );
     }
 

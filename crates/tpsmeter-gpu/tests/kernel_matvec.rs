@@ -5,7 +5,7 @@
 mod common;
 
 use common::{Rng, assert_close, dequantize, random_weights, round_f16, with_gpu};
-use tpsmeter_gpu::gpu::{DType, GpuContext};
+use tpsmeter_gpu::gpu::{AdapterProfile, DType, GpuContext};
 use tpsmeter_gpu::kernels::dispatch::run;
 use tpsmeter_gpu::kernels::{
     MatVec, MatVecOptions, MatVecVariant, QWeight, Tensor, WeightFormat, WeightStore, cpu,
@@ -21,6 +21,8 @@ const FORMATS: [WeightFormat; 8] = [
     WeightFormat::Q4_K,
     WeightFormat::Q6_K,
 ];
+
+const PROFILES: [AdapterProfile; 2] = [AdapterProfile::Cpu, AdapterProfile::Gpu];
 
 /// Both weight stores, whatever the adapter prefers: every kernel shape reads either.
 const STORES: [WeightStore; 2] = [WeightStore::Buffer, WeightStore::Texture];
@@ -271,13 +273,17 @@ fn matvec_rejects_mismatched_shapes() {
     });
 }
 
-/// Prefill matmul against the twin: every format, token counts around the 8-token tile.
+/// Prefill matmul against the twin: every format, both kernels (CPU-type groups of 8 tokens
+/// with a ragged last group, and GPU tiles), token counts around the 8-token tile.
 #[test]
 fn matmul_matches_twin_over_random_shapes() {
     with_gpu("matmul_matches_twin_over_random_shapes", |ctx| {
         let mut rng = Rng::new(0x3a7);
         for f in FORMATS {
-            for n_tokens in [1usize, 8, 13] {
+            for (n_tokens, profile) in [1usize, 8, 13, 20]
+                .into_iter()
+                .flat_map(|n| PROFILES.map(|p| (n, p)))
+            {
                 let m = f.col_multiple();
                 let cols = m * rng.range(1, 1024 / m + 2);
                 let rows = rng.range(1, 200);
@@ -290,8 +296,10 @@ fn matmul_matches_twin_over_random_shapes() {
                         .unwrap();
                 let xt = Tensor::from_f32(ctx, "x", &x, DType::F32).unwrap();
                 let yt = Tensor::zeros(ctx, "y", n_tokens * rows, DType::F32).unwrap();
-                let op = tpsmeter_gpu::kernels::MatMul::new(ctx, &qw, &xt, &yt, n_tokens, false)
-                    .unwrap();
+                let op = tpsmeter_gpu::kernels::MatMul::with_profile(
+                    ctx, profile, &qw, &xt, &yt, n_tokens, false,
+                )
+                .unwrap();
                 run(ctx, &op.dispatches().iter().collect::<Vec<_>>());
                 let mut want = vec![0f32; n_tokens * rows];
                 cpu::matmul(&w, rows, cols, &x, n_tokens, &mut want, false);
@@ -305,7 +313,7 @@ fn matmul_matches_twin_over_random_shapes() {
                     .collect();
                 // Same bound as the matvec (f32 sums in another order than the f64 twin).
                 assert_close(
-                    &format!("matmul {f} {rows}x{cols} t={n_tokens} {store:?}"),
+                    &format!("matmul {f} {rows}x{cols} t={n_tokens} {store:?} {profile:?}"),
                     &yt.read_f32(ctx).unwrap(),
                     &want,
                     Some(&scale),

@@ -59,6 +59,8 @@ pub struct Defines {
     /// Length in vec4s of an input vector bound as a uniform array (`X_VEC4S`); WGSL needs a
     /// fixed size there. Unused when the input is a storage buffer.
     pub x_vec4s: u32,
+    /// Tokens per invocation of the CPU-type matmul (`TOK`).
+    pub tokens: u32,
 }
 
 impl Default for Defines {
@@ -71,6 +73,7 @@ impl Default for Defines {
             subgroups: false,
             tex_shift: TEX_SHIFT,
             x_vec4s: 1,
+            tokens: 1,
         }
     }
 }
@@ -100,6 +103,7 @@ impl Defines {
         let _ = writeln!(s, "const TEX_SHIFT: u32 = {}u;", self.tex_shift);
         let _ = writeln!(s, "const TEX_W: u32 = {}u;", 1u32 << self.tex_shift);
         let _ = writeln!(s, "const X_VEC4S: u32 = {}u;", self.x_vec4s.max(1));
+        let _ = writeln!(s, "const TOK: u32 = {}u;", self.tokens.max(1));
         s
     }
 }
@@ -118,6 +122,7 @@ mod tests {
             subgroups: true,
             tex_shift: 12,
             x_vec4s: 144,
+            tokens: 8,
         };
         let p = d.prelude();
         assert!(p.starts_with("enable f16;\n"), "{p}");
@@ -128,6 +133,7 @@ mod tests {
             "ROWS: u32 = 4u",
             "TEX_W: u32 = 4096u",
             "X_VEC4S: u32 = 144u",
+            "TOK: u32 = 8u",
         ] {
             assert!(p.contains(needle), "missing {needle} in {p}");
         }

@@ -60,7 +60,7 @@ impl Embed {
                     n_tokens: n_tokens as u32,
                     y_stride: table.cols as u32,
                     scale_bits: scale.to_bits(),
-                    _pad: 0,
+                    t0: 0,
                 };
                 let pipeline =
                     ctx.pipeline(ShaderId::Embed(table.format, table.store), "main", defines);

@@ -1,10 +1,14 @@
-//! Tiled dequantize + matrix-matrix product for prefill: `y[t] (+)= W x[t]` for a batch of
-//! tokens, staging inputs in workgroup memory and dequantizing each weight sub-block once per
-//! tile of tokens (instead of once per token, as repeated matvecs would).
+//! Dequantize + matrix-matrix product for prefill: `y[t] (+)= W x[t]` for a batch of tokens,
+//! dequantizing each weight sub-block once per tile of tokens (instead of once per token, as
+//! repeated matvecs would).
+//!
+//! Real GPUs get tiles staged in workgroup memory (`matmul.wgsl`). CPU-type adapters, where
+//! a workgroup barrier costs 5-100x, get `matmul_cpu.wgsl`: several rows per invocation, no
+//! barriers, and up to 8 tokens of inputs per dispatch in a uniform binding.
 
 use crate::error::{GpuError, Result};
-use crate::gpu::context::GpuContext;
-use crate::gpu::defines::Defines;
+use crate::gpu::context::{AdapterProfile, GpuContext};
+use crate::gpu::defines::{DType, Defines};
 use crate::kernels::dispatch::Dispatch;
 use crate::kernels::matvec::Params;
 use crate::kernels::source::ShaderId;
@@ -16,6 +20,13 @@ const TILE_ROWS: u32 = 64;
 /// Tokens per workgroup.
 const TILE_TOKENS: u32 = 8;
 
+/// CPU-type path: rows per invocation, invocations per workgroup, and the most tokens per
+/// dispatch (each weight sub-block is decoded once per this many tokens; the inputs of that
+/// many tokens must fit the 64 KiB uniform binding).
+const CPU_ROWS: u32 = 4;
+const CPU_WORKGROUP: u32 = 8;
+const CPU_TOKENS: u64 = 8;
+
 /// A prepared `y = x W^T` over `n_tokens` rows of `x` (`[n_tokens, cols]` → `[n_tokens, rows]`).
 #[derive(Debug, Clone)]
 pub struct MatMul {
@@ -23,9 +34,22 @@ pub struct MatMul {
 }
 
 impl MatMul {
-    /// Checks shapes and builds one dispatch per weight part.
+    /// Checks shapes and builds the dispatches of the kernel that suits the adapter.
     pub fn new(
         ctx: &GpuContext,
+        w: &QWeight,
+        x: &Tensor,
+        y: &Tensor,
+        n_tokens: usize,
+        accumulate: bool,
+    ) -> Result<Self> {
+        Self::with_profile(ctx, ctx.profile, w, x, y, n_tokens, accumulate)
+    }
+
+    /// [`MatMul::new`] with the kernel of `profile` (tests run both on one adapter).
+    pub fn with_profile(
+        ctx: &GpuContext,
+        profile: AdapterProfile,
         w: &QWeight,
         x: &Tensor,
         y: &Tensor,
@@ -42,6 +66,15 @@ impl MatMul {
         x.expect(OP, "x", n_tokens * w.cols, x.dtype)?;
         y.expect(OP, "y", n_tokens * w.rows, x.dtype)?;
         ctx.check_dtype(x.dtype, OP)?;
+        if profile == AdapterProfile::Cpu && x.dtype == DType::F32 {
+            let x_row = (w.cols * 4) as u64;
+            let fit = u64::from(ctx.limits.max_uniform_buffer_binding_size) / x_row;
+            let tok = fit.min(CPU_TOKENS) as usize;
+            let align = u64::from(ctx.limits.min_uniform_buffer_offset_alignment).max(1);
+            if tok >= 1 && (tok as u64 * x_row).is_multiple_of(align) {
+                return Self::new_cpu(ctx, w, x, y, n_tokens, accumulate, tok);
+            }
+        }
         let defines = Defines {
             act: x.dtype,
             block: 32,
@@ -62,7 +95,7 @@ impl MatMul {
                     n_tokens: n_tokens as u32,
                     y_stride: w.rows as u32,
                     scale_bits: 0,
-                    _pad: 0,
+                    t0: 0,
                 },
             );
             let mut entries = vec![
@@ -87,6 +120,73 @@ impl MatMul {
                 workgroups: [groups_x, groups_y, 1],
                 label: "matmul",
             });
+        }
+        Ok(MatMul { dispatches })
+    }
+
+    /// The CPU-type path: for each group of up to `tok` tokens and each weight part, one
+    /// dispatch of `matmul_cpu` with the group's inputs bound as a uniform range of `x`.
+    fn new_cpu(
+        ctx: &GpuContext,
+        w: &QWeight,
+        x: &Tensor,
+        y: &Tensor,
+        n_tokens: usize,
+        accumulate: bool,
+        tok: usize,
+    ) -> Result<Self> {
+        let x_row = (w.cols * 4) as u64;
+        let mut dispatches = Vec::new();
+        let mut t0 = 0;
+        while t0 < n_tokens {
+            // A ragged last group gets its own pipeline with fewer tokens, so the uniform
+            // range never reaches past the tokens `x` holds.
+            let cnt = tok.min(n_tokens - t0);
+            let defines = Defines {
+                act: DType::F32,
+                workgroup: CPU_WORKGROUP,
+                rows: CPU_ROWS,
+                x_vec4s: (cnt * w.cols / 4) as u32,
+                tokens: cnt as u32,
+                ..Defines::default()
+            };
+            let pipeline = ctx.pipeline(ShaderId::MatMulCpu(w.format, w.store), "main", defines);
+            for part in &w.parts {
+                let params = ctx.uniform(
+                    "matmul params",
+                    &Params {
+                        rows: part.rows as u32,
+                        nsub: (w.cols / 32) as u32,
+                        row_offset: part.row_start as u32,
+                        accumulate: u32::from(accumulate),
+                        n_tokens: cnt as u32,
+                        y_stride: w.rows as u32,
+                        scale_bits: 0,
+                        t0: t0 as u32,
+                    },
+                );
+                let mut entries = vec![
+                    (0, params.as_entire_binding()),
+                    (
+                        1,
+                        wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                            buffer: &x.buffer,
+                            offset: t0 as u64 * x_row,
+                            size: std::num::NonZeroU64::new(cnt as u64 * x_row),
+                        }),
+                    ),
+                    (4, y.buffer.as_entire_binding()),
+                ];
+                entries.extend(part.entries());
+                let invocations = (part.rows as u32).div_ceil(CPU_ROWS);
+                dispatches.push(Dispatch {
+                    bind_group: ctx.bind_resources(&pipeline, entries),
+                    pipeline: pipeline.clone(),
+                    workgroups: ctx.grid(invocations.div_ceil(CPU_WORKGROUP)),
+                    label: "matmul",
+                });
+            }
+            t0 += cnt;
         }
         Ok(MatMul { dispatches })
     }

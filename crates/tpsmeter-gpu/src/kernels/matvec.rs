@@ -84,7 +84,8 @@ pub(crate) struct Params {
     pub(crate) y_stride: u32,
     /// Embedding lookup: output scale as f32 bits.
     pub(crate) scale_bits: u32,
-    pub(crate) _pad: u32,
+    /// CPU matmul: index in y of the dispatch's first token.
+    pub(crate) t0: u32,
 }
 
 /// A prepared `y (+)= W x`: one dispatch per weight part.
@@ -165,7 +166,7 @@ impl MatVec {
                     n_tokens: 1,
                     y_stride: w.rows as u32,
                     scale_bits: 0,
-                    _pad: 0,
+                    t0: 0,
                 },
             );
             let x_binding = match xs {

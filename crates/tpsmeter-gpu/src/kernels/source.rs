@@ -30,6 +30,7 @@ pub static SOURCES: &[(&str, &str)] = &[
     ("matvec_q4_k", include_str!("wgsl/matvec_q4_k.wgsl")),
     ("matvec_q6_k", include_str!("wgsl/matvec_q6_k.wgsl")),
     ("matmul", include_str!("wgsl/matmul.wgsl")),
+    ("matmul_cpu", include_str!("wgsl/matmul_cpu.wgsl")),
     ("weights_buffer", include_str!("wgsl/weights_buffer.wgsl")),
     ("weights_texture", include_str!("wgsl/weights_texture.wgsl")),
     ("x_storage", include_str!("wgsl/x_storage.wgsl")),
@@ -79,8 +80,10 @@ pub enum XSource {
 pub enum ShaderId {
     /// Fused dequantize + matrix-vector product.
     MatVec(WeightFormat, MatVecEntry, WeightStore, XSource),
-    /// Tiled dequantize + matrix-matrix product (prefill).
+    /// Tiled dequantize + matrix-matrix product (prefill), workgroup-memory tiles.
     MatMul(WeightFormat, WeightStore),
+    /// Dequantize + matrix-matrix product without barriers, inputs uniform (CPU-type).
+    MatMulCpu(WeightFormat, WeightStore),
     /// RMSNorm.
     RmsNorm,
     /// Residual add, SwiGLU, GELU-tanh GLU.
@@ -105,6 +108,7 @@ impl ShaderId {
         match self {
             ShaderId::MatVec(..) => "matvec",
             ShaderId::MatMul(..) => "matmul",
+            ShaderId::MatMulCpu(..) => "matmul_cpu",
             ShaderId::RmsNorm => "rms_norm",
             ShaderId::Elementwise => "elementwise",
             ShaderId::Rope => "rope",
@@ -139,6 +143,13 @@ impl ShaderId {
                 store_file(*store),
                 format_file(*format),
                 "matmul",
+            ],
+            ShaderId::MatMulCpu(format, store) => vec![
+                "matvec_common",
+                "x_uniform",
+                store_file(*store),
+                format_file(*format),
+                "matmul_cpu",
             ],
             ShaderId::Embed(format, store) => vec![
                 "matvec_common",
@@ -202,6 +213,7 @@ mod tests {
                         .files()
                         .into_iter()
                         .chain(ShaderId::MatMul(f, st).files())
+                        .chain(ShaderId::MatMulCpu(f, st).files())
                     {
                         assert!(!file(name).is_empty(), "{name} missing from SOURCES");
                     }

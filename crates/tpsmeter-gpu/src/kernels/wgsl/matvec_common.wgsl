@@ -13,7 +13,7 @@ struct Params {
     n_tokens: u32,   // matmul, embed: tokens (rows of x and y)
     y_stride: u32,   // matmul, embed: values per row of y
     scale_bits: u32, // embed only: output scale, f32 bits
-    _pad: u32,
+    t0: u32,         // matmul_cpu: index in y of the dispatch's first token
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
