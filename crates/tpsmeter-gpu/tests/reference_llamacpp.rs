@@ -9,10 +9,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+mod llama_support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
+
+use llama_support::{complete, f32_variant, start_server};
 use tpsmeter_gpu::gguf::GgufFile;
 use tpsmeter_gpu::reference::{ReferenceModel, argmax};
 
@@ -65,109 +67,6 @@ fn parse_ids(list: &str) -> Vec<u32> {
         .collect()
 }
 
-/// A llama-server child process, killed on drop.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_server(bin: &Path, model: &Path) -> Server {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Command::new(bin.join("llama-server"))
-        .arg("-m")
-        .arg(model)
-        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-        .args(["-t", "2", "-c", "512", "-np", "1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Readiness is the server's own log line, not a timer.
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut log = Vec::new();
-    loop {
-        match lines.next() {
-            Some(Ok(line)) if line.contains("listening on") => break,
-            Some(Ok(line)) => log.push(line),
-            _ => panic!("llama-server exited before listening:\n{}", log.join("\n")),
-        }
-    }
-    // Keep draining its log so it never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    Server { child, port }
-}
-
-/// Greedy completion of `prompt` ids; returns the generated ids.
-fn complete(server: &Server, prompt: &[u32], n: usize) -> Vec<u32> {
-    let ids: Vec<String> = prompt.iter().map(u32::to_string).collect();
-    let body = format!(
-        r#"{{"prompt":[{}],"n_predict":{n},"temperature":0,"top_k":1,"ignore_eos":true,"cache_prompt":false,"return_tokens":true}}"#,
-        ids.join(",")
-    );
-    let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
-    write!(
-        s,
-        "POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    s.read_to_string(&mut response).unwrap();
-    let start = response
-        .find("\"tokens\":[")
-        .unwrap_or_else(|| panic!("no tokens in response: {response}"));
-    let rest = &response[start + "\"tokens\":".len()..];
-    let end = rest.find(']').unwrap();
-    parse_ids(&rest[..=end])
-}
-
-fn variants_dir() -> PathBuf {
-    std::env::var_os("TPSMETER_VARIANTS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
-            Path::new(&home).join(".cache/tpsmeter/variants")
-        })
-}
-
-/// The F32 expansion of `model` by `llama-quantize` (same cache and naming as
-/// quant_variants.rs): the very weights our reference computes with, in a form llama.cpp
-/// multiplies in f32.
-fn f32_variant(bin: &Path, model: &Path) -> PathBuf {
-    let stem = model.file_stem().unwrap().to_string_lossy().into_owned();
-    let stem = stem.split('.').next().unwrap_or(&stem).to_owned();
-    let dst = variants_dir().join(format!("{stem}.F32.gguf"));
-    if !dst.exists() {
-        std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
-        let tmp = dst.with_extension(format!("tmp{}", std::process::id()));
-        let out = Command::new(bin.join("llama-quantize"))
-            .args(["--allow-requantize", "--pure"])
-            .arg(model)
-            .arg(&tmp)
-            .args(["F32", "2"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::fs::rename(&tmp, &dst).unwrap();
-    }
-    dst
-}
-
 /// The reference model and its end-of-generation token ids (what llama.cpp's `ignore_eos`
 /// bans: the EOS id and the usual end-of-turn markers).
 fn load(model: &Path) -> (ReferenceModel, Vec<usize>) {
@@ -214,7 +113,7 @@ fn compare(
     let mut c = Comparison::default();
     for prompt in prompts {
         let ids = tokenize(bin, model, prompt);
-        let theirs = complete(&server, &ids, N_GENERATE);
+        let theirs = complete(&server, &ids, N_GENERATE, true);
         assert_eq!(theirs.len(), N_GENERATE, "llama.cpp generated {theirs:?}");
 
         let mut cache = reference.new_cache(ids.len() + N_GENERATE);

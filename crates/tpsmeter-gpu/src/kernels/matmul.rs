@@ -68,7 +68,7 @@ impl MatMul {
         ctx.check_dtype(x.dtype, OP)?;
         if profile == AdapterProfile::Cpu && x.dtype == DType::F32 {
             let x_row = (w.cols * 4) as u64;
-            let fit = u64::from(ctx.limits.max_uniform_buffer_binding_size) / x_row;
+            let fit = ctx.limits.max_uniform_buffer_binding_size / x_row;
             let tok = fit.min(CPU_TOKENS) as usize;
             let align = u64::from(ctx.limits.min_uniform_buffer_offset_alignment).max(1);
             if tok >= 1 && (tok as u64 * x_row).is_multiple_of(align) {

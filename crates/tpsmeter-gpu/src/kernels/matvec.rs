@@ -134,7 +134,7 @@ impl MatVec {
         let x_bytes = (w.cols * 4) as u64;
         let xs = if matches!(variant, MatVecVariant::Cpu { .. })
             && x.dtype == DType::F32
-            && x_bytes <= u64::from(ctx.limits.max_uniform_buffer_binding_size)
+            && x_bytes <= ctx.limits.max_uniform_buffer_binding_size
         {
             XSource::Uniform
         } else {

@@ -1,0 +1,136 @@
+//! llama.cpp as the independent peer of the whole-model tests: a `llama-server` child
+//! process, greedy completions from it, and the F32 expansion of a GGUF by `llama-quantize`.
+//! The binaries come from `TPSMETER_LLAMA_BIN` (built by `cargo xtask setup`).
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// A llama-server child process, killed on drop.
+pub struct Server {
+    child: Child,
+    pub port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `bin/llama-server` on `model` (2 threads, one slot, 1024 positions, no flash
+/// attention: the closest llama.cpp gets to a plain f32 attention) and waits for its own
+/// "listening on" log line, not a timer.
+pub fn start_server(bin: &Path, model: &Path) -> Server {
+    // Ask the OS for a free port, then hand it to the server.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(bin.join("llama-server"))
+        .arg("-m")
+        .arg(model)
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["-t", "2", "-c", "1024", "-np", "1", "--flash-attn", "off"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start llama-server from {}: {e}", bin.display()));
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut log = Vec::new();
+    loop {
+        match lines.next() {
+            Some(Ok(line)) if line.contains("listening on") => break,
+            Some(Ok(line)) => log.push(line),
+            _ => panic!("llama-server exited before listening:\n{}", log.join("\n")),
+        }
+    }
+    // Keep draining its log so it never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    Server { child, port }
+}
+
+/// Greedy completion of `prompt` ids (sent as ids, so both sides see the same ones); returns
+/// the generated ids. With `ignore_eos` llama.cpp bans end-of-generation tokens and always
+/// generates `n`; without, it stops at one and leaves it out.
+pub fn complete(server: &Server, prompt: &[u32], n: usize, ignore_eos: bool) -> Vec<u32> {
+    let body = serde_json::json!({
+        "prompt": prompt,
+        "n_predict": n,
+        "temperature": 0.0,
+        "top_k": 1,
+        "ignore_eos": ignore_eos,
+        "cache_prompt": false,
+        "return_tokens": true,
+    })
+    .to_string();
+    let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    write!(
+        s,
+        "POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut resp = Vec::new();
+    s.read_to_end(&mut resp).unwrap();
+    let text = String::from_utf8_lossy(&resp);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    assert!(
+        head.starts_with("HTTP/1.1 200"),
+        "llama-server answered {head}\n{body}"
+    );
+    assert!(
+        !head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked"),
+        "chunked reply"
+    );
+    let reply: serde_json::Value = serde_json::from_str(body).unwrap();
+    reply["tokens"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tokens in llama-server's reply: {reply}"))
+        .iter()
+        .map(|v| v.as_u64().unwrap() as u32)
+        .collect()
+}
+
+fn variants_dir() -> PathBuf {
+    std::env::var_os("TPSMETER_VARIANTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
+            Path::new(&home).join(".cache/tpsmeter/variants")
+        })
+}
+
+/// The F32 expansion of `model` by `llama-quantize` (same cache and naming as
+/// quant_variants.rs): the very weights our engine and reference compute with, in a form
+/// llama.cpp multiplies in f32 (on a quantized file its CPU backend first quantizes the
+/// activations to 8 bits, which moves logits by tenths).
+pub fn f32_variant(bin: &Path, model: &Path) -> PathBuf {
+    let stem = model.file_stem().unwrap().to_string_lossy().into_owned();
+    let stem = stem.split('.').next().unwrap_or(&stem).to_owned();
+    let dst = variants_dir().join(format!("{stem}.F32.gguf"));
+    if !dst.exists() {
+        std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+        let tmp = dst.with_extension(format!("tmp{}", std::process::id()));
+        let out = Command::new(bin.join("llama-quantize"))
+            .args(["--allow-requantize", "--pure"])
+            .arg(model)
+            .arg(&tmp)
+            .args(["F32", "2"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::rename(&tmp, &dst).unwrap();
+    }
+    dst
+}
