@@ -299,6 +299,9 @@ fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
                     (7, 4, 1, 32, 0),
                     (5, 8, 8, 16, 4),
                     (1, 4, 2, 128, 0),
+                    // Gemma 3's head size, and one the CPU kernel's vec4s cannot take.
+                    (3, 4, 1, 256, 0),
+                    (2, 2, 1, 6, 0),
                 ] {
                     let max_ctx = rng.range(n_tokens + 1, 200);
                     let pos0 = rng.range(0, max_ctx - n_tokens + 1) as u32;

@@ -1,5 +1,9 @@
 //! Grouped-query attention over a static KV cache: decode (one query token) and causal
 //! prefill (several), with an optional sliding window (gemma's local layers).
+//!
+//! GPUs get a workgroup per (head, token) with tree reductions over a scores scratch
+//! (`attention.wgsl`); CPU-type adapters get one invocation per (head, token) with an online
+//! softmax and no barriers (`attention_cpu.wgsl`), which ignores the scratch.
 
 use crate::error::{GpuError, Result};
 use crate::gpu::context::{AdapterProfile, GpuContext};
@@ -7,6 +11,9 @@ use crate::gpu::defines::{DType, Defines};
 use crate::kernels::dispatch::Dispatch;
 use crate::kernels::source::ShaderId;
 use crate::kernels::tensor::Tensor;
+
+/// Invocations per workgroup of the CPU-type kernel.
+const CPU_WORKGROUP: u32 = 8;
 
 /// Shape of an attention call.
 #[derive(Clone, Copy, Debug)]
@@ -145,6 +152,31 @@ pub fn prepare(
         scale: cfg.scale,
         _pad: 0,
     };
+    if profile == AdapterProfile::Cpu && cfg.head_dim.is_multiple_of(4) {
+        // One invocation per (head, token), no barriers, no scores scratch. Workgroups of 8
+        // (one SIMD pass on lavapipe) spread a decode's heads over both of its threads.
+        let defines = Defines {
+            act: dt,
+            workgroup: CPU_WORKGROUP,
+            block: (cfg.head_dim / 4) as u32,
+            ..Defines::default()
+        };
+        let pairs = (cfg.n_heads * cfg.n_tokens) as u32;
+        return Ok(ctx.prepare(
+            ShaderId::AttentionCpu,
+            "main",
+            defines,
+            &p,
+            &[
+                (1, &pos.buffer),
+                (2, &q.buffer),
+                (3, &k_cache.buffer),
+                (4, &v_cache.buffer),
+                (6, &out.buffer),
+            ],
+            [pairs.div_ceil(CPU_WORKGROUP), 1, 1],
+        ));
+    }
     // CPU-type adapters run a workgroup's invocations as one loop: a small one keeps the
     // barriers cheap; GPUs want enough invocations to cover the keys.
     let workgroup = match profile {

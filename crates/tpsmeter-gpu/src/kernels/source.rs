@@ -41,6 +41,7 @@ pub static SOURCES: &[(&str, &str)] = &[
     ("kv_append", include_str!("wgsl/kv_append.wgsl")),
     ("embed", include_str!("wgsl/embed.wgsl")),
     ("attention", include_str!("wgsl/attention.wgsl")),
+    ("attention_cpu", include_str!("wgsl/attention_cpu.wgsl")),
     ("softmax", include_str!("wgsl/softmax.wgsl")),
     ("sample", include_str!("wgsl/sample.wgsl")),
 ];
@@ -96,6 +97,8 @@ pub enum ShaderId {
     Embed(WeightFormat, WeightStore),
     /// Grouped-query attention over the KV cache.
     Attention,
+    /// The same without barriers, online softmax (CPU-type adapters).
+    AttentionCpu,
     /// Row softmax.
     Softmax,
     /// Token sampling.
@@ -115,6 +118,7 @@ impl ShaderId {
             ShaderId::KvAppend => "kv_append",
             ShaderId::Embed(..) => "embed",
             ShaderId::Attention => "attention",
+            ShaderId::AttentionCpu => "attention_cpu",
             ShaderId::Softmax => "softmax",
             ShaderId::Sample => "sample",
         }
@@ -227,6 +231,7 @@ mod tests {
             ShaderId::KvAppend,
             ShaderId::Embed(WeightFormat::Q6_K, WeightStore::Texture),
             ShaderId::Attention,
+            ShaderId::AttentionCpu,
             ShaderId::Softmax,
             ShaderId::Sample,
         ] {
