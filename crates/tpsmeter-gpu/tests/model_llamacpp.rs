@@ -19,7 +19,7 @@ mod llama_support;
 use std::path::PathBuf;
 
 use llama_support::{complete, f32_variant, start_server};
-use model_support::{device, missing, model_bytes, top2};
+use model_support::{device, missing, model_bytes_from, top2};
 use tpsmeter_gpu::engine::{GpuModel, ModelOptions};
 use tpsmeter_gpu::gguf::GgufFile;
 use tpsmeter_gpu::tokenizer::{Tokenizer, TokenizerSpec};
@@ -35,18 +35,41 @@ const PROMPTS: &[&str] = &[
     "<|im_start|>user\nWhat is the boiling point of water in Celsius?<|im_end|>\n<|im_start|>assistant\n",
 ];
 
+const GEMMA_PROMPTS: &[&str] = &[
+    "The capital of France is",
+    "<start_of_turn>user\nWrite a short poem about the sea.<end_of_turn>\n<start_of_turn>model\n",
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+];
+
 #[test]
 fn greedy_tokens_match_llama_cpp_except_near_ties() {
-    const TEST: &str = "greedy_tokens_match_llama_cpp_except_near_ties";
+    compare(
+        "greedy_tokens_match_llama_cpp_except_near_ties",
+        "TPSMETER_MODEL",
+        PROMPTS,
+    );
+}
+
+/// Gemma 3 (`$TPSMETER_GEMMA_MODEL`, the Q4_K_M file) on our GPU engine.
+#[test]
+fn gemma3_greedy_tokens_match_llama_cpp_except_near_ties() {
+    compare(
+        "gemma3_greedy_tokens_match_llama_cpp_except_near_ties",
+        "TPSMETER_GEMMA_MODEL",
+        GEMMA_PROMPTS,
+    );
+}
+
+fn compare(test: &str, model_var: &str, prompts: &[&str]) {
     let Some(bin) = std::env::var_os("TPSMETER_LLAMA_BIN").map(PathBuf::from) else {
-        missing(TEST, "TPSMETER_LLAMA_BIN (llama.cpp's binaries)");
+        missing(test, "TPSMETER_LLAMA_BIN (llama.cpp's binaries)");
         return;
     };
-    let Some(bytes) = model_bytes(TEST) else {
+    let Some(bytes) = model_bytes_from(test, model_var) else {
         return;
     };
-    let Some(ctx) = device(TEST) else { return };
-    let model_path = std::env::var("TPSMETER_MODEL").unwrap();
+    let Some(ctx) = device(test) else { return };
+    let model_path = std::env::var(model_var).unwrap();
     let file = GgufFile::parse(&bytes).unwrap();
     let tok =
         Tokenizer::from_spec(&TokenizerSpec::from_gguf(&file.header.metadata).unwrap()).unwrap();
@@ -67,7 +90,7 @@ fn greedy_tokens_match_llama_cpp_except_near_ties() {
         .collect();
     let (mut compared, mut ties, mut own_ties) = (0, 0, 0);
     let mut mismatches = Vec::new();
-    for prompt in PROMPTS {
+    for prompt in prompts {
         // Special tokens in the text (ChatML markers) are parsed as such, and BOS is added
         // only where the model asks for it (SmolLM2: add_bos_token = false).
         let ids = tok.encode(prompt, true).unwrap();
@@ -110,7 +133,7 @@ fn greedy_tokens_match_llama_cpp_except_near_ties() {
     eprintln!(
         "compared {compared} positions over {} prompts: {} equal, {ties} differ at a near-tie \
          (gap < {TIE_GAP}), {} mismatches; our top-2 gap was < {TIE_GAP} at {own_ties}",
-        PROMPTS.len(),
+        prompts.len(),
         compared - ties - mismatches.len(),
         mismatches.len()
     );

@@ -30,6 +30,11 @@ pub struct Activations {
     pub q: Tensor,
     pub k: Tensor,
     pub v: Tensor,
+    /// Gemma 3: q and k after the per-head RMSNorm.
+    pub qn: Tensor,
+    pub kn: Tensor,
+    /// Gemma 3: attention or FFN output before its post-norm.
+    pub proj: Tensor,
     /// Attention output `[n, q_dim]`.
     pub attn: Tensor,
     pub gate: Tensor,
@@ -50,6 +55,9 @@ impl Activations {
             q: t("q", cfg.q_dim())?,
             k: t("k", cfg.k_dim())?,
             v: t("v", cfg.v_dim())?,
+            qn: t("qn", cfg.q_dim())?,
+            kn: t("kn", cfg.k_dim())?,
+            proj: t("proj", cfg.n_embd)?,
             attn: t("attn", cfg.q_dim())?,
             gate: t("gate", cfg.n_ff)?,
             up: t("up", cfg.n_ff)?,
@@ -151,41 +159,50 @@ pub fn layers(
     let cfg = s.cfg;
     let e = cfg.n_embd;
     let mut d = Vec::new();
+    let embed_scale = cfg.embedding_scale.unwrap_or(1.0);
     d.extend_from_slice(
-        Embed::new(ctx, &s.weights.token_embd, &a.tokens, &a.x, n, 1.0)?.dispatches(),
+        Embed::new(ctx, &s.weights.token_embd, &a.tokens, &a.x, n, embed_scale)?.dispatches(),
     );
     let layout = match cfg.rope_layout {
         ConfigRope::Interleaved => RopeLayout::Normal,
         ConfigRope::Neox => RopeLayout::Neox,
     };
-    let rope = |heads: usize| RopeConfig {
-        n_tokens: n,
-        n_heads: heads,
-        head_dim: cfg.head_dim,
-        rope_dim: cfg.rope_dim,
-        layout,
-        freq_base: cfg.rope_freq_base,
-        freq_scale: 1.0 / cfg.rope_scale,
-    };
-    let att = AttentionConfig {
-        n_tokens: n,
-        n_heads: cfg.n_head,
-        n_kv_heads: cfg.n_head_kv,
-        head_dim: cfg.head_dim,
-        max_ctx: s.kv.max_ctx,
-        window: 0,
-        scale: cfg.attention_scale,
-    };
     let glu = match cfg.activation {
         Activation::Silu => GluKind::SwiGlu,
         Activation::GeluTanh => GluKind::GeluTanh,
     };
+    let norm = |x: &Tensor, w: &Tensor, y: &Tensor, rows: usize, dim: usize| -> Result<Dispatch> {
+        Ok(RmsNorm::new(ctx, x, w, y, rows, dim, cfg.rms_eps)?
+            .dispatch()
+            .clone())
+    };
     for (l, lw) in s.weights.layers.iter().enumerate() {
-        d.push(
-            RmsNorm::new(ctx, &a.x, &lw.attn_norm, &a.h, n, e, cfg.rms_eps)?
-                .dispatch()
-                .clone(),
-        );
+        // Gemma 3's local layers see a sliding window, rotate with their own base and are not
+        // position-scaled (as in llama.cpp); global layers and other models use the defaults.
+        let local = cfg.is_local_layer(l);
+        let rope = |heads: usize| RopeConfig {
+            n_tokens: n,
+            n_heads: heads,
+            head_dim: cfg.head_dim,
+            rope_dim: cfg.rope_dim,
+            layout,
+            freq_base: cfg.rope_base_for_layer(l),
+            freq_scale: if local { 1.0 } else { 1.0 / cfg.rope_scale },
+        };
+        let att = AttentionConfig {
+            n_tokens: n,
+            n_heads: cfg.n_head,
+            n_kv_heads: cfg.n_head_kv,
+            head_dim: cfg.head_dim,
+            max_ctx: s.kv.max_ctx,
+            window: match cfg.sliding_window {
+                Some(sw) if local => sw.window,
+                _ => 0,
+            },
+            scale: cfg.attention_scale,
+        };
+
+        d.push(norm(&a.x, &lw.attn_norm, &a.h, n, e)?);
         linear(ctx, &lw.wq, &a.h, &a.q, n, false, &mut d)?;
         linear(ctx, &lw.wk, &a.h, &a.k, n, false, &mut d)?;
         linear(ctx, &lw.wv, &a.h, &a.v, n, false, &mut d)?;
@@ -194,37 +211,52 @@ pub fn layers(
             d.push(Add::new(ctx, bk, &a.k, n * cfg.k_dim())?.dispatch().clone());
             d.push(Add::new(ctx, bv, &a.v, n * cfg.v_dim())?.dispatch().clone());
         }
+        let (q, k) = match &lw.qk_norm {
+            Some([qw, kw]) => {
+                d.push(norm(&a.q, qw, &a.qn, n * cfg.n_head, cfg.head_dim)?);
+                d.push(norm(&a.k, kw, &a.kn, n * cfg.n_head_kv, cfg.head_dim)?);
+                (&a.qn, &a.kn)
+            }
+            None => (&a.q, &a.k),
+        };
         d.push(
-            Rope::new(ctx, &rope(cfg.n_head), s.pos, &a.q)?
+            Rope::new(ctx, &rope(cfg.n_head), s.pos, q)?
                 .dispatch()
                 .clone(),
         );
         d.push(
-            Rope::new(ctx, &rope(cfg.n_head_kv), s.pos, &a.k)?
+            Rope::new(ctx, &rope(cfg.n_head_kv), s.pos, k)?
                 .dispatch()
                 .clone(),
         );
         let kv_app = |src: &Tensor, cache: &Tensor, width: usize| {
             KvAppend::new(ctx, s.pos, src, cache, n, width, s.kv.max_ctx)
         };
-        d.push(kv_app(&a.k, &s.kv.k[l], cfg.k_dim())?.dispatch().clone());
+        d.push(kv_app(k, &s.kv.k[l], cfg.k_dim())?.dispatch().clone());
         d.push(kv_app(&a.v, &s.kv.v[l], cfg.v_dim())?.dispatch().clone());
         d.push(crate::kernels::attention::prepare(
             ctx,
             ctx.profile,
             &att,
             s.pos,
-            &a.q,
+            q,
             (&s.kv.k[l], &s.kv.v[l]),
             s.scores,
             &a.attn,
         )?);
-        linear(ctx, &lw.wo, &a.attn, &a.x, n, true, &mut d)?;
-        d.push(
-            RmsNorm::new(ctx, &a.x, &lw.ffn_norm, &a.h, n, e, cfg.rms_eps)?
-                .dispatch()
-                .clone(),
-        );
+        residual(
+            ctx,
+            &lw.wo,
+            &a.attn,
+            lw.attn_post_norm.as_ref(),
+            a,
+            n,
+            e,
+            cfg.rms_eps,
+            &mut d,
+        )?;
+
+        d.push(norm(&a.x, &lw.ffn_norm, &a.h, n, e)?);
         linear(ctx, &lw.w_gate, &a.h, &a.gate, n, false, &mut d)?;
         linear(ctx, &lw.w_up, &a.h, &a.up, n, false, &mut d)?;
         d.push(
@@ -232,9 +264,49 @@ pub fn layers(
                 .dispatch()
                 .clone(),
         );
-        linear(ctx, &lw.w_down, &a.ffn, &a.x, n, true, &mut d)?;
+        residual(
+            ctx,
+            &lw.w_down,
+            &a.ffn,
+            lw.ffn_post_norm.as_ref(),
+            a,
+            n,
+            e,
+            cfg.rms_eps,
+            &mut d,
+        )?;
     }
     Ok(d)
+}
+
+/// `x += W input`, or with a post-norm (Gemma 3) `x += rms_norm(W input) * post`: the plain
+/// case fuses the residual add into the matrix kernel; the post-normed one goes through
+/// `a.proj` and `a.h`.
+#[allow(clippy::too_many_arguments)]
+fn residual(
+    ctx: &GpuContext,
+    w: &QWeight,
+    input: &Tensor,
+    post: Option<&Tensor>,
+    a: &Activations,
+    n: usize,
+    e: usize,
+    eps: f32,
+    d: &mut Vec<Dispatch>,
+) -> Result<()> {
+    match post {
+        None => linear(ctx, w, input, &a.x, n, true, d),
+        Some(post) => {
+            linear(ctx, w, input, &a.proj, n, false, d)?;
+            d.push(
+                RmsNorm::new(ctx, &a.proj, post, &a.h, n, e, eps)?
+                    .dispatch()
+                    .clone(),
+            );
+            d.push(Add::new(ctx, &a.h, &a.x, n * e)?.dispatch().clone());
+            Ok(())
+        }
+    }
 }
 
 /// The output norm and head on one residual row `x`, writing `logits`.

@@ -1,4 +1,4 @@
-//! The weights of a Llama-family model (Llama, SmolLM2, TinyLlama, Qwen2) on the GPU.
+//! The weights of a Llama-family model (Llama, SmolLM2, TinyLlama, Qwen2, Gemma 3) on the GPU.
 //!
 //! Matrices are uploaded quantized as the file stores them (repacked by
 //! [`QWeight::upload`], split by rows where one binding would exceed the adapter's
@@ -11,7 +11,7 @@ use crate::gguf::{GgmlType, GgufFile};
 use crate::gpu::context::GpuContext;
 use crate::gpu::defines::DType;
 use crate::kernels::{QWeight, Tensor, WeightFormat};
-use crate::model::config::{Architecture, ModelConfig};
+use crate::model::config::ModelConfig;
 
 /// One transformer block's weights.
 #[derive(Debug)]
@@ -23,11 +23,17 @@ pub struct GpuLayer {
     /// Qwen2's q/k/v biases, kept on the host: the engine uploads them repeated for its
     /// largest batch so that one elementwise add covers every token.
     pub bias: Option<[Vec<f32>; 3]>,
+    /// Gemma 3's RMSNorm weights of each query and key head (`[head_dim]`).
+    pub qk_norm: Option<[Tensor; 2]>,
     pub wo: QWeight,
+    /// Gemma 3's RMSNorm of the attention output before the residual add.
+    pub attn_post_norm: Option<Tensor>,
     pub ffn_norm: Tensor,
     pub w_gate: QWeight,
     pub w_up: QWeight,
     pub w_down: QWeight,
+    /// Gemma 3's RMSNorm of the FFN output before the residual add.
+    pub ffn_post_norm: Option<Tensor>,
 }
 
 /// All weights of a Llama-family model, resident on one device.
@@ -110,18 +116,6 @@ impl GpuWeights {
             key: "general.architecture".into(),
             reason: format!("{reason}: not implemented by the Llama forward pass"),
         };
-        match cfg.arch {
-            Architecture::Llama | Architecture::Qwen2 => {}
-            _ => {
-                return Err(GpuError::UnsupportedArchitecture {
-                    arch: cfg.arch.name().into(),
-                    supported: "llama, qwen2",
-                });
-            }
-        }
-        if cfg.qk_norm || cfg.post_norms || cfg.sliding_window.is_some() {
-            return Err(unsupported("QK-norm, post-norms or sliding windows"));
-        }
         if cfg.head_dim_v != cfg.head_dim {
             return Err(unsupported("value heads wider or narrower than key heads"));
         }
@@ -150,17 +144,31 @@ impl GpuWeights {
             } else {
                 None
             };
+            let opt = |cond: bool, s: &str, len: usize| -> Result<Option<Tensor>> {
+                cond.then(|| vector(ctx, file, &n(s), len)).transpose()
+            };
+            let qk_norm = if cfg.qk_norm {
+                Some([
+                    vector(ctx, file, &n("attn_q_norm.weight"), cfg.head_dim)?,
+                    vector(ctx, file, &n("attn_k_norm.weight"), cfg.head_dim)?,
+                ])
+            } else {
+                None
+            };
             layers.push(GpuLayer {
                 attn_norm: vector(ctx, file, &n("attn_norm.weight"), e)?,
                 wq: matrix(ctx, file, &n("attn_q.weight"), e, cfg.q_dim())?,
                 wk: matrix(ctx, file, &n("attn_k.weight"), e, cfg.k_dim())?,
                 wv: matrix(ctx, file, &n("attn_v.weight"), e, cfg.v_dim())?,
                 bias,
+                qk_norm,
                 wo: matrix(ctx, file, &n("attn_output.weight"), cfg.q_dim(), e)?,
+                attn_post_norm: opt(cfg.post_norms, "post_attention_norm.weight", e)?,
                 ffn_norm: vector(ctx, file, &n("ffn_norm.weight"), e)?,
                 w_gate: matrix(ctx, file, &n("ffn_gate.weight"), e, cfg.n_ff)?,
                 w_up: matrix(ctx, file, &n("ffn_up.weight"), e, cfg.n_ff)?,
                 w_down: matrix(ctx, file, &n("ffn_down.weight"), cfg.n_ff, e)?,
+                ffn_post_norm: opt(cfg.post_norms, "post_ffw_norm.weight", e)?,
             });
         }
         Ok(Self {

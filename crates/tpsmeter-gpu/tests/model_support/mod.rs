@@ -21,8 +21,13 @@ pub fn missing(test: &str, what: &str) {
 
 /// The bytes of the GGUF at `TPSMETER_MODEL`.
 pub fn model_bytes(test: &str) -> Option<Vec<u8>> {
-    let Some(path) = std::env::var_os("TPSMETER_MODEL") else {
-        missing(test, "TPSMETER_MODEL (a GGUF file)");
+    model_bytes_from(test, "TPSMETER_MODEL")
+}
+
+/// The bytes of the GGUF at the path in environment variable `var`.
+pub fn model_bytes_from(test: &str, var: &str) -> Option<Vec<u8>> {
+    let Some(path) = std::env::var_os(var) else {
+        missing(test, &format!("{var} (a GGUF file)"));
         return None;
     };
     match std::fs::read(&path) {
