@@ -1,17 +1,20 @@
 //! `cargo xtask demo`: the README's main job on its embedded default.
 //!
-//! Starts a real llama.cpp `llama-server` with SmolLM2-135M on 127.0.0.1, benchmarks it with
-//! `tpsmeter bench` at a few concurrency levels, prints the table, and stops the server.
-//! Extra arguments are passed to `tpsmeter bench` (e.g. `--concurrency 1,2 --requests 8`).
+//! Serves SmolLM2-135M with our own engine (`tpsmeter serve`: WGSL kernels through wgpu, on
+//! lavapipe when the machine has no GPU) on 127.0.0.1, benchmarks it with `tpsmeter bench`
+//! over the OpenAI chat API, then does the same against a real llama.cpp `llama-server` on
+//! the same model as the peer, and prints both tables. Extra arguments replace the bench
+//! settings of both runs (e.g. `--concurrency 1,4 --requests 8`).
 
 use crate::assets;
 use crate::sh::{self, repo_root};
 use anyhow::{Context, Result, bail};
 use std::net::{TcpListener, TcpStream};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Kills the server however the demo ends.
+/// Kills a server however the demo ends.
 struct Server(Child);
 
 impl Drop for Server {
@@ -20,6 +23,21 @@ impl Drop for Server {
         let _ = self.0.wait();
     }
 }
+
+/// The bench settings of both runs: small enough that our engine on a CPU rasteriser
+/// (~20 tok/s) finishes in a couple of minutes, and two concurrency levels to show queueing.
+const DEFAULT_BENCH: &[&str] = &[
+    "--concurrency",
+    "1,2",
+    "--requests",
+    "8",
+    "--warmup",
+    "1",
+    "--max-tokens",
+    "64",
+    "--prompt",
+    "Write a short story about a lighthouse keeper who finds a message in a bottle.",
+];
 
 pub fn run(extra: &[String]) -> Result<()> {
     assets::setup_all()?;
@@ -31,64 +49,84 @@ pub fn run(extra: &[String]) -> Result<()> {
         "-p",
         "tpsmeter-cli",
     ]))?;
-    let port = free_port()?;
-    let server = start_llama_server(port)?;
     let target_dir = std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| root.join("target"), std::path::PathBuf::from);
-    let mut bench = Command::new(target_dir.join("release").join("tpsmeter"));
-    bench.args(["bench", "--api", "openai-chat", "--url"]);
-    bench.arg(format!("http://127.0.0.1:{port}"));
-    bench.args(["--model", "SmolLM2-135M-Instruct"]);
-    if extra.is_empty() {
-        bench.args([
-            "--concurrency",
-            "1,2,4,8",
-            "--requests",
-            "16",
-            "--warmup",
-            "2",
-            "--max-tokens",
-            "64",
-            "--prompt",
-            "Write a short story about a lighthouse keeper who finds a message in a bottle.",
-        ]);
-    } else {
-        bench.args(extra);
-    }
-    let result = sh::run(&mut bench);
-    drop(server);
+    let tpsmeter = target_dir.join("release").join("tpsmeter");
+    let model = assets::model_path();
+
+    println!(
+        "== tpsmeter's own engine (tpsmeter serve: WGSL kernels on wgpu) serving {}",
+        model.display()
+    );
+    let port = free_port()?;
+    let ours = start(
+        Command::new(&tpsmeter)
+            .arg("serve")
+            .arg("--model")
+            .arg(&model)
+            .args(["--port", &port.to_string()]),
+        port,
+        "tpsmeter serve",
+    )?;
+    let result = bench(&tpsmeter, port, extra);
+    drop(ours);
+    result?;
+
+    println!("\n== peer: llama.cpp llama-server (CPU, 2 threads) on the same GGUF");
+    let port = free_port()?;
+    let llama = start(
+        Command::new(assets::llama_bin("llama-server"))
+            .arg("-m")
+            .arg(&model)
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            // Parallel slots so concurrent requests are batched, as a deployment would.
+            .args(["--parallel", "8", "--ctx-size", "8192", "--threads", "2"]),
+        port,
+        "llama-server",
+    )?;
+    let result = bench(&tpsmeter, port, extra);
+    drop(llama);
     result
+}
+
+/// `tpsmeter bench` against the OpenAI-compatible server on `port`.
+fn bench(tpsmeter: &Path, port: u16, extra: &[String]) -> Result<()> {
+    let mut cmd = Command::new(tpsmeter);
+    cmd.args(["bench", "--api", "openai-chat", "--url"]);
+    cmd.arg(format!("http://127.0.0.1:{port}"));
+    cmd.args(["--model", "SmolLM2-135M-Instruct"]);
+    if extra.is_empty() {
+        cmd.args(DEFAULT_BENCH);
+    } else {
+        cmd.args(extra);
+    }
+    sh::run(&mut cmd)
 }
 
 fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-fn start_llama_server(port: u16) -> Result<Server> {
-    let bin = assets::llama_bin("llama-server");
-    let model = assets::model_path();
-    let child = Command::new(&bin)
-        .arg("-m")
-        .arg(&model)
-        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-        // Up to 8 parallel slots so the concurrency sweep measures real batching.
-        .args(["--parallel", "8", "--ctx-size", "8192", "--threads", "2"])
+/// Spawns a server and waits until its `/health` answers 200 (both servers load the model
+/// before they answer it).
+fn start(cmd: &mut Command, port: u16, what: &str) -> Result<Server> {
+    let child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .with_context(|| format!("start {}", bin.display()))?;
+        .with_context(|| format!("start {what}"))?;
     let mut server = Server(child);
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let deadline = Instant::now() + Duration::from_secs(300);
     while Instant::now() < deadline {
         if let Some(status) = server.0.try_wait()? {
-            bail!("llama-server exited early with {status}");
+            bail!("{what} exited early with {status}");
         }
         if health_ok(port) {
             return Ok(server);
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    bail!("llama-server did not become healthy within 120 s on port {port}")
+    bail!("{what} did not become healthy within 300 s on port {port}")
 }
 
 /// `GET /health` answers 200 once the model is loaded.
