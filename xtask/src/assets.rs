@@ -23,6 +23,19 @@ const LLAMA_TARGETS: &[&str] = &[
     "llama-completion",
 ];
 
+/// CMake flags of every llama.cpp build: no network or TLS, no web UI, static, and portable
+/// code (the binary may be reused from the cache on another x86-64 host).
+pub const LLAMA_CMAKE_FLAGS: &[&str] = &[
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DLLAMA_CURL=OFF",
+    "-DLLAMA_OPENSSL=OFF",
+    "-DLLAMA_BUILD_UI=OFF",
+    "-DLLAMA_USE_PREBUILT_UI=OFF",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DBUILD_SHARED_LIBS=OFF",
+    "-DGGML_NATIVE=OFF",
+];
+
 /// Debian packages: lavapipe (the Vulkan driver wgpu uses on a GPU-less machine).
 const APT_PACKAGES: &[&str] = &["mesa-vulkan-drivers", "libvulkan1"];
 
@@ -234,17 +247,7 @@ fn build_llama() -> Result<()> {
         .arg(root.join("build"))
         .args(["-G", "Ninja"])
         .arg(format!("-DCMAKE_MAKE_PROGRAM={}", ninja.display()))
-        .args([
-            "-DCMAKE_BUILD_TYPE=Release",
-            "-DLLAMA_CURL=OFF",
-            "-DLLAMA_OPENSSL=OFF",
-            "-DLLAMA_BUILD_UI=OFF",
-            "-DLLAMA_USE_PREBUILT_UI=OFF",
-            "-DLLAMA_BUILD_TESTS=OFF",
-            "-DBUILD_SHARED_LIBS=OFF",
-            // Portable code: the binary may be reused from the cache on another x86-64 host.
-            "-DGGML_NATIVE=OFF",
-        ]))?;
+        .args(LLAMA_CMAKE_FLAGS))?;
     run(Command::new(&cmake)
         .arg("--build")
         .arg(root.join("build"))

@@ -6,7 +6,7 @@
 //! llama.cpp needs, so the newer headers of Debian trixie's `libvulkan-dev` are unpacked into
 //! the cache (headers only: the system loader stays) and handed to CMake.
 
-use crate::assets::{LLAMA_DIR, apt_install, build_tools, cache_dir};
+use crate::assets::{LLAMA_CMAKE_FLAGS, LLAMA_DIR, apt_install, build_tools, cache_dir};
 use crate::sh::run;
 use anyhow::{Context, Result};
 use std::path::PathBuf;
@@ -67,17 +67,8 @@ pub fn build() -> Result<()> {
         .args(["-G", "Ninja"])
         .arg(format!("-DCMAKE_MAKE_PROGRAM={}", ninja.display()))
         .arg(format!("-DVulkan_INCLUDE_DIR={}", include.display()))
-        .args([
-            "-DCMAKE_BUILD_TYPE=Release",
-            "-DGGML_VULKAN=ON",
-            "-DLLAMA_CURL=OFF",
-            "-DLLAMA_OPENSSL=OFF",
-            "-DLLAMA_BUILD_UI=OFF",
-            "-DLLAMA_USE_PREBUILT_UI=OFF",
-            "-DLLAMA_BUILD_TESTS=OFF",
-            "-DBUILD_SHARED_LIBS=OFF",
-            "-DGGML_NATIVE=OFF",
-        ]))?;
+        .args(LLAMA_CMAKE_FLAGS)
+        .arg("-DGGML_VULKAN=ON"))?;
     run(Command::new(&cmake)
         .env("PATH", &path)
         .arg("--build")

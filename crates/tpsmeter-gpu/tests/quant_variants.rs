@@ -17,55 +17,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod llama_support;
+
+use llama_support::{asset, model_stem, quantize, variants_dir};
+use std::path::PathBuf;
 use tpsmeter_gpu::gguf::{GgmlType, GgufFile, TensorInfo};
-
-/// Env var gate shared by the asset tests: `None` = skip (with a message), panics in CI.
-fn asset(var: &str) -> Option<PathBuf> {
-    match std::env::var_os(var) {
-        Some(p) if Path::new(&p).exists() => Some(p.into()),
-        _ if std::env::var("TPSMETER_REQUIRE_ASSETS").as_deref() == Ok("1") => {
-            panic!("{var} is not set or missing and TPSMETER_REQUIRE_ASSETS=1")
-        }
-        _ => {
-            eprintln!("skipping: {var} is not set or does not exist");
-            None
-        }
-    }
-}
-
-fn variants_dir() -> PathBuf {
-    std::env::var_os("TPSMETER_VARIANTS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
-            Path::new(&home).join(".cache/tpsmeter/variants")
-        })
-}
-
-/// `llama-quantize --allow-requantize --pure src dst ty`, cached.
-fn quantize(bin: &Path, src: &Path, dst: &Path, ty: &str) -> PathBuf {
-    if dst.exists() {
-        return dst.to_owned();
-    }
-    std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
-    let tmp = dst.with_extension(format!("tmp{}", std::process::id()));
-    let out = Command::new(bin.join("llama-quantize"))
-        .args(["--allow-requantize", "--pure"])
-        .arg(src)
-        .arg(&tmp)
-        .args([ty, "2"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "llama-quantize {ty} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::rename(&tmp, dst).unwrap();
-    dst.to_owned()
-}
 
 struct Assets {
     model: PathBuf,
@@ -81,14 +37,7 @@ fn assets() -> Option<Assets> {
 
 impl Assets {
     fn variant(&self, ty: &str) -> PathBuf {
-        let stem = self
-            .model
-            .file_stem()
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        let stem = stem.split('.').next().unwrap_or(&stem).to_owned();
-        let q = variants_dir().join(format!("{stem}.{ty}.gguf"));
+        let q = variants_dir().join(format!("{}.{ty}.gguf", model_stem(&self.model)));
         quantize(&self.bin, &self.model, &q, ty)
     }
 

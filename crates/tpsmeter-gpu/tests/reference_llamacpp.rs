@@ -11,10 +11,10 @@
 
 mod llama_support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use llama_support::{complete, f32_variant, start_server};
+use llama_support::{asset, complete, f32_variant, start_server};
 use tpsmeter_gpu::gguf::GgufFile;
 use tpsmeter_gpu::reference::{ReferenceModel, argmax};
 
@@ -25,19 +25,6 @@ const PROMPTS: [&str; 2] = [
 const N_GENERATE: usize = 32;
 /// Logit gap under which two candidates count as tied.
 const TIE: f32 = 0.1;
-
-fn asset(var: &str) -> Option<PathBuf> {
-    match std::env::var_os(var) {
-        Some(p) if Path::new(&p).exists() => Some(p.into()),
-        _ if std::env::var("TPSMETER_REQUIRE_ASSETS").as_deref() == Ok("1") => {
-            panic!("{var} is not set or missing and TPSMETER_REQUIRE_ASSETS=1")
-        }
-        _ => {
-            eprintln!("skipping: {var} is not set or does not exist");
-            None
-        }
-    }
-}
 
 fn tokenize(bin: &Path, model: &Path, prompt: &str) -> Vec<u32> {
     let out = Command::new(bin.join("llama-tokenize"))

@@ -152,55 +152,48 @@ pub fn prepare(
         scale: cfg.scale,
         _pad: 0,
     };
-    if profile == AdapterProfile::Cpu && cfg.head_dim.is_multiple_of(4) {
-        // One invocation per (head, token), no barriers, no scores scratch. Workgroups of 8
-        // (one SIMD pass on lavapipe) spread a decode's heads over both of its threads.
-        let defines = Defines {
-            act: dt,
-            workgroup: CPU_WORKGROUP,
-            block: (cfg.head_dim / 4) as u32,
-            ..Defines::default()
+    let mut buffers = vec![
+        (1, &pos.buffer),
+        (2, &q.buffer),
+        (3, &k_cache.buffer),
+        (4, &v_cache.buffer),
+        (6, &out.buffer),
+    ];
+    let (shader, defines, grid) =
+        if profile == AdapterProfile::Cpu && cfg.head_dim.is_multiple_of(4) {
+            // One invocation per (head, token), no barriers, no scores scratch. Workgroups of 8
+            // (one SIMD pass on lavapipe) spread a decode's heads over both of its threads.
+            let pairs = (cfg.n_heads * cfg.n_tokens) as u32;
+            let defines = Defines {
+                act: dt,
+                workgroup: CPU_WORKGROUP,
+                block: (cfg.head_dim / 4) as u32,
+                ..Defines::default()
+            };
+            (
+                ShaderId::AttentionCpu,
+                defines,
+                [pairs.div_ceil(CPU_WORKGROUP), 1, 1],
+            )
+        } else {
+            // A workgroup per (head, token) over the scores scratch. CPU-type adapters run a
+            // workgroup's invocations as one loop: a small one keeps the barriers cheap; GPUs
+            // want enough invocations to cover the keys.
+            buffers.push((5, scores));
+            let workgroup = match profile {
+                AdapterProfile::Cpu => 8,
+                AdapterProfile::Gpu => 64,
+            };
+            let defines = Defines {
+                act: dt,
+                workgroup,
+                ..Defines::default()
+            };
+            (
+                ShaderId::Attention,
+                defines,
+                [cfg.n_heads as u32, cfg.n_tokens as u32, 1],
+            )
         };
-        let pairs = (cfg.n_heads * cfg.n_tokens) as u32;
-        return Ok(ctx.prepare(
-            ShaderId::AttentionCpu,
-            "main",
-            defines,
-            &p,
-            &[
-                (1, &pos.buffer),
-                (2, &q.buffer),
-                (3, &k_cache.buffer),
-                (4, &v_cache.buffer),
-                (6, &out.buffer),
-            ],
-            [pairs.div_ceil(CPU_WORKGROUP), 1, 1],
-        ));
-    }
-    // CPU-type adapters run a workgroup's invocations as one loop: a small one keeps the
-    // barriers cheap; GPUs want enough invocations to cover the keys.
-    let workgroup = match profile {
-        AdapterProfile::Cpu => 8,
-        AdapterProfile::Gpu => 64,
-    };
-    let defines = Defines {
-        act: dt,
-        workgroup,
-        ..Defines::default()
-    };
-    Ok(ctx.prepare(
-        ShaderId::Attention,
-        "main",
-        defines,
-        &p,
-        &[
-            (1, &pos.buffer),
-            (2, &q.buffer),
-            (3, &k_cache.buffer),
-            (4, &v_cache.buffer),
-            (5, scores),
-            (6, &out.buffer),
-        ],
-        [cfg.n_heads as u32, cfg.n_tokens as u32, 1],
-    ))
+    Ok(ctx.prepare(shader, "main", defines, &p, &buffers, grid))
 }

@@ -87,16 +87,7 @@ impl MatMul {
         for part in &w.parts {
             let params = ctx.uniform(
                 "matmul params",
-                &Params {
-                    rows: part.rows as u32,
-                    nsub: (w.cols / 32) as u32,
-                    row_offset: part.row_start as u32,
-                    accumulate: u32::from(accumulate),
-                    n_tokens: n_tokens as u32,
-                    y_stride: w.rows as u32,
-                    scale_bits: 0,
-                    t0: 0,
-                },
+                &Params::matrix(w, part, accumulate, n_tokens, 0),
             );
             let mut entries = vec![
                 (0, params.as_entire_binding()),
@@ -154,16 +145,7 @@ impl MatMul {
             for part in &w.parts {
                 let params = ctx.uniform(
                     "matmul params",
-                    &Params {
-                        rows: part.rows as u32,
-                        nsub: (w.cols / 32) as u32,
-                        row_offset: part.row_start as u32,
-                        accumulate: u32::from(accumulate),
-                        n_tokens: cnt as u32,
-                        y_stride: w.rows as u32,
-                        scale_bits: 0,
-                        t0: t0 as u32,
-                    },
+                    &Params::matrix(w, part, accumulate, cnt, t0),
                 );
                 let mut entries = vec![
                     (0, params.as_entire_binding()),

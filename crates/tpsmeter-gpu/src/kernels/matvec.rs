@@ -11,7 +11,7 @@ use crate::gpu::defines::{DType, Defines};
 use crate::kernels::dispatch::Dispatch;
 use crate::kernels::source::{MatVecEntry, ShaderId, XSource};
 use crate::kernels::tensor::Tensor;
-use crate::kernels::weights::QWeight;
+use crate::kernels::weights::{QWeight, WeightPart};
 
 /// Kernel shape of a matvec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -88,6 +88,29 @@ pub(crate) struct Params {
     pub(crate) t0: u32,
 }
 
+impl Params {
+    /// `y (+)= W x` over one weight part for `n_tokens` tokens, the first written at token
+    /// `t0` of `y` (rows of `y` are `w.rows` wide).
+    pub(crate) fn matrix(
+        w: &QWeight,
+        part: &WeightPart,
+        accumulate: bool,
+        n_tokens: usize,
+        t0: usize,
+    ) -> Self {
+        Params {
+            rows: part.rows as u32,
+            nsub: (w.cols / 32) as u32,
+            row_offset: part.row_start as u32,
+            accumulate: u32::from(accumulate),
+            n_tokens: n_tokens as u32,
+            y_stride: w.rows as u32,
+            scale_bits: 0,
+            t0: t0 as u32,
+        }
+    }
+}
+
 /// A prepared `y (+)= W x`: one dispatch per weight part.
 #[derive(Debug, Clone)]
 pub struct MatVec {
@@ -158,16 +181,7 @@ impl MatVec {
         for part in &w.parts {
             let params = ctx.uniform(
                 "matvec params",
-                &Params {
-                    rows: part.rows as u32,
-                    nsub: (w.cols / 32) as u32,
-                    row_offset: part.row_start as u32,
-                    accumulate: u32::from(opts.accumulate),
-                    n_tokens: 1,
-                    y_stride: w.rows as u32,
-                    scale_bits: 0,
-                    t0: 0,
-                },
+                &Params::matrix(w, part, opts.accumulate, 1, 0),
             );
             let x_binding = match xs {
                 XSource::Uniform => wgpu::BindingResource::Buffer(wgpu::BufferBinding {

@@ -40,6 +40,10 @@ pub static SOURCES: &[(&str, &str)] = &[
     ("rope", include_str!("wgsl/rope.wgsl")),
     ("kv_append", include_str!("wgsl/kv_append.wgsl")),
     ("embed", include_str!("wgsl/embed.wgsl")),
+    (
+        "attention_common",
+        include_str!("wgsl/attention_common.wgsl"),
+    ),
     ("attention", include_str!("wgsl/attention.wgsl")),
     ("attention_cpu", include_str!("wgsl/attention_cpu.wgsl")),
     ("softmax", include_str!("wgsl/softmax.wgsl")),
@@ -155,6 +159,8 @@ impl ShaderId {
                 format_file(*format),
                 "matmul_cpu",
             ],
+            ShaderId::Attention => vec!["attention_common", "attention"],
+            ShaderId::AttentionCpu => vec!["attention_common", "attention_cpu"],
             ShaderId::Embed(format, store) => vec![
                 "matvec_common",
                 "x_storage",

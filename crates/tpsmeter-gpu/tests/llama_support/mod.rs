@@ -98,7 +98,24 @@ pub fn complete(server: &Server, prompt: &[u32], n: usize, ignore_eos: bool) -> 
         .collect()
 }
 
-fn variants_dir() -> PathBuf {
+/// Env var gate shared by the asset tests: `None` = skip (with a message), panics in CI
+/// (`TPSMETER_REQUIRE_ASSETS=1`).
+pub fn asset(var: &str) -> Option<PathBuf> {
+    match std::env::var_os(var) {
+        Some(p) if Path::new(&p).exists() => Some(p.into()),
+        _ if std::env::var("TPSMETER_REQUIRE_ASSETS").as_deref() == Ok("1") => {
+            panic!("{var} is not set or missing and TPSMETER_REQUIRE_ASSETS=1")
+        }
+        _ => {
+            eprintln!("skipping: {var} is not set or does not exist");
+            None
+        }
+    }
+}
+
+/// Where requantized variants are cached: `$TPSMETER_VARIANTS_DIR`, default
+/// `~/.cache/tpsmeter/variants`.
+pub fn variants_dir() -> PathBuf {
     std::env::var_os("TPSMETER_VARIANTS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -107,30 +124,42 @@ fn variants_dir() -> PathBuf {
         })
 }
 
+/// `llama-quantize --allow-requantize --pure src dst ty`, cached; written through a
+/// temporary name so concurrent test runs never see half a file.
+pub fn quantize(bin: &Path, src: &Path, dst: &Path, ty: &str) -> PathBuf {
+    if dst.exists() {
+        return dst.to_owned();
+    }
+    std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+    let tmp = dst.with_extension(format!("tmp{}", std::process::id()));
+    let out = Command::new(bin.join("llama-quantize"))
+        .args(["--allow-requantize", "--pure"])
+        .arg(src)
+        .arg(&tmp)
+        .args([ty, "2"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "llama-quantize {ty} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::rename(&tmp, dst).unwrap();
+    dst.to_owned()
+}
+
+/// The file stem before its first dot (`SmolLM2-135M-Instruct.Q4_1.gguf` ->
+/// `SmolLM2-135M-Instruct`): variants are named `<stem>.<TYPE>.gguf`.
+pub fn model_stem(model: &Path) -> String {
+    let stem = model.file_stem().unwrap().to_string_lossy().into_owned();
+    stem.split('.').next().unwrap_or(&stem).to_owned()
+}
+
 /// The F32 expansion of `model` by `llama-quantize` (same cache and naming as
 /// quant_variants.rs): the very weights our engine and reference compute with, in a form
-/// llama.cpp multiplies in f32 (on a quantized file its CPU backend first quantizes the
-/// activations to 8 bits, which moves logits by tenths).
+/// llama.cpp multiplies in f32 (on a quantized file its CPU backend first rounds activations
+/// to 8 bits, which moves logits by tenths).
 pub fn f32_variant(bin: &Path, model: &Path) -> PathBuf {
-    let stem = model.file_stem().unwrap().to_string_lossy().into_owned();
-    let stem = stem.split('.').next().unwrap_or(&stem).to_owned();
-    let dst = variants_dir().join(format!("{stem}.F32.gguf"));
-    if !dst.exists() {
-        std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
-        let tmp = dst.with_extension(format!("tmp{}", std::process::id()));
-        let out = Command::new(bin.join("llama-quantize"))
-            .args(["--allow-requantize", "--pure"])
-            .arg(model)
-            .arg(&tmp)
-            .args(["F32", "2"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::fs::rename(&tmp, &dst).unwrap();
-    }
-    dst
+    let dst = variants_dir().join(format!("{}.F32.gguf", model_stem(model)));
+    quantize(bin, model, &dst, "F32")
 }

@@ -4,21 +4,7 @@
 //      kept in a scratch row; workgroup max;
 //   2. e_j = exp(s_j - max) in place, workgroup sum;
 //   3. out[d] = sum_j e_j v_j[d] / sum, one output dimension per invocation.
-// Token t of this batch sits at position pos[0] + t and sees keys 0 ..= pos[0] + t.
 
-struct Params {
-    n_tokens: u32,
-    n_heads: u32,
-    n_kv_heads: u32,
-    head_dim: u32,
-    max_ctx: u32,
-    window: u32, // 0: no sliding window
-    scale: f32,
-    _pad: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> pos: array<u32>;
 @group(0) @binding(2) var<storage, read> q: array<act>;
 @group(0) @binding(3) var<storage, read> kc: array<act>;
 @group(0) @binding(4) var<storage, read> vc: array<act>;

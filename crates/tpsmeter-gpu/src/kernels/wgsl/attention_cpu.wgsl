@@ -3,22 +3,7 @@
 // need several per key block). Each invocation streams its visible keys once with an online
 // softmax: running max m, running sum l, and the weighted sum of values rescaled whenever m
 // grows, so scores need no scratch. Reads are vec4s: head_dim is a multiple of 4.
-// Token t of this batch sits at position pos[0] + t and sees keys 0 ..= pos[0] + t (the last
-// `window` of them when window > 0).
 
-struct Params {
-    n_tokens: u32,
-    n_heads: u32,
-    n_kv_heads: u32,
-    head_dim: u32,
-    max_ctx: u32,
-    window: u32, // 0: no sliding window
-    scale: f32,
-    _pad: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> pos: array<u32>;
 @group(0) @binding(2) var<storage, read> q: array<vec4<act>>;
 @group(0) @binding(3) var<storage, read> kc: array<vec4<act>>;
 @group(0) @binding(4) var<storage, read> vc: array<vec4<act>>;

@@ -1,0 +1,17 @@
+// Shared by the attention kernels: parameters and the position of the batch's first token.
+// Token t of a batch sits at position pos[0] + t and sees keys 0 ..= pos[0] + t (the last
+// `window` of them when window > 0).
+
+struct Params {
+    n_tokens: u32,
+    n_heads: u32,
+    n_kv_heads: u32,
+    head_dim: u32,
+    max_ctx: u32,
+    window: u32, // 0: no sliding window
+    scale: f32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> pos: array<u32>;
