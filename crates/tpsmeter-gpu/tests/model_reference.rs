@@ -6,9 +6,10 @@
 
 mod model_support;
 
-use model_support::{device, model_bytes_from, rel_l2};
+use model_support::{device, device_with, model_bytes_from, rel_l2};
 use tpsmeter_gpu::engine::{GpuModel, ModelOptions};
 use tpsmeter_gpu::gguf::{GgufFile, GgufWriter, MetadataValue};
+use tpsmeter_gpu::gpu::{AdapterProfile, ContextOptions, GpuContext};
 use tpsmeter_gpu::reference::ReferenceModel;
 use tpsmeter_gpu::tokenizer::{Tokenizer, TokenizerSpec};
 
@@ -69,6 +70,25 @@ fn gemma3_sliding_window_matches_the_cpu_reference() {
     check_bytes(TEST, small);
 }
 
+/// The kernels a real GPU gets (storage-buffer weights, subgroup or shared-memory matvec,
+/// tiled matmul, attention with tree reductions), forced on whatever adapter runs the tests:
+/// on a machine without a GPU nothing else runs the path GPU users take.
+#[test]
+fn gpu_profile_logits_match_the_cpu_reference_at_every_position() {
+    const TEST: &str = "gpu_profile_logits_match_the_cpu_reference_at_every_position";
+    let Some(bytes) = model_bytes_from(TEST, "TPSMETER_MODEL") else {
+        return;
+    };
+    let opts = ContextOptions {
+        profile: Some(AdapterProfile::Gpu),
+        ..Default::default()
+    };
+    let Some(ctx) = device_with(TEST, &opts) else {
+        return;
+    };
+    check_on(ctx, bytes);
+}
+
 fn check(test: &str, model_var: &str) {
     let Some(bytes) = model_bytes_from(test, model_var) else {
         return;
@@ -78,6 +98,10 @@ fn check(test: &str, model_var: &str) {
 
 fn check_bytes(test: &str, bytes: Vec<u8>) {
     let Some(ctx) = device(test) else { return };
+    check_on(ctx, bytes);
+}
+
+fn check_on(ctx: std::sync::Arc<GpuContext>, bytes: Vec<u8>) {
     let file = GgufFile::parse(&bytes).unwrap();
     let tok =
         Tokenizer::from_spec(&TokenizerSpec::from_gguf(&file.header.metadata).unwrap()).unwrap();

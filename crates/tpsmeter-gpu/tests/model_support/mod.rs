@@ -41,7 +41,12 @@ pub fn model_bytes_from(test: &str, var: &str) -> Option<Vec<u8>> {
 
 /// A device on the default adapter.
 pub fn device(test: &str) -> Option<Arc<GpuContext>> {
-    match GpuContext::new_blocking(&ContextOptions::default()) {
+    device_with(test, &ContextOptions::default())
+}
+
+/// A device on the default adapter with `opts` (e.g. a forced kernel profile).
+pub fn device_with(test: &str, opts: &ContextOptions) -> Option<Arc<GpuContext>> {
+    match GpuContext::new_blocking(opts) {
         Ok(c) => {
             eprintln!("adapter: {} ({:?})", c.info.name, c.info.device_type);
             Some(Arc::new(c))
