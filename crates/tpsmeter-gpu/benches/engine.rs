@@ -248,23 +248,29 @@ mod native {
         match std::env::var_os("TPSMETER_LLAMA_BIN") {
             Some(dir) => llama_bench(
                 "llama.cpp, CPU, 2 threads, same GGUF",
-                &std::path::Path::new(&dir).join("llama-bench"),
-                &["-t", "2"],
+                std::process::Command::new(std::path::Path::new(&dir).join("llama-bench"))
+                    .args(["-t", "2", "-p", "64,512", "-n", "64"]),
                 model,
                 ours,
             ),
             None => println!("-- llama.cpp CPU: TPSMETER_LLAMA_BIN is not set, skipped"),
         }
         // llama.cpp's Vulkan backend on the same adapter (`cargo xtask llama-vulkan` builds it;
-        // lavapipe is a CPU-type Vulkan device, which ggml only uses when asked by index).
+        // lavapipe is a CPU-type Vulkan device, which ggml only uses when asked by index:
+        // GGML_VK_VISIBLE_DEVICES, default 0 here). It runs ~1 tok/s there, so fewer tokens
+        // and 2 repetitions keep this under a few minutes.
         match std::env::var_os("TPSMETER_LLAMA_VULKAN_BIN") {
-            Some(dir) => llama_bench(
-                "llama.cpp, Vulkan backend, all layers offloaded, same GGUF",
-                &std::path::Path::new(&dir).join("llama-bench"),
-                &["-ngl", "99", "-t", "2"],
-                model,
-                ours,
-            ),
+            Some(dir) => {
+                let device = std::env::var("GGML_VK_VISIBLE_DEVICES").unwrap_or("0".into());
+                llama_bench(
+                    "llama.cpp, Vulkan backend, all layers offloaded, same GGUF",
+                    std::process::Command::new(std::path::Path::new(&dir).join("llama-bench"))
+                        .env("GGML_VK_VISIBLE_DEVICES", device)
+                        .args(["-ngl", "99", "-t", "2", "-p", "64", "-n", "32", "-r", "2"]),
+                    model,
+                    ours,
+                )
+            }
             None => println!(
                 "-- llama.cpp Vulkan: TPSMETER_LLAMA_VULKAN_BIN is not set (cargo xtask \
                  llama-vulkan), skipped"
@@ -272,14 +278,12 @@ mod native {
         }
     }
 
-    /// Runs `llama-bench` (prefill 64 and 512, decode 64) and prints our decode speed as a
-    /// ratio to its decode.
-    fn llama_bench(label: &str, bin: &std::path::Path, args: &[&str], model: &str, ours: f64) {
+    /// Runs a `llama-bench` command (threads, tests, device already set) on `model` and
+    /// prints our decode speed as a ratio to its decode.
+    fn llama_bench(label: &str, cmd: &mut std::process::Command, model: &str, ours: f64) {
         println!("-- {label}");
-        let out = std::process::Command::new(bin)
-            .args(["-m", model, "-p", "64,512", "-n", "64", "-o", "json"])
-            .args(args)
-            .output();
+        let bin = std::path::PathBuf::from(cmd.get_program());
+        let out = cmd.args(["-m", model, "-o", "json"]).output();
         let out = match out {
             Ok(o) if o.status.success() => o,
             Ok(o) => {
