@@ -8,10 +8,11 @@ use common::{Rng, assert_close, dequantize, random_weights, round_f16, with_gpu}
 use tpsmeter_gpu::gpu::{AdapterProfile, DType, GpuContext};
 
 const PROFILES: [AdapterProfile; 2] = [AdapterProfile::Cpu, AdapterProfile::Gpu];
+use tpsmeter_gpu::kernels::attention;
 use tpsmeter_gpu::kernels::dispatch::run;
 use tpsmeter_gpu::kernels::{
-    Add, Attention, AttentionConfig, Embed, Glu, GluKind, KvAppend, QWeight, RmsNorm, Rope,
-    RopeConfig, RopeLayout, Softmax, Tensor, WeightFormat, WeightStore, cpu,
+    Add, Attention, AttentionConfig, Embed, Glu, GluKind, KvAppend, KvSlab, KvStore, QWeight,
+    RmsNorm, Rope, RopeConfig, RopeLayout, Softmax, Tensor, WeightFormat, WeightStore, cpu,
 };
 
 fn dtypes(ctx: &GpuContext) -> Vec<DType> {
@@ -144,7 +145,16 @@ fn rope_matches_twin_in_both_layouts() {
                     let x = stored(rng.vec(n_tokens * n_heads * head_dim, 2.0), dt);
                     let xt = Tensor::from_f32(ctx, "x", &x, dt).unwrap();
                     let pos = Tensor::from_u32(ctx, "pos", &[pos0]).unwrap();
-                    let op = Rope::new(ctx, &cfg, &pos, &xt).unwrap();
+                    // Every other case with Llama 3.x-like frequency factors in [1, 8).
+                    let factors: Option<Vec<f32>> = (rng.range(0, 2) == 0).then(|| {
+                        (0..rope_dim / 2)
+                            .map(|_| 1.0 + rng.range(0, 7000) as f32 / 1000.0)
+                            .collect()
+                    });
+                    let ft = factors
+                        .as_ref()
+                        .map(|f| Tensor::from_f32(ctx, "factors", f, DType::F32).unwrap());
+                    let op = Rope::with_factors(ctx, &cfg, &pos, &xt, ft.as_ref()).unwrap();
                     run(ctx, &[op.dispatch()]);
                     let mut want = x.clone();
                     cpu::rope(
@@ -157,6 +167,7 @@ fn rope_matches_twin_in_both_layouts() {
                         10000.0,
                         1.0,
                         pos0,
+                        factors.as_deref(),
                     );
                     // The angle pos * inv_freq is formed in f32 on the GPU: its absolute error
                     // is ~pos * 2^-24 rad (2.4e-4 at 4000), plus sin/cos error; the pair's
@@ -164,7 +175,8 @@ fn rope_matches_twin_in_both_layouts() {
                     let (_, a) = tol(dt);
                     assert_close(
                         &format!(
-                            "rope {layout:?} {n_tokens}x{n_heads}x{head_dim}/{rope_dim} pos={pos0} {dt:?}"
+                            "rope {layout:?} {n_tokens}x{n_heads}x{head_dim}/{rope_dim} pos={pos0} {dt:?} factors={}",
+                            factors.is_some()
                         ),
                         &xt.read_f32(ctx).unwrap(),
                         &want,
@@ -190,7 +202,8 @@ fn kv_append_writes_rows_at_the_buffered_position() {
                 let src = stored(rng.vec(n_tokens * kv_dim, 1.0), dt);
                 let st = Tensor::from_f32(ctx, "src", &src, dt).unwrap();
                 let pos = Tensor::from_u32(ctx, "pos", &[pos0]).unwrap();
-                let op = KvAppend::new(ctx, &pos, &st, &ct, n_tokens, kv_dim, max_ctx).unwrap();
+                let slab = KvSlab::Buffer(ct.clone());
+                let op = KvAppend::new(ctx, &pos, &st, &slab, n_tokens, kv_dim, max_ctx).unwrap();
                 run(ctx, &[op.dispatch()]);
                 cpu::kv_append(&src, &mut cache, n_tokens, kv_dim, max_ctx, pos0);
                 // A copy: exact.
@@ -324,15 +337,53 @@ fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
                     let vt = Tensor::from_f32(ctx, "v", &v, dt).unwrap();
                     let out = Tensor::zeros(ctx, "out", q.len(), dt).unwrap();
                     let pos = Tensor::from_u32(ctx, "pos", &[pos0]).unwrap();
+                    let want = cpu::attention(
+                        &q, &k, &v, n_tokens, n_heads, n_kv, head_dim, max_ctx, window, scale, pos0,
+                    );
+                    // The CPU-type kernel over a texture cache (f32 only), filled through the
+                    // texture append from position 0: checks both.
+                    if dt == DType::F32 && head_dim % 4 == 0 {
+                        let zero = Tensor::from_u32(ctx, "pos0", &[0]).unwrap();
+                        let slab = |src: &Tensor| {
+                            let s = KvSlab::new(ctx, "kv", max_ctx, kv_dim, dt, KvStore::Texture)
+                                .unwrap();
+                            let op = KvAppend::new(ctx, &zero, src, &s, max_ctx, kv_dim, max_ctx)
+                                .unwrap();
+                            run(ctx, &[op.dispatch()]);
+                            s
+                        };
+                        let (ks, vs) = (slab(&kt), slab(&vt));
+                        let scores = ctx
+                            .storage_zeroed("scores", attention::scratch_bytes(&cfg))
+                            .unwrap();
+                        let d = attention::prepare(
+                            ctx,
+                            AdapterProfile::Cpu,
+                            &cfg,
+                            &pos,
+                            &qt,
+                            (&ks, &vs),
+                            &scores,
+                            &out,
+                        )
+                        .unwrap();
+                        run(ctx, &[&d]);
+                        assert_close(
+                            &format!(
+                                "attention texture KV t={n_tokens} h={n_heads}/{n_kv} d={head_dim} w={window} ctx={max_ctx} pos={pos0}"
+                            ),
+                            &out.read_f32(ctx).unwrap(),
+                            &want,
+                            None,
+                            1e-5,
+                            1e-5,
+                        );
+                    }
                     for profile in PROFILES {
                         let op =
                             Attention::with_profile(ctx, profile, &cfg, &pos, &qt, &kt, &vt, &out)
                                 .unwrap();
                         run(ctx, &[op.dispatch()]);
-                        let want = cpu::attention(
-                            &q, &k, &v, n_tokens, n_heads, n_kv, head_dim, max_ctx, window, scale,
-                            pos0,
-                        );
                         // Outputs are convex combinations of |v| <= 1: absolute tolerance 1e-5
                         // (f32 exp and sums), f16 adds output rounding.
                         let (r, a) = tol(dt);

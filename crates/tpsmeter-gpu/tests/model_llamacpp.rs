@@ -16,10 +16,12 @@ mod model_support;
 
 mod llama_support;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use llama_support::{complete, f32_variant, start_server};
-use model_support::{device, missing, model_bytes_from, top2};
+use llama_support::{complete, f32_variant, start_server, variants_dir};
+use model_support::{
+    as_qwen2, device, missing, model_bytes_from, rewrite_gguf, rope_factors, top2,
+};
 use tpsmeter_gpu::engine::{GpuModel, ModelOptions};
 use tpsmeter_gpu::gguf::GgufFile;
 use tpsmeter_gpu::tokenizer::{Tokenizer, TokenizerSpec};
@@ -60,16 +62,64 @@ fn gemma3_greedy_tokens_match_llama_cpp_except_near_ties() {
     );
 }
 
+/// Llama 3.x RoPE frequency factors (`rope_freqs.weight`, factors 1 to 8) added to SmolLM2:
+/// llama.cpp's llama architecture applies them when the tensor is present.
+#[test]
+fn rope_freqs_greedy_tokens_match_llama_cpp_except_near_ties() {
+    const TEST: &str = "rope_freqs_greedy_tokens_match_llama_cpp_except_near_ties";
+    let Some(bytes) = model_bytes_from(TEST, "TPSMETER_MODEL") else {
+        return;
+    };
+    let with = rewrite_gguf(
+        &bytes,
+        |_, _| None,
+        &[("rope_freqs.weight".into(), vec![32], rope_factors(32))],
+    );
+    let path = write_variant("SmolLM2-135M-ropefreqs1", &with);
+    compare_file(TEST, with, &path, &PROMPTS[..2]);
+}
+
+/// Qwen2 (q/k/v biases, NEOX RoPE): SmolLM2 relabelled as `qwen2` with biases added, so
+/// llama.cpp's own Qwen2 code computes it.
+#[test]
+fn qwen2_greedy_tokens_match_llama_cpp_except_near_ties() {
+    const TEST: &str = "qwen2_greedy_tokens_match_llama_cpp_except_near_ties";
+    let Some(bytes) = model_bytes_from(TEST, "TPSMETER_MODEL") else {
+        return;
+    };
+    let qwen = as_qwen2(&bytes);
+    let path = write_variant("SmolLM2-135M-qwen2-1", &qwen);
+    compare_file(TEST, qwen, &path, &PROMPTS[..2]);
+}
+
+/// Writes a derived model as `<stem>.Q4_1.gguf` in the variants cache (through a temporary
+/// name), so its F32 expansion gets a name of its own there. Bump the stem's suffix when
+/// the derivation changes: the expansion is cached by name.
+fn write_variant(stem: &str, bytes: &[u8]) -> PathBuf {
+    let path = variants_dir().join(format!("{stem}.Q4_1.gguf"));
+    std::fs::create_dir_all(variants_dir()).unwrap();
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes).unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
+    path
+}
+
 fn compare(test: &str, model_var: &str, prompts: &[&str]) {
+    let Some(bytes) = model_bytes_from(test, model_var) else {
+        return;
+    };
+    let path = PathBuf::from(std::env::var(model_var).unwrap());
+    compare_file(test, bytes, &path, prompts);
+}
+
+/// Our engine on `bytes` against llama.cpp on the F32 expansion of `model_path` (the same
+/// file on disk).
+fn compare_file(test: &str, bytes: Vec<u8>, model_path: &Path, prompts: &[&str]) {
     let Some(bin) = std::env::var_os("TPSMETER_LLAMA_BIN").map(PathBuf::from) else {
         missing(test, "TPSMETER_LLAMA_BIN (llama.cpp's binaries)");
         return;
     };
-    let Some(bytes) = model_bytes_from(test, model_var) else {
-        return;
-    };
     let Some(ctx) = device(test) else { return };
-    let model_path = std::env::var(model_var).unwrap();
     let file = GgufFile::parse(&bytes).unwrap();
     let tok =
         Tokenizer::from_spec(&TokenizerSpec::from_gguf(&file.header.metadata).unwrap()).unwrap();
@@ -82,7 +132,7 @@ fn compare(test: &str, model_var: &str, prompts: &[&str]) {
         },
     )
     .unwrap();
-    let server = start_server(&bin, &f32_variant(&bin, std::path::Path::new(&model_path)));
+    let server = start_server(&bin, &f32_variant(&bin, model_path));
 
     // llama.cpp's `ignore_eos` bans end-of-generation tokens; ours are masked the same way.
     let eog: Vec<usize> = (0..gpu.config().vocab_size)

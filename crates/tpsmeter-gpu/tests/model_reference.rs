@@ -6,10 +6,13 @@
 
 mod model_support;
 
-use model_support::{device, device_with, model_bytes_from, rel_l2};
+use model_support::{
+    as_qwen2, device, device_with, model_bytes_from, rel_l2, rewrite_gguf, rope_factors,
+};
 use tpsmeter_gpu::engine::{GpuModel, ModelOptions};
-use tpsmeter_gpu::gguf::{GgufFile, GgufWriter, MetadataValue};
+use tpsmeter_gpu::gguf::{GgufFile, MetadataValue};
 use tpsmeter_gpu::gpu::{AdapterProfile, ContextOptions, GpuContext};
+use tpsmeter_gpu::model::config::ModelConfig;
 use tpsmeter_gpu::reference::ReferenceModel;
 use tpsmeter_gpu::tokenizer::{Tokenizer, TokenizerSpec};
 
@@ -49,23 +52,18 @@ fn gemma3_sliding_window_matches_the_cpu_reference() {
     let Some(bytes) = model_bytes_from(TEST, "TPSMETER_GEMMA_MODEL") else {
         return;
     };
-    let file = GgufFile::parse(&bytes).unwrap();
     let key = "gemma3.attention.sliding_window";
-    assert!(file.header.metadata.get(key).is_some(), "{key} missing");
-    let mut w = GgufWriter::new();
-    w.alignment(file.header.alignment as u32);
-    for (k, v) in file.header.metadata.iter() {
-        if k == key {
-            w.metadata(k, MetadataValue::U32(8));
-        } else if k != "general.alignment" {
-            w.metadata(k, v.clone());
-        }
-    }
-    for t in &file.header.tensors {
-        w.tensor(&t.name, &t.dims, t.ty, file.bytes_of(t).unwrap().to_vec())
-            .unwrap();
-    }
-    let small = w.to_bytes();
+    let small = rewrite_gguf(
+        &bytes,
+        |k, _| (k == key).then(|| (k.to_string(), MetadataValue::U32(8))),
+        &[],
+    );
+    let cfg = ModelConfig::from_header(&GgufFile::parse(&small).unwrap().header).unwrap();
+    assert_eq!(
+        cfg.sliding_window.map(|w| w.window),
+        Some(8),
+        "{key} not rewritten"
+    );
     drop(bytes);
     check_bytes(TEST, small);
 }
@@ -87,6 +85,37 @@ fn gpu_profile_logits_match_the_cpu_reference_at_every_position() {
         return;
     };
     check_on(ctx, bytes);
+}
+
+/// Llama 3.x RoPE frequency factors (`rope_freqs.weight`, added to SmolLM2 with factors
+/// from 1 to 8): the GPU divides each pair's angle as the reference does.
+#[test]
+fn rope_freqs_match_the_cpu_reference() {
+    const TEST: &str = "rope_freqs_match_the_cpu_reference";
+    let Some(bytes) = model_bytes_from(TEST, "TPSMETER_MODEL") else {
+        return;
+    };
+    let with = rewrite_gguf(
+        &bytes,
+        |_, _| None,
+        &[("rope_freqs.weight".into(), vec![32], rope_factors(32))],
+    );
+    drop(bytes);
+    check_bytes(TEST, with);
+}
+
+/// Qwen2: SmolLM2 relabelled as `qwen2` with q/k/v biases added (NEOX RoPE, the bias adds).
+#[test]
+fn qwen2_biases_match_the_cpu_reference() {
+    const TEST: &str = "qwen2_biases_match_the_cpu_reference";
+    let Some(bytes) = model_bytes_from(TEST, "TPSMETER_MODEL") else {
+        return;
+    };
+    let qwen = as_qwen2(&bytes);
+    drop(bytes);
+    let cfg = ModelConfig::from_header(&GgufFile::parse(&qwen).unwrap().header).unwrap();
+    assert!(cfg.qkv_bias, "the relabelled file is not read as Qwen2");
+    check_bytes(TEST, qwen);
 }
 
 fn check(test: &str, model_var: &str) {

@@ -10,8 +10,8 @@ use crate::gpu::context::GpuContext;
 use crate::gpu::defines::DType;
 use crate::kernels::attention::AttentionConfig;
 use crate::kernels::{
-    Add, Dispatch, Embed, Glu, GluKind, KvAppend, MatMul, MatVec, MatVecOptions, QWeight, RmsNorm,
-    Rope, RopeConfig, RopeLayout, Tensor,
+    Add, Dispatch, Embed, Glu, GluKind, KvAppend, KvSlab, KvStore, MatMul, MatVec, MatVecOptions,
+    QWeight, RmsNorm, Rope, RopeConfig, RopeLayout, Tensor,
 };
 use crate::model::config::{Activation, ModelConfig, RopeLayout as ConfigRope};
 use crate::model::llama::GpuWeights;
@@ -66,31 +66,38 @@ impl Activations {
     }
 }
 
-/// The static KV cache: per layer, keys and values for `max_ctx` positions.
+/// The static KV cache: per layer, keys and values for `max_ctx` positions, in buffers or
+/// (CPU-type adapters) textures.
 #[derive(Debug)]
 pub struct KvCache {
-    pub k: Vec<Tensor>,
-    pub v: Vec<Tensor>,
+    pub k: Vec<KvSlab>,
+    pub v: Vec<KvSlab>,
     pub max_ctx: usize,
 }
 
 impl KvCache {
     /// Allocates the whole cache once (nothing is allocated per token).
     pub fn new(ctx: &GpuContext, cfg: &ModelConfig, max_ctx: usize, dt: DType) -> Result<Self> {
+        let (kd, vd) = (cfg.k_dim(), cfg.v_dim());
+        let store = KvStore::for_context(ctx, max_ctx, cfg.head_dim, kd.max(vd), dt);
         let mut k = Vec::with_capacity(cfg.n_layers);
         let mut v = Vec::with_capacity(cfg.n_layers);
         for l in 0..cfg.n_layers {
-            k.push(Tensor::zeros(
+            k.push(KvSlab::new(
                 ctx,
                 &format!("k_cache.{l}"),
-                max_ctx * cfg.k_dim(),
+                max_ctx,
+                kd,
                 dt,
+                store,
             )?);
-            v.push(Tensor::zeros(
+            v.push(KvSlab::new(
                 ctx,
                 &format!("v_cache.{l}"),
-                max_ctx * cfg.v_dim(),
+                max_ctx,
+                vd,
                 dt,
+                store,
             )?);
         }
         Ok(Self { k, v, max_ctx })
@@ -101,7 +108,7 @@ impl KvCache {
         self.k
             .iter()
             .chain(&self.v)
-            .map(|t| (t.len / self.max_ctx * t.dtype.size()) as u64)
+            .map(|s| s.bytes_per_position(self.max_ctx))
             .sum()
     }
 }
@@ -219,17 +226,16 @@ pub fn layers(
             }
             None => (&a.q, &a.k),
         };
-        d.push(
-            Rope::new(ctx, &rope(cfg.n_head), s.pos, q)?
-                .dispatch()
-                .clone(),
-        );
-        d.push(
-            Rope::new(ctx, &rope(cfg.n_head_kv), s.pos, k)?
-                .dispatch()
-                .clone(),
-        );
-        let kv_app = |src: &Tensor, cache: &Tensor, width: usize| {
+        // Llama 3.x frequency factors apply to every layer when the file has them.
+        let freqs = s.weights.rope_freqs.as_ref();
+        for (x, heads) in [(q, cfg.n_head), (k, cfg.n_head_kv)] {
+            d.push(
+                Rope::with_factors(ctx, &rope(heads), s.pos, x, freqs)?
+                    .dispatch()
+                    .clone(),
+            );
+        }
+        let kv_app = |src: &Tensor, cache: &KvSlab, width: usize| {
             KvAppend::new(ctx, s.pos, src, cache, n, width, s.kv.max_ctx)
         };
         d.push(kv_app(k, &s.kv.k[l], cfg.k_dim())?.dispatch().clone());

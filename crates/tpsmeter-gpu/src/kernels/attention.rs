@@ -9,6 +9,7 @@ use crate::error::{GpuError, Result};
 use crate::gpu::context::{AdapterProfile, GpuContext};
 use crate::gpu::defines::{DType, Defines};
 use crate::kernels::dispatch::Dispatch;
+use crate::kernels::kv::{KvSlab, KvStore};
 use crate::kernels::source::ShaderId;
 use crate::kernels::tensor::Tensor;
 
@@ -84,7 +85,11 @@ impl Attention {
         out: &Tensor,
     ) -> Result<Self> {
         let scores = ctx.storage_zeroed("attention scores", scratch_bytes(cfg))?;
-        let dispatch = prepare(ctx, profile, cfg, pos, q, (k_cache, v_cache), &scores, out)?;
+        let (k, v) = (
+            KvSlab::Buffer(k_cache.clone()),
+            KvSlab::Buffer(v_cache.clone()),
+        );
+        let dispatch = prepare(ctx, profile, cfg, pos, q, (&k, &v), &scores, out)?;
         Ok(Attention { dispatch, scores })
     }
 
@@ -111,7 +116,7 @@ pub fn prepare(
     cfg: &AttentionConfig,
     pos: &Tensor,
     q: &Tensor,
-    (k_cache, v_cache): (&Tensor, &Tensor),
+    (k_cache, v_cache): (&KvSlab, &KvSlab),
     scores: &wgpu::Buffer,
     out: &Tensor,
 ) -> Result<Dispatch> {
@@ -129,8 +134,33 @@ pub fn prepare(
     q.expect(OP, "q", cfg.n_tokens * cfg.n_heads * cfg.head_dim, dt)?;
     out.expect(OP, "out", cfg.n_tokens * cfg.n_heads * cfg.head_dim, dt)?;
     let kv = cfg.max_ctx * cfg.n_kv_heads * cfg.head_dim;
-    k_cache.expect(OP, "k_cache", kv, dt)?;
-    v_cache.expect(OP, "v_cache", kv, dt)?;
+    for (name, slab) in [("k_cache", k_cache), ("v_cache", v_cache)] {
+        match slab {
+            KvSlab::Buffer(t) => t.expect(OP, name, kv, dt)?,
+            KvSlab::Texture { texture, .. } => {
+                let rows = cfg.n_kv_heads * cfg.head_dim / 4;
+                if texture.width() as usize != rows || (texture.height() as usize) < cfg.max_ctx {
+                    return Err(GpuError::ShapeMismatch {
+                        op: OP,
+                        detail: format!(
+                            "{name} texture {}x{} cannot hold {} rows of {rows} texels",
+                            texture.width(),
+                            texture.height(),
+                            cfg.max_ctx
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    let cpu = profile == AdapterProfile::Cpu && cfg.head_dim.is_multiple_of(4);
+    let store = k_cache.store();
+    if store != v_cache.store() || (store == KvStore::Texture && (!cpu || dt != DType::F32)) {
+        return Err(GpuError::ShapeMismatch {
+            op: OP,
+            detail: "a texture KV cache needs f32, the CPU-type kernel and both slabs alike".into(),
+        });
+    }
     pos.expect(OP, "pos", 1, DType::F32)?;
     if scores.size() < scratch_bytes(cfg) {
         return Err(GpuError::ShapeMismatch {
@@ -152,48 +182,55 @@ pub fn prepare(
         scale: cfg.scale,
         _pad: 0,
     };
-    let mut buffers = vec![
-        (1, &pos.buffer),
-        (2, &q.buffer),
-        (3, &k_cache.buffer),
-        (4, &v_cache.buffer),
-        (6, &out.buffer),
+    let mut entries = vec![
+        (1, pos.buffer.as_entire_binding()),
+        (2, q.buffer.as_entire_binding()),
+        (3, k_cache.resource()),
+        (4, v_cache.resource()),
+        (6, out.buffer.as_entire_binding()),
     ];
-    let (shader, defines, grid) =
-        if profile == AdapterProfile::Cpu && cfg.head_dim.is_multiple_of(4) {
-            // One invocation per (head, token), no barriers, no scores scratch. Workgroups of 8
-            // (one SIMD pass on lavapipe) spread a decode's heads over both of its threads.
-            let pairs = (cfg.n_heads * cfg.n_tokens) as u32;
-            let defines = Defines {
-                act: dt,
-                workgroup: CPU_WORKGROUP,
-                block: (cfg.head_dim / 4) as u32,
-                ..Defines::default()
-            };
-            (
-                ShaderId::AttentionCpu,
-                defines,
-                [pairs.div_ceil(CPU_WORKGROUP), 1, 1],
-            )
-        } else {
-            // A workgroup per (head, token) over the scores scratch. CPU-type adapters run a
-            // workgroup's invocations as one loop: a small one keeps the barriers cheap; GPUs
-            // want enough invocations to cover the keys.
-            buffers.push((5, scores));
-            let workgroup = match profile {
-                AdapterProfile::Cpu => 8,
-                AdapterProfile::Gpu => 64,
-            };
-            let defines = Defines {
-                act: dt,
-                workgroup,
-                ..Defines::default()
-            };
-            (
-                ShaderId::Attention,
-                defines,
-                [cfg.n_heads as u32, cfg.n_tokens as u32, 1],
-            )
+    let (shader, defines, grid) = if cpu {
+        // One invocation per (head, token), no barriers, no scores scratch. Workgroups of 8
+        // (one SIMD pass on lavapipe) spread a decode's heads over both of its threads.
+        let pairs = (cfg.n_heads * cfg.n_tokens) as u32;
+        let defines = Defines {
+            act: dt,
+            workgroup: CPU_WORKGROUP,
+            block: (cfg.head_dim / 4) as u32,
+            ..Defines::default()
         };
-    Ok(ctx.prepare(shader, "main", defines, &p, &buffers, grid))
+        (
+            ShaderId::AttentionCpu(store),
+            defines,
+            [pairs.div_ceil(CPU_WORKGROUP), 1, 1],
+        )
+    } else {
+        // A workgroup per (head, token) over the scores scratch. CPU-type adapters run a
+        // workgroup's invocations as one loop: a small one keeps the barriers cheap; GPUs
+        // want enough invocations to cover the keys.
+        entries.push((5, scores.as_entire_binding()));
+        let workgroup = match profile {
+            AdapterProfile::Cpu => 8,
+            AdapterProfile::Gpu => 64,
+        };
+        let defines = Defines {
+            act: dt,
+            workgroup,
+            ..Defines::default()
+        };
+        (
+            ShaderId::Attention,
+            defines,
+            [cfg.n_heads as u32, cfg.n_tokens as u32, 1],
+        )
+    };
+    let pipeline = ctx.pipeline(shader, "main", defines);
+    let params = ctx.uniform("attention params", &p);
+    entries.push((0, params.as_entire_binding()));
+    Ok(Dispatch {
+        bind_group: ctx.bind_resources(&pipeline, entries),
+        pipeline,
+        workgroups: grid,
+        label: shader.name(),
+    })
 }

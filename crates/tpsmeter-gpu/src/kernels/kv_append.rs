@@ -1,10 +1,12 @@
-//! Appends new K or V rows to a static cache at the position held in a buffer, so a decode
-//! step recorded once keeps working as the position advances.
+//! Appends new K or V rows to a static cache (buffer or texture, see [`KvSlab`]) at the
+//! position held in a buffer, so a decode step recorded once keeps working as the position
+//! advances.
 
-use crate::error::Result;
+use crate::error::{GpuError, Result};
 use crate::gpu::context::GpuContext;
-use crate::gpu::defines::Defines;
+use crate::gpu::defines::{DType, Defines};
 use crate::kernels::dispatch::Dispatch;
+use crate::kernels::kv::KvSlab;
 use crate::kernels::source::ShaderId;
 use crate::kernels::tensor::Tensor;
 
@@ -27,25 +29,68 @@ pub struct KvAppend {
 }
 
 impl KvAppend {
-    /// `cache` holds `max_ctx * kv_dim` values, `src` holds `n_tokens * kv_dim`, same dtype.
+    /// `cache` holds `max_ctx * kv_dim` values, `src` holds `n_tokens * kv_dim`, same dtype
+    /// (f32 for a texture cache).
     pub fn new(
         ctx: &GpuContext,
         pos: &Tensor,
         src: &Tensor,
-        cache: &Tensor,
+        cache: &KvSlab,
         n_tokens: usize,
         kv_dim: usize,
         max_ctx: usize,
     ) -> Result<Self> {
         const OP: &str = "kv_append";
         src.expect(OP, "src", n_tokens * kv_dim, src.dtype)?;
-        cache.expect(OP, "cache", max_ctx * kv_dim, src.dtype)?;
         let p = Params {
             n_tokens: n_tokens as u32,
             kv_dim: kv_dim as u32,
             max_ctx: max_ctx as u32,
             _pad: 0,
         };
+        let cache = match cache {
+            KvSlab::Buffer(t) => t,
+            KvSlab::Texture { texture, view } => {
+                src.expect(OP, "src", n_tokens * kv_dim, DType::F32)?;
+                if !kv_dim.is_multiple_of(4)
+                    || texture.width() as usize * 4 != kv_dim
+                    || (texture.height() as usize) < max_ctx
+                {
+                    return Err(GpuError::ShapeMismatch {
+                        op: OP,
+                        detail: format!(
+                            "a {}x{} texture cannot hold {max_ctx} rows of {kv_dim}",
+                            texture.width(),
+                            texture.height()
+                        ),
+                    });
+                }
+                let defines = Defines {
+                    workgroup: WORKGROUP,
+                    ..Defines::default()
+                };
+                let pipeline = ctx.pipeline(ShaderId::KvAppendTexture, "main", defines);
+                let params = ctx.uniform("kv_append params", &p);
+                let n = (n_tokens * kv_dim / 4) as u32;
+                return Ok(KvAppend {
+                    dispatch: Dispatch {
+                        bind_group: ctx.bind_resources(
+                            &pipeline,
+                            vec![
+                                (0, params.as_entire_binding()),
+                                (1, pos.buffer.as_entire_binding()),
+                                (2, src.buffer.as_entire_binding()),
+                                (3, wgpu::BindingResource::TextureView(view)),
+                            ],
+                        ),
+                        pipeline,
+                        workgroups: ctx.grid(n.div_ceil(WORKGROUP)),
+                        label: "kv_append",
+                    },
+                });
+            }
+        };
+        cache.expect(OP, "cache", max_ctx * kv_dim, src.dtype)?;
         let defines = Defines {
             act: src.dtype,
             workgroup: WORKGROUP,

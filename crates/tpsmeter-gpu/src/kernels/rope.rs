@@ -1,4 +1,5 @@
-//! Rotary position embedding in place, both rotation layouts, position read from a buffer.
+//! Rotary position embedding in place, both rotation layouts, position read from a buffer,
+//! optional per-pair frequency factors (Llama 3.x).
 
 use crate::error::{GpuError, Result};
 use crate::gpu::context::GpuContext;
@@ -48,7 +49,7 @@ struct Params {
     mode: u32,
     freq_base: f32,
     freq_scale: f32,
-    _pad: u32,
+    has_factors: u32,
 }
 
 /// A prepared in-place RoPE on `x` (`[n_tokens, n_heads, head_dim]`); token `t` is at
@@ -61,6 +62,18 @@ pub struct Rope {
 impl Rope {
     /// Checks shapes and prepares the dispatch. `pos` is a u32 tensor.
     pub fn new(ctx: &GpuContext, cfg: &RopeConfig, pos: &Tensor, x: &Tensor) -> Result<Self> {
+        Self::with_factors(ctx, cfg, pos, x, None)
+    }
+
+    /// [`Rope::new`] with Llama 3.x frequency factors (`rope_dim / 2` f32 values): the angle
+    /// of pair `i` is divided by `factors[i]`.
+    pub fn with_factors(
+        ctx: &GpuContext,
+        cfg: &RopeConfig,
+        pos: &Tensor,
+        x: &Tensor,
+        factors: Option<&Tensor>,
+    ) -> Result<Self> {
         const OP: &str = "rope";
         if cfg.rope_dim == 0 || !cfg.rope_dim.is_multiple_of(2) || cfg.rope_dim > cfg.head_dim {
             return Err(GpuError::ShapeMismatch {
@@ -73,6 +86,9 @@ impl Rope {
         }
         x.expect(OP, "x", cfg.n_tokens * cfg.n_heads * cfg.head_dim, x.dtype)?;
         pos.expect(OP, "pos", 1, crate::gpu::DType::F32)?;
+        if let Some(f) = factors {
+            f.expect(OP, "factors", cfg.rope_dim / 2, crate::gpu::DType::F32)?;
+        }
         let p = Params {
             n_tokens: cfg.n_tokens as u32,
             n_heads: cfg.n_heads as u32,
@@ -84,7 +100,7 @@ impl Rope {
             },
             freq_base: cfg.freq_base,
             freq_scale: cfg.freq_scale,
-            _pad: 0,
+            has_factors: u32::from(factors.is_some()),
         };
         let pairs = (cfg.n_tokens * cfg.n_heads * cfg.rope_dim / 2) as u32;
         let defines = Defines {
@@ -98,7 +114,12 @@ impl Rope {
                 "main",
                 defines,
                 &p,
-                &[(1, &pos.buffer), (2, &x.buffer)],
+                // Without factors the kernel never reads binding 3; `pos` stands in for it.
+                &[
+                    (1, &pos.buffer),
+                    (2, &x.buffer),
+                    (3, &factors.unwrap_or(pos).buffer),
+                ],
                 ctx.grid(pairs.div_ceil(WORKGROUP)),
             ),
         })

@@ -7,6 +7,7 @@
 
 use crate::gpu::defines::Defines;
 use crate::kernels::format::WeightFormat;
+use crate::kernels::kv::KvStore;
 use crate::kernels::weights::WeightStore;
 
 /// Every WGSL file of the crate, by name.
@@ -39,6 +40,12 @@ pub static SOURCES: &[(&str, &str)] = &[
     ("elementwise", include_str!("wgsl/elementwise.wgsl")),
     ("rope", include_str!("wgsl/rope.wgsl")),
     ("kv_append", include_str!("wgsl/kv_append.wgsl")),
+    (
+        "kv_append_texture",
+        include_str!("wgsl/kv_append_texture.wgsl"),
+    ),
+    ("kv_buffer", include_str!("wgsl/kv_buffer.wgsl")),
+    ("kv_texture", include_str!("wgsl/kv_texture.wgsl")),
     ("embed", include_str!("wgsl/embed.wgsl")),
     (
         "attention_common",
@@ -97,12 +104,15 @@ pub enum ShaderId {
     Rope,
     /// KV-cache append.
     KvAppend,
+    /// KV-cache append into a texture.
+    KvAppendTexture,
     /// Quantized embedding lookup.
     Embed(WeightFormat, WeightStore),
     /// Grouped-query attention over the KV cache.
     Attention,
-    /// The same without barriers, online softmax (CPU-type adapters).
-    AttentionCpu,
+    /// The same without barriers, online softmax (CPU-type adapters), over a KV cache in
+    /// buffers or textures.
+    AttentionCpu(KvStore),
     /// Row softmax.
     Softmax,
     /// Token sampling.
@@ -120,9 +130,10 @@ impl ShaderId {
             ShaderId::Elementwise => "elementwise",
             ShaderId::Rope => "rope",
             ShaderId::KvAppend => "kv_append",
+            ShaderId::KvAppendTexture => "kv_append_texture",
             ShaderId::Embed(..) => "embed",
             ShaderId::Attention => "attention",
-            ShaderId::AttentionCpu => "attention_cpu",
+            ShaderId::AttentionCpu(_) => "attention_cpu",
             ShaderId::Softmax => "softmax",
             ShaderId::Sample => "sample",
         }
@@ -160,7 +171,14 @@ impl ShaderId {
                 "matmul_cpu",
             ],
             ShaderId::Attention => vec!["attention_common", "attention"],
-            ShaderId::AttentionCpu => vec!["attention_common", "attention_cpu"],
+            ShaderId::AttentionCpu(store) => vec![
+                "attention_common",
+                match store {
+                    KvStore::Buffer => "kv_buffer",
+                    KvStore::Texture => "kv_texture",
+                },
+                "attention_cpu",
+            ],
             ShaderId::Embed(format, store) => vec![
                 "matvec_common",
                 "x_storage",
@@ -237,7 +255,9 @@ mod tests {
             ShaderId::KvAppend,
             ShaderId::Embed(WeightFormat::Q6_K, WeightStore::Texture),
             ShaderId::Attention,
-            ShaderId::AttentionCpu,
+            ShaderId::AttentionCpu(KvStore::Buffer),
+            ShaderId::AttentionCpu(KvStore::Texture),
+            ShaderId::KvAppendTexture,
             ShaderId::Softmax,
             ShaderId::Sample,
         ] {

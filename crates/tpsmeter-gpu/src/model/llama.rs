@@ -45,6 +45,8 @@ pub struct GpuWeights {
     pub output_norm: Tensor,
     /// `None` when the output head is tied to `token_embd`.
     pub output: Option<QWeight>,
+    /// Llama 3.x RoPE frequency factors (`rope_freqs.weight`, `rope_dim / 2` values).
+    pub rope_freqs: Option<Tensor>,
 }
 
 /// The matrix kernels' name for a GGML tensor type, or an error naming the tensor.
@@ -125,12 +127,11 @@ impl GpuWeights {
     /// Uploads every weight `cfg` needs from `file`.
     pub fn upload(ctx: &GpuContext, file: &GgufFile<'_>, cfg: &ModelConfig) -> Result<Self> {
         Self::check_config(cfg)?;
-        if file.header.has_tensor("rope_freqs.weight") {
-            return Err(GpuError::BadMetadata {
-                key: "rope_freqs.weight".into(),
-                reason: "Llama 3.1 RoPE frequency factors are not implemented yet".into(),
-            });
-        }
+        let rope_freqs = if file.header.has_tensor("rope_freqs.weight") {
+            Some(vector(ctx, file, "rope_freqs.weight", cfg.rope_dim / 2)?)
+        } else {
+            None
+        };
         let e = cfg.n_embd;
         let mut layers = Vec::with_capacity(cfg.n_layers);
         for l in 0..cfg.n_layers {
@@ -175,6 +176,7 @@ impl GpuWeights {
             token_embd: matrix(ctx, file, "token_embd.weight", e, cfg.vocab_size)?,
             layers,
             output_norm: vector(ctx, file, "output_norm.weight", e)?,
+            rope_freqs,
             output: if cfg.tied_embeddings {
                 None
             } else {

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
+use tpsmeter_gpu::gguf::{GgufFile, GgufWriter, MetadataValue};
 use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
+use tpsmeter_gpu::model::config::ModelConfig;
 
 /// Whether missing assets are failures (CI) rather than skips.
 pub fn required() -> bool {
@@ -81,4 +83,78 @@ pub fn top2(logits: &[f32]) -> (usize, usize) {
         }
     }
     (a, b)
+}
+
+/// A copy of the GGUF `bytes` with metadata rewritten by `meta` (return `Some((key, value))`
+/// to rename a key or replace its value) and `extra` tensors (name, ggml dims, f32 values)
+/// appended; every other tensor is kept byte for byte. Tests use it to switch model features
+/// on in a real model.
+pub fn rewrite_gguf(
+    bytes: &[u8],
+    meta: impl Fn(&str, &MetadataValue) -> Option<(String, MetadataValue)>,
+    extra: &[(String, Vec<u64>, Vec<f32>)],
+) -> Vec<u8> {
+    let file = GgufFile::parse(bytes).unwrap();
+    let mut w = GgufWriter::new();
+    w.alignment(file.header.alignment as u32);
+    for (k, v) in file.header.metadata.iter() {
+        if k != "general.alignment" {
+            let (k, v) = meta(k, v).unwrap_or_else(|| (k.to_string(), v.clone()));
+            w.metadata(&k, v);
+        }
+    }
+    for t in &file.header.tensors {
+        w.tensor(&t.name, &t.dims, t.ty, file.bytes_of(t).unwrap().to_vec())
+            .unwrap();
+    }
+    for (name, dims, values) in extra {
+        w.tensor_f32(name, dims, values).unwrap();
+    }
+    w.to_bytes()
+}
+
+/// Llama 3.x-style RoPE frequency factors for `n` pairs: 1 for the fastest pairs rising to
+/// 8 for the slowest, as llama3 scaling makes them.
+pub fn rope_factors(n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| 1.0 + 7.0 * (i as f32 / n as f32).powi(2))
+        .collect()
+}
+
+/// The Llama-architecture GGUF `bytes` relabelled as Qwen2 (metadata keys `llama.*` ->
+/// `qwen2.*`, which also switches RoPE to the NEOX layout) with q/k/v biases added (small,
+/// deterministic, different per layer and row). The text it writes is nonsense; the point
+/// is that two implementations compute the same function of it.
+pub fn as_qwen2(bytes: &[u8]) -> Vec<u8> {
+    let cfg = ModelConfig::from_header(&GgufFile::parse(bytes).unwrap().header).unwrap();
+    let bias = |l: usize, which: usize, n: usize| -> Vec<f32> {
+        (0..n)
+            .map(|i| 0.05 * ((i * 7 + l * 13 + which * 29) as f32 * 0.37).sin())
+            .collect()
+    };
+    let mut extra = Vec::new();
+    for l in 0..cfg.n_layers {
+        for (which, (name, n)) in [
+            ("attn_q.bias", cfg.q_dim()),
+            ("attn_k.bias", cfg.k_dim()),
+            ("attn_v.bias", cfg.v_dim()),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            extra.push((format!("blk.{l}.{name}"), vec![n as u64], bias(l, which, n)));
+        }
+    }
+    rewrite_gguf(
+        bytes,
+        |k, v| {
+            if k == "general.architecture" {
+                Some((k.to_string(), MetadataValue::String("qwen2".into())))
+            } else {
+                k.strip_prefix("llama.")
+                    .map(|rest| (format!("qwen2.{rest}"), v.clone()))
+            }
+        },
+        &extra,
+    )
 }

@@ -58,6 +58,7 @@ pub fn rope(
     freq_base: f32,
     freq_scale: f32,
     pos0: u32,
+    factors: Option<&[f32]>,
 ) {
     let half = rope_dim / 2;
     for t in 0..n_tokens {
@@ -70,7 +71,8 @@ pub fn rope(
                 } else {
                     (base + 2 * i, base + 2 * i + 1)
                 };
-                let inv = f64::from(freq_base).powf(-((2 * i) as f64) / rope_dim as f64);
+                let inv = f64::from(freq_base).powf(-((2 * i) as f64) / rope_dim as f64)
+                    / factors.map_or(1.0, |f| f64::from(f[i]));
                 let theta = p * f64::from(freq_scale) * inv;
                 let (s, c) = theta.sin_cos();
                 let (a, b) = (f64::from(x[i0]), f64::from(x[i1]));

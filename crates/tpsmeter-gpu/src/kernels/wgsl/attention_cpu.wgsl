@@ -4,9 +4,8 @@
 // softmax: running max m, running sum l, and the weighted sum of values rescaled whenever m
 // grows, so scores need no scratch. Reads are vec4s: head_dim is a multiple of 4.
 
+// Keys and values come through k_at / v_at (kv_buffer.wgsl or kv_texture.wgsl).
 @group(0) @binding(2) var<storage, read> q: array<vec4<act>>;
-@group(0) @binding(3) var<storage, read> kc: array<vec4<act>>;
-@group(0) @binding(4) var<storage, read> vc: array<vec4<act>>;
 @group(0) @binding(6) var<storage, read_write> out: array<vec4<act>>;
 
 // The vec4s of one head: WGSL needs a constant array size, so the op passes head_dim / 4 as
@@ -28,7 +27,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (p.window > 0u && end > p.window) {
         start = end - p.window;
     }
-    let kv4 = p.n_kv_heads * HD4;
     let qb = (t * p.n_heads + h) * HD4;
 
     var qv: array<vec4<f32>, HD4>;
@@ -39,10 +37,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     var m = -3.0e38;
     var l = 0.0;
     for (var j = start; j < end; j++) {
-        let kb = j * kv4 + kvh * HD4;
+        let c0 = kvh * HD4;
         var s = 0.0;
         for (var d = 0u; d < HD4; d++) {
-            s += dot(qv[d], vec4<f32>(kc[kb + d]));
+            s += dot(qv[d], k_at(j, c0 + d));
         }
         if (s > m) {
             // Rescale what was summed under the old maximum (exp(-inf) = 0 on the first key).
@@ -56,7 +54,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let e = exp(s - m);
         l += e;
         for (var d = 0u; d < HD4; d++) {
-            acc[d] += e * vec4<f32>(vc[kb + d]);
+            acc[d] += e * v_at(j, c0 + d);
         }
     }
     let inv = 1.0 / l;

@@ -3,6 +3,8 @@
 // current position without re-recording). One invocation per rotated pair.
 //   mode 0 ("normal", llama GGUFs): pairs (2i, 2i + 1)
 //   mode 1 (NEOX, qwen2 / gemma):   pairs (i, i + rope_dim / 2)
+// Llama 3.x divides the angle of pair i by factors[i] (`rope_freqs.weight`); without factors
+// the op binds a placeholder there and sets has_factors to 0.
 
 struct Params {
     n_tokens: u32,
@@ -12,12 +14,13 @@ struct Params {
     mode: u32,
     freq_base: f32,
     freq_scale: f32,
-    _pad: u32,
+    has_factors: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> pos: array<u32>;
 @group(0) @binding(2) var<storage, read_write> x: array<act>;
+@group(0) @binding(3) var<storage, read> factors: array<f32>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -39,7 +42,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         i0 = base + i;
         i1 = i0 + half_dim;
     }
-    let inv_freq = pow(p.freq_base, -f32(2u * i) / f32(p.rope_dim));
+    var inv_freq = pow(p.freq_base, -f32(2u * i) / f32(p.rope_dim));
+    if (p.has_factors != 0u) {
+        inv_freq /= factors[i];
+    }
     let theta = f32(pos[0] + t) * p.freq_scale * inv_freq;
     let c = cos(theta);
     let s = sin(theta);

@@ -1,0 +1,27 @@
+// Appends n_tokens rows of kv_dim values to a KV cache texture (row = position, one texel
+// per 4 values) at row pos[0]; rows past max_ctx are dropped. One invocation per texel.
+
+struct Params {
+    n_tokens: u32,
+    kv_dim: u32,
+    max_ctx: u32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> pos: array<u32>;
+@group(0) @binding(2) var<storage, read> src: array<vec4<f32>>;
+@group(0) @binding(3) var cache: texture_storage_2d<rgba32float, write>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    let w4 = p.kv_dim / 4u;
+    if (i >= p.n_tokens * w4) {
+        return;
+    }
+    let row = pos[0] + i / w4;
+    if (row < p.max_ctx) {
+        textureStore(cache, vec2<u32>(i % w4, row), src[i]);
+    }
+}
