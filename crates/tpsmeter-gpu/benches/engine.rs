@@ -105,8 +105,9 @@ mod native {
         // compile now) and the first decoded tokens.
         let t_cold = Instant::now();
         let ctx = Arc::new(GpuContext::new_blocking(&ContextOptions::default()).unwrap());
+        // Decode "at context c" runs positions c - 1 .. c - 1 + n_decode: room for the last.
         let opts = ModelOptions {
-            max_context: 2048,
+            max_context: 2048 + n_decode,
             ..Default::default()
         };
         let mut m = GpuModel::load(ctx.clone(), &file, &opts).unwrap();
