@@ -19,9 +19,7 @@ mod llama_support;
 use std::path::{Path, PathBuf};
 
 use llama_support::{complete, f32_variant, start_server, variants_dir};
-use model_support::{
-    as_qwen2, device, missing, model_bytes_from, rewrite_gguf, rope_factors, top2,
-};
+use model_support::{as_qwen2, device, missing, model_bytes_from, top2, with_rope_freqs};
 use tpsmeter_gpu::engine::{GpuModel, ModelOptions};
 use tpsmeter_gpu::gguf::GgufFile;
 use tpsmeter_gpu::tokenizer::{Tokenizer, TokenizerSpec};
@@ -70,11 +68,7 @@ fn rope_freqs_greedy_tokens_match_llama_cpp_except_near_ties() {
     let Some(bytes) = model_bytes_from(TEST, "TPSMETER_MODEL") else {
         return;
     };
-    let with = rewrite_gguf(
-        &bytes,
-        |_, _| None,
-        &[("rope_freqs.weight".into(), vec![32], rope_factors(32))],
-    );
+    let with = with_rope_freqs(&bytes);
     let path = write_variant("SmolLM2-135M-ropefreqs1", &with);
     compare_file(TEST, with, &path, &PROMPTS[..2]);
 }

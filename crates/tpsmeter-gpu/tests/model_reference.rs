@@ -7,7 +7,7 @@
 mod model_support;
 
 use model_support::{
-    as_qwen2, device, device_with, model_bytes_from, rel_l2, rewrite_gguf, rope_factors,
+    as_qwen2, device, device_with, model_bytes_from, rel_l2, rewrite_gguf, with_rope_freqs,
 };
 use tpsmeter_gpu::engine::{GpuModel, ModelOptions};
 use tpsmeter_gpu::gguf::{GgufFile, MetadataValue};
@@ -95,11 +95,7 @@ fn rope_freqs_match_the_cpu_reference() {
     let Some(bytes) = model_bytes_from(TEST, "TPSMETER_MODEL") else {
         return;
     };
-    let with = rewrite_gguf(
-        &bytes,
-        |_, _| None,
-        &[("rope_freqs.weight".into(), vec![32], rope_factors(32))],
-    );
+    let with = with_rope_freqs(&bytes);
     drop(bytes);
     check_bytes(TEST, with);
 }

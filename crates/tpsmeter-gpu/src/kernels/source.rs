@@ -39,6 +39,10 @@ pub static SOURCES: &[(&str, &str)] = &[
     ("rms_norm", include_str!("wgsl/rms_norm.wgsl")),
     ("elementwise", include_str!("wgsl/elementwise.wgsl")),
     ("rope", include_str!("wgsl/rope.wgsl")),
+    (
+        "kv_append_common",
+        include_str!("wgsl/kv_append_common.wgsl"),
+    ),
     ("kv_append", include_str!("wgsl/kv_append.wgsl")),
     (
         "kv_append_texture",
@@ -171,6 +175,8 @@ impl ShaderId {
                 "matmul_cpu",
             ],
             ShaderId::Attention => vec!["attention_common", "attention"],
+            ShaderId::KvAppend => vec!["kv_append_common", "kv_append"],
+            ShaderId::KvAppendTexture => vec!["kv_append_common", "kv_append_texture"],
             ShaderId::AttentionCpu(store) => vec![
                 "attention_common",
                 match store {

@@ -158,3 +158,15 @@ pub fn as_qwen2(bytes: &[u8]) -> Vec<u8> {
         &extra,
     )
 }
+
+/// SmolLM2-style `bytes` with a `rope_freqs.weight` of [`rope_factors`] added, which switches
+/// on Llama 3.x RoPE scaling in our engine, our reference and llama.cpp alike.
+pub fn with_rope_freqs(bytes: &[u8]) -> Vec<u8> {
+    let cfg = ModelConfig::from_header(&GgufFile::parse(bytes).unwrap().header).unwrap();
+    let n = cfg.rope_dim / 2;
+    rewrite_gguf(
+        bytes,
+        |_, _| None,
+        &[("rope_freqs.weight".into(), vec![n as u64], rope_factors(n))],
+    )
+}

@@ -46,12 +46,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let h = wid.x;
     let t = wid.y;
     let kvh = h / (p.n_heads / p.n_kv_heads);
-    let qpos = pos[0] + t;
-    let end = min(qpos + 1u, p.max_ctx);
-    var start = 0u;
-    if (p.window > 0u && end > p.window) {
-        start = end - p.window;
-    }
+    let keys = visible(t);
+    let start = keys.x;
+    let end = keys.y;
     let hd = p.head_dim;
     let kv_dim = p.n_kv_heads * hd;
     let qb = (t * p.n_heads + h) * hd;

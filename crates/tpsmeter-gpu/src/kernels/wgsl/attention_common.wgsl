@@ -15,3 +15,13 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> pos: array<u32>;
+
+// The keys query token t of the batch sees: [start, end) (causal, optional sliding window).
+fn visible(t: u32) -> vec2<u32> {
+    let end = min(pos[0] + t + 1u, p.max_ctx);
+    var start = 0u;
+    if (p.window > 0u && end > p.window) {
+        start = end - p.window;
+    }
+    return vec2<u32>(start, end);
+}

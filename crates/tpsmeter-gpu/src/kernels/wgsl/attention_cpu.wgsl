@@ -21,12 +21,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let h = i % p.n_heads;
     let t = i / p.n_heads;
     let kvh = h / (p.n_heads / p.n_kv_heads);
-    let qpos = pos[0] + t;
-    let end = min(qpos + 1u, p.max_ctx);
-    var start = 0u;
-    if (p.window > 0u && end > p.window) {
-        start = end - p.window;
-    }
+    let keys = visible(t);
+    let start = keys.x;
+    let end = keys.y;
     let qb = (t * p.n_heads + h) * HD4;
 
     var qv: array<vec4<f32>, HD4>;

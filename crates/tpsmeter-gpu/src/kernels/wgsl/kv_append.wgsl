@@ -1,16 +1,5 @@
-// Appends n_tokens rows of kv_dim values to a static cache [max_ctx, kv_dim] at row pos[0].
-// Rows past max_ctx are dropped (the generation loop refuses to run past the context
-// limit before it gets here).
+// Appends to a KV cache in a storage buffer [max_ctx, kv_dim] (see kv_append_common).
 
-struct Params {
-    n_tokens: u32,
-    kv_dim: u32,
-    max_ctx: u32,
-    _pad: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> pos: array<u32>;
 @group(0) @binding(2) var<storage, read> src: array<act>;
 @group(0) @binding(3) var<storage, read_write> cache: array<act>;
 

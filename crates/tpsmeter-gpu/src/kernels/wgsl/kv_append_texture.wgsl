@@ -1,15 +1,6 @@
-// Appends n_tokens rows of kv_dim values to a KV cache texture (row = position, one texel
-// per 4 values) at row pos[0]; rows past max_ctx are dropped. One invocation per texel.
+// Appends to a KV cache texture (row = position, one texel per 4 values; see
+// kv_append_common). One invocation per texel.
 
-struct Params {
-    n_tokens: u32,
-    kv_dim: u32,
-    max_ctx: u32,
-    _pad: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> pos: array<u32>;
 @group(0) @binding(2) var<storage, read> src: array<vec4<f32>>;
 @group(0) @binding(3) var cache: texture_storage_2d<rgba32float, write>;
 
