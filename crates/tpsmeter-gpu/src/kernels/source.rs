@@ -36,6 +36,7 @@ pub static SOURCES: &[(&str, &str)] = &[
     ("weights_texture", include_str!("wgsl/weights_texture.wgsl")),
     ("x_storage", include_str!("wgsl/x_storage.wgsl")),
     ("x_uniform", include_str!("wgsl/x_uniform.wgsl")),
+    ("reduce", include_str!("wgsl/reduce.wgsl")),
     ("rms_norm", include_str!("wgsl/rms_norm.wgsl")),
     ("elementwise", include_str!("wgsl/elementwise.wgsl")),
     ("rope", include_str!("wgsl/rope.wgsl")),
@@ -174,7 +175,9 @@ impl ShaderId {
                 format_file(*format),
                 "matmul_cpu",
             ],
-            ShaderId::Attention => vec!["attention_common", "attention"],
+            ShaderId::Attention => vec!["attention_common", "reduce", "attention"],
+            ShaderId::RmsNorm => vec!["reduce", "rms_norm"],
+            ShaderId::Softmax => vec!["reduce", "softmax"],
             ShaderId::KvAppend => vec!["kv_append_common", "kv_append"],
             ShaderId::KvAppendTexture => vec!["kv_append_common", "kv_append_texture"],
             ShaderId::AttentionCpu(store) => vec![

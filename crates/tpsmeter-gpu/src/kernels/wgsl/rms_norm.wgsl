@@ -1,6 +1,6 @@
 // RMSNorm over rows: y[r, i] = x[r, i] / sqrt(mean(x[r]^2) + eps) * w[i].
 // main_cpu: one invocation per row, no barriers (CPU-type adapters).
-// main_gpu: one workgroup per row, tree reduction in workgroup memory.
+// main_gpu: one workgroup per row, tree reduction in workgroup memory (reduce.wgsl).
 
 struct Params {
     rows: u32,
@@ -32,8 +32,6 @@ fn main_cpu(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     }
 }
 
-var<workgroup> red: array<f32, WG>;
-
 @compute @workgroup_size(WG)
 fn main_gpu(
     @builtin(local_invocation_index) lid: u32,
@@ -50,15 +48,7 @@ fn main_gpu(
         let v = f32(x[base + i]);
         ss += v * v;
     }
-    red[lid] = ss;
-    workgroupBarrier();
-    for (var st = WG / 2u; st > 0u; st >>= 1u) {
-        if (lid < st) {
-            red[lid] += red[lid + st];
-        }
-        workgroupBarrier();
-    }
-    let inv = inverseSqrt(red[0] / f32(p.dim) + p.eps);
+    let inv = inverseSqrt(reduce_sum(lid, ss) / f32(p.dim) + p.eps);
     for (var i = lid; i < p.dim; i += WG) {
         y[base + i] = act(f32(x[base + i]) * inv * w[i]);
     }

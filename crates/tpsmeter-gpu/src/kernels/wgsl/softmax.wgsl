@@ -1,5 +1,6 @@
 // Softmax in place over rows of length n: x[r] = exp(x[r] - max) / sum. One workgroup per
-// row with tree reductions; the CPU-type entry runs one row per invocation without barriers.
+// row with tree reductions (reduce.wgsl); the CPU-type entry runs one row per invocation
+// without barriers.
 
 struct Params {
     rows: u32,
@@ -34,8 +35,6 @@ fn main_cpu(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     }
 }
 
-var<workgroup> red: array<f32, WG>;
-
 @compute @workgroup_size(WG)
 fn main_gpu(
     @builtin(local_invocation_index) lid: u32,
@@ -51,31 +50,14 @@ fn main_gpu(
     for (var i = lid; i < p.n; i += WG) {
         m = max(m, x[b + i]);
     }
-    red[lid] = m;
-    workgroupBarrier();
-    for (var st = WG / 2u; st > 0u; st >>= 1u) {
-        if (lid < st) {
-            red[lid] = max(red[lid], red[lid + st]);
-        }
-        workgroupBarrier();
-    }
-    m = red[0];
-    workgroupBarrier();
+    m = reduce_max(lid, m);
     var s = 0.0;
     for (var i = lid; i < p.n; i += WG) {
         let e = exp(x[b + i] - m);
         x[b + i] = e;
         s += e;
     }
-    red[lid] = s;
-    workgroupBarrier();
-    for (var st = WG / 2u; st > 0u; st >>= 1u) {
-        if (lid < st) {
-            red[lid] += red[lid + st];
-        }
-        workgroupBarrier();
-    }
-    let inv = 1.0 / red[0];
+    let inv = 1.0 / reduce_sum(lid, s);
     storageBarrier();
     for (var i = lid; i < p.n; i += WG) {
         x[b + i] *= inv;
