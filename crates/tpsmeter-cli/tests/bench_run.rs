@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bench, measured, schedule};
+use common::{argv, bench, measured, schedule};
 use tpsmeter_core::Api;
 use tpsmeter_core::metrics::TokenCountSource;
 use tpsmeter_core::plan::LoadLevel;
@@ -38,18 +38,11 @@ async fn every_api_streams_and_counts_every_token() {
     let emu = healthy(1).await;
     let url = emu.base_url();
     for api in Api::ALL {
-        let result = bench(&[
-            "--api",
+        let result = bench(&argv(
             api.name(),
-            "--url",
             &url,
-            "--model",
-            "m",
-            "--requests",
-            "2",
-            "--max-tokens",
-            "64",
-        ])
+            &["--requests", "2", "--max-tokens", "64"],
+        ))
         .await;
         let records = measured(&result.report);
         assert_eq!(records.len(), 2, "{api}");
@@ -72,20 +65,11 @@ async fn every_api_streams_and_counts_every_token() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn levels_run_in_order_with_warmup_excluded() {
     let emu = healthy(3).await;
-    let result = bench(&[
-        "--api",
+    let result = bench(&argv(
         "openai-chat",
-        "--url",
         &emu.base_url(),
-        "--model",
-        "m",
-        "--concurrency",
-        "1,4",
-        "--requests",
-        "8",
-        "--warmup",
-        "2",
-    ])
+        &["--concurrency", "1,4", "--requests", "8", "--warmup", "2"],
+    ))
     .await;
     let report = &result.report;
     assert_eq!(report.levels.len(), 2);
@@ -112,18 +96,11 @@ async fn levels_run_in_order_with_warmup_excluded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_loop_rate_sends_the_scheduled_requests() {
     let emu = healthy(1).await;
-    let result = bench(&[
-        "--api",
+    let result = bench(&argv(
         "openai-chat",
-        "--url",
         &emu.base_url(),
-        "--model",
-        "m",
-        "--rate",
-        "50",
-        "--requests",
-        "10",
-    ])
+        &["--rate", "50", "--requests", "10"],
+    ))
     .await;
     let report = &result.report;
     assert_eq!(report.levels[0].level, LoadLevel::Rate(50.0));
@@ -146,24 +123,22 @@ async fn records_reach_disk_and_the_report_and_csv_match() {
     let dir = temp_dir("files");
     let json = dir.join("run.json");
     let csv = dir.join("run.csv");
-    let result = bench(&[
-        "--api",
+    let result = bench(&argv(
         "openai-chat",
-        "--url",
         &emu.base_url(),
-        "--model",
-        "m",
-        "--concurrency",
-        "2",
-        "--requests",
-        "5",
-        "--warmup",
-        "1",
-        "--json",
-        json.to_str().unwrap(),
-        "--csv",
-        csv.to_str().unwrap(),
-    ])
+        &[
+            "--concurrency",
+            "2",
+            "--requests",
+            "5",
+            "--warmup",
+            "1",
+            "--json",
+            json.to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+    ))
     .await;
     let report = Report::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report.requests.len(), result.report.requests.len());
@@ -198,19 +173,11 @@ async fn run_binary(mut cmd: Command) -> std::process::Output {
 async fn exit_status_says_whether_slos_held() {
     let emu = healthy(1).await;
     let url = emu.base_url();
-    let base = [
-        "bench",
-        "--api",
-        "openai-chat",
-        "--url",
-        &url,
-        "--model",
-        "m",
-        "--requests",
-        "2",
-    ];
+    let base = argv("openai-chat", &url, &["--requests", "2"]);
     let mut cmd = tpsmeter();
-    cmd.args(base).args(["--slo", "ttft=5s,tpot=1s"]);
+    cmd.arg("bench")
+        .args(&base)
+        .args(["--slo", "ttft=5s,tpot=1s"]);
     let out = run_binary(cmd).await;
     assert_eq!(
         out.status.code(),
@@ -222,17 +189,17 @@ async fn exit_status_says_whether_slos_held() {
     assert!(stdout.contains("TTFT"), "table printed: {stdout}");
     // The emulator's first token takes 20 ms: a 1 ms TTFT objective cannot hold.
     let mut cmd = tpsmeter();
-    cmd.args(base).args(["--slo", "ttft=1ms"]);
+    cmd.arg("bench").args(&base).args(["--slo", "ttft=1ms"]);
     assert_eq!(run_binary(cmd).await.status.code(), Some(2));
     let mut cmd = tpsmeter();
-    cmd.args(base).args(["--slo", "ttft=500"]);
+    cmd.arg("bench").args(&base).args(["--slo", "ttft=500"]);
     assert_eq!(
         run_binary(cmd).await.status.code(),
         Some(1),
         "unit-less SLO is a usage error"
     );
     let mut cmd = tpsmeter();
-    cmd.args(["bench", "--api", "nope", "--url", &url, "--model", "m"]);
+    cmd.arg("bench").args(argv("nope", &url, &[]));
     assert_eq!(run_binary(cmd).await.status.code(), Some(1));
 }
 
@@ -262,25 +229,22 @@ async fn api_key_never_appears_in_any_output() {
             let json = dir.join(format!("{name}-{api}.json"));
             let csv = dir.join(format!("{name}-{api}.csv"));
             let mut cmd = tpsmeter();
-            cmd.env("TPSMETER_TEST_KEY", KEY).args([
-                "bench",
-                "--api",
+            cmd.env("TPSMETER_TEST_KEY", KEY).arg("bench").args(argv(
                 api,
-                "--url",
                 &emu.base_url(),
-                "--model",
-                "m",
-                "--api-key-env",
-                "TPSMETER_TEST_KEY",
-                "--requests",
-                "2",
-                "--warmup",
-                "1",
-                "--json",
-                json.to_str().unwrap(),
-                "--csv",
-                csv.to_str().unwrap(),
-            ]);
+                &[
+                    "--api-key-env",
+                    "TPSMETER_TEST_KEY",
+                    "--requests",
+                    "2",
+                    "--warmup",
+                    "1",
+                    "--json",
+                    json.to_str().unwrap(),
+                    "--csv",
+                    csv.to_str().unwrap(),
+                ],
+            ));
             let out = run_binary(cmd).await;
             let stdout = String::from_utf8_lossy(&out.stdout);
             let stderr = String::from_utf8_lossy(&out.stderr);
@@ -290,17 +254,13 @@ async fn api_key_never_appears_in_any_output() {
     }
     // A missing variable names the variable only.
     let mut cmd = tpsmeter();
-    cmd.env_remove("TPSMETER_TEST_KEY_UNSET").args([
-        "bench",
-        "--api",
-        "openai-chat",
-        "--url",
-        "http://127.0.0.1:9",
-        "--model",
-        "m",
-        "--api-key-env",
-        "TPSMETER_TEST_KEY_UNSET",
-    ]);
+    cmd.env_remove("TPSMETER_TEST_KEY_UNSET")
+        .arg("bench")
+        .args(argv(
+            "openai-chat",
+            "http://127.0.0.1:9",
+            &["--api-key-env", "TPSMETER_TEST_KEY_UNSET"],
+        ));
     let out = run_binary(cmd).await;
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("TPSMETER_TEST_KEY_UNSET"));
@@ -332,23 +292,20 @@ async fn ctrl_c_cancels_in_flight_requests_and_still_writes_the_report() {
     let json = dir.join("r.json");
     let jsonl = dir.join("r.json.requests.jsonl");
     let mut cmd = tpsmeter();
-    cmd.args([
-        "bench",
-        "--api",
+    cmd.arg("bench").args(argv(
         "openai-chat",
-        "--url",
         &emu.base_url(),
-        "--model",
-        "m",
-        "--max-tokens",
-        "200",
-        "--concurrency",
-        "2",
-        "--requests",
-        "100",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+        &[
+            "--max-tokens",
+            "200",
+            "--concurrency",
+            "2",
+            "--requests",
+            "100",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    ));
     cmd.stdout(Stdio::null()).stderr(Stdio::null());
     let child = cmd.spawn().unwrap();
     let pid = child.id().to_string();

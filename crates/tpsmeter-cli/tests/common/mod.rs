@@ -50,6 +50,13 @@ pub async fn bench(argv: &[&str]) -> BenchResult {
         .unwrap()
 }
 
+/// `tpsmeter bench` arguments for `api` at `url` with model `m`, then `rest`.
+pub fn argv<'a>(api: &'a str, url: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec!["--api", api, "--url", url, "--model", "m"];
+    v.extend_from_slice(rest);
+    v
+}
+
 /// Measured (non-warm-up) records.
 pub fn measured(report: &Report) -> Vec<&RequestRecord> {
     report.requests.iter().filter(|r| !r.warmup).collect()
@@ -64,22 +71,13 @@ pub async fn expect_class(
     class: ErrorClass,
 ) -> Vec<RequestRecord> {
     let n = requests.to_string();
-    let mut argv = vec![
-        "--api",
+    let mut args = argv(
         "openai-chat",
-        "--url",
         url,
-        "--model",
-        "m",
-        "--concurrency",
-        "2",
-        "--requests",
-        &n,
-        "--max-tokens",
-        "8",
-    ];
-    argv.extend_from_slice(extra);
-    let result = bench(&argv).await;
+        &["--concurrency", "2", "--requests", &n, "--max-tokens", "8"],
+    );
+    args.extend_from_slice(extra);
+    let result = bench(&args).await;
     let records: Vec<RequestRecord> = measured(&result.report).into_iter().cloned().collect();
     assert_eq!(records.len() as u64, requests, "every request is recorded");
     for r in &records {
