@@ -6,6 +6,7 @@
 //! a few bytes of the file size (weights are never expanded to f32).
 
 use crate::error::{GpuError, Result};
+use crate::gguf::GgmlType;
 
 /// A weight tensor's storage format (GGML block types the kernels support).
 #[allow(non_camel_case_types)] // GGML spells them so.
@@ -80,6 +81,21 @@ impl WeightFormat {
     /// Whether the kernel reads an aux binding.
     pub fn has_aux(self) -> bool {
         self == WeightFormat::Q5_0
+    }
+
+    /// The GGML tensor type this format reads (what [`crate::quant::dequantize`] expands on
+    /// the CPU).
+    pub fn ggml_type(self) -> GgmlType {
+        match self {
+            WeightFormat::F32 => GgmlType::F32,
+            WeightFormat::F16 => GgmlType::F16,
+            WeightFormat::Q4_0 => GgmlType::Q4_0,
+            WeightFormat::Q4_1 => GgmlType::Q4_1,
+            WeightFormat::Q5_0 => GgmlType::Q5_0,
+            WeightFormat::Q8_0 => GgmlType::Q8_0,
+            WeightFormat::Q4_K => GgmlType::Q4_K,
+            WeightFormat::Q6_K => GgmlType::Q6_K,
+        }
     }
 
     /// Name as GGML spells it.
@@ -201,6 +217,23 @@ mod tests {
             let total = p.q.len() + p.scales.len() + p.aux.len();
             assert_eq!(total, bytes.len(), "{f}");
             assert_eq!(p.q.len() % 16, 0, "{f}: values must load as vec4<u32>");
+        }
+    }
+
+    #[test]
+    fn ggml_type_is_the_inverse_of_the_loaders_mapping() {
+        for f in [
+            WeightFormat::F32,
+            WeightFormat::F16,
+            WeightFormat::Q4_0,
+            WeightFormat::Q4_1,
+            WeightFormat::Q5_0,
+            WeightFormat::Q8_0,
+            WeightFormat::Q4_K,
+            WeightFormat::Q6_K,
+        ] {
+            let back = crate::model::llama::weight_format(f.ggml_type(), "t").ok();
+            assert_eq!(back, Some(f));
         }
     }
 

@@ -2,8 +2,6 @@
 //! and a tolerance comparison that names the first failing index.
 #![allow(dead_code, clippy::unwrap_used)]
 
-pub mod ggml_ref;
-
 use std::sync::OnceLock;
 
 use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
@@ -116,10 +114,11 @@ pub fn random_weights(rng: &mut Rng, f: WeightFormat, rows: usize, cols: usize) 
     out
 }
 
-/// Dequantizes GGUF bytes with the reference decoders (the twins' weights).
+/// Dequantizes GGUF bytes with the crate's CPU dequantizers (the twins' weights), which
+/// quant_variants.rs checks against llama.cpp's own F32 expansion of real tensors.
 pub fn dequantize(f: WeightFormat, bytes: &[u8], n: usize) -> Vec<f32> {
     let mut out = vec![0f32; n];
-    ggml_ref::dequantize(f.name(), bytes, &mut out);
+    tpsmeter_gpu::quant::dequantize(f.ggml_type(), bytes, &mut out).unwrap();
     out
 }
 
