@@ -88,30 +88,7 @@ fn main() {
         "adapter: {} ({:?}, {:?}); median of {runs} runs",
         ctx.info.name, ctx.info.backend, ctx.info.device_type
     );
-    let mut variants = vec![
-        MatVecVariant::Cpu {
-            rows: 4,
-            workgroup: 16,
-        },
-        MatVecVariant::Cpu {
-            rows: 8,
-            workgroup: 8,
-        },
-        MatVecVariant::Cpu {
-            rows: 2,
-            workgroup: 16,
-        },
-        MatVecVariant::GpuShared {
-            rows: 4,
-            workgroup: 64,
-        },
-    ];
-    if ctx.has_subgroups() {
-        variants.push(MatVecVariant::GpuSubgroup {
-            rows: 4,
-            workgroup: 64,
-        });
-    }
+    let variants = MatVecVariant::candidates(&ctx);
     let shapes = [
         ("576x576 Q4_1", WeightFormat::Q4_1, 576, 576),
         ("576->1536 Q4_1", WeightFormat::Q4_1, 1536, 576),

@@ -27,31 +27,13 @@ const PROFILES: [AdapterProfile; 2] = [AdapterProfile::Cpu, AdapterProfile::Gpu]
 /// Both weight stores, whatever the adapter prefers: every kernel shape reads either.
 const STORES: [WeightStore; 2] = [WeightStore::Buffer, WeightStore::Texture];
 
+/// Every shape the benchmark weighs, plus one row per workgroup (the reduction's edge case).
 fn variants(ctx: &GpuContext) -> Vec<MatVecVariant> {
-    let mut v = vec![
-        MatVecVariant::Cpu {
-            rows: 4,
-            workgroup: 16,
-        },
-        MatVecVariant::Cpu {
-            rows: 8,
-            workgroup: 8,
-        },
-        MatVecVariant::GpuShared {
-            rows: 4,
-            workgroup: 64,
-        },
-        MatVecVariant::GpuShared {
-            rows: 1,
-            workgroup: 32,
-        },
-    ];
-    if ctx.has_subgroups() {
-        v.push(MatVecVariant::GpuSubgroup {
-            rows: 4,
-            workgroup: 64,
-        });
-    }
+    let mut v = MatVecVariant::candidates(ctx);
+    v.push(MatVecVariant::GpuShared {
+        rows: 1,
+        workgroup: 32,
+    });
     v
 }
 
@@ -181,54 +163,15 @@ fn matvec_at_smollm2_shapes() {
     with_gpu("matvec_at_smollm2_shapes", |ctx| {
         let v = MatVecVariant::for_context(ctx);
         let st = WeightStore::for_context(ctx);
-        check(
-            ctx,
-            1,
-            WeightFormat::Q4_1,
-            576,
-            576,
-            DType::F32,
-            v,
-            false,
-            st,
-            None,
-        );
-        check(
-            ctx,
-            2,
-            WeightFormat::Q4_1,
-            1536,
-            576,
-            DType::F32,
-            v,
-            false,
-            st,
-            None,
-        );
-        check(
-            ctx,
-            3,
-            WeightFormat::Q4_1,
-            576,
-            1536,
-            DType::F32,
-            v,
-            true,
-            st,
-            None,
-        );
-        check(
-            ctx,
-            4,
-            WeightFormat::Q8_0,
-            49152,
-            576,
-            DType::F32,
-            v,
-            false,
-            st,
-            None,
-        );
+        // (seed, format, rows, cols, accumulate): q/o, gate/up, down (+ residual), head.
+        for (seed, f, rows, cols, acc) in [
+            (1, WeightFormat::Q4_1, 576, 576, false),
+            (2, WeightFormat::Q4_1, 1536, 576, false),
+            (3, WeightFormat::Q4_1, 576, 1536, true),
+            (4, WeightFormat::Q8_0, 49152, 576, false),
+        ] {
+            check(ctx, seed, f, rows, cols, DType::F32, v, acc, st, None);
+        }
     });
 }
 

@@ -142,24 +142,35 @@ fn compare(
     c
 }
 
+/// Which file llama.cpp runs beside our reference.
+enum Peer {
+    /// The F32 expansion of the model (`llama-quantize ... F32`): the very weights the
+    /// reference computes with.
+    F32Expansion,
+    /// The quantized file itself.
+    SameFile,
+}
+
+/// The reference on `$model_var` against llama.cpp on `peer`, over `prompts`: no mismatch
+/// beyond near-ties of `tie`.
+fn check(model_var: &str, prompts: &[&str], peer: Peer, tie: f32) {
+    let (Some(model), Some(bin)) = (asset(model_var), asset("TPSMETER_LLAMA_BIN")) else {
+        return;
+    };
+    let (reference, eog) = load(&model);
+    let server_model = match peer {
+        Peer::F32Expansion => f32_variant(&bin, &model),
+        Peer::SameFile => model.clone(),
+    };
+    let c = compare(&reference, &eog, prompts, &bin, &model, &server_model, tie);
+    assert!(c.mismatches.is_empty(), "{:#?}", c.mismatches);
+}
+
 /// llama.cpp running the F32 expansion of the same weights multiplies in f32, like our
 /// reference: tokens must agree except at near-ties (flash attention and summation order).
 #[test]
 fn greedy_tokens_match_llama_cpp_f32_except_near_ties() {
-    let (Some(model), Some(bin)) = (asset("TPSMETER_MODEL"), asset("TPSMETER_LLAMA_BIN")) else {
-        return;
-    };
-    let (reference, eog) = load(&model);
-    let c = compare(
-        &reference,
-        &eog,
-        &PROMPTS,
-        &bin,
-        &model,
-        &f32_variant(&bin, &model),
-        TIE,
-    );
-    assert!(c.mismatches.is_empty(), "{:#?}", c.mismatches);
+    check("TPSMETER_MODEL", &PROMPTS, Peer::F32Expansion, TIE);
 }
 
 /// llama.cpp running the Q4_1 file itself: its CPU backend quantizes activations to Q8_1
@@ -169,20 +180,12 @@ fn greedy_tokens_match_llama_cpp_f32_except_near_ties() {
 fn greedy_tokens_match_llama_cpp_quantized_except_near_ties() {
     /// Logit gap tolerated where llama.cpp multiplies with Q8_1-quantized activations.
     const QUANTIZED_ACTIVATION_TIE: f32 = 0.5;
-    let (Some(model), Some(bin)) = (asset("TPSMETER_MODEL"), asset("TPSMETER_LLAMA_BIN")) else {
-        return;
-    };
-    let (reference, eog) = load(&model);
-    let c = compare(
-        &reference,
-        &eog,
+    check(
+        "TPSMETER_MODEL",
         &PROMPTS,
-        &bin,
-        &model,
-        &model,
+        Peer::SameFile,
         QUANTIZED_ACTIVATION_TIE,
     );
-    assert!(c.mismatches.is_empty(), "{:#?}", c.mismatches);
 }
 
 const GEMMA_PROMPTS: [&str; 2] = [
@@ -196,19 +199,10 @@ const GEMMA_PROMPTS: [&str; 2] = [
 /// `cargo xtask fetch-gemma`).
 #[test]
 fn gemma3_greedy_tokens_match_llama_cpp_f32_except_near_ties() {
-    let (Some(model), Some(bin)) = (asset("TPSMETER_GEMMA_MODEL"), asset("TPSMETER_LLAMA_BIN"))
-    else {
-        return;
-    };
-    let (reference, eog) = load(&model);
-    let c = compare(
-        &reference,
-        &eog,
+    check(
+        "TPSMETER_GEMMA_MODEL",
         &GEMMA_PROMPTS,
-        &bin,
-        &model,
-        &f32_variant(&bin, &model),
+        Peer::F32Expansion,
         TIE,
     );
-    assert!(c.mismatches.is_empty(), "{:#?}", c.mismatches);
 }

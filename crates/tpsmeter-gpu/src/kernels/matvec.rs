@@ -46,6 +46,36 @@ impl MatVecVariant {
         }
     }
 
+    /// The shapes worth measuring on this adapter: the CPU-type shapes the choice above was
+    /// made among, the shared-memory GPU shape, and the subgroup one where subgroups exist.
+    pub fn candidates(ctx: &GpuContext) -> Vec<Self> {
+        let mut v = vec![
+            MatVecVariant::Cpu {
+                rows: 4,
+                workgroup: 16,
+            },
+            MatVecVariant::Cpu {
+                rows: 8,
+                workgroup: 8,
+            },
+            MatVecVariant::Cpu {
+                rows: 2,
+                workgroup: 16,
+            },
+            MatVecVariant::GpuShared {
+                rows: 4,
+                workgroup: 64,
+            },
+        ];
+        if ctx.has_subgroups() {
+            v.push(MatVecVariant::GpuSubgroup {
+                rows: 4,
+                workgroup: 64,
+            });
+        }
+        v
+    }
+
     fn entry(self) -> MatVecEntry {
         match self {
             MatVecVariant::Cpu { .. } => MatVecEntry::Cpu,
