@@ -1,0 +1,92 @@
+// `bench()` options: the run's settings (passed to the wasm `BenchRun` as they are) and the
+// browser-side callbacks, which stay in JavaScript.
+
+import type { RenderTarget } from '../paint.js';
+import type { Api, RequestRecord } from '../types.js';
+
+/** The run's settings: the CLI's `bench` options, camelCase. */
+export interface RunSettings {
+  api: Api;
+  /** Base URL or full endpoint URL of the API. */
+  url: string;
+  model: string;
+  /** Sent in the API's header (or query for Gemini); kept in memory only, never in a report or message. */
+  apiKey?: string;
+  /** Closed-loop levels: requests kept in flight. */
+  concurrency?: number[];
+  /** Open-loop levels: Poisson arrivals per second. */
+  rate?: number[];
+  /** Cap on requests in flight in open-loop levels. */
+  maxConcurrency?: number;
+  /** Measured requests per level. */
+  requests?: number;
+  /** Seconds per level. */
+  durationS?: number;
+  maxTokens?: number;
+  prompt?: string;
+  /** A generated prompt of about this many tokens (instead of `prompt`). */
+  inputTokens?: number;
+  system?: string;
+  temperature?: number;
+  /** Warm-up requests per level, excluded from summaries. */
+  warmup?: number;
+  /** No byte of the response within this many seconds → `timeout_first_byte` (default 60). */
+  timeoutS?: number;
+  /** The stream silent for this many seconds → `stall` (default 30). */
+  idleTimeoutS?: number;
+  /** Service-level objectives, e.g. `"ttft=500ms,tpot=50ms"`. */
+  slo?: string;
+  /** Seed of the open-loop arrival schedule. */
+  seed?: number;
+  ignoreEos?: boolean;
+}
+
+/** Where the run stands, after each finished request. */
+export interface Progress {
+  /** Records so far (warm-up included). */
+  completed: number;
+  /** Of those, failed ones. */
+  failed: number;
+  /** Requests in flight now. */
+  inFlight: number;
+  /** Levels whose summary is final. */
+  levelsDone: number;
+  /** Levels in the run. */
+  levels: number;
+  /** Since the run started, ms. */
+  elapsedMs: number;
+}
+
+export interface BenchOptions extends RunSettings {
+  /** Called after each finished request. */
+  onProgress?: (progress: Progress) => void;
+  /** Called with each request's record as it finishes. */
+  onRecord?: (record: RequestRecord) => void;
+  /** Aborting it cancels the run; the report is still returned (with an `interrupted` warning). */
+  signal?: AbortSignal;
+  /** Show the text as it streams and measure when it is painted (perceived TPS). */
+  render?: RenderTarget;
+}
+
+export const DEFAULT_TIMEOUT_S = 60;
+export const DEFAULT_IDLE_TIMEOUT_S = 30;
+
+/** The settings for `BenchRun`, without callbacks and undefined fields. */
+export function runSettings(options: BenchOptions): RunSettings {
+  const { onProgress: _p, onRecord: _r, signal: _s, render: _d, ...settings } = options;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(settings)) if (v !== undefined) out[k] = v;
+  return out as unknown as RunSettings;
+}
+
+/** The most requests the run asks to have in flight at once. */
+export function maxConcurrency(s: RunSettings): number {
+  const closed = Math.max(0, ...(s.concurrency ?? []));
+  const open = s.rate && s.rate.length > 0 ? (s.maxConcurrency ?? Infinity) : 0;
+  return Math.max(closed, open, s.concurrency || s.rate ? 0 : 1);
+}
+
+/** Levels the run will have. */
+export function levelCount(s: RunSettings): number {
+  return (s.concurrency?.length ?? 0) + (s.rate?.length ?? 0) || 1;
+}

@@ -1,0 +1,199 @@
+// `bench()`: the browser's load loop around the wasm `BenchRun`.
+//
+// The wasm side decides what to do next (start a request, sleep until a scheduled arrival,
+// wait for a completion, stop) and turns stamped bytes into records and the report; this
+// side runs fetches, timers and the DOM, and adds what only a browser knows: queueing in
+// the browser, the HTTP version, hidden-tab periods, paint times.
+
+import { loadWasm } from '../raw.js';
+import { RequestPainter } from '../paint.js';
+import type { Action, RecordExtras, Report, RequestRecord } from '../types.js';
+import { browserEnvironment } from './environment.js';
+import {
+  DEFAULT_IDLE_TIMEOUT_S,
+  DEFAULT_TIMEOUT_S,
+  levelCount,
+  maxConcurrency,
+  runSettings,
+  type BenchOptions,
+} from './options.js';
+import { redactor } from './redact.js';
+import { runRequest, type HttpRequest, type Outcome } from './request.js';
+import { TimingMatcher, type RequestTiming } from './timing.js';
+import { VisibilityLog } from './visibility.js';
+import { runWarnings } from './warnings.js';
+
+/** Waits for a Resource Timing entry that is not there yet when the body has just ended. */
+const TIMING_RETRY_MS = [0, 10, 50];
+
+/**
+ * Runs a benchmark from this page and resolves to its report (the CLI's JSON report).
+ * Rejects only for invalid options or a failed wasm load; failed requests are records.
+ */
+export async function bench(options: BenchOptions): Promise<Report> {
+  const raw = await loadWasm();
+  const settings = runSettings(options);
+  const run = new raw.BenchRun(settings);
+  const visibility = new VisibilityLog();
+  const timing = new TimingMatcher();
+  const cancel = new AbortController();
+  const { signal, onProgress, onRecord, render } = options;
+  const started = performance.now();
+
+  let interrupted = false;
+  let fatal: unknown;
+  let wake: (() => void) | undefined;
+  const notify = (): void => wake?.();
+  const onAbort = (): void => {
+    interrupted = true;
+    cancel.abort();
+    notify();
+  };
+  if (signal?.aborted) onAbort();
+  else signal?.addEventListener('abort', onAbort, { once: true });
+
+  const inFlight = new Set<Promise<void>>();
+  const httpVersions = new Set<string>();
+  let maxQueueMs = 0;
+  let opaqueTimings = 0;
+  let completed = 0;
+  let failed = 0;
+  let renderError: unknown;
+
+  try {
+    const request = run.request() as HttpRequest;
+    const redact = redactor(settings.apiKey);
+    const timeoutMs = (settings.timeoutS ?? DEFAULT_TIMEOUT_S) * 1000;
+    const idleTimeoutMs = (settings.idleTimeoutS ?? DEFAULT_IDLE_TIMEOUT_S) * 1000;
+
+    const one = async (a: Extract<Action, { kind: 'start' }>): Promise<void> => {
+      const painter = render
+        ? new RequestPainter(render, { request: a.ticket, level: a.level, warmup: a.warmup })
+        : undefined;
+      const out = await runRequest({
+        request,
+        timeoutMs,
+        idleTimeoutMs,
+        cancel: cancel.signal,
+        redact,
+        begin: (t) => run.begin(a.ticket, t),
+        painter,
+      });
+      if (painter) {
+        for (const p of await painter.settle()) out.exchange.paint(p.t, p.chars);
+        renderError ??= painter.error;
+      }
+      const rt = await requestTiming(timing, request.url, out);
+      if (rt?.httpVersion) httpVersions.add(rt.httpVersion);
+      if (rt?.opaque) opaqueTimings++;
+      if (rt?.queueMs !== undefined) maxQueueMs = Math.max(maxQueueMs, rt.queueMs);
+      const extras: RecordExtras = { tabHidden: visibility.hiddenDuring(out.startMs, out.endMs) };
+      if (rt?.queueMs !== undefined) extras.queueMs = rt.queueMs;
+      if (rt?.httpVersion) extras.httpVersion = rt.httpVersion;
+      const record = run.complete(a.ticket, out.exchange, extras) as RequestRecord;
+      completed++;
+      if (record.error) failed++;
+      callback(onRecord, record);
+      callback(onProgress, {
+        completed,
+        failed,
+        inFlight: inFlight.size - 1,
+        levelsDone: run.levelsDone(),
+        levels: levelCount(settings),
+        elapsedMs: performance.now() - started,
+      });
+    };
+
+    const waitFor = (ms?: number): Promise<void> =>
+      new Promise((resolve) => {
+        const done = (): void => {
+          clearTimeout(timer);
+          wake = undefined;
+          resolve();
+        };
+        const timer = ms === undefined ? undefined : setTimeout(done, ms);
+        wake = done;
+      });
+
+    loop: while (!cancel.signal.aborted) {
+      const a = run.next(performance.now()) as Action;
+      switch (a.kind) {
+        case 'start': {
+          const p: Promise<void> = one(a)
+            .catch((e: unknown) => {
+              // A wasm error (a bug) stops the run; it is rethrown once all requests settle.
+              fatal ??= e;
+              cancel.abort();
+            })
+            .finally(() => {
+              inFlight.delete(p);
+              notify();
+            });
+          inFlight.add(p);
+          break;
+        }
+        case 'sleep':
+          await waitFor(Math.max(0, a.untilMs - performance.now()));
+          break;
+        case 'wait':
+          await waitFor();
+          break;
+        case 'done':
+          break loop;
+      }
+    }
+    if (cancel.signal.aborted) run.cancel(performance.now());
+    while (inFlight.size > 0) await Promise.all([...inFlight]);
+    if (fatal !== undefined) throw fatal;
+
+    const hiddenMs = visibility.hiddenMs(performance.now());
+    const environment = browserEnvironment({
+      toolVersion: raw.version(),
+      hiddenMs,
+      httpVersions,
+    });
+    const warnings = runWarnings({
+      url: request.url,
+      maxConcurrency: maxConcurrency(settings),
+      httpVersions,
+      maxQueueMs,
+      opaqueTimings,
+      hiddenMs,
+      wasHidden: visibility.wasHidden,
+      interrupted,
+      renderError,
+    });
+    return run.report(environment, warnings) as Report;
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    visibility.dispose();
+    run.free();
+  }
+}
+
+/** The request's Resource Timing entry, waiting briefly for one the browser is about to add. */
+async function requestTiming(
+  timing: TimingMatcher,
+  url: string,
+  out: Outcome,
+): Promise<RequestTiming | undefined> {
+  if (!out.responded) return undefined;
+  await out.drained;
+  for (const ms of TIMING_RETRY_MS) {
+    const rt = timing.take(url, out.startMs);
+    if (rt) return rt;
+    await new Promise((r) => setTimeout(r, ms));
+  }
+  return timing.take(url, out.startMs);
+}
+
+/** Calls an app callback; an exception in it is reported, not allowed to break the run. */
+function callback<T>(fn: ((arg: T) => void) | undefined, arg: T): void {
+  if (!fn) return;
+  try {
+    fn(arg);
+  } catch (e) {
+    if (typeof reportError === 'function') reportError(e);
+    else setTimeout(() => { throw e; });
+  }
+}

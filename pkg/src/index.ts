@@ -1,0 +1,32 @@
+// tpsmeter: measure LLM streaming tokens/s where people see text.
+//
+// `bench()` runs a benchmark from the page (the same load driver, parser and metrics as the
+// CLI, compiled to wasm); the real-user meter for an app's own streams is the separate,
+// lighter entry `tpsmeter/meter`; the generated wasm bindings are `tpsmeter/raw`.
+
+export { bench } from './bench/run.js';
+export type { BenchOptions, Progress, RunSettings } from './bench/options.js';
+export type { RenderCallback, RenderInfo, RenderTarget } from './paint.js';
+export type {
+  Api,
+  Environment,
+  ErrorClass,
+  ErrorRecord,
+  FailClass,
+  RecordExtras,
+  Report,
+  RequestRecord,
+  Warning,
+} from './types.js';
+import { loadWasm } from './raw.js';
+export { loadWasm };
+
+/** The wasm core's version (loads the module if needed). */
+export async function version(): Promise<string> {
+  return (await loadWasm()).version();
+}
+
+/** Validates a report against the report JSON Schema; throws naming the first violation. */
+export async function validateReport(report: object): Promise<void> {
+  (await loadWasm()).validateReport(report);
+}

@@ -1,0 +1,198 @@
+// tpsmeter/meter: the real-user meter for an app's own LLM streams.
+//
+// Cheap on purpose: while a stream runs it only stamps `performance.now()` and keeps the
+// bytes; the wasm parser (the same one `bench()` and the CLI use) is loaded with a dynamic
+// import when a report is built, after the stream, when the browser is idle. This module
+// never imports the wasm glue or the bench statically.
+
+import { canObserveFrames } from '../frames.js';
+import { newLog, type StreamLog } from './log.js';
+import { tapIterable, tapStream } from './tap.js';
+import type { MeterOptions, MeterReport } from './types.js';
+
+export type { MeterOptions, MeterReport, OtelData, OtelMetric } from './types.js';
+
+/** After a stream ends, how long to wait for the app's last paint before reporting. */
+const SETTLE_MS = 500;
+/** Longest wait for an idle moment before building a report anyway. */
+const IDLE_TIMEOUT_MS = 2000;
+
+type Chunk = Uint8Array | string;
+
+export class Meter {
+  private log: StreamLog | undefined;
+  /** Paints are tracked once the app calls `painted()` or `observe()`. */
+  private trackPaints = false;
+  private readonly observers = new Set<MutationObserver>();
+  private built: Promise<MeterReport> | undefined;
+  private readonly onHidden = (): void => {
+    if (document.visibilityState !== 'hidden') return;
+    const log = this.log;
+    if (log && log.endMs === undefined && !log.reported) this.deliver(log, true);
+  };
+
+  constructor(private readonly options: MeterOptions) {
+    if (typeof document !== 'undefined') document.addEventListener('visibilitychange', this.onHidden);
+  }
+
+  /** Marks the start of a new stream (call right before `fetch` so TTFT covers the request). */
+  start(): void {
+    this.begin(this.options.api, true);
+  }
+
+  /**
+   * Passes a stream through, stamping each chunk. A `Response` gives a new Response (same
+   * status and headers) whose body yields the very same chunks; a ReadableStream gives a
+   * stream; an async iterable (of bytes or strings) gives an async iterable.
+   */
+  wrap(response: Response): Response;
+  wrap(stream: ReadableStream<Uint8Array>): ReadableStream<Uint8Array>;
+  wrap<T extends Chunk>(iterable: AsyncIterable<T>): AsyncIterable<T>;
+  wrap(x: Response | ReadableStream<Uint8Array> | AsyncIterable<Chunk>): unknown {
+    const log = this.begin(this.options.api, false);
+    const t = performance.now();
+    log.responseMs = t;
+    const onEnd = (): void => this.ended(log);
+    if (typeof Response !== 'undefined' && x instanceof Response) {
+      log.status = x.status;
+      log.retryAfter = x.headers.get('retry-after');
+      if (!x.body) {
+        log.endMs = t;
+        onEnd();
+        return x;
+      }
+      const body = tapStream(x.body, log, onEnd);
+      return new Response(body, { status: x.status, statusText: x.statusText, headers: x.headers });
+    }
+    if (typeof ReadableStream !== 'undefined' && x instanceof ReadableStream) return tapStream(x, log, onEnd);
+    return tapIterable(x as AsyncIterable<Chunk>, log, onEnd);
+  }
+
+  /** Stamps a text delta the app received by other means (measured as an OpenAI-style stream). */
+  chunk(text: string): void {
+    const t = performance.now();
+    let log = this.log;
+    if (!log || log.endMs !== undefined || (log.responseMs !== undefined && log.wire !== 'openai-chat-text')) {
+      log = this.begin('openai-chat-text', false);
+    }
+    log.responseMs ??= t;
+    log.times.push(t);
+    log.chunks.push(text);
+  }
+
+  /** Ends a stream fed with `chunk()`. */
+  end(): void {
+    const log = this.log;
+    if (!log || log.endMs !== undefined) return;
+    log.endMs = performance.now();
+    this.ended(log);
+  }
+
+  /** The app's last update is in the DOM: the next frame paints it. */
+  painted(): void {
+    this.trackPaints = true;
+    this.ready(performance.now());
+  }
+
+  /** Watches `element`: text added to it makes the next frame a paint. Returns a disconnect. */
+  observe(element: Node): () => void {
+    this.trackPaints = true;
+    const mo = new MutationObserver((records) => {
+      const t = performance.now();
+      if (records.some((r) => r.type === 'characterData' || r.addedNodes.length > 0)) this.ready(t);
+    });
+    mo.observe(element, { childList: true, characterData: true, subtree: true });
+    this.observers.add(mo);
+    return () => {
+      mo.disconnect();
+      this.observers.delete(mo);
+    };
+  }
+
+  /** The report of the current (or last) stream; `partial` while it has not ended. */
+  report(): Promise<MeterReport> {
+    const log = this.log;
+    if (!log) return Promise.reject(new Error('tpsmeter: no stream to report (call start() or wrap() first)'));
+    if (log.endMs !== undefined && this.built) return this.built;
+    return build(log, this.options, log.endMs === undefined);
+  }
+
+  /** Stops watching the page (visibility, observed elements). */
+  dispose(): void {
+    if (typeof document !== 'undefined') document.removeEventListener('visibilitychange', this.onHidden);
+    for (const mo of this.observers) mo.disconnect();
+    this.observers.clear();
+    this.log?.frames.stop();
+  }
+
+  private begin(wire: string, explicit: boolean): StreamLog {
+    const prev = this.log;
+    // A start() right before wrap()/chunk() belongs to that stream.
+    if (!explicit && prev && prev.responseMs === undefined && prev.endMs === undefined) {
+      prev.wire = wire;
+      return prev;
+    }
+    if (prev && prev.endMs === undefined) {
+      prev.endMs = performance.now();
+      this.ended(prev);
+    }
+    const log = newLog(wire, performance.now());
+    this.log = log;
+    this.built = undefined;
+    if (this.trackPaints) log.frames.start();
+    return log;
+  }
+
+  private ready(t: number): void {
+    const log = this.log;
+    if (!log) return;
+    log.ready.push(t);
+    if (canObserveFrames()) log.frames.start();
+  }
+
+  private ended(log: StreamLog): void {
+    if (log.reported) return;
+    const go = (): void => {
+      if (!log.reported) this.deliver(log, false);
+    };
+    if (!this.trackPaints) return idle(go);
+    // Wait for the frame after the app's last update, then report when idle.
+    const endMs = log.endMs ?? performance.now();
+    const deadline = setTimeout(() => idle(go), SETTLE_MS);
+    log.frames.onFrame = (t) => {
+      const last = log.ready[log.ready.length - 1];
+      if (last !== undefined && last >= endMs && t >= last) {
+        clearTimeout(deadline);
+        log.frames.onFrame = undefined;
+        idle(go);
+      }
+    };
+  }
+
+  private deliver(log: StreamLog, partial: boolean): void {
+    log.reported = true;
+    log.frames.stop();
+    const p = build(log, this.options, partial);
+    if (log === this.log && !partial) this.built = p;
+    const onReport = this.options.onReport;
+    p.then(
+      (r) => onReport?.(r),
+      (e: unknown) => rethrow(e),
+    );
+  }
+}
+
+/** Builds the report off the critical path: the parser is loaded only now. */
+async function build(log: StreamLog, options: MeterOptions, partial: boolean): Promise<MeterReport> {
+  const { buildReport } = await import('./report.js');
+  return buildReport(log, options, partial);
+}
+
+function idle(fn: () => void): void {
+  if (typeof requestIdleCallback === 'function') requestIdleCallback(fn, { timeout: IDLE_TIMEOUT_MS });
+  else setTimeout(fn, 0);
+}
+
+function rethrow(e: unknown): void {
+  if (typeof globalThis.reportError === 'function') globalThis.reportError(e);
+}

@@ -1,0 +1,41 @@
+// What the Meter keeps of one stream while it runs: stamps and the very bytes (or text),
+// nothing parsed. The hot path is `performance.now()` and two array pushes.
+
+import { FrameRecorder } from '../frames.js';
+
+export interface StreamLog {
+  /** The stream's wire format: the Meter's api, or 'openai-chat' for `chunk(text)` deltas. */
+  wire: string;
+  startMs: number;
+  /** Headers arrived (wrap(Response)) or the stream was handed over. */
+  responseMs?: number;
+  status: number;
+  retryAfter: string | null;
+  /** Arrival stamps, one per kept chunk. */
+  times: number[];
+  /** Bytes as read (wrap) or text deltas (`chunk`). */
+  chunks: (Uint8Array | string)[];
+  /** The stream ended (body done, `end()`), or failed. */
+  endMs?: number;
+  /** A failure the parser cannot see (read error before a byte, cancellation). */
+  failure?: { t: number; errorClass: string; message: string };
+  /** When the app said, or the DOM showed, that its text was updated. */
+  ready: number[];
+  frames: FrameRecorder;
+  /** onReport has been (or is being) given this stream's report. */
+  reported: boolean;
+}
+
+export function newLog(wire: string, startMs: number): StreamLog {
+  return {
+    wire,
+    startMs,
+    status: 200,
+    retryAfter: null,
+    times: [],
+    chunks: [],
+    ready: [],
+    frames: new FrameRecorder(),
+    reported: false,
+  };
+}

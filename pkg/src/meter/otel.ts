@@ -1,0 +1,56 @@
+// A record in OpenTelemetry GenAI semantic-convention names and units (seconds, {token}).
+// The conventions are in development; names as of 2026: gen_ai.client.operation.duration,
+// .time_to_first_chunk, .time_per_output_chunk, gen_ai.client.token.usage.
+
+import type { RequestRecord } from '../types.js';
+import type { MeterOptions, OtelData, OtelMetric } from './types.js';
+
+/** `gen_ai.provider.name` well-known values by wire format (Ollama has none: its own name). */
+const PROVIDERS: Record<string, string> = {
+  'openai-chat': 'openai',
+  'openai-completions': 'openai',
+  'openai-responses': 'openai',
+  anthropic: 'anthropic',
+  gemini: 'gcp.gemini',
+  'ollama-chat': 'ollama',
+  'ollama-generate': 'ollama',
+};
+
+/** `gen_ai.operation.name` by wire format. */
+const OPERATIONS: Record<string, string> = {
+  'openai-chat': 'chat',
+  'openai-completions': 'text_completion',
+  'openai-responses': 'chat',
+  anthropic: 'chat',
+  gemini: 'generate_content',
+  'ollama-chat': 'chat',
+  'ollama-generate': 'text_completion',
+  'vercel-ui': 'chat',
+};
+
+const s = (ms: number): number => ms / 1000;
+
+export function toOtel(record: RequestRecord, options: MeterOptions): OtelData {
+  const attributes: Record<string, string> = {};
+  const provider = options.provider ?? PROVIDERS[options.api];
+  if (provider) attributes['gen_ai.provider.name'] = provider;
+  if (options.model) attributes['gen_ai.request.model'] = options.model;
+  const operation = OPERATIONS[options.api];
+  if (operation) attributes['gen_ai.operation.name'] = operation;
+  if (record.error) attributes['error.type'] = record.error.class;
+
+  const metrics: OtelMetric[] = [];
+  const add = (name: OtelMetric['name'], unit: OtelMetric['unit'], values: number[], extra = {}): void => {
+    const finite = values.filter(Number.isFinite);
+    if (finite.length) metrics.push({ name, unit, values: finite, attributes: extra });
+  };
+  add('gen_ai.client.operation.duration', 's', [s(record.end_ms - record.start_ms)]);
+  const firstChunk = record.chunk_times_ms?.[0] ?? record.first_token_ms;
+  if (firstChunk != null) add('gen_ai.client.operation.time_to_first_chunk', 's', [s(firstChunk - record.start_ms)]);
+  add('gen_ai.client.operation.time_per_output_chunk', 's', (record.metrics.itl_chunk_ms ?? []).map(s));
+  if (record.input_tokens != null) {
+    add('gen_ai.client.token.usage', '{token}', [record.input_tokens], { 'gen_ai.token.type': 'input' });
+  }
+  add('gen_ai.client.token.usage', '{token}', [record.output_tokens], { 'gen_ai.token.type': 'output' });
+  return { attributes, metrics };
+}

@@ -1,0 +1,46 @@
+// The Meter's public types (type-only: nothing here reaches the eager bundle).
+
+import type { Api, RequestRecord } from '../types.js';
+
+export interface MeterOptions {
+  /** The wire format of the streams you wrap (for `chunk(text)` alone, any: it names the provider). */
+  api: Api;
+  /** `gen_ai.request.model`. */
+  model?: string;
+  /** `gen_ai.provider.name`; derived from `api` when left out (openai, anthropic, gcp.gemini, ...). */
+  provider?: string;
+  /**
+   * Called exactly once per stream: when it ends, or earlier when the tab goes hidden
+   * mid-stream (then with what was seen so far and `partial: true`).
+   */
+  onReport?: (report: MeterReport) => void;
+}
+
+/** One value set of an OpenTelemetry GenAI histogram, with its semantic-convention name. */
+export interface OtelMetric {
+  name:
+    | 'gen_ai.client.operation.duration'
+    | 'gen_ai.client.operation.time_to_first_chunk'
+    | 'gen_ai.client.operation.time_per_output_chunk'
+    | 'gen_ai.client.token.usage';
+  unit: 's' | '{token}';
+  /** Values to record on the histogram (one per chunk gap for time_per_output_chunk). */
+  values: number[];
+  /** Attributes of these values beyond the common ones (`gen_ai.token.type`). */
+  attributes: Record<string, string>;
+}
+
+/** The stream in OpenTelemetry GenAI semantic-convention names and units. */
+export interface OtelData {
+  /** Common attributes: gen_ai.provider.name, gen_ai.request.model, gen_ai.operation.name, error.type. */
+  attributes: Record<string, string>;
+  metrics: OtelMetric[];
+}
+
+export interface MeterReport {
+  /** The request's record (the report schema's RequestRecord), paint times included. */
+  record: RequestRecord;
+  otel: OtelData;
+  /** The stream had not ended (the tab went hidden, or `report()` was called mid-stream). */
+  partial: boolean;
+}
