@@ -54,6 +54,7 @@ export async function bench(options: BenchOptions): Promise<Report> {
 
   const inFlight = new Set<Promise<void>>();
   const httpVersions = new Set<string>();
+  let minQueueMs = Infinity;
   let maxQueueMs = 0;
   let opaqueTimings = 0;
   let completed = 0;
@@ -86,7 +87,10 @@ export async function bench(options: BenchOptions): Promise<Report> {
       const rt = await requestTiming(timing, request.url, out);
       if (rt?.httpVersion) httpVersions.add(rt.httpVersion);
       if (rt?.opaque) opaqueTimings++;
-      if (rt?.queueMs !== undefined) maxQueueMs = Math.max(maxQueueMs, rt.queueMs);
+      if (rt?.queueMs !== undefined) {
+        minQueueMs = Math.min(minQueueMs, rt.queueMs);
+        maxQueueMs = Math.max(maxQueueMs, rt.queueMs);
+      }
       const extras: RecordExtras = { tabHidden: visibility.hiddenDuring(out.startMs, out.endMs) };
       if (rt?.queueMs !== undefined) extras.queueMs = rt.queueMs;
       if (rt?.httpVersion) extras.httpVersion = rt.httpVersion;
@@ -156,6 +160,7 @@ export async function bench(options: BenchOptions): Promise<Report> {
       url: request.url,
       maxConcurrency: maxConcurrency(settings),
       httpVersions,
+      minQueueMs,
       maxQueueMs,
       opaqueTimings,
       hiddenMs,

@@ -6,7 +6,7 @@
 // never imports the wasm glue or the bench statically.
 
 import { canObserveFrames } from '../frames.js';
-import { newLog, type StreamLog } from './log.js';
+import { newLog, TEXT_WIRE, type StreamLog } from './log.js';
 import { tapIterable, tapStream } from './tap.js';
 import type { MeterOptions, MeterReport } from './types.js';
 
@@ -72,9 +72,7 @@ export class Meter {
   chunk(text: string): void {
     const t = performance.now();
     let log = this.log;
-    if (!log || log.endMs !== undefined || (log.responseMs !== undefined && log.wire !== 'openai-chat-text')) {
-      log = this.begin('openai-chat-text', false);
-    }
+    if (!(log && log.endMs === undefined && log.wire === TEXT_WIRE)) log = this.begin(TEXT_WIRE, false);
     log.responseMs ??= t;
     log.times.push(t);
     log.chunks.push(text);

@@ -3,6 +3,9 @@
 
 import { FrameRecorder } from '../frames.js';
 
+/** The wire of `chunk(text)` streams: deltas measured as a synthetic OpenAI chat stream. */
+export const TEXT_WIRE = 'openai-chat-text';
+
 export interface StreamLog {
   /** The stream's wire format: the Meter's api, or 'openai-chat' for `chunk(text)` deltas. */
   wire: string;

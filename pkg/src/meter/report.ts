@@ -5,7 +5,7 @@
 import { attributePaints, countChars, type Delta } from '../attribute.js';
 import { loadWasm } from '../raw.js';
 import type { RequestRecord } from '../types.js';
-import type { StreamLog } from './log.js';
+import { TEXT_WIRE, type StreamLog } from './log.js';
 import { toOtel } from './otel.js';
 import type { MeterOptions, MeterReport } from './types.js';
 
@@ -27,7 +27,7 @@ export async function buildReport(
   partial: boolean,
 ): Promise<MeterReport> {
   const raw = await loadWasm();
-  const textMode = log.wire === 'openai-chat-text';
+  const textMode = log.wire === TEXT_WIRE;
   // A snapshot: the stream may still be running (a partial report).
   const n = log.times.length;
   const endMs = partial ? undefined : log.endMs;
