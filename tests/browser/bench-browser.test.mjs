@@ -1,0 +1,142 @@
+// What only a browser run has: queueing behind HTTP/1.1's ~6 connections per host, hidden
+// tabs, and perceived TPS (when the text was painted).
+
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { assertClean } from './support/browser.mjs';
+import { benchInPage, errorClasses, fixture } from './support/fixture.mjs';
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? (s[(s.length - 1) >> 1] + s[s.length >> 1]) / 2 : NaN;
+};
+
+test('bench() in the browser', async (t) => {
+  const fx = await fixture(t, { emulator: { ttftMs: 5, itlMs: 2, tokens: 64 } });
+  if (!fx) return;
+  t.after(() => fx.close());
+  const page = await fx.page();
+
+  await t.test('HTTP/1.1 queueing at concurrency 10 is detected', async () => {
+    const report = await benchInPage(page, {
+      api: 'openai-chat',
+      url: fx.emulator.prefixed('pace/20,10,20'),
+      model: 'emulator',
+      concurrency: [10],
+      requests: 20,
+      maxTokens: 20,
+    });
+    assert.deepEqual(errorClasses(report), Array(20).fill('ok'));
+    const warning = report.warnings.find((w) => w.code === 'http1_queueing');
+    assert.ok(warning, `http1_queueing warning among ${JSON.stringify(report.warnings)}`);
+    assert.match(warning.message, /6 connections per host/);
+    const queued = report.requests.filter((r) => r.queue_ms > 0);
+    assert.ok(queued.length >= 4, `queued records: ${report.requests.map((r) => r.queue_ms)}`);
+    assert.ok(report.requests.every((r) => r.http_version === 'http/1.1'));
+    assert.match(report.environment.notes.http_versions, /http\/1\.1/);
+  });
+
+  await t.test('a hidden tab is flagged', async () => {
+    // Headless Chromium keeps every page visible (minimising or switching tabs changes
+    // nothing), so the page is told it is hidden the way a browser would tell it.
+    const report = await page.evaluate(async (opts) => {
+      const { bench } = await import('/tpsmeter/dist/index.js');
+      const setVisibility = (state) => {
+        Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => state });
+        Object.defineProperty(document, 'hidden', { configurable: true, get: () => state === 'hidden' });
+        document.dispatchEvent(new Event('visibilitychange'));
+      };
+      let n = 0;
+      try {
+        return await bench({
+          ...opts,
+          onRecord: () => {
+            n++;
+            if (n === 2) setVisibility('hidden');
+            if (n === 4) setVisibility('visible');
+          },
+        });
+      } finally {
+        delete document.visibilityState;
+        delete document.hidden;
+      }
+    }, {
+      api: 'openai-chat',
+      url: fx.emulator.prefixed('pace/5,5,10'),
+      model: 'emulator',
+      concurrency: [1],
+      requests: 6,
+      maxTokens: 10,
+      render: undefined,
+    });
+    assert.deepEqual(errorClasses(report), Array(6).fill('ok'));
+    assert.ok(report.warnings.some((w) => w.code === 'tab_hidden'), JSON.stringify(report.warnings));
+    const hidden = report.requests.map((r) => r.tab_hidden === true);
+    assert.deepEqual(hidden, [false, false, true, true, false, false]);
+    assert.ok(Number(report.environment.notes.hidden_ms) > 0);
+  });
+
+  for (const [itl, tokens, check] of [
+    [2, 200, (tpf) => assert.ok(median(tpf) >= 3, `several tokens per frame at ITL 2 ms: ${tpf}`)],
+    [50, 20, (tpf) => assert.ok(median(tpf) <= 1.5, `about one token per frame at ITL 50 ms: ${tpf}`)],
+  ]) {
+    await t.test(`perceived TPS at ITL ${itl} ms into an element`, async () => {
+      const report = await page.evaluate(async (opts) => {
+        const { bench } = await import('/tpsmeter/dist/index.js');
+        const out = document.getElementById('out');
+        out.textContent = '';
+        const r = await bench({ ...opts, render: out });
+        return { ...r, shown: out.textContent.length };
+      }, {
+        api: 'openai-chat',
+        url: fx.emulator.prefixed(`pace/20,${itl},${tokens}`),
+        model: 'emulator',
+        concurrency: [1],
+        requests: 3,
+        maxTokens: tokens,
+      });
+      assert.deepEqual(errorClasses(report), Array(3).fill('ok'));
+      assert.ok(report.shown > 0, 'the text was shown');
+      for (const r of report.requests) {
+        const p = r.paint;
+        assert.ok(p, `record ${r.id} has paint metrics`);
+        assert.ok(p.lag_ms.length > 0);
+        assert.ok(p.lag_ms.every((x) => x >= 0), `paint never before arrival: ${p.lag_ms}`);
+        assert.equal(p.unpainted_chars, 0, 'all text painted');
+        check(p.tokens_per_frame);
+      }
+    });
+  }
+
+  await t.test('perceived TPS with a lazy render callback', async () => {
+    const report = await page.evaluate(async (opts) => {
+      const { bench } = await import('/tpsmeter/dist/index.js');
+      const out = document.getElementById('out');
+      out.textContent = '';
+      return bench({
+        ...opts,
+        // Renders 40 ms late, as a framework batching its updates might.
+        render: (delta, info) => {
+          setTimeout(() => {
+            out.append(delta);
+            info.rendered();
+          }, 40);
+        },
+      });
+    }, {
+      api: 'openai-chat',
+      url: fx.emulator.prefixed('pace/20,10,30'),
+      model: 'emulator',
+      concurrency: [1],
+      requests: 2,
+      maxTokens: 30,
+    });
+    assert.deepEqual(errorClasses(report), ['ok', 'ok']);
+    for (const r of report.requests) {
+      assert.ok(r.paint.lag_ms.every((x) => x >= 40), `lag includes the 40 ms render delay: ${r.paint.lag_ms}`);
+      assert.ok(r.paint.empty_frames > 0, 'frames with text waiting');
+    }
+  });
+
+  await assertClean(page);
+});

@@ -1,0 +1,123 @@
+// Every failure a streamed request can meet, injected by the emulator (or the network),
+// classified as the report's error class; every request recorded (nothing finished lost);
+// no unhandled promise rejection; the API key in no message.
+
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import test from 'node:test';
+import { assertClean } from './support/browser.mjs';
+import { benchInPage, errorClasses, fixture } from './support/fixture.mjs';
+
+const KEY = 'sk-test-secret-key-0123456789';
+const REQUESTS = 4;
+
+/** [emulator fault spec, expected class, extra bench options] */
+const FAULTS = [
+  ['status:400', 'http_4xx'],
+  ['status:503', 'http_5xx'],
+  ['rate-limited:1', 'rate_limited'],
+  ['stall:3:3000', 'stall', { idleTimeoutS: 0.5 }],
+  ['cut:3', 'truncated'],
+  ['end-early:3', 'truncated'],
+  ['error-event:3', 'stream_error'],
+  ['malformed:3', 'malformed_json'],
+  ['oversized:5242880', 'oversized'],
+  ['invalid-utf8:3', 'invalid_utf8'],
+  ['slow-headers:3000', 'timeout_first_byte', { timeoutS: 0.5 }],
+];
+
+function options(url, extra = {}) {
+  return {
+    api: 'openai-chat',
+    url,
+    model: 'emulator',
+    apiKey: KEY,
+    concurrency: [2],
+    requests: REQUESTS,
+    maxTokens: 8,
+    ...extra,
+  };
+}
+
+function assertAllFailedAs(report, cls) {
+  assert.equal(report.requests.length, REQUESTS, 'every request has a record');
+  assert.deepEqual(errorClasses(report), Array(REQUESTS).fill(cls));
+  const text = JSON.stringify(report);
+  assert.ok(!text.includes(KEY), 'the API key is not in the report');
+  for (const r of report.requests) assert.ok(r.error.message.length > 0, 'a message');
+}
+
+/** A port nothing listens on. */
+async function closedPort() {
+  const srv = net.createServer();
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address();
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+test('bench() classifies every fault', async (t) => {
+  const fx = await fixture(t, { emulator: { ttftMs: 5, itlMs: 2, tokens: 64 } });
+  if (!fx) return;
+  t.after(() => fx.close());
+  const page = await fx.page();
+
+  for (const [spec, cls, extra] of FAULTS) {
+    await t.test(`${spec} → ${cls}`, async () => {
+      const report = await benchInPage(page, options(fx.emulator.prefixed(`fault/${spec}`), extra));
+      assertAllFailedAs(report, cls);
+      if (cls === 'rate_limited') {
+        for (const r of report.requests) assert.equal(r.error.retry_after_s, 1);
+      }
+      if (cls.startsWith('http_')) {
+        for (const r of report.requests) assert.match(r.error.message, /emulated error/);
+      }
+    });
+  }
+
+  await t.test('no CORS headers → cors, with the fix in the message', async () => {
+    const plain = await fx.page('/plain/index.html');
+    const report = await benchInPage(plain, options(fx.emulator.prefixed('no-cors')));
+    assertAllFailedAs(report, 'cors');
+    assert.match(report.requests[0].error.message, /Access-Control-Allow-Origin/);
+    assert.equal(report.environment.notes.cross_origin_isolated, 'false');
+    await assertClean(plain);
+  });
+
+  await t.test('a closed port → connect', async () => {
+    const report = await benchInPage(page, options(`http://127.0.0.1:${await closedPort()}`));
+    assertAllFailedAs(report, 'connect');
+  });
+
+  await t.test('a key in the URL is redacted from messages', async () => {
+    const port = await closedPort();
+    const report = await benchInPage(page, options(`http://127.0.0.1:${port}/v1?key=${KEY}`, { apiKey: undefined }));
+    assert.equal(report.requests.length, REQUESTS);
+    assert.ok(!JSON.stringify(report).includes(KEY), 'the key= value is redacted');
+  });
+
+  await t.test('AbortSignal → cancelled, the report still returned', async () => {
+    const report = await page.evaluate(async (opts) => {
+      const { bench } = await import('/tpsmeter/dist/index.js');
+      const { loadWasm } = await import('/tpsmeter/dist/raw.js');
+      const ac = new AbortController();
+      let started = 0;
+      const r = await bench({
+        ...opts,
+        signal: ac.signal,
+        onRecord: () => {
+          if (++started === 2) ac.abort();
+        },
+      });
+      (await loadWasm()).validateReport(r);
+      return r;
+    }, options(fx.emulator.prefixed('pace/5,5,400'), { concurrency: [3], requests: 50, maxTokens: 400 }));
+    const classes = errorClasses(report);
+    assert.ok(classes.includes('cancelled'), `cancelled records: ${classes}`);
+    assert.ok(classes.filter((c) => c === 'ok').length >= 2);
+    assert.ok(report.requests.length < 50, 'the run stopped');
+    assert.ok(report.warnings?.some((w) => w.code === 'interrupted'), 'interrupted warning');
+  });
+
+  await assertClean(page);
+});

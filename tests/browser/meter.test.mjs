@@ -1,0 +1,267 @@
+// tpsmeter/meter: the real-user meter for an app's own streams. Pass-through is
+// byte-identical, the parser loads only when a report is built, reports carry OpenTelemetry
+// GenAI names, onReport fires once per stream (early and partial when the tab goes hidden),
+// and the eager module stays small.
+
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import test from 'node:test';
+import zlib from 'node:zlib';
+import { assertClean } from './support/browser.mjs';
+import { fixture } from './support/fixture.mjs';
+import { installPackage } from './support/pkg.mjs';
+
+/** The meter's eager JavaScript budget, gzipped. */
+const EAGER_GZIP_BUDGET = 5 * 1024;
+
+/** Files statically imported from `entry` (import/export ... from, not import()). */
+function eagerGraph(entry) {
+  const seen = new Set();
+  const visit = (file) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const src = fs.readFileSync(file, 'utf8');
+    for (const m of src.matchAll(/^\s*(?:import|export)\s[^;]*?\sfrom\s+['"]([^'"]+)['"]/gm)) {
+      visit(path.resolve(path.dirname(file), m[1]));
+    }
+    for (const m of src.matchAll(/^\s*import\s+['"]([^'"]+)['"]/gm)) visit(path.resolve(path.dirname(file), m[1]));
+  };
+  visit(entry);
+  return [...seen];
+}
+
+test('the meter entry is small and never loads the parser eagerly', (t) => {
+  const pkg = installPackage(t);
+  if (!pkg) return;
+  const files = eagerGraph(path.join(pkg.dir, 'dist', 'meter', 'index.js'));
+  const names = files.map((f) => path.relative(pkg.dir, f));
+  assert.ok(!names.some((n) => n.startsWith('wasm/')), `no wasm glue in ${names}`);
+  assert.ok(!names.includes('dist/index.js') && !names.includes('dist/raw.js'), `no bench or raw in ${names}`);
+  const gz = zlib.gzipSync(Buffer.concat(files.map((f) => fs.readFileSync(f))), { level: 9 }).length;
+  t.diagnostic(`meter eager JS: ${names.join(', ')} = ${gz} bytes gzipped`);
+  assert.ok(gz <= EAGER_GZIP_BUDGET, `${gz} bytes gzipped > ${EAGER_GZIP_BUDGET}`);
+});
+
+/** The request an app would send to the emulator's OpenAI chat endpoint. */
+const chatRequest = (maxTokens) => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({
+    model: 'emulator',
+    stream: true,
+    stream_options: { include_usage: true },
+    max_tokens: maxTokens,
+    messages: [{ role: 'user', content: 'hi' }],
+  }),
+});
+
+test('Meter', async (t) => {
+  const fx = await fixture(t, { emulator: { ttftMs: 5, itlMs: 2, tokens: 64 } });
+  if (!fx) return;
+  t.after(() => fx.close());
+
+  await t.test('wrap(Response) passes the body through byte-identical, parser loaded only for the report', async () => {
+    const page = await fx.page();
+    const out = await page.evaluate(async ([url, init]) => {
+      const { Meter } = await import('/tpsmeter/dist/meter/index.js');
+      const meter = new Meter({ api: 'openai-chat', model: 'emulator' });
+      meter.start();
+      const res = await fetch(`${url}/v1/chat/completions`, init);
+      const [mine, theirs] = res.body.tee();
+      const wrapped = meter.wrap(new Response(mine, { status: res.status, headers: res.headers }));
+      const read = async (stream) => {
+        const chunks = [];
+        const reader = stream.getReader();
+        for (let r = await reader.read(); !r.done; r = await reader.read()) chunks.push(r.value);
+        return chunks;
+      };
+      const [a, b] = await Promise.all([read(wrapped.body), read(theirs)]);
+      const wasmBefore = performance.getEntriesByType('resource').filter((e) => e.name.endsWith('.wasm')).length;
+      const report = await meter.report();
+      const concat = (cs) => Array.from(cs.flatMap((c) => Array.from(c)));
+      return {
+        same: JSON.stringify(concat(a)) === JSON.stringify(concat(b)),
+        sameChunks: a.length === b.length && a.every((c, i) => c.byteLength === b[i].byteLength),
+        bytes: concat(a).length,
+        status: wrapped.status,
+        type: wrapped.headers.get('content-type'),
+        wasmBefore,
+        report,
+      };
+    }, [fx.emulator.base, chatRequest(10)]);
+    assert.ok(out.bytes > 0);
+    assert.ok(out.same, 'the same bytes');
+    assert.ok(out.sameChunks, 'the same chunk boundaries');
+    assert.equal(out.status, 200);
+    assert.match(out.type, /text\/event-stream/);
+    assert.equal(out.wasmBefore, 0, 'no wasm fetched while the stream ran');
+    const { record, otel, partial } = out.report;
+    assert.equal(partial, false);
+    assert.equal(record.error ?? null, null);
+    assert.equal(record.output_tokens, 10);
+    assert.equal(otel.attributes['gen_ai.provider.name'], 'openai');
+    assert.equal(otel.attributes['gen_ai.request.model'], 'emulator');
+    assert.equal(otel.attributes['gen_ai.operation.name'], 'chat');
+    const byName = (n) => otel.metrics.filter((m) => m.name === n);
+    assert.equal(byName('gen_ai.client.operation.duration')[0].unit, 's');
+    assert.ok(byName('gen_ai.client.operation.duration')[0].values[0] > 0);
+    assert.ok(byName('gen_ai.client.operation.time_to_first_chunk')[0].values[0] > 0);
+    assert.ok(byName('gen_ai.client.operation.time_per_output_chunk')[0].values.length >= 9);
+    const usage = byName('gen_ai.client.token.usage');
+    assert.deepEqual(
+      usage.find((m) => m.attributes['gen_ai.token.type'] === 'output')?.values,
+      [10],
+    );
+    assert.ok(usage.every((m) => m.unit === '{token}'));
+    await assertClean(page);
+  });
+
+  await t.test('wrap(ReadableStream) and wrap(AsyncIterable) of a recorded stream, split anywhere', async () => {
+    const page = await fx.page();
+    const out = await page.evaluate(async () => {
+      const { Meter } = await import('/tpsmeter/dist/meter/index.js');
+      // A recorded Anthropic stream with a multi-byte character split across reads.
+      const events = [
+        ['message_start', { type: 'message_start', message: { usage: { input_tokens: 5, output_tokens: 1 } } }],
+        ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
+        ...['Grüße', ' aus', ' 東京', ' 🙂'].map((t) => [
+          'content_block_delta',
+          { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: t } },
+        ]),
+        ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+        ['message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 4 } }],
+        ['message_stop', { type: 'message_stop' }],
+      ];
+      const text = events.map(([e, d]) => `event: ${e}\r\ndata: ${JSON.stringify(d)}\r\n\r\n`).join('');
+      const bytes = new TextEncoder().encode(text);
+      const cuts = [];
+      for (let i = 7; i < bytes.length; i += 13) cuts.push(i);
+      const pieces = [0, ...cuts].map((s, i) => bytes.slice(s, cuts[i] ?? bytes.length));
+      const source = () =>
+        new ReadableStream({
+          async pull(c) {
+            const p = pieces[this.i ?? 0];
+            this.i = (this.i ?? 0) + 1;
+            await new Promise((r) => setTimeout(r, 2));
+            if (p) c.enqueue(p);
+            else c.close();
+          },
+        });
+      const results = {};
+      const meter = new Meter({ api: 'anthropic', model: 'claude-test' });
+      const got = [];
+      const s = meter.wrap(source());
+      for (const reader = s.getReader(); ; ) {
+        const r = await reader.read();
+        if (r.done) break;
+        got.push(r.value);
+      }
+      results.stream = {
+        identical: got.length === pieces.length && got.every((g, i) => g.join() === pieces[i].join()),
+        report: await meter.report(),
+      };
+      const iterMeter = new Meter({ api: 'anthropic' });
+      const items = [];
+      async function* gen() {
+        for (const p of pieces) {
+          await new Promise((r) => setTimeout(r, 2));
+          yield p;
+        }
+      }
+      for await (const item of iterMeter.wrap(gen())) items.push(item);
+      results.iterable = {
+        identical: items.length === pieces.length && items.every((g, i) => g === pieces[i]),
+        report: await iterMeter.report(),
+      };
+      return results;
+    });
+    for (const k of ['stream', 'iterable']) {
+      const { identical, report } = out[k];
+      assert.ok(identical, `${k}: the same chunks`);
+      assert.equal(report.record.error ?? null, null, `${k}: ${JSON.stringify(report.record.error)}`);
+      assert.equal(report.record.output_tokens, 4);
+      assert.equal(report.record.input_tokens, 5);
+      assert.equal(report.otel.attributes['gen_ai.provider.name'], 'anthropic');
+    }
+    await assertClean(page);
+  });
+
+  await t.test('chunk(text) deltas, observe(element) paints, onReport once', async () => {
+    const page = await fx.page();
+    const out = await page.evaluate(async () => {
+      const { Meter } = await import('/tpsmeter/dist/meter/index.js');
+      const reports = [];
+      const el = document.getElementById('out');
+      const meter = new Meter({ api: 'anthropic', model: 'm', onReport: (r) => reports.push(r) });
+      meter.observe(el);
+      meter.start();
+      await new Promise((r) => setTimeout(r, 20));
+      for (let i = 0; i < 20; i++) {
+        const delta = `word${i} `;
+        meter.chunk(delta);
+        el.append(delta);
+        await new Promise((r) => setTimeout(r, 8));
+      }
+      meter.end();
+      await new Promise((r) => setTimeout(r, 1500));
+      return reports;
+    });
+    assert.equal(out.length, 1, 'onReport fired exactly once');
+    const { record, otel, partial } = out[0];
+    assert.equal(partial, false);
+    assert.equal(record.error ?? null, null);
+    assert.equal(record.output_tokens, 20);
+    assert.ok(record.first_token_ms - record.start_ms >= 20, 'TTFT from start()');
+    assert.equal(otel.attributes['gen_ai.provider.name'], 'anthropic');
+    assert.ok(record.paint, 'paint metrics');
+    assert.ok(record.paint.lag_ms.every((x) => x >= 0), `no paint before arrival: ${record.paint.lag_ms}`);
+    assert.equal(record.paint.unpainted_chars, 0);
+    await assertClean(page);
+  });
+
+  await t.test('a tab hidden mid-stream reports early, partial, once', async () => {
+    const page = await fx.page();
+    const out = await page.evaluate(async ([url, init]) => {
+      const { Meter } = await import('/tpsmeter/dist/meter/index.js');
+      const reports = [];
+      const meter = new Meter({ api: 'openai-chat', onReport: (r) => reports.push(r) });
+      meter.start();
+      const res = meter.wrap(await fetch(url, init));
+      const reader = res.body.getReader();
+      let reads = 0;
+      for (let r = await reader.read(); !r.done; r = await reader.read()) {
+        if (++reads === 3) {
+          Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
+          document.dispatchEvent(new Event('visibilitychange'));
+        }
+      }
+      await new Promise((r) => setTimeout(r, 1500));
+      delete document.visibilityState;
+      return reports;
+    }, [`${fx.emulator.prefixed('pace/5,20,30')}/v1/chat/completions`, chatRequest(30)]);
+    assert.equal(out.length, 1, 'onReport fired exactly once');
+    assert.equal(out[0].partial, true);
+    assert.ok(out[0].record.output_tokens > 0 && out[0].record.output_tokens < 30);
+    await assertClean(page);
+  });
+
+  await t.test('a stream cut mid-way is reported as truncated', async () => {
+    const page = await fx.page();
+    const report = await page.evaluate(async ([url, init]) => {
+      const { Meter } = await import('/tpsmeter/dist/meter/index.js');
+      const meter = new Meter({ api: 'openai-chat' });
+      meter.start();
+      const res = meter.wrap(await fetch(url, init));
+      try {
+        await res.text();
+      } catch {
+        // The app sees the network error, as it would without the meter.
+      }
+      return meter.report();
+    }, [`${fx.emulator.prefixed('fault/cut:3')}/v1/chat/completions`, chatRequest(10)]);
+    assert.equal(report.record.error?.class, 'truncated');
+    assert.equal(report.otel.attributes['error.type'], 'truncated');
+    await assertClean(page);
+  });
+});
