@@ -46,11 +46,16 @@ export async function classifyFetchError(url: string, error: unknown): Promise<C
     reachable = false;
   }
   if (reachable) return { errorClass: 'cors', message: corsMessage(url) };
-  return {
-    errorClass: 'connect',
-    message:
-      `cannot reach ${redactUrl(url)} (${detail}): the connection was refused, the host did not ` +
-      'resolve, TLS failed, or the browser blocked the request (mixed content, private network ' +
-      'access); the browser does not say which',
-  };
+  let message =
+    `cannot reach ${redactUrl(url)} (${detail}): the connection was refused, the host did not ` +
+    'resolve, TLS failed, or the browser blocked the request (mixed content, private network ' +
+    'access); the browser does not say which';
+  if (typeof crossOriginIsolated !== 'undefined' && crossOriginIsolated) {
+    // COEP require-corp blocks the opaque probe response unless the server sends CORP.
+    message +=
+      '. This page is cross-origin isolated (COEP), so a server that answers but lacks CORS ' +
+      'headers looks the same unless it sends Cross-Origin-Resource-Policy: cross-origin; if ' +
+      'the server is up, check its CORS headers (Access-Control-Allow-Origin and the OPTIONS preflight)';
+  }
+  return { errorClass: 'connect', message };
 }
