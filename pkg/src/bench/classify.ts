@@ -32,6 +32,11 @@ export function corsMessage(url: string): string {
 /** Classifies a rejected fetch (not one this package aborted). Never rejects. */
 export async function classifyFetchError(url: string, error: unknown): Promise<Classified> {
   const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  // The request could not even be built (an invalid header value, e.g. a key with a line
+  // break): nothing went out, so there is nothing to probe.
+  if (/Failed to execute|Invalid (?:value|name)|not a valid/i.test(detail)) {
+    return { errorClass: 'other', message: `the browser refused to send the request: ${detail}` };
+  }
   let reachable = false;
   try {
     const probe = await fetch(url, {
