@@ -49,6 +49,9 @@ fn message(api: Api, i: usize) -> String {
         Api::OllamaGenerate => format!(
             "{{\"model\":\"llama3.2\",\"created_at\":\"2025-01-01T00:00:00.000000Z\",\"response\":{text},\"done\":false}}\n"
         ),
+        Api::VercelUi => {
+            format!("data: {{\"type\":\"text-delta\",\"id\":\"txt-0\",\"delta\":{text}}}\n\n")
+        }
     }
 }
 
@@ -64,6 +67,9 @@ fn ending(api: Api) -> &'static str {
         }
         Api::OllamaChat | Api::OllamaGenerate => {
             "{\"model\":\"llama3.2\",\"done\":true,\"done_reason\":\"stop\",\"eval_count\":100,\"eval_duration\":1000000000}\n"
+        }
+        Api::VercelUi => {
+            "data: {\"type\":\"text-end\",\"id\":\"txt-0\"}\n\ndata: {\"type\":\"finish\"}\n\ndata: [DONE]\n\n"
         }
     }
 }

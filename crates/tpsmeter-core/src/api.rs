@@ -20,11 +20,15 @@ pub enum Api {
     OllamaChat,
     /// Ollama native `/api/generate` (NDJSON).
     OllamaGenerate,
+    /// Vercel AI SDK (v5) UI message stream, as a web app's own chat route returns it to
+    /// `useChat` (`x-vercel-ai-ui-message-stream: v1`). The URL is the app's endpoint, used
+    /// as given.
+    VercelUi,
 }
 
 impl Api {
     /// Every API, in a stable order (for help texts and exhaustive tests).
-    pub const ALL: [Api; 7] = [
+    pub const ALL: [Api; 8] = [
         Api::OpenaiChat,
         Api::OpenaiCompletions,
         Api::OpenaiResponses,
@@ -32,6 +36,7 @@ impl Api {
         Api::Gemini,
         Api::OllamaChat,
         Api::OllamaGenerate,
+        Api::VercelUi,
     ];
 
     /// The CLI / report name.
@@ -44,6 +49,7 @@ impl Api {
             Api::Gemini => "gemini",
             Api::OllamaChat => "ollama-chat",
             Api::OllamaGenerate => "ollama-generate",
+            Api::VercelUi => "vercel-ui",
         }
     }
 

@@ -181,3 +181,112 @@ fn truncation_is_reported_again_by_a_second_finish() {
     assert!(matches!(first, Err(CoreError::TruncatedStream { .. })));
     assert_eq!(p.finish(), first);
 }
+
+#[test]
+fn vercel_ui_abort_is_an_error_with_code_abort() {
+    let (events, end) = parse(
+        Api::VercelUi,
+        "data: {\"type\":\"text-delta\",\"id\":\"0\",\"delta\":\"Hi\"}\n\n\
+         data: {\"type\":\"abort\"}\n\n\
+         data: [DONE]\n\n",
+    );
+    assert_eq!(
+        events,
+        vec![
+            StreamEvent::ContentDelta { text: "Hi".into() },
+            StreamEvent::Error {
+                code: Some("abort".into()),
+                message: "stream aborted".into()
+            },
+        ]
+    );
+    assert!(end.is_ok());
+}
+
+#[test]
+fn vercel_ui_finish_reasons_default_to_stop_and_keep_unknown_ones() {
+    for (part, reason) in [
+        (r#"{"type":"finish"}"#, FinishReason::Stop),
+        (
+            r#"{"type":"finish","finishReason":"length"}"#,
+            FinishReason::Length,
+        ),
+        (
+            r#"{"type":"finish","finishReason":"content-filter"}"#,
+            FinishReason::ContentFilter,
+        ),
+        (
+            r#"{"type":"finish","finishReason":"unknown"}"#,
+            FinishReason::Other("unknown".into()),
+        ),
+    ] {
+        let (events, end) = parse(Api::VercelUi, &format!("data: {part}\n\ndata: [DONE]\n\n"));
+        assert_eq!(
+            events,
+            vec![StreamEvent::Finish { reason }, StreamEvent::Done],
+            "{part}"
+        );
+        assert!(end.is_ok());
+    }
+}
+
+#[test]
+fn vercel_ui_usage_comes_only_from_usage_shaped_message_metadata() {
+    let (events, _) = parse(
+        Api::VercelUi,
+        "data: {\"type\":\"message-metadata\",\"messageMetadata\":{\"usage\":{\"inputTokens\":5}}}\n\n\
+         data: {\"type\":\"finish\",\"messageMetadata\":{\"usage\":{\"outputTokens\":\"many\"},\"createdAt\":1}}\n\n\
+         data: {\"type\":\"finish\",\"messageMetadata\":\"just a string\"}\n\n",
+    );
+    assert_eq!(
+        events,
+        vec![
+            StreamEvent::Usage(Usage {
+                input_tokens: Some(5),
+                ..Usage::default()
+            }),
+            StreamEvent::Finish {
+                reason: FinishReason::Stop
+            },
+            StreamEvent::Finish {
+                reason: FinishReason::Stop
+            },
+        ]
+    );
+}
+
+#[test]
+fn vercel_ui_known_part_with_a_wrong_field_type_is_malformed() {
+    let mut p = StreamParser::new(Api::VercelUi);
+    let fed =
+        p.feed(b"data: {\"type\":\"text-delta\",\"id\":\"0\",\"delta\":{\"text\":\"x\"}}\n\n");
+    assert!(
+        matches!(fed, Err(CoreError::MalformedJson { .. })),
+        "{fed:?}"
+    );
+}
+
+#[test]
+fn vercel_ui_tool_call_table_is_capped() {
+    // Guards memory: a stream that invents a new toolCallId per part must not grow the
+    // adapter's table without bound; calls past the cap share one index.
+    let mut body = String::new();
+    for i in 0..300 {
+        body.push_str(&format!(
+            "data: {{\"type\":\"tool-input-delta\",\"toolCallId\":\"c{i}\",\"inputTextDelta\":\"x\"}}\n\n"
+        ));
+    }
+    body.push_str("data: [DONE]\n\n");
+    let (events, end) = parse(Api::VercelUi, &body);
+    assert!(end.is_ok());
+    let indexes: Vec<u32> = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ToolCallDelta { index, .. } => Some(*index),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(indexes.len(), 300);
+    assert_eq!(indexes[..256], (0..256).collect::<Vec<u32>>()[..]);
+    assert!(indexes[256..].iter().all(|&i| i == 256));
+}

@@ -29,7 +29,8 @@ Retry-After header is recorded; in closed loop the worker that got it waits that
 #[command(group(ArgGroup::new("input").args(["prompt", "prompt_file", "input_tokens"])))]
 pub struct BenchArgs {
     /// Wire format: openai-chat, openai-completions, openai-responses, anthropic, gemini,
-    /// ollama (= ollama-chat), ollama-generate.
+    /// ollama (= ollama-chat), ollama-generate, vercel-ui (a Vercel AI SDK UI message stream;
+    /// --url is then the app's chat route, used as is).
     #[arg(long, value_parser = parse_api)]
     pub api: Api,
 

@@ -17,6 +17,7 @@ mod openai_chat;
 mod openai_common;
 mod openai_completions;
 mod openai_responses;
+mod vercel_ui;
 
 use std::fmt::Debug;
 
@@ -43,6 +44,7 @@ pub(crate) fn adapter_for(api: Api) -> Box<dyn Adapter> {
         Api::Anthropic => Box::new(anthropic::Anthropic),
         Api::Gemini => Box::new(gemini::Gemini::default()),
         Api::OllamaChat | Api::OllamaGenerate => Box::new(ollama::Ollama::default()),
+        Api::VercelUi => Box::new(vercel_ui::VercelUi::default()),
     }
 }
 

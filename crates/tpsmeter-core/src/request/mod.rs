@@ -16,6 +16,7 @@ mod ollama;
 mod openai;
 mod secret;
 pub mod url;
+mod vercel;
 
 pub use secret::{HeaderValue, Secret};
 
@@ -95,6 +96,7 @@ pub fn build_request(spec: &RequestSpec) -> Result<HttpRequest> {
         Api::Gemini => gemini::stream_generate_content(spec),
         Api::OllamaChat => ollama::chat(spec),
         Api::OllamaGenerate => ollama::generate(spec),
+        Api::VercelUi => vercel::ui_chat(spec),
     }
 }
 

@@ -51,8 +51,11 @@ fn every_api_streams_and_never_leaks_the_key_outside_its_header() {
             "{api}: key header not sensitive"
         );
         let b = body(&r);
-        if api != Api::Gemini {
+        // Gemini streams by its URL, a Vercel UI route always streams: neither has `stream`.
+        if !matches!(api, Api::Gemini | Api::VercelUi) {
             assert_eq!(b["stream"], true, "{api}");
+        }
+        if api != Api::Gemini {
             assert_eq!(b["model"], "m-1", "{api}");
         }
     }
@@ -158,6 +161,54 @@ fn ollama_uses_api_paths_and_num_predict() {
         let b = body(&r);
         assert_eq!(b["options"]["num_predict"], 64);
         assert_eq!(b["system"], "Be brief.");
+    }
+}
+
+#[test]
+fn vercel_ui_posts_a_use_chat_body_to_the_url_as_given() {
+    for (base, want) in [
+        (
+            "https://app.example/api/chat",
+            "https://app.example/api/chat",
+        ),
+        (
+            "https://app.example/api/chat/",
+            "https://app.example/api/chat",
+        ),
+        ("http://127.0.0.1:3000", "http://127.0.0.1:3000"),
+    ] {
+        let r = build_request(&spec(Api::VercelUi, base)).unwrap();
+        assert_eq!(r.url, want, "{base}");
+        assert_eq!(r.header("accept").unwrap().as_str(), "text/event-stream");
+        assert_eq!(
+            r.header("authorization").unwrap().as_str(),
+            format!("Bearer {KEY}")
+        );
+        let b = body(&r);
+        assert_eq!(b["trigger"], "submit-message");
+        assert!(b["id"].as_str().is_some_and(|id| !id.is_empty()));
+        assert_eq!(b["messages"][0]["role"], "system");
+        assert_eq!(b["messages"][0]["parts"][0]["text"], "Be brief.");
+        let user = &b["messages"][1];
+        assert_eq!(user["id"], "m1");
+        assert_eq!(user["role"], "user");
+        assert_eq!(
+            user["parts"],
+            serde_json::json!([{"type": "text", "text": "Hello"}])
+        );
+        assert_eq!(b["maxOutputTokens"], 64);
+        assert_eq!(b["temperature"].as_f64(), Some(0.7));
+        assert_eq!(b["model"], "m-1");
+    }
+    let mut s = spec(Api::VercelUi, "http://h/api/chat");
+    s.system = None;
+    s.temperature = None;
+    let b = body(&build_request(&s).unwrap());
+    assert_eq!(b["messages"].as_array().unwrap().len(), 1);
+    assert_eq!(b["messages"][0]["role"], "user");
+    assert!(b.get("temperature").is_none());
+    for bad in ["app.example/api/chat", "http://h/api/chat?key=1"] {
+        assert!(build_request(&spec(Api::VercelUi, bad)).is_err(), "{bad}");
     }
 }
 

@@ -40,6 +40,9 @@ pub const GOLDEN: &[(&str, Api, End)] = &[
     ("ollama_chat", Api::OllamaChat, End::Clean),
     ("ollama_generate", Api::OllamaGenerate, End::Clean),
     ("ollama_error", Api::OllamaGenerate, End::Clean),
+    ("vercel_ui", Api::VercelUi, End::Clean),
+    ("vercel_ui_tool_call", Api::VercelUi, End::Clean),
+    ("vercel_ui_error", Api::VercelUi, End::Clean),
 ];
 
 fn golden_dir() -> PathBuf {
