@@ -1,6 +1,10 @@
-//! What the emulator does per request: the token schedule and the fault to inject.
+//! What the emulator does per request: the token schedule and the fault to inject, and
+//! [`parse_fault`], the one parser of the fault syntax (the binary's `--fault`, the URL's
+//! `/fault/<spec>`).
 
 use std::time::Duration;
+
+use anyhow::{Context as _, bail};
 
 /// The token schedule of every streamed response.
 ///
@@ -110,6 +114,11 @@ pub struct EmulatorConfig {
     /// Keep a [`crate::RequestRecord`] of each response's send times, for benchmarks that
     /// separate client error from server jitter. Off by default: it grows without bound.
     pub record: bool,
+    /// Answer CORS preflights and send CORS, `Timing-Allow-Origin` and
+    /// `Cross-Origin-Resource-Policy` headers, so a page on any origin can stream from the
+    /// emulator and read its Resource Timing. On by default; a request can still opt out
+    /// with the `/no-cors` path prefix ([`crate::Overrides`]).
+    pub cors: bool,
 }
 
 impl Default for EmulatorConfig {
@@ -120,6 +129,145 @@ impl Default for EmulatorConfig {
             tokens_per_chunk: 1,
             port: 0,
             record: false,
+            cors: true,
+        }
+    }
+}
+
+/// Cap on the milliseconds of `stall` and `slow-headers`: an hour is beyond any test's
+/// timeout, and a spec in a URL must not park a connection for years.
+const MAX_FAULT_MS: u64 = 3_600_000;
+
+/// Cap on the `oversized` line: 1 GiB is 256 times the client's default line cap, and a spec
+/// in a URL must not make the emulator stream without end.
+const MAX_OVERSIZED_BYTES: u64 = 1 << 30;
+
+/// Parses a fault spec: `none`, `status:CODE`, `rate-limited:SECS`, `stall:TOKENS:MS`,
+/// `cut:TOKENS`, `end-early:TOKENS`, `error-event:TOKENS`, `malformed:TOKENS`,
+/// `oversized:BYTES`, `invalid-utf8:TOKENS`, `slow-headers:MS`.
+pub fn parse_fault(spec: &str) -> anyhow::Result<Fault> {
+    let mut parts = spec.split(':');
+    let kind = parts.next().unwrap_or("none");
+    let mut num = |what: &str| -> anyhow::Result<u64> {
+        parts
+            .next()
+            .with_context(|| format!("fault {kind} needs {what}"))?
+            .parse::<u64>()
+            .with_context(|| format!("fault {kind}: {what} must be a whole number"))
+    };
+    let tokens = |n: u64| u32::try_from(n).context("token count too large");
+    let ms = |n: u64| {
+        if n > MAX_FAULT_MS {
+            bail!("fault {kind}: at most {MAX_FAULT_MS} ms");
+        }
+        Ok(Duration::from_millis(n))
+    };
+    let fault = match kind {
+        "none" => Fault::None,
+        "status" => {
+            let code = num("CODE")?;
+            if !(100..=999).contains(&code) {
+                bail!("fault status: CODE must be an HTTP status (100-999), not {code}");
+            }
+            Fault::Status {
+                code: code as u16,
+                body: r#"{"error":{"message":"emulated error","type":"server_error"}}"#.into(),
+            }
+        }
+        "rate-limited" => Fault::RateLimited {
+            retry_after_s: tokens(num("SECS")?)?,
+        },
+        "stall" => Fault::StallAfter {
+            tokens: tokens(num("TOKENS")?)?,
+            for_: ms(num("MS")?)?,
+        },
+        "cut" => Fault::CutAfter {
+            tokens: tokens(num("TOKENS")?)?,
+        },
+        "end-early" => Fault::EndWithoutMarkerAfter {
+            tokens: tokens(num("TOKENS")?)?,
+        },
+        "error-event" => Fault::ErrorEventAfter {
+            tokens: tokens(num("TOKENS")?)?,
+        },
+        "malformed" => Fault::MalformedJsonAfter {
+            tokens: tokens(num("TOKENS")?)?,
+        },
+        "oversized" => {
+            let bytes = num("BYTES")?;
+            if bytes > MAX_OVERSIZED_BYTES {
+                bail!("fault oversized: at most {MAX_OVERSIZED_BYTES} bytes");
+            }
+            Fault::OversizedLine {
+                bytes: usize::try_from(bytes).context("line too large for this machine")?,
+            }
+        }
+        "invalid-utf8" => Fault::InvalidUtf8After {
+            tokens: tokens(num("TOKENS")?)?,
+        },
+        "slow-headers" => Fault::SlowHeaders(ms(num("MS")?)?),
+        other => bail!(
+            "unknown fault {other:?}; expected none, status, rate-limited, stall, cut, \
+             end-early, error-event, malformed, oversized, invalid-utf8 or slow-headers"
+        ),
+    };
+    if parts.next().is_some() {
+        bail!("fault {kind}: too many ':' fields in {spec:?}");
+    }
+    Ok(fault)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn every_fault_kind_parses() {
+        let cases = [
+            ("none", Fault::None),
+            ("rate-limited:7", Fault::RateLimited { retry_after_s: 7 }),
+            (
+                "stall:2:300",
+                Fault::StallAfter {
+                    tokens: 2,
+                    for_: Duration::from_millis(300),
+                },
+            ),
+            ("cut:3", Fault::CutAfter { tokens: 3 }),
+            ("end-early:1", Fault::EndWithoutMarkerAfter { tokens: 1 }),
+            ("error-event:0", Fault::ErrorEventAfter { tokens: 0 }),
+            ("malformed:4", Fault::MalformedJsonAfter { tokens: 4 }),
+            ("oversized:65536", Fault::OversizedLine { bytes: 65536 }),
+            ("invalid-utf8:2", Fault::InvalidUtf8After { tokens: 2 }),
+            (
+                "slow-headers:50",
+                Fault::SlowHeaders(Duration::from_millis(50)),
+            ),
+        ];
+        for (spec, want) in cases {
+            assert_eq!(parse_fault(spec).unwrap(), want, "{spec}");
+        }
+        assert!(matches!(
+            parse_fault("status:503").unwrap(),
+            Fault::Status { code: 503, .. }
+        ));
+    }
+
+    #[test]
+    fn bad_specs_say_what_is_wrong() {
+        for (spec, says) in [
+            ("cut", "needs TOKENS"),
+            ("cut:x", "whole number"),
+            ("cut:3:4", "too many"),
+            ("status:20", "HTTP status"),
+            ("stall:1:99999999999", "at most"),
+            ("oversized:99999999999", "at most"),
+            ("explode:1", "unknown fault"),
+            ("", "unknown fault"),
+        ] {
+            let err = format!("{:#}", parse_fault(spec).unwrap_err());
+            assert!(err.contains(says), "{spec:?}: {err}");
         }
     }
 }

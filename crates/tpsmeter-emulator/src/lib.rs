@@ -3,11 +3,18 @@
 //! What it does: serves, on 127.0.0.1, the streaming endpoints of every API tpsmeter measures
 //! (OpenAI `/v1/chat/completions`, `/v1/completions`, `/v1/responses`, Anthropic
 //! `/v1/messages`, Gemini `/v1beta/models/{m}:streamGenerateContent`, Ollama `/api/chat` and
-//! `/api/generate`) in each one's real wire format, releasing tokens on a known schedule
-//! ([`Schedule`]: absolute deadlines from the request's arrival, so jitter never
-//! accumulates), each chunk flushed on its own, and injecting one [`Fault`] into every
-//! response. Each content event carries `"x_sent_ns"`, its CLOCK_MONOTONIC send time
-//! ([`clock`]), so a benchmark can tell the client's timing error from the server's jitter.
+//! `/api/generate`, the Vercel AI SDK UI message stream at `/api/ui-chat` and `POST /`) in
+//! each one's real wire format, releasing tokens on a known schedule ([`Schedule`]: absolute
+//! deadlines from the request's arrival, so jitter never accumulates), each chunk flushed on
+//! its own, and injecting one [`Fault`] into every response. Each content event carries
+//! `"x_sent_ns"`, its CLOCK_MONOTONIC send time ([`clock`]), so a benchmark can tell the
+//! client's timing error from the server's jitter.
+//!
+//! For browsers: CORS (preflights answered, `Access-Control-Allow-Origin: *`),
+//! `Timing-Allow-Origin` and `Cross-Origin-Resource-Policy` on every response unless
+//! [`EmulatorConfig::cors`] is off ([`cors`]), and per-request [`Overrides`] of the fault and
+//! schedule in a path prefix (`/fault/cut:3/pace/5,2,16/no-cors/v1/chat/completions`), so one
+//! server serves a whole browser test suite.
 //!
 //! What it does not do: generate meaningful text, validate requests (bodies are read only
 //! for the model, `max_tokens` and `stream_options`), stream non-SSE Gemini (JSON array)
@@ -25,11 +32,14 @@
 pub mod body;
 pub mod clock;
 pub mod config;
+pub mod cors;
+pub mod overrides;
 mod plan;
 pub mod request;
 pub mod server;
 pub mod wire;
 
 pub use body::RequestRecord;
-pub use config::{EmulatorConfig, Fault, Schedule};
+pub use config::{EmulatorConfig, Fault, Schedule, parse_fault};
+pub use overrides::Overrides;
 pub use server::{Emulator, ServerStats};

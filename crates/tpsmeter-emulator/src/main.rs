@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use clap::Parser;
 use tpsmeter_core::Api;
-use tpsmeter_emulator::{Emulator, EmulatorConfig, Fault, Schedule};
+use tpsmeter_emulator::{Emulator, EmulatorConfig, Schedule, parse_fault};
 
 /// Serve streaming LLM APIs on 127.0.0.1 on a known token schedule.
 #[derive(Debug, Parser)]
@@ -32,59 +32,17 @@ struct Args {
     tokens_per_chunk: u32,
     /// A fault for every response: none, status:CODE, rate-limited:SECS, stall:TOKENS:MS,
     /// cut:TOKENS, end-early:TOKENS, error-event:TOKENS, malformed:TOKENS, oversized:BYTES,
-    /// invalid-utf8:TOKENS, slow-headers:MS.
+    /// invalid-utf8:TOKENS, slow-headers:MS. A request can override it with a
+    /// `/fault/SPEC` path prefix (and the schedule with `/pace/TTFT_MS,ITL_MS,TOKENS[,K]`).
     #[arg(long, default_value = "none")]
     fault: String,
+    /// Send no CORS headers (preflights get a bare 204), so browsers keep the responses
+    /// from pages on other origins. Per request: the `/no-cors` path prefix.
+    #[arg(long)]
+    no_cors: bool,
     /// Stop after this many seconds (default: run until killed).
     #[arg(long)]
     exit_after_s: Option<f64>,
-}
-
-fn parse_fault(s: &str) -> anyhow::Result<Fault> {
-    let mut parts = s.split(':');
-    let kind = parts.next().unwrap_or("none");
-    let mut num = |what: &str| -> anyhow::Result<u64> {
-        parts
-            .next()
-            .with_context(|| format!("--fault {kind} needs {what}"))?
-            .parse::<u64>()
-            .with_context(|| format!("--fault {kind}: {what} must be a number"))
-    };
-    let tokens = |n: u64| u32::try_from(n).context("token count too large");
-    Ok(match kind {
-        "none" => Fault::None,
-        "status" => Fault::Status {
-            code: u16::try_from(num("CODE")?).context("status code too large")?,
-            body: r#"{"error":{"message":"emulated error","type":"server_error"}}"#.into(),
-        },
-        "rate-limited" => Fault::RateLimited {
-            retry_after_s: tokens(num("SECS")?)?,
-        },
-        "stall" => Fault::StallAfter {
-            tokens: tokens(num("TOKENS")?)?,
-            for_: Duration::from_millis(num("MS")?),
-        },
-        "cut" => Fault::CutAfter {
-            tokens: tokens(num("TOKENS")?)?,
-        },
-        "end-early" => Fault::EndWithoutMarkerAfter {
-            tokens: tokens(num("TOKENS")?)?,
-        },
-        "error-event" => Fault::ErrorEventAfter {
-            tokens: tokens(num("TOKENS")?)?,
-        },
-        "malformed" => Fault::MalformedJsonAfter {
-            tokens: tokens(num("TOKENS")?)?,
-        },
-        "oversized" => Fault::OversizedLine {
-            bytes: usize::try_from(num("BYTES")?).context("line too large")?,
-        },
-        "invalid-utf8" => Fault::InvalidUtf8After {
-            tokens: tokens(num("TOKENS")?)?,
-        },
-        "slow-headers" => Fault::SlowHeaders(Duration::from_millis(num("MS")?)),
-        other => bail!("unknown --fault {other}"),
-    })
 }
 
 fn ms(v: f64, what: &str) -> anyhow::Result<Duration> {
@@ -101,10 +59,11 @@ async fn main() -> anyhow::Result<()> {
             itl: ms(args.itl_ms, "itl-ms")?,
             output_tokens: args.tokens,
         },
-        fault: parse_fault(&args.fault)?,
+        fault: parse_fault(&args.fault).context("--fault")?,
         tokens_per_chunk: args.tokens_per_chunk,
         port: args.port,
         record: false,
+        cors: !args.no_cors,
     };
     let emu = Emulator::start(cfg).await?;
     let path = match api {
@@ -115,6 +74,7 @@ async fn main() -> anyhow::Result<()> {
         Api::Gemini => "/v1beta/models/emulator:streamGenerateContent?alt=sse",
         Api::OllamaChat => "/api/chat",
         Api::OllamaGenerate => "/api/generate",
+        Api::VercelUi => "/api/ui-chat",
     };
     println!("tpsmeter-emulator listening: {}{path}", emu.base_url());
     match args.exit_after_s {

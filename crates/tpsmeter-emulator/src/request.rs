@@ -30,7 +30,7 @@ pub enum Route {
     Stream(Api, Option<String>),
     /// `GET /v1/models`: the one model, so peers that discover models find it.
     Models,
-    /// `GET /health`, `/v1/health`, `/`: liveness for peers that probe.
+    /// `GET /health`, `/v1/health`, `/`: liveness for peers and browser tests that probe.
     Health,
     /// A path the emulator does not serve.
     NotFound,
@@ -54,6 +54,10 @@ pub fn route(method: &Method, path: &str) -> Route {
         "/v1/messages" => stream(Api::Anthropic, None),
         "/api/chat" => stream(Api::OllamaChat, None),
         "/api/generate" => stream(Api::OllamaGenerate, None),
+        "/api/ui-chat" => stream(Api::VercelUi, None),
+        // A UI message stream has no standard path and clients use the URL as given, so a
+        // POST to the bare base URL gets one too; `GET /` stays a health probe.
+        "/" if method == Method::POST => Route::Stream(Api::VercelUi, None),
         "/v1/models" | "/models" => Route::Models,
         "/" | "/health" | "/v1/health" | "/health/ready" => Route::Health,
         _ => match path
@@ -81,6 +85,8 @@ pub fn parse(api: Api, path_model: Option<String>, body: &[u8]) -> StreamRequest
         Api::OpenaiResponses => u32_at("/max_output_tokens"),
         Api::Gemini => u32_at("/generationConfig/maxOutputTokens"),
         Api::OllamaChat | Api::OllamaGenerate => u32_at("/options/num_predict"),
+        // Not part of `useChat`'s body: the field tpsmeter's request builder adds.
+        Api::VercelUi => u32_at("/maxOutputTokens"),
     };
     let model = path_model
         .or_else(|| json.get("model").and_then(Value::as_str).map(str::to_owned))
@@ -111,6 +117,8 @@ mod tests {
             ("/v1beta/models/gemini-x:streamGenerateContent", Api::Gemini),
             ("/api/chat", Api::OllamaChat),
             ("/api/generate", Api::OllamaGenerate),
+            ("/api/ui-chat", Api::VercelUi),
+            ("/", Api::VercelUi),
         ];
         for (path, api) in paths {
             assert!(
@@ -127,6 +135,8 @@ mod tests {
             Route::NotFound
         );
         assert_eq!(route(&Method::POST, "/nope"), Route::NotFound);
+        assert_eq!(route(&Method::GET, "/"), Route::Health);
+        assert_eq!(route(&Method::GET, "/health"), Route::Health);
     }
 
     #[test]
@@ -142,6 +152,7 @@ mod tests {
             (Api::Gemini, r#"{"generationConfig":{"maxOutputTokens":7}}"#),
             (Api::OllamaChat, r#"{"options":{"num_predict":7}}"#),
             (Api::OllamaGenerate, r#"{"options":{"num_predict":7}}"#),
+            (Api::VercelUi, r#"{"maxOutputTokens":7}"#),
         ];
         for (api, body) in cases {
             assert_eq!(

@@ -1,5 +1,6 @@
 //! The HTTP server: accepts connections on 127.0.0.1 and answers each request with a
-//! [`ScheduledBody`].
+//! [`ScheduledBody`], after splitting the per-request [`Overrides`] off the path and with the
+//! [`cors`] headers unless they are off for the server or the request.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -12,15 +13,19 @@ use hyper::body::Incoming;
 use hyper::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper::{Request, Response, StatusCode};
+use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
+use tpsmeter_core::Api;
 
 use crate::body::{RequestRecord, ScheduledBody};
 use crate::clock;
 use crate::config::{EmulatorConfig, Fault};
+use crate::cors;
+use crate::overrides::{Overrides, diagnose_not_found};
 use crate::plan::plan;
 use crate::request::{self, MAX_REQUEST_BYTES, Route};
 use crate::wire::Wire;
@@ -149,32 +154,76 @@ fn json_response(status: StatusCode, body: impl Into<bytes::Bytes>) -> Response<
     r
 }
 
+/// A 400 whose JSON body says why, in the `{"error": {"message", "type"}}` shape most
+/// clients already read.
+fn bad_request(message: &str) -> Response<ScheduledBody> {
+    let body = json!({"error": {"message": message, "type": "invalid_request_error"}});
+    json_response(StatusCode::BAD_REQUEST, body.to_string())
+}
+
 async fn handle(
     req: Request<Incoming>,
     shared: Arc<Shared>,
 ) -> Result<Response<ScheduledBody>, Infallible> {
     let arrival = Instant::now();
     let id = shared.stats.requests.fetch_add(1, Ordering::Relaxed);
-    let (api, path_model) = match request::route(req.method(), req.uri().path()) {
+    let split = Overrides::split(req.uri().path());
+    // A request with a malformed prefix still gets CORS headers (when the server has them
+    // on), so that a page can read the 400's reason instead of seeing a CORS failure.
+    let cors = shared.cfg.cors && split.as_ref().map_or(true, |(o, _)| !o.no_cors);
+    if req.method() == Method::OPTIONS {
+        // Answered whatever the path: a preflight that failed would hide the real answer
+        // (a 404, a 400 with its reason) behind a CORS error.
+        let mut r = Response::new(ScheduledBody::full(bytes::Bytes::new()));
+        *r.status_mut() = StatusCode::NO_CONTENT;
+        if cors {
+            cors::add_preflight_headers(req.headers(), r.headers_mut());
+        }
+        return Ok(r);
+    }
+    let mut response = match split {
+        Ok((overrides, path)) => {
+            // Owned: `req` moves into `respond` and `path` borrows its URI.
+            let path = path.to_owned();
+            respond(req, &path, &overrides, arrival, id, shared).await
+        }
+        Err(e) => bad_request(&format!("{e:#}")),
+    };
+    if cors {
+        cors::add_response_headers(response.headers_mut());
+    }
+    Ok(response)
+}
+
+/// The response to a request for `path` (the overrides already split off).
+async fn respond(
+    req: Request<Incoming>,
+    path: &str,
+    overrides: &Overrides,
+    arrival: Instant,
+    id: u64,
+    shared: Arc<Shared>,
+) -> Response<ScheduledBody> {
+    let (api, path_model) = match request::route(req.method(), path) {
         Route::Stream(api, model) => (api, model),
         Route::Models => {
-            return Ok(json_response(
+            return json_response(
                 StatusCode::OK,
                 r#"{"object":"list","data":[{"id":"emulator","object":"model","created":0,"owned_by":"tpsmeter"}]}"#,
-            ));
+            );
         }
-        Route::Health => return Ok(json_response(StatusCode::OK, r#"{"status":"ok"}"#)),
+        Route::Health => return json_response(StatusCode::OK, r#"{"status":"ok"}"#),
         Route::NotFound => {
-            return Ok(json_response(
-                StatusCode::NOT_FOUND,
-                r#"{"error":"not found"}"#,
-            ));
+            return match diagnose_not_found(overrides, path) {
+                Some(reason) => bad_request(&reason),
+                None => json_response(StatusCode::NOT_FOUND, r#"{"error":"not found"}"#),
+            };
         }
         Route::MethodNotAllowed => {
-            return Ok(json_response(
+            return json_response(
                 StatusCode::METHOD_NOT_ALLOWED,
                 r#"{"error":"method not allowed"}"#,
-            ));
+            );
         }
     };
     let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES)
@@ -183,17 +232,17 @@ async fn handle(
     {
         Ok(b) => b.to_bytes(),
         Err(_) => {
-            return Ok(json_response(
+            return json_response(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 r#"{"error":"request body too large or unreadable"}"#,
-            ));
+            );
         }
     };
-    let cfg = &shared.cfg;
+    let cfg = overrides.apply(&shared.cfg);
     match &cfg.fault {
         Fault::Status { code, body } => {
             let status = StatusCode::from_u16(*code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            return Ok(json_response(status, body.clone()));
+            return json_response(status, body.clone());
         }
         Fault::RateLimited { retry_after_s } => {
             let mut r = json_response(
@@ -202,7 +251,7 @@ async fn handle(
             );
             r.headers_mut()
                 .insert(RETRY_AFTER, HeaderValue::from(*retry_after_s));
-            return Ok(r);
+            return r;
         }
         _ => {}
     }
@@ -213,7 +262,7 @@ async fn handle(
     }
     let parsed = request::parse(api, path_model, &body);
     let mut wire = Wire::new(parsed.clone(), id);
-    let steps = plan(cfg, &parsed, &mut wire);
+    let steps = plan(&cfg, &parsed, &mut wire);
     let record = cfg.record.then(|| RequestRecord {
         id,
         arrival_ns: clock::instant_ns(arrival.into_std()),
@@ -231,5 +280,14 @@ async fn handle(
     h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     h.insert("cache-control", HeaderValue::from_static("no-cache"));
     h.insert("x-emulator-request-id", HeaderValue::from(id));
-    Ok(r)
+    if api == Api::VercelUi {
+        // As the AI SDK's `createUIMessageStreamResponse` sends them: the protocol marker
+        // clients detect the format by, and nginx's switch that turns off proxy buffering.
+        h.insert(
+            "x-vercel-ai-ui-message-stream",
+            HeaderValue::from_static("v1"),
+        );
+        h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    }
+    r
 }

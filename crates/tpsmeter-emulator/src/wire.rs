@@ -4,8 +4,10 @@
 //! OpenAI chat (role-only first chunk, usage chunk with `choices: []` when
 //! `stream_options.include_usage`, `data: [DONE]`), OpenAI completions, OpenAI Responses
 //! (named events, no `[DONE]`), Anthropic Messages (`message_start` … `message_stop`, a
-//! `ping`), Gemini (`alt=sse`, CRLF line ends as Google sends them, `usageMetadata`) and
-//! Ollama NDJSON (`done: true` with eval counts and durations in ns).
+//! `ping`), Gemini (`alt=sse`, CRLF line ends as Google sends them, `usageMetadata`),
+//! Ollama NDJSON (`done: true` with eval counts and durations in ns) and the Vercel AI SDK
+//! UI message stream (`start` … `finish`, `data: [DONE]`, usage as an app forwards it in the
+//! `finish` part's `messageMetadata.totalUsage`).
 //!
 //! Every content event also carries `"x_sent_ns"`, a field no real API uses, holding the
 //! CLOCK_MONOTONIC time it was produced (see [`crate::clock`]).
@@ -18,6 +20,9 @@ use crate::request::StreamRequest;
 
 /// Stand-in text swapped for the bytes `FF FE` by [`Wire::invalid_utf8`].
 const INVALID_UTF8_MARK: &str = "@@INVALID_UTF8@@";
+
+/// The id of the one text part of a Vercel UI message stream.
+const VERCEL_TEXT_ID: &str = "txt-0";
 
 /// The emitted tokens cycle through these; two are multi-byte so that a client decoding each
 /// network chunk as UTF-8 on its own shows the bug.
@@ -154,6 +159,11 @@ impl Wire {
                     self.named("ping", json!({"type": "ping"})),
                 ]
             }
+            Api::VercelUi => vec![
+                Self::sse(&json!({"type": "start", "messageId": format!("msg-{id}")}).to_string()),
+                Self::sse(r#"{"type":"start-step"}"#),
+                Self::sse(&json!({"type": "text-start", "id": VERCEL_TEXT_ID}).to_string()),
+            ],
             Api::OpenaiCompletions | Api::Gemini | Api::OllamaChat | Api::OllamaGenerate => {
                 Vec::new()
             }
@@ -197,6 +207,9 @@ impl Wire {
                 r#"{{"model":{model},"created_at":"{}","response":{text},"done":false,"x_sent_ns":{sent_ns}}}"#,
                 rfc3339_now()
             )),
+            Api::VercelUi => Self::sse(&format!(
+                r#"{{"type":"text-delta","id":"{VERCEL_TEXT_ID}","delta":{text},"x_sent_ns":{sent_ns}}}"#
+            )),
         }
     }
 
@@ -227,7 +240,7 @@ impl Wire {
             }
             Api::Gemini => Self::gemini(broken),
             Api::OllamaChat | Api::OllamaGenerate => Self::ndjson(broken),
-            Api::OpenaiChat | Api::OpenaiCompletions => Self::sse(broken),
+            Api::OpenaiChat | Api::OpenaiCompletions | Api::VercelUi => Self::sse(broken),
         }
     }
 
@@ -258,6 +271,12 @@ impl Wire {
             Api::OllamaChat | Api::OllamaGenerate => {
                 vec![Self::ndjson(&json!({"error": message}).to_string())]
             }
+            // What `createUIMessageStream` writes when the route fails: the `onError` text,
+            // then the stream closes as usual with `[DONE]`.
+            Api::VercelUi => vec![
+                Self::sse(&json!({"type": "error", "errorText": message}).to_string()),
+                Self::sse("[DONE]"),
+            ],
         }
     }
 
@@ -375,6 +394,17 @@ impl Wire {
                     last["response"] = json!("");
                 }
                 vec![Self::ndjson(&last.to_string())]
+            }
+            Api::VercelUi => {
+                let finish = json!({"type": "finish", "finishReason": openai_finish,
+                    "messageMetadata": {"totalUsage": {"inputTokens": prompt,
+                        "outputTokens": tokens, "totalTokens": prompt + tokens}}});
+                vec![
+                    Self::sse(&json!({"type": "text-end", "id": VERCEL_TEXT_ID}).to_string()),
+                    Self::sse(r#"{"type":"finish-step"}"#),
+                    Self::sse(&finish.to_string()),
+                    Self::sse("[DONE]"),
+                ]
             }
         }
     }

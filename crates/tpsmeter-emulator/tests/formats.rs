@@ -1,5 +1,6 @@
 //! Every API's stream, read off the wire with a raw client: event sequence, token texts,
-//! usage counts, end markers, and the send timestamps against the schedule.
+//! usage counts, end markers, and the send timestamps against the schedule. The Vercel UI
+//! stream is also read back with tpsmeter-core's parser.
 
 #![allow(clippy::unwrap_used)]
 
@@ -9,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::{post, sse_events};
+use tpsmeter_core::{Api, CoreError, FinishReason, StreamEvent, StreamParser, Usage};
 use tpsmeter_emulator::wire::token_text;
 use tpsmeter_emulator::{Emulator, EmulatorConfig, Schedule, clock};
 
@@ -204,6 +206,100 @@ async fn ollama_streams_ndjson_ending_with_eval_counts() {
         assert_eq!(last["eval_duration"], 5_000_000 * u64::from(TOKENS));
         assert!(lines[..lines.len() - 1].iter().all(|l| l["done"] == false));
     }
+}
+
+/// Runs tpsmeter-core's parser over a body, as the CLI and the browser do.
+fn parse_with_core(api: Api, body: &[u8]) -> (Vec<StreamEvent>, Result<(), CoreError>) {
+    let mut parser = StreamParser::new(api);
+    let mut events = match parser.feed(body) {
+        Ok(events) => events,
+        Err(e) => return (Vec::new(), Err(e)),
+    };
+    match parser.finish() {
+        Ok(more) => {
+            events.extend(more);
+            (events, Ok(()))
+        }
+        Err(e) => (events, Err(e)),
+    }
+}
+
+#[tokio::test]
+async fn vercel_ui_stream_has_the_sdk_part_sequence_and_parses_with_core() {
+    let emu = emulator(2).await;
+    for path in ["/api/ui-chat", "/"] {
+        let r = post(&emu.base_url(), path, r#"{"id":"c","messages":[]}"#).await;
+        assert_eq!(r.status, 200, "{path}");
+        assert_eq!(r.header("content-type"), Some("text/event-stream"));
+        assert_eq!(r.header("x-vercel-ai-ui-message-stream"), Some("v1"));
+        let events = sse_events(&r.text(), "\n\n");
+        let kinds: Vec<String> = events
+            .iter()
+            .map(|(_, d)| match d.as_str() {
+                "[DONE]" => d.clone(),
+                _ => json(d)["type"].as_str().unwrap().to_owned(),
+            })
+            .collect();
+        let mut expected = vec!["start", "start-step", "text-start"];
+        expected.extend(std::iter::repeat_n(
+            "text-delta",
+            (TOKENS as usize).div_ceil(2),
+        ));
+        expected.extend(["text-end", "finish-step", "finish", "[DONE]"]);
+        assert_eq!(kinds, expected, "{path}");
+        for (_, d) in events.iter().filter(|(_, d)| d.contains("text-delta")) {
+            assert!(json(d)["x_sent_ns"].as_u64().is_some(), "{d}");
+        }
+        let (parsed, end) = parse_with_core(Api::VercelUi, &r.body);
+        assert!(end.is_ok(), "{end:?}");
+        let text: String = parsed
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ContentDelta { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, expected_text(TOKENS));
+        let n = parsed.len();
+        assert_eq!(
+            parsed[n - 3..],
+            [
+                StreamEvent::Usage(Usage {
+                    input_tokens: Some(r#"{"id":"c","messages":[]}"#.len() as u64 / 4),
+                    output_tokens: Some(u64::from(TOKENS)),
+                    ..Usage::default()
+                }),
+                StreamEvent::Finish {
+                    reason: FinishReason::Stop
+                },
+                StreamEvent::Done,
+            ]
+        );
+    }
+}
+
+#[tokio::test]
+async fn vercel_ui_honours_max_output_tokens_and_sends_error_parts() {
+    let emu = emulator(1).await;
+    let r = post(&emu.base_url(), "/api/ui-chat", r#"{"maxOutputTokens":2}"#).await;
+    let (parsed, end) = parse_with_core(Api::VercelUi, &r.body);
+    assert!(end.is_ok());
+    assert!(parsed.contains(&StreamEvent::Finish {
+        reason: FinishReason::Length
+    }));
+    let r = post(&emu.base_url(), "/fault/error-event:1/api/ui-chat", "{}").await;
+    let (parsed, end) = parse_with_core(Api::VercelUi, &r.body);
+    assert!(end.is_ok());
+    assert_eq!(
+        parsed.last(),
+        Some(&StreamEvent::Error {
+            code: None,
+            message: "emulated server error mid-stream".into()
+        })
+    );
+    let r = post(&emu.base_url(), "/fault/end-early:2/api/ui-chat", "{}").await;
+    let (_, end) = parse_with_core(Api::VercelUi, &r.body);
+    assert!(matches!(end, Err(CoreError::TruncatedStream { .. })));
 }
 
 #[tokio::test]

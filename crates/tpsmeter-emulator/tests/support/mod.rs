@@ -37,10 +37,33 @@ impl Raw {
 
 /// POSTs `body` to `base` + `path` with `Connection: close` and reads the whole response.
 pub async fn post(base: &str, path: &str, body: &str) -> Raw {
+    send(
+        base,
+        "POST",
+        path,
+        &[("Content-Type", "application/json")],
+        body,
+    )
+    .await
+}
+
+/// Sends `method` to `base` + `path` with `headers` (plus `Host`, `Content-Length` and
+/// `Connection: close`) and reads the whole response.
+pub async fn send(
+    base: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Raw {
     let addr = base.strip_prefix("http://").unwrap();
     let mut s = TcpStream::connect(addr).await.unwrap();
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
     let req = format!(
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{extra}\
          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
