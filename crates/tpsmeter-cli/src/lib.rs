@@ -17,7 +17,6 @@ pub mod bench;
 pub mod client;
 pub mod exit;
 pub mod failure;
-pub mod load;
 pub mod output;
 pub mod progress;
 pub mod prompt;

@@ -1,37 +1,13 @@
-//! Where the prompt comes from: given text, a file, or a synthesised text of about N tokens.
-//!
-//! Synthesis is an approximation until a tokenizer re-count hooks in: the text is a sequence
-//! of short, common English words, each preceded by a space. In the BPE vocabularies of GPT,
-//! Llama, Mistral, Qwen and SmolLM every such word (" the", " house", ...) is a single token,
-//! so N words come to about N tokens (measured on SmolLM2 within a few percent; the
-//! server's `usage.input_tokens` in the report gives the exact figure). The word order is a
-//! fixed pseudo-random walk, so the text does not repeat in short cycles (which some
-//! tokenizers would merge) and is identical across runs.
+//! Where the CLI's prompt comes from: `--prompt`, `--prompt-file`, `--input-tokens` (text
+//! synthesised by `tpsmeter_core::prompt`, shared with the browser), or the default.
 
 use std::path::Path;
 
 use anyhow::{Context, bail};
+use tpsmeter_core::prompt;
 
 /// Cap on a prompt file: a prompt is text for one request, not a data set.
 const MAX_PROMPT_FILE_BYTES: u64 = 16 * 1024 * 1024;
-
-/// Cap on synthesised prompts, in tokens (far beyond any context window served today).
-pub const MAX_SYNTH_TOKENS: u32 = 2_000_000;
-
-/// The default prompt when none is given: asks for a long answer so decoding dominates.
-pub const DEFAULT_PROMPT: &str =
-    "Write a detailed essay about the history of lighthouses and the people who kept them.";
-
-/// Words that are one token each (with their leading space) in common BPE vocabularies.
-const WORDS: [&str; 64] = [
-    "the", "house", "river", "small", "green", "light", "water", "stone", "world", "night",
-    "morning", "city", "people", "road", "tree", "window", "table", "book", "story", "music",
-    "field", "sun", "moon", "star", "open", "door", "hand", "face", "voice", "white", "black",
-    "blue", "red", "old", "new", "long", "short", "high", "low", "warm", "cold", "quiet", "bright",
-    "dark", "early", "late", "friend", "child", "school", "market", "garden", "bridge", "boat",
-    "ship", "sea", "island", "mountain", "forest", "winter", "summer", "spring", "north", "south",
-    "east",
-];
 
 /// The prompt of a run: `--prompt`, `--prompt-file`, `--input-tokens`, or the default.
 pub fn resolve(
@@ -39,10 +15,7 @@ pub fn resolve(
     file: Option<&Path>,
     input_tokens: Option<u32>,
 ) -> anyhow::Result<String> {
-    if let Some(p) = prompt {
-        return Ok(p.to_string());
-    }
-    if let Some(f) = file {
+    if let Some(f) = file.filter(|_| prompt.is_none()) {
         let len = std::fs::metadata(f)
             .with_context(|| format!("read prompt file {}", f.display()))?
             .len();
@@ -55,31 +28,7 @@ pub fn resolve(
         return std::fs::read_to_string(f)
             .with_context(|| format!("read prompt file {} (must be UTF-8)", f.display()));
     }
-    if let Some(n) = input_tokens {
-        if n == 0 || n > MAX_SYNTH_TOKENS {
-            bail!("--input-tokens must be between 1 and {MAX_SYNTH_TOKENS}, got {n}");
-        }
-        return Ok(synthesize(n));
-    }
-    Ok(DEFAULT_PROMPT.to_string())
-}
-
-/// About `tokens` tokens of text (see the module docs for the approximation).
-pub fn synthesize(tokens: u32) -> String {
-    let mut out = String::with_capacity(tokens as usize * 7);
-    // A 64-bit LCG (Knuth's MMIX constants) picks words: deterministic, no dependency.
-    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
-    for i in 0..tokens {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        let word = WORDS[(state >> 58) as usize];
-        if i > 0 {
-            out.push(' ');
-        }
-        out.push_str(word);
-    }
-    out
+    prompt::resolve(prompt, input_tokens).context("--input-tokens")
 }
 
 #[cfg(test)]
@@ -88,21 +37,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn synthesised_prompt_has_one_word_per_token() {
-        let p = synthesize(1000);
-        assert_eq!(p.split(' ').count(), 1000);
-        assert_eq!(p, synthesize(1000), "deterministic");
-        // Not a short cycle: many distinct consecutive pairs.
-        let words: Vec<&str> = p.split(' ').collect();
-        let pairs: std::collections::HashSet<_> = words.windows(2).collect();
-        assert!(pairs.len() > 500, "{} distinct pairs", pairs.len());
-    }
-
-    #[test]
     fn resolve_prefers_text_then_file_then_synthesis() {
         assert_eq!(resolve(Some("hi"), None, None).unwrap(), "hi");
         assert_eq!(resolve(None, None, Some(3)).unwrap().split(' ').count(), 3);
-        assert_eq!(resolve(None, None, None).unwrap(), DEFAULT_PROMPT);
+        assert_eq!(resolve(None, None, None).unwrap(), prompt::DEFAULT_PROMPT);
         assert!(resolve(None, None, Some(0)).is_err());
         assert!(resolve(None, Some(Path::new("/nonexistent/p.txt")), None).is_err());
     }

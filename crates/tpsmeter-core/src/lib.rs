@@ -15,11 +15,17 @@
 
 pub mod api;
 pub mod decode;
+pub mod drive;
 pub mod error;
 pub mod event;
+pub mod exchange;
+pub mod failure;
 pub mod metrics;
+pub mod options;
+pub mod paint;
 pub mod phase;
 pub mod plan;
+pub mod prompt;
 pub mod protocol;
 pub mod report;
 pub mod request;
@@ -30,9 +36,13 @@ pub mod timeline;
 
 pub use api::Api;
 pub use decode::Limits;
+pub use drive::{Action, LoadDriver, RecordExtras, Ticket};
 pub use error::{CoreError, Result};
 pub use event::{FinishReason, StreamEvent, Usage};
+pub use exchange::{Exchange, Outcome};
+pub use failure::Failure;
 pub use metrics::{RequestMetrics, TokenCountSource};
+pub use options::BenchOptions;
 pub use phase::PhaseSummary;
 pub use plan::{LoadLevel, LoadPlan};
 pub use report::{Report, RequestRecord};

@@ -19,6 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::paint::PaintMetrics;
 use crate::timeline::Timeline;
 
 /// Where a request's output token count came from, in order of preference.
@@ -82,6 +83,9 @@ pub struct RequestMetrics {
     /// The server's own decode speed: usage output tokens / usage `server_decode_ms`
     /// (Ollama `eval_count / eval_duration`, llama.cpp `timings`). `None` unless both exist.
     pub server_decode_tps: Option<f64>,
+    /// Perceived speed (browser runs with a render target): see [`crate::paint`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paint: Option<PaintMetrics>,
 }
 
 impl RequestMetrics {
@@ -169,6 +173,7 @@ impl RequestMetrics {
             output_tps,
             decode_tps,
             server_decode_tps,
+            paint: PaintMetrics::from_timeline(timeline),
         }
     }
 

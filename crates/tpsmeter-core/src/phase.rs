@@ -67,6 +67,30 @@ pub struct PhaseSummary {
     pub errors: BTreeMap<ErrorClass, u64>,
     /// Present when SLOs were given.
     pub goodput: Option<Goodput>,
+    /// Time requests waited inside the client before going out (browser: the HTTP/1.1
+    /// connections-per-host limit), over the requests that measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_ms: Option<Summary>,
+    /// Perceived speed, over the requests that were painted (browser with a render target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paint: Option<PhasePaint>,
+}
+
+/// The perceived-speed summary of a phase (see `crate::paint` for the definitions).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhasePaint {
+    /// Time to first painted text, per request.
+    pub ttfp_ms: Option<Summary>,
+    /// Painted tokens per second, per request.
+    pub painted_tps: Option<Summary>,
+    /// Paint − arrival of every painted chunk of every request, pooled.
+    pub lag_ms: Option<Summary>,
+    /// Tokens per text frame, every frame of every request pooled.
+    pub tokens_per_frame: Option<Summary>,
+    /// Frames that showed nothing new while text was waiting, summed.
+    pub empty_frames: u64,
+    /// Requests whose tab was hidden at some time (their paints are throttled).
+    pub hidden_requests: u64,
 }
 
 impl PhaseSummary {
@@ -115,6 +139,26 @@ impl PhaseSummary {
             }
         });
 
+        let paints: Vec<&crate::paint::PaintMetrics> =
+            ok.iter().filter_map(|r| r.metrics.paint.as_ref()).collect();
+        let paint = (!paints.is_empty()).then(|| {
+            let pooled = |f: &dyn Fn(&crate::paint::PaintMetrics) -> &[f64]| {
+                let v: Vec<f64> = paints.iter().flat_map(|p| f(p).iter().copied()).collect();
+                Summary::from_values(&v)
+            };
+            let each = |f: &dyn Fn(&crate::paint::PaintMetrics) -> Option<f64>| {
+                let v: Vec<f64> = paints.iter().filter_map(|p| f(p)).collect();
+                Summary::from_values(&v)
+            };
+            PhasePaint {
+                ttfp_ms: each(&|p| p.ttfp_ms),
+                painted_tps: each(&|p| p.painted_tps),
+                lag_ms: pooled(&|p| &p.lag_ms),
+                tokens_per_frame: pooled(&|p| &p.tokens_per_frame),
+                empty_frames: paints.iter().map(|p| p.empty_frames).sum(),
+                hidden_requests: ok.iter().filter(|r| r.tab_hidden == Some(true)).count() as u64,
+            }
+        });
         PhaseSummary {
             start_ms,
             end_ms,
@@ -139,6 +183,8 @@ impl PhaseSummary {
             request_throughput: per_s(ok.len() as u64),
             errors,
             goodput,
+            queue_ms: summarise(&|r| r.queue_ms),
+            paint,
         }
     }
 }

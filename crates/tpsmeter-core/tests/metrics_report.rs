@@ -2,6 +2,13 @@
 //! credential reaches a report.
 #![allow(clippy::unwrap_used)]
 
+// In the browser (`cargo xtask browser-test`) the same `#[test]` functions run in headless
+// Chromium through wasm-bindgen-test.
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+#[cfg(target_arch = "wasm32")]
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
+
 use std::collections::BTreeMap;
 
 use tpsmeter_core::event::{FinishReason, StreamEvent, Usage};
@@ -9,7 +16,7 @@ use tpsmeter_core::phase::PhaseSummary;
 use tpsmeter_core::report::csv::{COLUMNS, to_csv};
 use tpsmeter_core::report::{
     Environment, ErrorClass, ErrorRecord, LevelReport, MAX_ERROR_MESSAGE_CHARS, PromptSource,
-    RedactedUrl, RunConfig, SCHEMA_VERSION, ToolInfo, redact_url,
+    RedactedUrl, RunConfig, SCHEMA_VERSION, ToolInfo, Warning, redact_url,
 };
 use tpsmeter_core::{
     Api, CoreError, LoadLevel, Report, RequestRecord, RequestSpec, Secret, Slo, Timeline,
@@ -108,6 +115,10 @@ fn report(url: &str) -> Report {
             summary,
         }],
         requests,
+        warnings: vec![Warning {
+            code: "tab_hidden".into(),
+            message: "the tab was hidden for 3 ms".into(),
+        }],
     }
 }
 
@@ -115,7 +126,7 @@ fn report(url: &str) -> Report {
 fn report_round_trips_through_json() {
     let r = report("http://127.0.0.1:8080/v1");
     let json = r.to_json();
-    assert!(json.contains("\"schema_version\": 1"));
+    assert!(json.contains("\"schema_version\": 2"));
     let back = Report::from_json(&json).unwrap();
     assert_eq!(back, r);
     assert_eq!(back.requests[0].metrics.output_tokens, 3);
@@ -125,12 +136,12 @@ fn report_round_trips_through_json() {
 fn other_schema_versions_are_rejected_by_name() {
     let json = report("http://h/v1")
         .to_json()
-        .replace("\"schema_version\": 1", "\"schema_version\": 2");
+        .replace("\"schema_version\": 2", "\"schema_version\": 1");
     assert_eq!(
         Report::from_json(&json),
         Err(CoreError::UnsupportedSchemaVersion {
-            found: 2,
-            supported: 1
+            found: 1,
+            supported: 2
         })
     );
     assert!(matches!(

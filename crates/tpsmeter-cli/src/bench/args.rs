@@ -3,8 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
-use tpsmeter_core::Api;
-use tpsmeter_core::plan::{LoadLevel, MAX_LEVELS, StopCondition};
+use tpsmeter_core::{Api, BenchOptions};
 
 /// What `tpsmeter bench --help` prints after the options: exit statuses and policies.
 const AFTER_HELP: &str = "\
@@ -163,60 +162,35 @@ fn parse_api(name: &str) -> Result<Api, String> {
 }
 
 impl BenchArgs {
-    /// When a level at concurrency (or rate) `load` stops.
-    pub fn stop_condition(&self, load: f64) -> StopCondition {
-        match (self.requests, self.duration) {
-            (Some(n), _) => StopCondition::Requests(n),
-            (None, Some(s)) => StopCondition::DurationS(s),
-            // Saturating float-to-int cast: a huge rate gives a huge but finite count.
-            (None, None) => StopCondition::Requests(((load * 4.0).ceil() as u64).max(8)),
+    /// The run's settings in the form the core shares with the browser. The prompt text
+    /// is not read here (`--prompt-file` is the CLI's own); see `setup`.
+    pub fn options(&self) -> BenchOptions {
+        BenchOptions {
+            api: self.api,
+            url: self.url.clone(),
+            model: self.model.clone(),
+            concurrency: self.concurrency.clone(),
+            rate: self.rate.clone(),
+            max_concurrency: self.max_concurrency,
+            requests: self.requests,
+            duration_s: self.duration,
+            seed: self.seed,
+            max_tokens: self.max_tokens,
+            prompt: self.prompt.clone(),
+            input_tokens: self.input_tokens,
+            system: self.system.clone(),
+            temperature: self.temperature,
+            ignore_eos: self.ignore_eos,
+            warmup: self.warmup,
+            timeout_s: self.timeout,
+            idle_timeout_s: self.idle_timeout,
+            slo: self.slo.clone(),
         }
     }
 
-    /// The levels to run, in order: rates when --rate is given, else concurrencies.
-    pub fn levels(&self) -> Vec<LoadLevel> {
-        if self.rate.is_empty() {
-            self.concurrency
-                .iter()
-                .map(|&c| LoadLevel::Concurrency(c))
-                .collect()
-        } else {
-            self.rate.iter().map(|&r| LoadLevel::Rate(r)).collect()
-        }
-    }
-
-    /// Checks the values clap cannot check on its own.
+    /// Checks every value (the core's rules, shared with the browser).
     pub fn validate(&self) -> anyhow::Result<()> {
-        use anyhow::bail;
-        if self.concurrency.is_empty() {
-            bail!("--concurrency needs at least one level");
-        }
-        if self.requests == Some(0) {
-            bail!("--requests must be at least 1");
-        }
-        if self.rate.len() > MAX_LEVELS || self.concurrency.len() > MAX_LEVELS {
-            bail!("at most {MAX_LEVELS} levels");
-        }
-        for &r in &self.rate {
-            if !(r.is_finite() && r > 0.0 && r <= 1e6) {
-                bail!("--rate must be positive and at most 1e6 requests/s, got {r}");
-            }
-        }
-        for (name, v) in [
-            ("--duration", self.duration),
-            ("--timeout", Some(self.timeout)),
-            ("--idle-timeout", Some(self.idle_timeout)),
-        ] {
-            if let Some(v) = v {
-                // Duration::from_secs_f64 panics on huge values: cap at a day.
-                if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
-                    bail!("{name} must be a positive number of at most 86400, got {v}");
-                }
-            }
-        }
-        if self.max_tokens == 0 {
-            bail!("--max-tokens must be at least 1");
-        }
+        self.options().validate()?;
         Ok(())
     }
 
@@ -238,6 +212,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use clap::Parser;
+    use tpsmeter_core::plan::{LoadLevel, StopCondition};
 
     #[derive(Debug, Parser)]
     struct Wrap {
@@ -273,9 +248,15 @@ mod tests {
 
     #[test]
     fn default_request_count_scales_with_concurrency() {
-        let a = parse(&[]).unwrap();
-        assert_eq!(a.stop_condition(1.0), StopCondition::Requests(8));
-        assert_eq!(a.stop_condition(10.0), StopCondition::Requests(40));
+        let o = parse(&[]).unwrap().options();
+        assert_eq!(
+            o.stop_condition(LoadLevel::Concurrency(1)),
+            StopCondition::Requests(8)
+        );
+        assert_eq!(
+            o.stop_condition(LoadLevel::Concurrency(10)),
+            StopCondition::Requests(40)
+        );
     }
 
     #[test]
@@ -296,7 +277,10 @@ mod tests {
         assert!(parse(&["--rate", "1", "--concurrency", "2"]).is_err());
         assert!(parse(&["--max-concurrency", "2"]).is_err());
         let a = parse(&["--rate", "0.5,2"]).unwrap();
-        assert_eq!(a.levels(), vec![LoadLevel::Rate(0.5), LoadLevel::Rate(2.0)]);
+        assert_eq!(
+            a.options().levels(),
+            vec![LoadLevel::Rate(0.5), LoadLevel::Rate(2.0)]
+        );
         assert!(parse(&["--requests", "0"]).unwrap().validate().is_err());
         assert!(parse(&[]).unwrap().validate().is_ok());
     }

@@ -6,23 +6,21 @@
 //! issuing, cancels what is in flight (recorded as `cancelled`) and still writes the report.
 
 pub mod args;
-pub mod level_run;
+pub mod drive;
 pub mod report_build;
 pub mod setup;
 
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use tpsmeter_core::phase::PhaseSummary;
-use tpsmeter_core::plan::{LoadLevel, StopCondition};
-use tpsmeter_core::report::{LevelReport, Report, RequestRecord};
+use tpsmeter_core::LoadDriver;
+use tpsmeter_core::report::{Report, Warning};
 
 pub use args::BenchArgs;
-use level_run::{Recorder, run_level};
+use drive::Recorder;
 use setup::Setup;
 
 use crate::exit::Status;
-use crate::load::LevelSpec;
 use crate::output::files::OutputFiles;
 use crate::output::jsonl::JsonlSink;
 use crate::runner::Runner;
@@ -87,71 +85,32 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
         Duration::from_secs_f64(args.idle_timeout),
     )?;
     let mut recorder = Recorder {
-        next_id: 0,
         sink,
         sink_error: None,
         quiet: args.quiet,
+        warnings: Vec::new(),
     };
-    let mut levels = Vec::new();
-    let mut records: Vec<RequestRecord> = Vec::new();
-    let mut http_versions: Vec<String> = Vec::new();
-    for (index, load) in args.levels().into_iter().enumerate() {
-        if cancel.is_cancelled() {
-            break;
-        }
-        let concurrency = match load {
-            LoadLevel::Concurrency(c) => c,
-            LoadLevel::Rate(_) => args.max_concurrency,
-        };
-        if args.warmup > 0 {
-            let spec = LevelSpec {
-                index,
-                load,
-                concurrency: concurrency.min(args.warmup),
-                stop: StopCondition::Requests(u64::from(args.warmup)),
-                warmup: true,
-            };
-            let run = run_level(&runner, &spec, args.seed, &cancel, &mut recorder).await?;
-            warn_if_warmup_failed(&run.records);
-            records.extend(run.records);
-            if cancel.is_cancelled() {
-                break;
-            }
-        }
-        let stop = args.stop_condition(load.value());
-        let spec = LevelSpec {
-            index,
-            load,
-            concurrency,
-            stop,
-            warmup: false,
-        };
-        let run = run_level(&runner, &spec, args.seed, &cancel, &mut recorder).await?;
-        // Duration levels: the phase is the requested window; requests still in flight at
-        // its end finish but count only if they ended inside it (see core::phase).
-        let phase_end = match stop {
-            StopCondition::DurationS(s) => run.timing.end_ms.min(run.timing.start_ms + s * 1000.0),
-            StopCondition::Requests(_) => run.timing.end_ms,
-        };
-        let summary = PhaseSummary::from_records(
-            &run.records,
-            run.timing.start_ms,
-            phase_end,
-            setup.slo.as_ref(),
-        );
-        for v in run.http_versions {
-            if !http_versions.contains(&v) {
-                http_versions.push(v);
-            }
-        }
-        levels.push(LevelReport {
-            level: load,
-            summary,
-        });
-        records.extend(run.records);
-    }
+    let mut driver = LoadDriver::new(&setup.options)?;
+    drive::run(&runner, &setup.options, &mut driver, &cancel, &mut recorder).await?;
     let interrupted = cancel.is_cancelled();
-    let report = report_build::build(args, &setup, levels, records, &http_versions, interrupted);
+    let http_versions = driver.http_versions().to_vec();
+    let (levels, records) = driver.into_parts();
+    let mut warnings = std::mem::take(&mut recorder.warnings);
+    if interrupted {
+        warnings.push(Warning {
+            code: "interrupted".into(),
+            message: "the run was interrupted; requests in flight were cancelled".into(),
+        });
+    }
+    let report = report_build::build(
+        args,
+        &setup,
+        levels,
+        records,
+        &http_versions,
+        interrupted,
+        warnings,
+    )?;
     files.write(&report)?;
     if let Some(sink) = &recorder.sink {
         if !args.quiet {
@@ -188,17 +147,4 @@ fn status_of(report: &Report, slo_given: bool, interrupted: bool) -> Status {
         return Status::AllFailed;
     }
     Status::Ok
-}
-
-/// A warm-up that failed entirely usually means the whole run will (wrong URL, model or
-/// key): say so early instead of after every level.
-fn warn_if_warmup_failed(records: &[RequestRecord]) {
-    if !records.is_empty() && records.iter().all(|r| !r.ok()) {
-        if let Some(e) = records.iter().find_map(|r| r.error.as_ref()) {
-            eprintln!(
-                "warning: every warm-up request failed ({}): {}",
-                e.class, e.message
-            );
-        }
-    }
 }

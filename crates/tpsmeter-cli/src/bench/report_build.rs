@@ -1,14 +1,14 @@
 //! Assembling the versioned report (schema from `tpsmeter-core`) at the end of a run.
 
 use tpsmeter_core::report::{
-    Environment, LevelReport, PromptSource, RedactedUrl, Report, RequestRecord, RunConfig,
-    SCHEMA_VERSION, ToolInfo,
+    Environment, LevelReport, PromptSource, Report, RequestRecord, SCHEMA_VERSION, ToolInfo,
+    Warning,
 };
 
 use super::args::BenchArgs;
 use super::setup::Setup;
 
-/// The report of a run. Holds no secret: the key is not part of [`RunConfig`] and the URL
+/// The report of a run. Holds no secret: the key is not part of [`tpsmeter_core::report::RunConfig`] and the URL
 /// is redacted by construction.
 pub fn build(
     args: &BenchArgs,
@@ -17,37 +17,17 @@ pub fn build(
     requests: Vec<RequestRecord>,
     http_versions: &[String],
     interrupted: bool,
-) -> Report {
-    let prompt = match (&args.prompt_file, args.input_tokens) {
-        (Some(path), _) => PromptSource::File {
+    warnings: Vec<Warning>,
+) -> anyhow::Result<Report> {
+    let chars = setup.spec.prompt.chars().count() as u64;
+    let prompt = match &args.prompt_file {
+        Some(path) => PromptSource::File {
             path: path.display().to_string(),
-            chars: setup.spec.prompt.chars().count() as u64,
+            chars,
         },
-        (None, Some(n)) if args.prompt.is_none() => PromptSource::Synthetic {
-            input_tokens: u64::from(n),
-        },
-        _ => PromptSource::Text {
-            chars: setup.spec.prompt.chars().count() as u64,
-        },
+        None => setup.options.prompt_source(chars),
     };
-    let config = RunConfig {
-        api: args.api,
-        url: RedactedUrl::new(&args.url),
-        model: args.model.clone(),
-        levels: args.levels(),
-        requests: args.requests,
-        duration_s: args.duration,
-        rate_per_s: match args.rate.as_slice() {
-            [r] => Some(*r),
-            _ => None,
-        },
-        seed: (!args.rate.is_empty()).then_some(args.seed),
-        max_tokens: Some(args.max_tokens),
-        prompt,
-        warmup: args.warmup,
-        timeout_s: Some(args.timeout),
-        slo: setup.slo,
-    };
+    let config = setup.options.run_config(prompt)?;
     let mut environment = Environment {
         os: std::env::consts::OS.to_string(),
         arch: std::env::consts::ARCH.to_string(),
@@ -74,7 +54,7 @@ pub fn build(
     if interrupted {
         notes.insert("interrupted".into(), "true".into());
     }
-    Report {
+    Ok(Report {
         schema_version: SCHEMA_VERSION,
         tool: ToolInfo {
             name: "tpsmeter".into(),
@@ -84,5 +64,6 @@ pub fn build(
         environment,
         levels,
         requests,
-    }
+        warnings,
+    })
 }

@@ -1,8 +1,8 @@
 //! Turning the command line into what a run needs: the prompt, the key, the request.
 
 use anyhow::{Context, bail};
-use tpsmeter_core::Slo;
 use tpsmeter_core::request::{HttpRequest, RequestSpec, Secret, build_request};
+use tpsmeter_core::{BenchOptions, Slo};
 
 use super::args::BenchArgs;
 use crate::prompt;
@@ -14,6 +14,8 @@ const MAX_API_KEY_BYTES: usize = 8 * 1024;
 /// Everything a run needs besides the network.
 #[derive(Debug)]
 pub struct Setup {
+    /// The settings, as the core (and the browser) takes them.
+    pub options: BenchOptions,
     pub spec: RequestSpec,
     pub request: HttpRequest,
     pub slo: Option<Slo>,
@@ -22,33 +24,30 @@ pub struct Setup {
 impl Setup {
     /// Validates `args`, reads the prompt and the key, builds the request.
     pub fn from_args(args: &BenchArgs) -> anyhow::Result<Setup> {
-        args.validate()?;
+        let mut options = args.options();
+        options.validate()?;
+        let slo = options.slo()?;
+        let api_key = match &args.api_key_env {
+            Some(var) => Some(read_key(var)?),
+            None => None,
+        };
+        // The CLI's own `--prompt-file`: read it here and hand the core its text.
         let prompt = prompt::resolve(
             args.prompt.as_deref(),
             args.prompt_file.as_deref(),
             args.input_tokens,
         )?;
-        let api_key = match &args.api_key_env {
-            Some(var) => Some(read_key(var)?),
-            None => None,
-        };
-        let slo = match &args.slo {
-            Some(s) => Some(Slo::parse(s).context("--slo")?),
-            None => None,
-        };
-        let spec = RequestSpec {
-            api: args.api,
-            base_url: args.url.clone(),
-            model: args.model.clone(),
-            prompt,
-            system: args.system.clone(),
-            max_tokens: args.max_tokens,
-            temperature: args.temperature,
-            api_key,
-            ignore_eos: args.ignore_eos,
-        };
+        if args.prompt_file.is_some() {
+            options.prompt = Some(prompt);
+        }
+        let spec = options.request_spec(api_key)?;
         let request = build_request(&spec).context("build the request")?;
-        Ok(Setup { spec, request, slo })
+        Ok(Setup {
+            options,
+            spec,
+            request,
+            slo,
+        })
     }
 }
 

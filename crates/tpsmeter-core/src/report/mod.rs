@@ -26,7 +26,7 @@ pub use record::{ErrorClass, ErrorRecord, MAX_ERROR_MESSAGE_CHARS, RequestRecord
 pub use redact::{RedactedUrl, redact_url};
 
 /// The schema version this crate writes and reads.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// A whole run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,6 +37,19 @@ pub struct Report {
     pub environment: Environment,
     pub levels: Vec<LevelReport>,
     pub requests: Vec<RequestRecord>,
+    /// Conditions that limit what the figures mean (the browser's connection limit, a
+    /// hidden tab, an interrupted run), each with a stable code.
+    #[serde(default)]
+    pub warnings: Vec<Warning>,
+}
+
+/// Something the reader of a report must know to trust its figures.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    /// Stable, snake_case: `http1_queueing`, `tab_hidden`, `timing_opaque`, `interrupted`,
+    /// `warmup_failed`, ...
+    pub code: String,
+    pub message: String,
 }
 
 impl Report {

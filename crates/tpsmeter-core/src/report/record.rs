@@ -29,6 +29,9 @@ pub enum ErrorClass {
     Dns,
     /// Any other failure to connect (TLS, reset, unreachable).
     Connect,
+    /// The browser blocked the response: the server is reachable but its CORS headers do
+    /// not allow the page's origin.
+    Cors,
     /// No byte of the response arrived within the timeout.
     TimeoutFirstByte,
     /// The stream went silent mid-response for longer than the idle timeout.
@@ -50,14 +53,22 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
+    /// Parses a class by its snake_case name.
+    pub fn from_name(name: &str) -> Option<ErrorClass> {
+        ErrorClass::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+}
+
+impl ErrorClass {
     /// Every class, in a stable order.
-    pub const ALL: [ErrorClass; 15] = [
+    pub const ALL: [ErrorClass; 16] = [
         ErrorClass::Http4xx,
         ErrorClass::Http5xx,
         ErrorClass::RateLimited,
         ErrorClass::ConnectRefused,
         ErrorClass::Dns,
         ErrorClass::Connect,
+        ErrorClass::Cors,
         ErrorClass::TimeoutFirstByte,
         ErrorClass::Stall,
         ErrorClass::Truncated,
@@ -78,6 +89,7 @@ impl ErrorClass {
             ErrorClass::ConnectRefused => "connect_refused",
             ErrorClass::Dns => "dns",
             ErrorClass::Connect => "connect",
+            ErrorClass::Cors => "cors",
             ErrorClass::TimeoutFirstByte => "timeout_first_byte",
             ErrorClass::Stall => "stall",
             ErrorClass::Truncated => "truncated",
@@ -149,6 +161,22 @@ pub struct RequestRecord {
     pub http_status: Option<u16>,
     pub error: Option<ErrorRecord>,
     pub metrics: RequestMetrics,
+    /// Open loop: when the schedule wanted the request sent (ms on the run's clock); the
+    /// gap to `start_ms` is queueing in the client (the concurrency cap was reached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_ms: Option<f64>,
+    /// Time the request waited inside the client before it went out: in the browser, behind
+    /// the ~6 connections per host HTTP/1.1 allows (Resource Timing). Part of the measured
+    /// TTFT and e2e, which count from the `fetch` call; subtract it for the server's share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_ms: Option<f64>,
+    /// The negotiated HTTP version ("HTTP/1.1", "HTTP/2.0"; "http/1.1", "h2" in browsers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_version: Option<String>,
+    /// Browser: the tab was hidden at some time while this request ran, so paint times
+    /// (and possibly timers) were throttled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tab_hidden: Option<bool>,
 }
 
 impl RequestRecord {
@@ -199,6 +227,10 @@ impl RequestRecord {
             http_status,
             error,
             metrics,
+            scheduled_ms: None,
+            queue_ms: None,
+            http_version: None,
+            tab_hidden: None,
         }
     }
 

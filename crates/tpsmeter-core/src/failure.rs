@@ -1,0 +1,225 @@
+//! Why one request failed, classified from what the transport (reqwest natively, `fetch` in
+//! the browser), the HTTP layer or the stream decoder reported.
+//!
+//! Every failure is recorded in the request's record and the run goes on. Messages are
+//! built from our own wording plus error kinds, never from request headers, so an API key
+//! cannot leak through them; response bodies are capped excerpts ([`MAX_EXCERPT_CHARS`]).
+//! The transports turn their own errors into a [`Failure`]; everything after that (classes,
+//! messages, back-off) is shared.
+
+use crate::error::CoreError;
+use crate::report::{ErrorClass, ErrorRecord};
+
+/// Cap on the response-body excerpt kept with an HTTP error: enough for a provider's JSON
+/// error message, small enough that a server returning megabytes of HTML cannot bloat the
+/// report.
+pub const MAX_EXCERPT_CHARS: usize = 512;
+
+/// Cap on the bytes read from an error response's body to build the excerpt; the rest is
+/// dropped unread with the connection.
+pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+
+/// Cap on a `Retry-After` header value kept verbatim (an HTTP-date is 29 characters).
+const MAX_RETRY_AFTER_CHARS: usize = 64;
+
+/// What went wrong with one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    /// A non-2xx status other than 429.
+    HttpStatus { status: u16, excerpt: String },
+    /// HTTP 429. `retry_after_s` is the header in seconds when numeric; `retry_after_raw`
+    /// keeps the header verbatim (it may be an HTTP-date).
+    RateLimited {
+        retry_after_s: Option<f64>,
+        retry_after_raw: Option<String>,
+        excerpt: String,
+    },
+    /// The TCP connection was refused (nothing listening).
+    ConnectionRefused { message: String },
+    /// The host name did not resolve.
+    UnknownHost { message: String },
+    /// Any other connect or transport failure (TLS, reset, HTTP protocol error).
+    Connection { message: String },
+    /// The browser blocked the response: the server is reachable but does not allow this
+    /// page's origin (CORS). The message says what the server must send.
+    Cors { message: String },
+    /// No body byte arrived within `--timeout` of the send.
+    Timeout { after_s: f64 },
+    /// The stream started, then no byte arrived for `--idle-timeout`.
+    IdleTimeout { after_s: f64 },
+    /// The body ended before the protocol's end marker.
+    Truncated { message: String },
+    /// The server sent an error event inside the stream.
+    StreamError {
+        code: Option<String>,
+        message: String,
+    },
+    /// The decoder rejected the bytes: malformed JSON, a line or event over its cap,
+    /// invalid UTF-8.
+    Decode(CoreError),
+    /// The run was interrupted (Ctrl-C) while this request was in flight.
+    Cancelled,
+    /// A failure the transport classified itself (the browser's `fetch` errors and timers):
+    /// its class and our own message.
+    Reported { class: ErrorClass, message: String },
+}
+
+impl Failure {
+    /// The report's class of this failure.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Failure::HttpStatus { status, .. } if (400..500).contains(status) => {
+                ErrorClass::Http4xx
+            }
+            Failure::HttpStatus { status, .. } if *status >= 500 => ErrorClass::Http5xx,
+            // 1xx/3xx reaching us (redirect loops, odd proxies): no class of their own.
+            Failure::HttpStatus { .. } => ErrorClass::Other,
+            Failure::RateLimited { .. } => ErrorClass::RateLimited,
+            Failure::ConnectionRefused { .. } => ErrorClass::ConnectRefused,
+            Failure::UnknownHost { .. } => ErrorClass::Dns,
+            Failure::Connection { .. } => ErrorClass::Connect,
+            Failure::Cors { .. } => ErrorClass::Cors,
+            Failure::Timeout { .. } => ErrorClass::TimeoutFirstByte,
+            Failure::IdleTimeout { .. } => ErrorClass::Stall,
+            Failure::Truncated { .. } | Failure::Decode(CoreError::TruncatedStream { .. }) => {
+                ErrorClass::Truncated
+            }
+            Failure::StreamError { .. } => ErrorClass::StreamError,
+            Failure::Decode(CoreError::MalformedJson { .. }) => ErrorClass::MalformedJson,
+            Failure::Decode(CoreError::LineTooLong { .. } | CoreError::EventTooLarge { .. }) => {
+                ErrorClass::Oversized
+            }
+            Failure::Decode(CoreError::InvalidUtf8 { .. }) => ErrorClass::InvalidUtf8,
+            Failure::Decode(_) => ErrorClass::Other,
+            Failure::Cancelled => ErrorClass::Cancelled,
+            Failure::Reported { class, .. } => *class,
+        }
+    }
+
+    /// The report's record of this failure.
+    pub fn to_record(&self) -> ErrorRecord {
+        let mut record = ErrorRecord::new(self.class(), &self.message());
+        record.http_status = self.http_status();
+        record.retry_after_s = self.retry_after_s();
+        record
+    }
+
+    /// The HTTP status, when the failure is one.
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            Failure::HttpStatus { status, .. } => Some(*status),
+            Failure::RateLimited { .. } => Some(429),
+            _ => None,
+        }
+    }
+
+    /// How long the server asked us to wait, in seconds, when it said so numerically.
+    pub fn retry_after_s(&self) -> Option<f64> {
+        match self {
+            Failure::RateLimited { retry_after_s, .. } => *retry_after_s,
+            _ => None,
+        }
+    }
+
+    /// A human-readable one-line message.
+    pub fn message(&self) -> String {
+        match self {
+            Failure::HttpStatus { status, excerpt } => format!("HTTP {status}: {excerpt}"),
+            Failure::RateLimited {
+                retry_after_raw,
+                excerpt,
+                ..
+            } => match retry_after_raw {
+                Some(r) => format!("HTTP 429 (Retry-After: {r}): {excerpt}"),
+                None => format!("HTTP 429: {excerpt}"),
+            },
+            Failure::ConnectionRefused { message }
+            | Failure::UnknownHost { message }
+            | Failure::Connection { message }
+            | Failure::Cors { message }
+            | Failure::Truncated { message } => message.clone(),
+            Failure::Timeout { after_s } => format!("no response byte within {after_s} s"),
+            Failure::IdleTimeout { after_s } => {
+                format!("stream stalled: no byte for {after_s} s")
+            }
+            Failure::StreamError { code, message } => match code {
+                Some(c) => format!("error event in stream ({c}): {message}"),
+                None => format!("error event in stream: {message}"),
+            },
+            Failure::Decode(e) => e.to_string(),
+            Failure::Cancelled => "cancelled (run interrupted)".to_string(),
+            Failure::Reported { message, .. } => message.clone(),
+        }
+    }
+
+    /// A 429 response's failure from its headers and body excerpt.
+    pub fn rate_limited(retry_after: Option<&str>, excerpt: String) -> Failure {
+        let raw = retry_after.map(|r| cap_chars(r.trim(), MAX_RETRY_AFTER_CHARS));
+        let secs = raw
+            .as_deref()
+            .and_then(|r| r.parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0);
+        Failure::RateLimited {
+            retry_after_s: secs,
+            retry_after_raw: raw,
+            excerpt,
+        }
+    }
+}
+
+/// The first `max` characters of `s`, with an ellipsis when cut.
+pub fn cap_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// The excerpt of an error body: lossy UTF-8 (the body is untrusted), whitespace runs
+/// collapsed so it fits on one line, capped.
+pub fn body_excerpt(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let one_line: Vec<&str> = text.split_whitespace().collect();
+    cap_chars(&one_line.join(" "), MAX_EXCERPT_CHARS)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn excerpt_is_capped_and_single_line() {
+        let body = "x\n".repeat(10_000);
+        let e = body_excerpt(body.as_bytes());
+        assert!(e.chars().count() <= MAX_EXCERPT_CHARS + 1);
+        assert!(!e.contains('\n'));
+        assert_eq!(body_excerpt(b"\xff\xfe bad"), "\u{fffd}\u{fffd} bad");
+    }
+
+    #[test]
+    fn retry_after_numeric_and_date() {
+        let f = Failure::rate_limited(Some(" 7 "), String::new());
+        assert_eq!(f.retry_after_s(), Some(7.0));
+        let f = Failure::rate_limited(Some("Wed, 21 Oct 2015 07:28:00 GMT"), String::new());
+        assert_eq!(f.retry_after_s(), None);
+        assert!(f.message().contains("2015"));
+        assert_eq!(f.http_status(), Some(429));
+    }
+
+    #[test]
+    fn decode_errors_map_to_their_classes() {
+        let f = Failure::Decode(CoreError::LineTooLong { limit: 1 });
+        assert_eq!(f.class(), ErrorClass::Oversized);
+        let f = Failure::Decode(CoreError::InvalidUtf8 { offset: 3 });
+        assert_eq!(f.class(), ErrorClass::InvalidUtf8);
+        let f = Failure::HttpStatus {
+            status: 503,
+            excerpt: "busy".into(),
+        };
+        assert_eq!(f.class(), ErrorClass::Http5xx);
+        let r = f.to_record();
+        assert_eq!(r.http_status, Some(503));
+        assert!(r.message.contains("busy"));
+    }
+}

@@ -1,0 +1,350 @@
+//! [`BenchOptions`]: the settings of one benchmark run, validated once for the CLI
+//! (`tpsmeter bench` flags) and the browser (`bench(options)`, the same names in
+//! camelCase), so both runs mean the same thing and write the same report.
+//!
+//! The API key is not part of it: callers keep it apart (in memory only) and hand it to
+//! [`BenchOptions::request_spec`] as a [`Secret`], so options can be logged, compared and
+//! stored without a key in them.
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::api::Api;
+use crate::error::{CoreError, Result};
+use crate::plan::{LoadLevel, MAX_CONCURRENCY, MAX_LEVELS, StopCondition};
+use crate::prompt;
+use crate::report::{PromptSource, RedactedUrl, RunConfig};
+use crate::request::{RequestSpec, Secret};
+use crate::slo::Slo;
+
+/// Longest accepted duration, timeout or idle timeout: a day (and `Duration::from_secs_f64`
+/// panics on huge values natively).
+pub const MAX_SECONDS: f64 = 86_400.0;
+/// Fastest accepted open-loop rate, requests per second.
+pub const MAX_RATE_PER_S: f64 = 1e6;
+
+/// The settings of a run. Defaults are the CLI's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct BenchOptions {
+    #[serde(deserialize_with = "api_by_name")]
+    pub api: Api,
+    /// Server base URL (see `request::url` for how the API's path is appended).
+    pub url: String,
+    pub model: String,
+    /// Closed-loop concurrency levels. Ignored when `rate` is set (then `max_concurrency`
+    /// caps requests in flight).
+    pub concurrency: Vec<u32>,
+    /// Open-loop Poisson arrival rates (requests/s); when non-empty, the levels are rates.
+    pub rate: Vec<f64>,
+    /// Open loop: the most requests in flight at once (arrivals beyond it wait).
+    pub max_concurrency: u32,
+    /// Measured requests per level. With neither this nor `duration_s`: 4 × the level's
+    /// concurrency or rate, at least 8.
+    pub requests: Option<u64>,
+    /// Seconds per level instead of a request count.
+    pub duration_s: Option<f64>,
+    /// Seed of the Poisson arrival schedule.
+    pub seed: u64,
+    pub max_tokens: u32,
+    pub prompt: Option<String>,
+    /// Synthesise a prompt of about this many tokens (see [`prompt::synthesize`]).
+    pub input_tokens: Option<u32>,
+    pub system: Option<String>,
+    pub temperature: Option<f32>,
+    /// Ask the server to ignore end-of-sequence (llama.cpp, vLLM).
+    pub ignore_eos: bool,
+    /// Warm-up requests before each level, recorded but left out of every summary.
+    pub warmup: u32,
+    /// Seconds to the first body byte before a request fails as `timeout_first_byte`.
+    pub timeout_s: f64,
+    /// Seconds without a body byte, once the stream started, before it fails as `stall`.
+    pub idle_timeout_s: f64,
+    /// Service-level objectives, e.g. `ttft=500ms,tpot=50ms` (see [`Slo::parse`]).
+    pub slo: Option<String>,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            api: Api::OpenaiChat,
+            url: String::new(),
+            model: String::new(),
+            concurrency: vec![1],
+            rate: Vec::new(),
+            max_concurrency: 1000,
+            requests: None,
+            duration_s: None,
+            seed: 0,
+            max_tokens: 256,
+            prompt: None,
+            input_tokens: None,
+            system: None,
+            temperature: None,
+            ignore_eos: false,
+            warmup: 0,
+            timeout_s: 60.0,
+            idle_timeout_s: 30.0,
+            slo: None,
+        }
+    }
+}
+
+fn api_by_name<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Api, D::Error> {
+    let name = String::deserialize(d)?;
+    Api::from_name(&name).ok_or_else(|| {
+        let names: Vec<&str> = Api::ALL.iter().map(|a| a.name()).collect();
+        serde::de::Error::custom(format!(
+            "unknown api {:?}; expected one of {}, ollama",
+            name.chars().take(40).collect::<String>(),
+            names.join(", ")
+        ))
+    })
+}
+
+impl BenchOptions {
+    /// Checks every value; errors name the option and the reason.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |what: &'static str, input: String, reason: &str| CoreError::InvalidSpec {
+            what,
+            input,
+            reason: reason.into(),
+        };
+        if self.model.trim().is_empty() {
+            return Err(bad("model", self.model.clone(), "must not be empty"));
+        }
+        if self.rate.is_empty() {
+            if self.concurrency.is_empty() {
+                return Err(bad("concurrency", "[]".into(), "needs at least one level"));
+            }
+            if let Some(&c) = self
+                .concurrency
+                .iter()
+                .find(|&&c| c == 0 || c > MAX_CONCURRENCY)
+            {
+                return Err(bad(
+                    "concurrency",
+                    c.to_string(),
+                    "each level must be between 1 and 100000",
+                ));
+            }
+        }
+        if self.rate.len() > MAX_LEVELS || self.concurrency.len() > MAX_LEVELS {
+            return Err(bad(
+                "levels",
+                format!("{}", self.rate.len().max(self.concurrency.len())),
+                "at most 64 levels",
+            ));
+        }
+        for &r in &self.rate {
+            if !(r.is_finite() && r > 0.0 && r <= MAX_RATE_PER_S) {
+                return Err(bad(
+                    "rate",
+                    r.to_string(),
+                    "must be positive and at most 1e6 requests/s",
+                ));
+            }
+        }
+        if self.max_concurrency == 0 || self.max_concurrency > MAX_CONCURRENCY {
+            return Err(bad(
+                "max concurrency",
+                self.max_concurrency.to_string(),
+                "must be between 1 and 100000",
+            ));
+        }
+        if self.requests == Some(0) {
+            return Err(bad("requests", "0".into(), "must be at least 1"));
+        }
+        if self.requests.is_some() && self.duration_s.is_some() {
+            return Err(bad(
+                "stop condition",
+                "requests and duration".into(),
+                "give a request count or a duration, not both",
+            ));
+        }
+        for (what, v) in [
+            ("duration", self.duration_s),
+            ("timeout", Some(self.timeout_s)),
+            ("idle timeout", Some(self.idle_timeout_s)),
+        ] {
+            if let Some(v) = v {
+                if !(v.is_finite() && v > 0.0 && v <= MAX_SECONDS) {
+                    return Err(bad(
+                        what,
+                        v.to_string(),
+                        "must be a positive number of seconds, at most 86400",
+                    ));
+                }
+            }
+        }
+        if self.max_tokens == 0 {
+            return Err(bad("max tokens", "0".into(), "must be at least 1"));
+        }
+        if let Some(t) = self.temperature {
+            if !t.is_finite() || t < 0.0 {
+                return Err(bad(
+                    "temperature",
+                    t.to_string(),
+                    "must be a finite number ≥ 0",
+                ));
+            }
+        }
+        if self.prompt.is_some() && self.input_tokens.is_some() {
+            return Err(bad(
+                "prompt",
+                "prompt and inputTokens".into(),
+                "give a prompt or an input token count, not both",
+            ));
+        }
+        self.slo()?;
+        prompt::resolve(None, self.input_tokens)?;
+        Ok(())
+    }
+
+    /// The levels to run, in order: rates when `rate` is set, else concurrencies.
+    pub fn levels(&self) -> Vec<LoadLevel> {
+        if self.rate.is_empty() {
+            self.concurrency
+                .iter()
+                .map(|&c| LoadLevel::Concurrency(c))
+                .collect()
+        } else {
+            self.rate.iter().map(|&r| LoadLevel::Rate(r)).collect()
+        }
+    }
+
+    /// When a level at `load` (concurrency or rate) stops.
+    pub fn stop_condition(&self, load: LoadLevel) -> StopCondition {
+        match (self.requests, self.duration_s) {
+            (Some(n), _) => StopCondition::Requests(n),
+            (None, Some(s)) => StopCondition::DurationS(s),
+            // Saturating float-to-int cast: a huge rate gives a huge but finite count.
+            (None, None) => StopCondition::Requests(((load.value() * 4.0).ceil() as u64).max(8)),
+        }
+    }
+
+    /// The parsed SLOs, when given.
+    pub fn slo(&self) -> Result<Option<Slo>> {
+        self.slo.as_deref().map(Slo::parse).transpose()
+    }
+
+    /// The prompt text: `prompt`, else a synthesised one, else the default.
+    pub fn prompt_text(&self) -> Result<String> {
+        prompt::resolve(self.prompt.as_deref(), self.input_tokens)
+    }
+
+    /// What every request of the run asks for.
+    pub fn request_spec(&self, api_key: Option<Secret>) -> Result<RequestSpec> {
+        Ok(RequestSpec {
+            api: self.api,
+            base_url: self.url.clone(),
+            model: self.model.clone(),
+            prompt: self.prompt_text()?,
+            system: self.system.clone(),
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            api_key,
+            ignore_eos: self.ignore_eos,
+        })
+    }
+
+    /// Where the prompt came from, for the report (`prompt_chars`: the text's length).
+    pub fn prompt_source(&self, prompt_chars: u64) -> PromptSource {
+        match (&self.prompt, self.input_tokens) {
+            (None, Some(n)) => PromptSource::Synthetic {
+                input_tokens: u64::from(n),
+            },
+            _ => PromptSource::Text {
+                chars: prompt_chars,
+            },
+        }
+    }
+
+    /// The report's record of these settings: no key, the URL redacted.
+    pub fn run_config(&self, prompt: PromptSource) -> Result<RunConfig> {
+        Ok(RunConfig {
+            api: self.api,
+            url: RedactedUrl::new(&self.url),
+            model: self.model.clone(),
+            levels: self.levels(),
+            requests: self.requests,
+            duration_s: self.duration_s,
+            rate_per_s: match self.rate.as_slice() {
+                [r] => Some(*r),
+                _ => None,
+            },
+            seed: (!self.rate.is_empty()).then_some(self.seed),
+            max_tokens: Some(self.max_tokens),
+            prompt,
+            warmup: self.warmup,
+            timeout_s: Some(self.timeout_s),
+            slo: self.slo()?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn options() -> BenchOptions {
+        BenchOptions {
+            url: "http://127.0.0.1:1".into(),
+            model: "m".into(),
+            ..BenchOptions::default()
+        }
+    }
+
+    #[test]
+    fn camel_case_names_and_defaults() {
+        let o: BenchOptions = serde_json::from_str(
+            r#"{"api":"ollama","url":"http://h","model":"m","concurrency":[1,10],
+                "maxTokens":32,"timeoutS":5,"idleTimeoutS":2,"slo":"ttft=1s"}"#,
+        )
+        .unwrap();
+        assert_eq!(o.api, Api::OllamaChat);
+        assert_eq!(o.concurrency, vec![1, 10]);
+        assert_eq!(o.max_tokens, 32);
+        assert_eq!(o.warmup, 0);
+        o.validate().unwrap();
+        assert_eq!(o.slo().unwrap().unwrap().ttft_ms, Some(1000.0));
+    }
+
+    #[test]
+    fn unknown_fields_and_apis_are_rejected() {
+        assert!(serde_json::from_str::<BenchOptions>(r#"{"api":"openai"}"#).is_err());
+        assert!(serde_json::from_str::<BenchOptions>(r#"{"concurency":[1]}"#).is_err());
+    }
+
+    #[test]
+    fn validation_names_the_option() {
+        let cases: [(fn(&mut BenchOptions), &str); 6] = [
+            (|o| o.concurrency = vec![0], "concurrency"),
+            (|o| o.requests = Some(0), "requests"),
+            (|o| o.timeout_s = f64::INFINITY, "timeout"),
+            (|o| o.rate = vec![-1.0], "rate"),
+            (|o| o.slo = Some("ttft=5".into()), "SLO"),
+            (|o| o.input_tokens = Some(0), "input token count"),
+        ];
+        for (mutate, what) in cases {
+            let mut o = options();
+            mutate(&mut o);
+            let e = o.validate().unwrap_err().to_string();
+            assert!(e.contains(what), "{e} should name {what}");
+        }
+        options().validate().unwrap();
+    }
+
+    #[test]
+    fn default_request_count_scales_with_the_level() {
+        let o = options();
+        assert_eq!(
+            o.stop_condition(LoadLevel::Concurrency(1)),
+            StopCondition::Requests(8)
+        );
+        assert_eq!(
+            o.stop_condition(LoadLevel::Concurrency(10)),
+            StopCondition::Requests(40)
+        );
+    }
+}
