@@ -35,8 +35,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use tpsmeter_cli::runner::{Outcome, Runner};
+use tpsmeter_cli::runner::Runner;
 use tpsmeter_core::Api;
+use tpsmeter_core::Outcome;
 use tpsmeter_core::request::{RequestSpec, build_request};
 use tpsmeter_emulator::{Emulator, EmulatorConfig, RequestRecord, Schedule, clock};
 

@@ -175,8 +175,7 @@ impl Runner {
 /// Whether `e` is hyper's report of a reused connection that the server had closed before
 /// our request reached it (nothing was received, so a retry cannot duplicate work).
 fn is_stale_connection(e: &reqwest::Error) -> bool {
-    !e.is_timeout()
-        && error_chain(e).contains("connection closed before message completed")
+    !e.is_timeout() && error_chain(e).contains("connection closed before message completed")
 }
 
 /// Converts the core's plain request description into a reqwest request.

@@ -146,7 +146,7 @@ async fn invalid_utf8_is_classified() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn error_messages_redact_credentials_in_the_url() {
-    use tpsmeter_cli::failure::Failure;
+    use tpsmeter_cli::failure::from_reqwest;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -160,7 +160,7 @@ async fn error_messages_redact_credentials_in_the_url() {
         .send()
         .await
         .unwrap_err();
-    let f = Failure::from_reqwest(&err);
+    let f = from_reqwest(&err);
     assert_eq!(f.class(), ErrorClass::ConnectRefused);
     let m = f.message();
     assert!(!m.contains("SECRETKEY123") && !m.contains("pw@"), "{m}");

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A streaming LLM API wire format. The kebab-case names are the CLI's `--api` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Api {
     /// OpenAI `/v1/chat/completions` (and every server that copies it: vLLM, llama.cpp, ...).

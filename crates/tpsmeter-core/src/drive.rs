@@ -25,13 +25,13 @@
 //! - **cancel**: nothing more starts; the caller ends what is in flight (recorded as
 //!   `cancelled`); a measured phase cut short still gets its summary.
 
+use crate::error::Result;
 use crate::exchange::Outcome;
 use crate::options::BenchOptions;
 use crate::phase::PhaseSummary;
 use crate::plan::{ArrivalLimit, LoadLevel, StopCondition, poisson_arrivals};
 use crate::report::{LevelReport, RequestRecord};
 use crate::slo::Slo;
-use crate::error::Result;
 
 /// Longest pause a closed-loop slot takes after a 429, whatever `Retry-After` asks for: a
 /// benchmark should not sit idle for an hour.
@@ -278,9 +278,11 @@ impl LoadDriver {
                 self.http_versions.push(v.clone());
             }
         }
-        if let Some(phase) = self.phase.as_mut().filter(|p| {
-            p.level_index == ticket.level_index && p.warmup == ticket.warmup
-        }) {
+        if let Some(phase) = self
+            .phase
+            .as_mut()
+            .filter(|p| p.level_index == ticket.level_index && p.warmup == ticket.warmup)
+        {
             phase.in_flight = phase.in_flight.saturating_sub(1);
             phase.completed += 1;
             if !record.ok() {

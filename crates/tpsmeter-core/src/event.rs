@@ -70,7 +70,7 @@ impl Usage {
 }
 
 /// Why generation stopped, normalised across APIs; the raw string is kept for the rest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
     /// Natural end or a stop sequence.

@@ -23,7 +23,19 @@ use crate::paint::PaintMetrics;
 use crate::timeline::Timeline;
 
 /// Where a request's output token count came from, in order of preference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TokenCountSource {
     /// The API's own `usage` report (`completion_tokens`, `output_tokens`, `eval_count`, ...).
@@ -36,7 +48,7 @@ pub enum TokenCountSource {
 }
 
 /// The metrics of one request. See the module docs for the terms.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RequestMetrics {
     /// Time to first byte: first non-empty body read − start.
     pub ttfb_ms: Option<f64>,

@@ -316,9 +316,11 @@ mod tests {
         assert!(serde_json::from_str::<BenchOptions>(r#"{"concurency":[1]}"#).is_err());
     }
 
+    type Mutation = fn(&mut BenchOptions);
+
     #[test]
     fn validation_names_the_option() {
-        let cases: [(fn(&mut BenchOptions), &str); 6] = [
+        let cases: [(Mutation, &str); 6] = [
             (|o| o.concurrency = vec![0], "concurrency"),
             (|o| o.requests = Some(0), "requests"),
             (|o| o.timeout_s = f64::INFINITY, "timeout"),

@@ -25,7 +25,7 @@ use crate::stats::Summary;
 use crate::timeline::Timeline;
 
 /// The perceived-speed metrics of one request (see the module docs).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PaintMetrics {
     /// Time to first painted text − request start.
     pub ttfp_ms: Option<f64>,

@@ -21,7 +21,7 @@ use crate::slo::Slo;
 use crate::stats::Summary;
 
 /// Requests meeting every SLO.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Goodput {
     /// Requests that succeeded and met every SLO.
     pub met: u64,
@@ -32,7 +32,7 @@ pub struct Goodput {
 }
 
 /// The measured phase of one load level. Times ms, rates per second.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseSummary {
     pub start_ms: f64,
     pub end_ms: f64,
@@ -77,7 +77,7 @@ pub struct PhaseSummary {
 }
 
 /// The perceived-speed summary of a phase (see `crate::paint` for the definitions).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhasePaint {
     /// Time to first painted text, per request.
     pub ttfp_ms: Option<Summary>,

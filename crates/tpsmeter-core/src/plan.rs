@@ -37,7 +37,7 @@ pub const MIN_RATE_PER_S: f64 = 1e-6;
 const MAX_SPEC_LEN: usize = 1024;
 
 /// One load level of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LoadLevel {
     /// Closed loop: this many requests in flight at all times.

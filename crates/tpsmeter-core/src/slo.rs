@@ -24,7 +24,7 @@ use crate::metrics::RequestMetrics;
 const MAX_SPEC_LEN: usize = 1024;
 
 /// Latency limits in milliseconds; `None` means no limit on that metric.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Slo {
     pub ttft_ms: Option<f64>,
     pub tpot_ms: Option<f64>,

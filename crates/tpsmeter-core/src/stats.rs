@@ -17,7 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Summary statistics of a set of values (all in the unit of the metric summarised).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Number of finite values summarised.
     pub count: usize,

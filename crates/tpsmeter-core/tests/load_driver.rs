@@ -129,9 +129,12 @@ fn open_loop_follows_the_schedule_and_queues_behind_the_cap() {
     let (starts, max_inflight) = simulate(&mut d, |_, t| stream(t, 20));
     assert_eq!(max_inflight, 2);
     assert_eq!(starts.len(), 50);
-    let arrivals =
-        tpsmeter_core::plan::poisson_arrivals(1000.0, tpsmeter_core::plan::ArrivalLimit::Count(50), 7)
-            .unwrap();
+    let arrivals = tpsmeter_core::plan::poisson_arrivals(
+        1000.0,
+        tpsmeter_core::plan::ArrivalLimit::Count(50),
+        7,
+    )
+    .unwrap();
     for ((t, ticket), offset) in starts.iter().zip(&arrivals) {
         let scheduled = ticket.scheduled_ms.unwrap();
         assert_eq!(scheduled, *offset, "scheduled at the schedule's offset");
@@ -165,7 +168,10 @@ fn a_429_pauses_only_its_slot_for_retry_after() {
     // The other slot keeps going; the paused slot's next start is 2 s after the 429.
     let later: Vec<f64> = starts.iter().map(|s| s.0).filter(|&t| t > 0.0).collect();
     assert!(later.iter().any(|&t| t < 100.0), "the other slot went on");
-    assert!(later.iter().any(|&t| (t - 2001.0).abs() < 1e-9), "{later:?}");
+    assert!(
+        later.iter().any(|&t| (t - 2001.0).abs() < 1e-9),
+        "{later:?}"
+    );
     let (levels, records) = d.into_parts();
     assert_eq!(levels[0].summary.completed, 200);
     assert_eq!(records[0].error.as_ref().unwrap().retry_after_s, Some(2.0));
@@ -212,7 +218,10 @@ fn cancel_starts_nothing_more_and_still_summarises_the_level() {
     assert_eq!(levels.len(), 1, "the second level never ran");
     assert_eq!(records.len(), 2);
     assert_eq!(
-        levels[0].summary.errors.get(&tpsmeter_core::report::ErrorClass::Cancelled),
+        levels[0]
+            .summary
+            .errors
+            .get(&tpsmeter_core::report::ErrorClass::Cancelled),
         Some(&2)
     );
 }

@@ -1,12 +1,23 @@
 //! The wasm-bindgen boundary of tpsmeter (see README.md for the JS-visible API).
 //!
-//! What it does: exposes `tpsmeter-core`'s request builders, stream parser, timeline, load
-//! driver and report to JavaScript, so the browser measures with the same code as the CLI.
+//! What it does: exposes `tpsmeter-core`'s request builders, stream parser and timeline
+//! ([`Exchange`](exchange::JsExchange)), load driver and report ([`BenchRun`](bench::BenchRun))
+//! to JavaScript, so the browser measures with the same code as the CLI and writes the
+//! same report.
 //!
 //! What it does not do: any I/O. The npm package (`pkg/`) calls `fetch`, reads the body,
-//! stamps each read with `performance.now()` before calling in here, and owns the timers.
+//! stamps each read with `performance.now()` before calling in here, and owns the timers and
+//! the DOM. No GPU engine and no tokenizer are linked in (the `gpu` feature is for the local
+//! engine, a separate build).
+
+mod bench;
+mod convert;
+mod exchange;
 
 use wasm_bindgen::prelude::*;
+
+pub use bench::BenchRun;
+pub use exchange::JsExchange;
 
 /// Sets the panic hook once, when the module is instantiated.
 #[wasm_bindgen(start)]
@@ -18,4 +29,32 @@ pub fn start() {
 #[wasm_bindgen]
 pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
+}
+
+/// The API names `bench` and `Exchange` accept.
+#[wasm_bindgen]
+pub fn apis() -> Vec<String> {
+    tpsmeter_core::Api::ALL
+        .iter()
+        .map(|a| a.name().to_string())
+        .collect()
+}
+
+/// The JSON Schema every report (CLI `--json`, browser `bench()`) validates against.
+#[wasm_bindgen(js_name = reportSchema)]
+pub fn report_schema() -> String {
+    tpsmeter_core::report::SCHEMA_JSON.to_string()
+}
+
+/// Checks that `report` is a report of the schema version this build writes: it must
+/// read back into the Rust types the schema is generated from. Throws an `Error` naming
+/// the first field that does not fit.
+#[wasm_bindgen(js_name = validateReport)]
+pub fn validate_report(report: JsValue) -> Result<(), JsError> {
+    let text = js_sys::JSON::stringify(&report)
+        .map_err(|_| JsError::new("the report cannot be turned into JSON"))?;
+    let text = String::from(text);
+    tpsmeter_core::report::Report::from_json(&text)
+        .map(|_| ())
+        .map_err(|e| JsError::new(&e.to_string()))
 }

@@ -60,10 +60,9 @@ pub async fn run(
         let action = driver.next(runner.now_ms())?;
         let wake = match action {
             Action::Start(ticket) => {
-                if shown
-                    .as_ref()
-                    .is_none_or(|s| (s.level_index, s.warmup) != (ticket.level_index, ticket.warmup))
-                {
+                if shown.as_ref().is_none_or(|s| {
+                    (s.level_index, s.warmup) != (ticket.level_index, ticket.warmup)
+                }) {
                     if let Some(old) = shown.take() {
                         finish(old, recorder);
                     }
@@ -127,7 +126,10 @@ fn show(ticket: &Ticket, options: &BenchOptions, quiet: bool) -> Shown {
             tpsmeter_core::plan::StopCondition::Requests(u64::from(options.warmup)),
         )
     } else {
-        (ticket.level.to_string(), options.stop_condition(ticket.level))
+        (
+            ticket.level.to_string(),
+            options.stop_condition(ticket.level),
+        )
     };
     Shown {
         level_index: ticket.level_index,

@@ -11,6 +11,7 @@
 pub mod csv;
 mod record;
 mod redact;
+pub mod schema;
 
 use std::collections::BTreeMap;
 
@@ -24,12 +25,13 @@ use crate::slo::Slo;
 
 pub use record::{ErrorClass, ErrorRecord, MAX_ERROR_MESSAGE_CHARS, RequestRecord};
 pub use redact::{RedactedUrl, redact_url};
+pub use schema::SCHEMA_JSON;
 
 /// The schema version this crate writes and reads.
 pub const SCHEMA_VERSION: u32 = 2;
 
 /// A whole run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Report {
     pub schema_version: u32,
     pub tool: ToolInfo,
@@ -44,7 +46,7 @@ pub struct Report {
 }
 
 /// Something the reader of a report must know to trust its figures.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Warning {
     /// Stable, snake_case: `http1_queueing`, `tab_hidden`, `timing_opaque`, `interrupted`,
     /// `warmup_failed`, ...
@@ -82,7 +84,7 @@ impl Report {
 }
 
 /// The program that wrote the report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolInfo {
     pub name: String,
     pub version: String,
@@ -90,7 +92,7 @@ pub struct ToolInfo {
 
 /// Where the prompt came from. The prompt text itself is not stored: it can be large and
 /// private; its length is enough to reproduce the load shape.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PromptSource {
     /// `--prompt TEXT`.
@@ -103,7 +105,7 @@ pub enum PromptSource {
 
 /// The run's settings. Holds no credential: the API key is never part of it, and the URL
 /// can only be a [`RedactedUrl`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunConfig {
     pub api: Api,
     pub url: RedactedUrl,
@@ -128,7 +130,7 @@ pub struct RunConfig {
 }
 
 /// Where the run happened. Filled by the caller (this crate does no I/O).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Environment {
     /// `std::env::consts::OS` natively, `"browser"` in the browser.
     pub os: String,
@@ -141,7 +143,7 @@ pub struct Environment {
 }
 
 /// The summary of one load level.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LevelReport {
     pub level: LoadLevel,
     pub summary: PhaseSummary,

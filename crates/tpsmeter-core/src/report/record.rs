@@ -12,7 +12,19 @@ use crate::timeline::Timeline;
 pub const MAX_ERROR_MESSAGE_CHARS: usize = 1000;
 
 /// Why a request failed, as a stable machine-readable class.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorClass {
     /// HTTP 4xx other than 429.
@@ -110,7 +122,7 @@ impl std::fmt::Display for ErrorClass {
 }
 
 /// A classified failure of one request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ErrorRecord {
     pub class: ErrorClass,
     /// Human-readable detail (for HTTP errors, an excerpt of the body). Never a secret: the
@@ -138,7 +150,7 @@ impl ErrorRecord {
 }
 
 /// One request of a run. Timestamps are ms on the run's clock (one origin per run).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RequestRecord {
     /// Sequence number within the run, unique across levels.
     pub id: u64,

@@ -69,7 +69,7 @@ fn is_secret_param(name: &str) -> bool {
 /// A URL that has been through [`redact_url`]. The only way to build one, and the only URL
 /// type a report holds, so no code path can put a raw URL into a report. Deserialising one
 /// redacts again, so a hand-edited report cannot smuggle a key back in either.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(transparent)]
 pub struct RedactedUrl(String);
 

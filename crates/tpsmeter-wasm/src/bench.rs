@@ -1,0 +1,301 @@
+//! `BenchRun` for JavaScript: the core's load driver, the request every run sends, and the
+//! records and report, for the page's `fetch` loop to drive.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use tpsmeter_core::BenchOptions;
+use tpsmeter_core::drive::{Action, LoadDriver, RecordExtras, Ticket};
+use tpsmeter_core::report::{Environment, Report, SCHEMA_VERSION, ToolInfo, Warning};
+use tpsmeter_core::request::{HeaderValue, HttpRequest, Secret, build_browser_request};
+use wasm_bindgen::prelude::*;
+
+use crate::convert::{from_js, to_js};
+use crate::exchange::JsExchange;
+
+/// Cap on an API key handed in by the page: real keys are well under 1 KiB.
+const MAX_API_KEY_BYTES: usize = 8 * 1024;
+/// Cap on the warnings a page can add to a report.
+const MAX_WARNINGS: usize = 64;
+
+/// One benchmark run in the browser (see the crate README for the loop that drives it).
+#[wasm_bindgen]
+#[derive(Debug)]
+pub struct BenchRun {
+    options: BenchOptions,
+    driver: LoadDriver,
+    request: HttpRequest,
+    prompt_chars: u64,
+    /// Tickets started and not yet completed.
+    tickets: HashMap<u64, Ticket>,
+}
+
+/// The request as `fetch` takes it. Holds the key header when a key was given.
+#[derive(Serialize)]
+struct JsRequest<'a> {
+    method: &'a str,
+    url: &'a str,
+    headers: Vec<(&'a str, &'a str)>,
+    body: &'a str,
+}
+
+/// An action as the page's loop reads it.
+#[derive(Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+enum JsAction {
+    #[serde(rename_all = "camelCase")]
+    Start {
+        ticket: u64,
+        level: usize,
+        warmup: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        scheduled_ms: Option<f64>,
+    },
+    #[serde(rename_all = "camelCase")]
+    Sleep {
+        until_ms: f64,
+    },
+    Wait,
+    Done,
+}
+
+/// What the page knows about a request beyond its exchange.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct JsExtras {
+    queue_ms: Option<f64>,
+    http_version: Option<String>,
+    tab_hidden: Option<bool>,
+}
+
+#[wasm_bindgen]
+impl BenchRun {
+    /// A run for `options` (the CLI's options in camelCase, plus `apiKey`). Throws an
+    /// `Error` naming the first invalid option; the message never contains the key.
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: JsValue) -> Result<BenchRun, JsError> {
+        let (options, api_key) = split_key(options)?;
+        let options: BenchOptions = from_js(options, "invalid options")?;
+        let driver = LoadDriver::new(&options).map_err(|e| JsError::new(&e.to_string()))?;
+        let spec = options
+            .request_spec(api_key)
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        let request = build_browser_request(&spec).map_err(|e| JsError::new(&e.to_string()))?;
+        if std::str::from_utf8(&request.body).is_err() {
+            return Err(JsError::new("the request body is not UTF-8"));
+        }
+        Ok(BenchRun {
+            prompt_chars: spec.prompt.chars().count() as u64,
+            options,
+            driver,
+            request,
+            tickets: HashMap::new(),
+        })
+    }
+
+    /// The request every run sends: `{method, url, headers: [name, value][], body}`.
+    pub fn request(&self) -> Result<JsValue, JsError> {
+        let headers = self
+            .request
+            .headers
+            .iter()
+            .map(|(n, v)| {
+                let v = match v {
+                    HeaderValue::Plain(v) => v.as_str(),
+                    HeaderValue::Sensitive(s) => s.expose(),
+                };
+                (n.as_str(), v)
+            })
+            .collect();
+        to_js(&JsRequest {
+            method: self.request.method,
+            url: &self.request.url,
+            headers,
+            body: std::str::from_utf8(&self.request.body).unwrap_or_default(),
+        })
+    }
+
+    /// What to do at `now_ms`: `{kind: 'start' | 'sleep' | 'wait' | 'done', ...}`.
+    pub fn next(&mut self, now_ms: f64) -> Result<JsValue, JsError> {
+        let action = self
+            .driver
+            .next(now_ms)
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        let js = match action {
+            Action::Start(t) => {
+                self.tickets.insert(t.id, t);
+                JsAction::Start {
+                    ticket: t.id,
+                    level: t.level_index,
+                    warmup: t.warmup,
+                    scheduled_ms: t.scheduled_ms,
+                }
+            }
+            Action::Sleep { until_ms } => JsAction::Sleep { until_ms },
+            Action::Wait => JsAction::Wait,
+            Action::Done => JsAction::Done,
+        };
+        to_js(&js)
+    }
+
+    /// The exchange of a started ticket, its request sent at `start_ms`.
+    pub fn begin(&self, ticket: u64, start_ms: f64) -> Result<JsExchange, JsError> {
+        if !self.tickets.contains_key(&ticket) {
+            return Err(JsError::new(&format!("ticket {ticket} is not in flight")));
+        }
+        Ok(JsExchange::for_api(self.options.api, start_ms))
+    }
+
+    /// Hands back the finished request of `ticket` (the exchange is consumed). Returns its
+    /// record, shaped as the report's `requests[]`.
+    pub fn complete(
+        &mut self,
+        ticket: u64,
+        exchange: JsExchange,
+        extras: JsValue,
+    ) -> Result<JsValue, JsError> {
+        let t = self
+            .tickets
+            .remove(&ticket)
+            .ok_or_else(|| JsError::new(&format!("ticket {ticket} is not in flight")))?;
+        let extras: JsExtras = if extras.is_undefined() || extras.is_null() {
+            JsExtras::default()
+        } else {
+            from_js(extras, "invalid record extras")?
+        };
+        let mut inner = exchange.inner;
+        if let Some(v) = &extras.http_version {
+            inner.set_http_version(v);
+        }
+        let outcome = inner.into_outcome();
+        let now = outcome.timeline.end_ms().unwrap_or(0.0);
+        let record = self.driver.complete(
+            &t,
+            outcome,
+            RecordExtras {
+                queue_ms: extras.queue_ms.filter(|q| q.is_finite() && *q >= 0.0),
+                tab_hidden: extras.tab_hidden,
+            },
+            now,
+        );
+        to_js(record)
+    }
+
+    /// Starts nothing more; the page ends what is in flight and completes it.
+    pub fn cancel(&mut self, _now_ms: f64) {
+        self.driver.cancel();
+    }
+
+    /// Levels whose summary is final.
+    #[wasm_bindgen(js_name = levelsDone)]
+    pub fn levels_done(&self) -> usize {
+        self.driver.level_reports().len()
+    }
+
+    /// Where the run stands: `{levelIndex, levels, warmup, started, completed, failed,
+    /// inFlight, target}`.
+    pub fn progress(&self) -> Result<JsValue, JsError> {
+        let p = self.driver.progress();
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct JsProgress {
+            level_index: usize,
+            levels: usize,
+            warmup: bool,
+            started: u64,
+            completed: u64,
+            failed: u64,
+            in_flight: u32,
+            target: Option<u64>,
+        }
+        to_js(&JsProgress {
+            level_index: p.level_index,
+            levels: p.levels,
+            warmup: p.warmup,
+            started: p.started,
+            completed: p.completed,
+            failed: p.failed,
+            in_flight: p.in_flight,
+            target: p.target,
+        })
+    }
+
+    /// The report (the CLI's `--json` schema). Call when nothing is in flight; a run that
+    /// was cancelled still summarises the level it was in.
+    pub fn report(&mut self, environment: JsValue, warnings: JsValue) -> Result<JsValue, JsError> {
+        if !self.tickets.is_empty() {
+            return Err(JsError::new(&format!(
+                "{} requests are still in flight",
+                self.tickets.len()
+            )));
+        }
+        // Let the driver close the phase it is in (a cancelled run stops at `next`).
+        self.driver.cancel();
+        let _ = self
+            .driver
+            .next(f64::INFINITY)
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        let environment: Environment = from_js(environment, "invalid environment")?;
+        let mut warnings: Vec<Warning> = if warnings.is_undefined() || warnings.is_null() {
+            Vec::new()
+        } else {
+            from_js(warnings, "invalid warnings")?
+        };
+        warnings.truncate(MAX_WARNINGS);
+        let mut environment = environment;
+        environment.notes.insert(
+            "http_versions".into(),
+            self.driver.http_versions().join(","),
+        );
+        let prompt = self.options.prompt_source(self.prompt_chars);
+        let config = self
+            .options
+            .run_config(prompt)
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        let (levels, requests) = (
+            self.driver.level_reports().to_vec(),
+            self.driver.records().to_vec(),
+        );
+        let report = Report {
+            schema_version: SCHEMA_VERSION,
+            tool: ToolInfo {
+                name: "tpsmeter".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+            config,
+            environment,
+            levels,
+            requests,
+            warnings,
+        };
+        to_js(&report)
+    }
+}
+
+/// Takes `apiKey` out of the options object (a shallow copy: the page's object is left as
+/// it was) so the rest can be read strictly, and the key never reaches a message.
+fn split_key(options: JsValue) -> Result<(JsValue, Option<Secret>), JsError> {
+    if !options.is_object() {
+        return Err(JsError::new("options must be an object"));
+    }
+    let copy = js_sys::Object::assign(&js_sys::Object::new(), options.unchecked_ref());
+    let name = JsValue::from_str("apiKey");
+    let key = js_sys::Reflect::get(&copy, &name).unwrap_or(JsValue::UNDEFINED);
+    let _ = js_sys::Reflect::delete_property(&copy, &name);
+    let key = if key.is_undefined() || key.is_null() {
+        None
+    } else {
+        let Some(k) = key.as_string() else {
+            return Err(JsError::new("apiKey must be a string"));
+        };
+        let k = k.trim();
+        if k.is_empty() {
+            None
+        } else if k.len() > MAX_API_KEY_BYTES {
+            return Err(JsError::new("apiKey is over 8 KiB"));
+        } else {
+            Some(Secret::new(k))
+        }
+    };
+    Ok((copy.into(), key))
+}

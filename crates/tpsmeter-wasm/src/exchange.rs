@@ -1,0 +1,153 @@
+//! `Exchange` for JavaScript: one streamed response, fed the reads the page stamped.
+
+use tpsmeter_core::report::{ErrorClass, RequestRecord};
+use tpsmeter_core::{Api, Exchange, Failure, StreamEvent};
+use wasm_bindgen::prelude::*;
+
+use crate::convert::to_js;
+
+/// Cap on a failure message coming from the page (it may quote a browser error).
+const MAX_MESSAGE_CHARS: usize = 1000;
+
+/// One streamed response: stream parser plus timeline (see `tpsmeter_core::exchange`).
+#[wasm_bindgen(js_name = Exchange)]
+#[derive(Debug)]
+pub struct JsExchange {
+    pub(crate) inner: Exchange,
+    api: Api,
+}
+
+#[wasm_bindgen(js_class = Exchange)]
+impl JsExchange {
+    /// An exchange for a request of `api` sent at `start_ms` (`performance.now()`).
+    #[wasm_bindgen(constructor)]
+    pub fn new(api: &str, start_ms: f64) -> Result<JsExchange, JsError> {
+        let api = Api::from_name(api).ok_or_else(|| {
+            JsError::new(&format!(
+                "unknown api {:?}",
+                api.chars().take(40).collect::<String>()
+            ))
+        })?;
+        Ok(JsExchange::for_api(api, start_ms))
+    }
+
+    /// The response headers arrived.
+    pub fn response(&mut self, _t_ms: f64, status: u16, retry_after: Option<String>) {
+        self.inner.on_response(status, retry_after.as_deref());
+    }
+
+    /// One body read stamped `t_ms`. Returns the answer text it carried (content and
+    /// tool-call arguments: the characters the paint metrics count), `""` when none.
+    pub fn bytes(&mut self, t_ms: f64, chunk: &[u8]) -> String {
+        let mut text = String::new();
+        for event in self.inner.on_bytes(t_ms, chunk) {
+            match event {
+                StreamEvent::ContentDelta { text: t } => text.push_str(t),
+                StreamEvent::ToolCallDelta { arguments, .. } => text.push_str(arguments),
+                _ => {}
+            }
+        }
+        text
+    }
+
+    /// The request has ended: stop reading.
+    #[wasm_bindgen(getter)]
+    pub fn ended(&self) -> bool {
+        self.inner.is_ended()
+    }
+
+    /// The request failed (it may still be draining nothing: `ended` is true too).
+    #[wasm_bindgen(getter)]
+    pub fn failed(&self) -> bool {
+        self.inner.failure().is_some()
+    }
+
+    /// The body ended at `t_ms`.
+    pub fn end(&mut self, t_ms: f64) {
+        self.inner.on_body_end(t_ms);
+    }
+
+    /// A read of a non-2xx body (kept as a capped excerpt).
+    #[wasm_bindgen(js_name = errorBody)]
+    pub fn error_body(&mut self, t_ms: f64, chunk: &[u8]) {
+        self.inner.on_bytes(t_ms, chunk);
+    }
+
+    /// A failure the page classified: `timeout_first_byte`, `stall`, `connect`,
+    /// `connect_refused`, `dns`, `cors`, `cancelled` or `other`.
+    pub fn fail(&mut self, t_ms: f64, error_class: &str, message: &str) -> Result<(), JsError> {
+        let class = ErrorClass::from_name(error_class)
+            .ok_or_else(|| JsError::new("unknown error class"))?;
+        let message: String = message.chars().take(MAX_MESSAGE_CHARS).collect();
+        let failure = match class {
+            ErrorClass::Cancelled => Failure::Cancelled,
+            ErrorClass::TimeoutFirstByte | ErrorClass::Stall if self.inner.started() => {
+                // The page's timer fired: after the first byte it is a stall whatever it
+                // was armed as.
+                Failure::Reported {
+                    class: ErrorClass::Stall,
+                    message,
+                }
+            }
+            class => Failure::Reported { class, message },
+        };
+        // A read that broke after the stream started is a cut stream.
+        if matches!(class, ErrorClass::Connect | ErrorClass::Other) {
+            self.inner.on_read_error(t_ms, failure);
+        } else {
+            self.inner.fail(t_ms, failure);
+        }
+        Ok(())
+    }
+
+    /// A frame painted `chars` new characters at `t_ms` (0: nothing new while text waited).
+    pub fn paint(&mut self, t_ms: f64, chars: u32) {
+        self.inner.on_paint(t_ms, chars as usize);
+    }
+
+    /// Records the negotiated HTTP version (`nextHopProtocol`).
+    #[wasm_bindgen(js_name = httpVersion)]
+    pub fn http_version(&mut self, version: &str) {
+        self.inner.set_http_version(version);
+    }
+
+    /// The request's record as it stands (standalone use, e.g. the real-user meter): an
+    /// exchange still open is finished at `now_ms`, or at its last stamp when omitted.
+    pub fn record(&self, now_ms: Option<f64>) -> Result<JsValue, JsError> {
+        let t = self.inner.timeline();
+        let last = [t.end_ms(), t.last_output_ms(), t.first_byte_ms()]
+            .into_iter()
+            .flatten()
+            .fold(t.request_start_ms(), f64::max);
+        let outcome = self
+            .inner
+            .outcome(now_ms.filter(|n| n.is_finite()).unwrap_or(last));
+        let error = outcome.failure.as_ref().map(|f| f.to_record());
+        let mut record = RequestRecord::from_timeline(
+            0,
+            tpsmeter_core::plan::LoadLevel::Concurrency(1),
+            false,
+            &outcome.timeline,
+            outcome.http_status,
+            error,
+            true,
+        );
+        record.http_version = outcome.http_version;
+        to_js(&record)
+    }
+
+    /// The API this exchange decodes.
+    #[wasm_bindgen(getter)]
+    pub fn api(&self) -> String {
+        self.api.name().to_string()
+    }
+}
+
+impl JsExchange {
+    pub(crate) fn for_api(api: Api, start_ms: f64) -> JsExchange {
+        JsExchange {
+            inner: Exchange::new(api, start_ms),
+            api,
+        }
+    }
+}
