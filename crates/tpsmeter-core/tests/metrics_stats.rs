@@ -2,6 +2,13 @@
 //! phase summaries of synthetic records.
 #![allow(clippy::unwrap_used)]
 
+// In the browser (`cargo xtask browser-test`) the same `#[test]` functions run in headless
+// Chromium through wasm-bindgen-test.
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+#[cfg(target_arch = "wasm32")]
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
+
 use proptest::prelude::*;
 use tpsmeter_core::event::StreamEvent;
 use tpsmeter_core::metrics::TokenCountSource;

@@ -1,6 +1,13 @@
 //! Hand-computed metrics of small synthetic timelines, and SLO parsing and checking.
 #![allow(clippy::unwrap_used)]
 
+// In the browser (`cargo xtask browser-test`) the same `#[test]` functions run in headless
+// Chromium through wasm-bindgen-test.
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+#[cfg(target_arch = "wasm32")]
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
+
 use tpsmeter_core::event::{FinishReason, StreamEvent, Usage};
 use tpsmeter_core::metrics::TokenCountSource;
 use tpsmeter_core::report::{ErrorClass, RequestRecord};

@@ -1,6 +1,13 @@
 //! Adapter cases the golden streams do not cover: server variants and rarer shapes.
 #![allow(clippy::unwrap_used)]
 
+// In the browser (`cargo xtask browser-test`) the same `#[test]` functions run in headless
+// Chromium through wasm-bindgen-test.
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+#[cfg(target_arch = "wasm32")]
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
+
 use tpsmeter_core::{Api, CoreError, FinishReason, StreamEvent, StreamParser, Usage};
 
 fn parse(api: Api, body: &str) -> (Vec<StreamEvent>, Result<(), CoreError>) {

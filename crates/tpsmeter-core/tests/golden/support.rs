@@ -4,8 +4,6 @@
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-
 use tpsmeter_core::{Api, CoreError, StreamEvent, StreamParser};
 
 /// How a golden stream ends.
@@ -45,22 +43,62 @@ pub const GOLDEN: &[(&str, Api, End)] = &[
     ("vercel_ui_error", Api::VercelUi, End::Clean),
 ];
 
-fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+/// Every golden stream's files, embedded at compile time because the tests also run in a
+/// browser (`cargo xtask browser-test`), where there is no file system: stem, extension of
+/// the wire bytes, wire bytes, expected events.
+macro_rules! embed {
+    ($($stem:literal: $ext:literal),* $(,)?) => {
+        const FILES: &[(&str, &str, &[u8], &str)] = &[$((
+            $stem,
+            $ext,
+            include_bytes!(concat!($stem, ".", $ext)),
+            include_str!(concat!($stem, ".expected.jsonl")),
+        )),*];
+    };
+}
+
+embed! {
+    "openai_chat": "sse",
+    "openai_chat_tool_call": "sse",
+    "openai_chat_error": "sse",
+    "openai_chat_truncated": "sse",
+    "openai_completions": "sse",
+    "openai_responses": "sse",
+    "openai_responses_incomplete": "sse",
+    "openai_responses_failed": "sse",
+    "openai_responses_error": "sse",
+    "anthropic": "sse",
+    "anthropic_error": "sse",
+    "gemini": "sse",
+    "gemini_error": "sse",
+    "gemini_truncated": "sse",
+    "ollama_chat": "ndjson",
+    "ollama_generate": "ndjson",
+    "ollama_error": "ndjson",
+    "vercel_ui": "sse",
+    "vercel_ui_tool_call": "sse",
+    "vercel_ui_error": "sse",
+}
+
+fn file(stem: &str) -> (&'static str, &'static [u8], &'static str) {
+    FILES
+        .iter()
+        .find(|f| f.0 == stem)
+        .map(|&(_, ext, wire, expected)| (ext, wire, expected))
+        .unwrap_or_else(|| panic!("golden stream {stem} is not embedded: add it to `embed!`"))
 }
 
 /// The wire bytes of golden stream `stem`.
 pub fn body(stem: &str, api: Api) -> Vec<u8> {
-    let ext = if api.is_ndjson() { "ndjson" } else { "sse" };
-    let path = golden_dir().join(format!("{stem}.{ext}"));
-    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+    let (ext, wire, _) = file(stem);
+    let want = if api.is_ndjson() { "ndjson" } else { "sse" };
+    assert_eq!(ext, want, "{stem}: {api:?} streams are .{want} files");
+    wire.to_vec()
 }
 
 /// The expected events of golden stream `stem` (one JSON `StreamEvent` per line).
 pub fn expected(stem: &str) -> Vec<StreamEvent> {
-    let path = golden_dir().join(format!("{stem}.expected.jsonl"));
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let (_, _, text) = file(stem);
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{stem}: {e}: {l}")))
