@@ -41,18 +41,24 @@ export interface RunSettings {
   ignoreEos?: boolean;
 }
 
-/** Where the run stands, after each finished request. */
+/** Where the run stands, after each finished request (the load driver's own counts). */
 export interface Progress {
-  /** Records so far (warm-up included). */
+  /** Index of the level running now. */
+  levelIndex: number;
+  /** Levels in the run. */
+  levels: number;
+  /** The current level is still warming up. */
+  warmup: boolean;
+  /** Requests started, completed and failed in the current level. */
+  started: number;
   completed: number;
-  /** Of those, failed ones. */
   failed: number;
   /** Requests in flight now. */
   inFlight: number;
+  /** Requests the current level will measure, when count-limited. */
+  target?: number | null;
   /** Levels whose summary is final. */
   levelsDone: number;
-  /** Levels in the run. */
-  levels: number;
   /** Since the run started, ms. */
   elapsedMs: number;
 }
@@ -84,9 +90,4 @@ export function maxConcurrency(s: RunSettings): number {
   const closed = Math.max(0, ...(s.concurrency ?? []));
   const open = s.rate && s.rate.length > 0 ? (s.maxConcurrency ?? Infinity) : 0;
   return Math.max(closed, open, s.concurrency || s.rate ? 0 : 1);
-}
-
-/** Levels the run will have. */
-export function levelCount(s: RunSettings): number {
-  return (s.concurrency?.length ?? 0) + (s.rate?.length ?? 0) || 1;
 }

@@ -118,14 +118,14 @@ export async function runRequest(s: RequestSetup): Promise<Outcome> {
       let r: ReadableStreamReadResult<Uint8Array>;
       try {
         r = await reader.read();
-      } catch {
+      } catch (e) {
         const t = performance.now();
         if (failure) {
           exchange.fail(failure.t, failure.errorClass, failure.message);
           return finish(failure.t);
         }
-        // The connection broke mid-body: the parser reports the missing end marker.
-        exchange.end(t);
+        // The connection broke mid-body: the exchange records a started stream as truncated.
+        exchange.fail(t, 'connect', s.redact(`the response body failed: ${errorText(e)}`));
         return finish(t);
       }
       const t = performance.now();
@@ -147,6 +147,10 @@ export async function runRequest(s: RequestSetup): Promise<Outcome> {
     clearTimeout(timer);
     s.cancel.removeEventListener('abort', onCancel);
   }
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
 }
 
 /** Reads up to MAX_ERROR_BODY_BYTES of an error body into the exchange, then lets go. */

@@ -12,10 +12,10 @@ import { browserEnvironment } from './environment.js';
 import {
   DEFAULT_IDLE_TIMEOUT_S,
   DEFAULT_TIMEOUT_S,
-  levelCount,
   maxConcurrency,
   runSettings,
   type BenchOptions,
+  type Progress,
 } from './options.js';
 import { redactor } from './redact.js';
 import { runRequest, type HttpRequest, type Outcome } from './request.js';
@@ -57,8 +57,6 @@ export async function bench(options: BenchOptions): Promise<Report> {
   let minQueueMs = Infinity;
   let maxQueueMs = 0;
   let opaqueTimings = 0;
-  let completed = 0;
-  let failed = 0;
   let renderError: unknown;
 
   try {
@@ -77,7 +75,7 @@ export async function bench(options: BenchOptions): Promise<Report> {
         idleTimeoutMs,
         cancel: cancel.signal,
         redact,
-        begin: (t) => run.begin(a.ticket, t),
+        begin: (t) => run.begin(BigInt(a.ticket), t),
         painter,
       });
       if (painter) {
@@ -94,18 +92,12 @@ export async function bench(options: BenchOptions): Promise<Report> {
       const extras: RecordExtras = { tabHidden: visibility.hiddenDuring(out.startMs, out.endMs) };
       if (rt?.queueMs !== undefined) extras.queueMs = rt.queueMs;
       if (rt?.httpVersion) extras.httpVersion = rt.httpVersion;
-      const record = run.complete(a.ticket, out.exchange, extras) as RequestRecord;
-      completed++;
-      if (record.error) failed++;
+      const record = run.complete(BigInt(a.ticket), out.exchange, extras) as RequestRecord;
       callback(onRecord, record);
-      callback(onProgress, {
-        completed,
-        failed,
-        inFlight: inFlight.size - 1,
-        levelsDone: run.levelsDone(),
-        levels: levelCount(settings),
-        elapsedMs: performance.now() - started,
-      });
+      if (onProgress) {
+        const p = run.progress() as Omit<Progress, 'levelsDone' | 'elapsedMs'>;
+        callback(onProgress, { ...p, levelsDone: run.levelsDone(), elapsedMs: performance.now() - started });
+      }
     };
 
     const waitFor = (ms?: number): Promise<void> =>

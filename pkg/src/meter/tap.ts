@@ -29,10 +29,8 @@ export function tapStream(
           try {
             r = await reader.read();
           } catch (e) {
-            // Mid-stream the parser calls it truncated; before any byte, the connection failed.
-            const t = performance.now();
-            if (log.chunks.length) ended(log, t);
-            else failed(log, t, 'connect', 'the response body failed before its first byte');
+            // A started stream is recorded as truncated, one with no byte yet as connect.
+            failed(log, performance.now(), 'connect', 'the response body failed');
             onEnd();
             controller.error(e);
             return;
@@ -76,9 +74,7 @@ export async function* tapIterable<T extends Uint8Array | string>(
     done = true;
     ended(log, performance.now());
   } catch (e) {
-    const t = performance.now();
-    if (log.chunks.length) ended(log, t);
-    else failed(log, t, 'connect', 'the stream failed before its first chunk');
+    failed(log, performance.now(), 'connect', 'the stream failed');
     done = true;
     throw e;
   } finally {
