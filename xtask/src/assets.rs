@@ -62,6 +62,7 @@ pub fn llama_bin(name: &str) -> PathBuf {
 pub fn setup_all() -> Result<()> {
     system_packages()?;
     wasm_target()?;
+    crate::tools::setup()?;
     fetch_model()?;
     fetch_gemma()?;
     build_llama()?;

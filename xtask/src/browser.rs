@@ -1,0 +1,178 @@
+//! `cargo xtask browser-test`: everything that runs in headless Chromium.
+//!
+//! 1. `tpsmeter-core`'s integration tests, compiled to wasm32 and run in Chromium by
+//!    `wasm-bindgen-test-runner` through chromedriver (the same `#[test]` functions as
+//!    natively; see the top of each file in `crates/tpsmeter-core/tests/`);
+//! 2. `cargo xtask pkg` (the npm package, packed);
+//! 3. the release `tpsmeter-emulator` and `tpsmeter` binaries the end-to-end tests talk to;
+//! 4. `npm ci` and `node --test` in `tests/browser/`, which drive Debian's Chromium through
+//!    playwright-core (never a browser of its own) against the packed package.
+
+use crate::assets::{self, cache_dir};
+use crate::pkg;
+use crate::sh::{self, repo_root};
+use crate::tools::{self, CHROMEDRIVER, CHROMIUM, cargo, npm_install, target_dir};
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// Chromium flags that work headless as root in a container without a GPU, with nothing
+/// fetched in the background. chromedriver gives each session a fresh profile directory;
+/// wasm-bindgen-test-runner adds `headless`, `no-sandbox` and `disable-dev-shm-usage` itself.
+const CHROMIUM_ARGS: &[&str] = &[
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+];
+
+/// Seconds each wasm test binary may take in the browser. The runner's default is 20 s; each
+/// binary takes under a second here, but the property tests run thousands of cases and a
+/// loaded CI machine should fail on a result, never on this timer.
+const WASM_TEST_TIMEOUT_S: u32 = 600;
+
+pub fn run_browser_tests(require_assets: bool) -> Result<()> {
+    timed("core tests in Chromium", wasm_tests)?;
+    let tarball = timed("pkg", pkg::build)?;
+    let (emulator, cli) = timed("release binaries", release_binaries)?;
+    timed("end-to-end tests", || {
+        node_tests(require_assets, &tarball, &emulator, &cli)
+    })
+}
+
+/// Runs one step and says how long it took (CI must stay well under its time limit).
+fn timed<T>(what: &str, step: impl FnOnce() -> Result<T>) -> Result<T> {
+    let start = Instant::now();
+    let out = step();
+    eprintln!(
+        "browser-test: {what}: {:.0} s",
+        start.elapsed().as_secs_f64()
+    );
+    out
+}
+
+pub fn run(args: &[String]) -> Result<()> {
+    run_browser_tests(args.iter().any(|a| a == "--require-assets"))
+}
+
+/// `cargo test -p tpsmeter-core --target wasm32-unknown-unknown --tests` in headless Chromium.
+fn wasm_tests() -> Result<()> {
+    check_browser_lines()?;
+    let runner = tools::wasm_bindgen_test_runner();
+    for needed in [runner.as_path(), CHROMEDRIVER.as_ref(), CHROMIUM.as_ref()] {
+        if !needed.exists() {
+            bail!("{} is missing: run `cargo xtask setup`", needed.display());
+        }
+    }
+    sh::run(
+        Command::new(cargo())
+            .current_dir(repo_root())
+            .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", &runner)
+            .env("CHROMEDRIVER", CHROMEDRIVER)
+            .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", webdriver_json()?)
+            .env("WASM_BINDGEN_TEST_TIMEOUT", WASM_TEST_TIMEOUT_S.to_string())
+            .args([
+                "test",
+                "-p",
+                "tpsmeter-core",
+                "--target",
+                "wasm32-unknown-unknown",
+                "--tests",
+            ]),
+    )
+}
+
+/// The line every core test file needs so that its `#[test]` functions run in the browser.
+/// Without it (and the `use ... as test` above it) the file still compiles for wasm32, but
+/// its tests are plain libtest tests the runner does not see: it reports "no tests to run!"
+/// and passes, so a missing line is an error here instead.
+const BROWSER_LINE: &str = "wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);";
+
+fn check_browser_lines() -> Result<()> {
+    let dir = repo_root().join("crates/tpsmeter-core/tests");
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&dir).with_context(|| format!("read {}", dir.display()))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "rs")
+            && !std::fs::read_to_string(&path)?.contains(BROWSER_LINE)
+        {
+            missing.push(path);
+        }
+    }
+    if !missing.is_empty() {
+        bail!(
+            "these test files would not run in the browser: {missing:?}\n\
+             add at their top (after the inner attributes):\n\
+             #[cfg(target_arch = \"wasm32\")]\n\
+             use wasm_bindgen_test::wasm_bindgen_test as test;\n\
+             #[cfg(target_arch = \"wasm32\")]\n\
+             {BROWSER_LINE}"
+        );
+    }
+    Ok(())
+}
+
+/// The WebDriver capabilities for the runner: Debian's Chromium with [`CHROMIUM_ARGS`].
+/// Written to the cache (the runner otherwise looks for `webdriver.json` in the current
+/// directory) so the flags live in one place, here.
+fn webdriver_json() -> Result<PathBuf> {
+    let args: Vec<String> = CHROMIUM_ARGS.iter().map(|a| format!("\"{a}\"")).collect();
+    let json = format!(
+        "{{\"goog:chromeOptions\": {{\"binary\": \"{CHROMIUM}\", \"args\": [{}]}}}}\n",
+        args.join(", ")
+    );
+    let dir = cache_dir().join("browser");
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("webdriver.json");
+    std::fs::write(&path, json).with_context(|| format!("write {}", path.display()))?;
+    Ok(path)
+}
+
+/// The emulator and the CLI in release (the end-to-end tests' servers and native peer).
+fn release_binaries() -> Result<(PathBuf, PathBuf)> {
+    sh::run(Command::new(cargo()).current_dir(repo_root()).args([
+        "build",
+        "--release",
+        "-p",
+        "tpsmeter-emulator",
+        "-p",
+        "tpsmeter-cli",
+    ]))?;
+    let release = target_dir().join("release");
+    Ok((release.join("tpsmeter-emulator"), release.join("tpsmeter")))
+}
+
+/// `node --test tests/browser/` against the packed package and the release binaries.
+fn node_tests(require_assets: bool, tarball: &Path, emulator: &Path, cli: &Path) -> Result<()> {
+    let root = repo_root();
+    let dir = root.join("tests").join("browser");
+    if !dir.join("package.json").exists() {
+        eprintln!(
+            "browser-test: skipping the end-to-end tests: {} does not exist yet",
+            dir.join("package.json").display()
+        );
+        return Ok(());
+    }
+    npm_install(&dir)?;
+    let mut node = Command::new("node");
+    node.current_dir(&root)
+        .args(["--test", "tests/browser/"])
+        .env("TPSMETER_CHROMIUM", CHROMIUM)
+        .env("TPSMETER_PKG_TARBALL", tarball)
+        .env("TPSMETER_PKG_DIR", root.join("pkg"))
+        .env("TPSMETER_EMULATOR_BIN", emulator)
+        .env("TPSMETER_CLI_BIN", cli);
+    for (k, v) in assets::asset_env() {
+        node.env(k, v);
+    }
+    if require_assets {
+        node.env("TPSMETER_REQUIRE_ASSETS", "1");
+    }
+    sh::run(&mut node)
+}
