@@ -1,6 +1,7 @@
 //! `cargo xtask ci`: what CI runs, in the order that fails fastest.
 
 use crate::assets;
+use crate::browser;
 use crate::sh::{self, repo_root};
 use anyhow::Result;
 use std::process::Command;
@@ -24,13 +25,16 @@ pub fn run_ci(skip_setup: bool) -> Result<()> {
         "-D",
         "warnings",
     ]))?;
-    // The browser build reuses the core and the engine unchanged: both must stay wasm-clean.
+    // The browser build reuses the core and the engine unchanged: both must stay wasm-clean,
+    // as must the boundary crate itself.
     sh::run(cargo().args([
         "clippy",
         "-p",
         "tpsmeter-core",
         "-p",
         "tpsmeter-gpu",
+        "-p",
+        "tpsmeter-wasm",
         "--target",
         "wasm32-unknown-unknown",
         "--",
@@ -52,7 +56,8 @@ pub fn run_ci(skip_setup: bool) -> Result<()> {
     // Not `--all-targets`: the benches are `harness = false` programs that would run their
     // full measurements here. Clippy above already compiles them.
     sh::run(test.args(["test", "--workspace", "--lib", "--bins", "--tests"]))?;
-    sh::run(cargo().args(["test", "--workspace", "--doc"]))
+    sh::run(cargo().args(["test", "--workspace", "--doc"]))?;
+    browser::run_browser_tests(true)
 }
 
 pub fn run(args: &[String]) -> Result<()> {
