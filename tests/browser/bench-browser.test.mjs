@@ -114,6 +114,35 @@ test('bench() in the browser', async (t) => {
     });
   }
 
+  await t.test('a long animation frame moves the paint to its end (LoAF)', async () => {
+    const report = await page.evaluate(async (opts) => {
+      const { bench } = await import('/tpsmeter/dist/index.js');
+      const out = document.getElementById('out');
+      out.textContent = '';
+      // The app blocks one frame for 120 ms, 200 ms into the stream: the text painted by
+      // that frame is on screen only when it ends, not at its requestAnimationFrame.
+      setTimeout(() => {
+        requestAnimationFrame(() => {
+          const until = performance.now() + 120;
+          while (performance.now() < until);
+        });
+      }, 200);
+      return bench({ ...opts, render: out });
+    }, {
+      api: 'openai-chat',
+      url: fx.emulator.prefixed('pace/20,10,60'),
+      model: 'emulator',
+      concurrency: [1],
+      requests: 1,
+      maxTokens: 60,
+    });
+    assert.deepEqual(errorClasses(report), ['ok']);
+    const lags = report.requests[0].metrics.paint.lag_ms;
+    t.diagnostic(`largest paint lag with a 120 ms frame: ${Math.max(...lags).toFixed(1)} ms`);
+    assert.ok(lags.every((x) => x >= 0));
+    assert.ok(Math.max(...lags) >= 100, `a paint at the long frame's end: ${lags}`);
+  });
+
   await t.test('perceived TPS with a lazy render callback', async () => {
     const report = await page.evaluate(async (opts) => {
       const { bench } = await import('/tpsmeter/dist/index.js');
