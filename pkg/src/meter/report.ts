@@ -3,7 +3,6 @@
 // when a report is built.
 
 import { attributePaints, countChars, type Delta } from '../attribute.js';
-import { loadWasm } from '../raw.js';
 import type { RequestRecord } from '../types.js';
 import { TEXT_WIRE, type StreamLog } from './log.js';
 import { toOtel } from './otel.js';
@@ -26,7 +25,8 @@ export async function buildReport(
   options: MeterOptions,
   partial: boolean,
 ): Promise<MeterReport> {
-  const raw = await loadWasm();
+  // The parser itself: a separate chunk a bundler splits off, fetched only now.
+  const raw = await (await import('../raw.js')).loadWasm();
   const textMode = log.wire === TEXT_WIRE;
   // A snapshot: the stream may still be running (a partial report).
   const n = log.times.length;
