@@ -18,6 +18,7 @@
 //!   cargo bench -p tpsmeter-cli --bench timing -- capacity        # 100, 200, 400, ... streams
 //!   cargo bench -p tpsmeter-cli --bench timing -- levels 1,50 3   # custom levels, rounds
 //!   cargo bench -p tpsmeter-cli --bench timing -- peer 1,100,400  # side by side with GuideLLM
+//!   cargo bench -p tpsmeter-cli --bench timing -- browser         # beside the npm package in Chromium
 //!
 //! `peer` runs the same levels with tpsmeter's client and with GuideLLM (installed by
 //! `crates/tpsmeter-emulator/scripts/peer.sh`; path from `TPSMETER_GUIDELLM`) against the same
@@ -27,10 +28,17 @@
 //! error vs sent ((last − first)/(n − 1), GuideLLM's ITL definition), and the last token's
 //! delivery delay.
 //!
+//! `browser` runs concurrency 1 and 6 (Chromium's HTTP/1.1 connections per host; `browser
+//! 1,6 ROUNDS` to change them) with the CLI's client and then with the npm package's `bench()`
+//! in headless Chromium on a cross-origin-isolated page (`node tests/browser/bench/timing.mjs`,
+//! which needs the packed package from `cargo xtask pkg`); see `timing/browser.rs`. The page's
+//! meter-overhead and size benchmark is `node tests/browser/bench/meter.mjs` (no emulator).
+//!
 //! Figures: medians (p50) and p99 of the absolute error, in ms.
 
 #![allow(clippy::unwrap_used)]
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -128,14 +136,24 @@ pub(crate) fn abs(v: &[f64]) -> Vec<f64> {
     v.iter().map(|x| x.abs()).collect()
 }
 
-/// The client's stamp of each content event, in CLOCK_MONOTONIC ns. One read may hold several
-/// events: each gets its read's stamp.
-fn client_ns(out: &Outcome, origin_ns: u64) -> Vec<f64> {
-    out.timeline
-        .content_chunks()
-        .iter()
-        .flat_map(|c| std::iter::repeat_n(origin_ns as f64 + c.t_ms * 1e6, c.deltas))
-        .collect()
+/// One client request on CLOCK_MONOTONIC (ns): when it started and its stamp of each content
+/// event (one read may hold several events: each gets its read's stamp).
+pub(crate) struct Stamps {
+    pub(crate) start_ns: f64,
+    pub(crate) chunks_ns: Vec<f64>,
+}
+
+/// The CLI client's stamps of one outcome.
+fn stamps(out: &Outcome, origin_ns: u64) -> Stamps {
+    Stamps {
+        start_ns: origin_ns as f64 + out.timeline.request_start_ms() * 1e6,
+        chunks_ns: out
+            .timeline
+            .content_chunks()
+            .iter()
+            .flat_map(|c| std::iter::repeat_n(origin_ns as f64 + c.t_ms * 1e6, c.deltas))
+            .collect(),
+    }
 }
 
 /// How many neighbours (in order of start) a client request is compared with.
@@ -150,24 +168,42 @@ const MATCH_WINDOW: usize = 128;
 /// pairing a client with a stream sent earlier than its own can only raise that delay.
 /// Greedy over the candidates within `MATCH_WINDOW` positions.
 fn pair_up(ok: &[&Outcome], recs: &[RequestRecord], origin_ns: u64) -> Vec<(usize, usize)> {
+    let clients: Vec<Stamps> = ok.iter().map(|o| stamps(o, origin_ns)).collect();
+    pair_by(&clients, recs, 0.0, |st, rec| {
+        (st.chunks_ns.len() == rec.sent_ns.len()).then_some(Cow::Borrowed(&st.chunks_ns[..]))
+    })
+}
+
+/// [`pair_up`] on stamps, with the client's stamp of each of `rec`'s events given by `events`
+/// (None: they cannot be paired), for clients that keep one stamp per read rather than per
+/// event. `slack_ns` relaxes both causality checks, for clients whose clock is mapped onto
+/// CLOCK_MONOTONIC only approximately (the browser's `performance.now()`); the CLI's `Instant`
+/// is CLOCK_MONOTONIC itself (slack 0).
+pub(crate) fn pair_by<'a>(
+    clients: &'a [Stamps],
+    recs: &[RequestRecord],
+    slack_ns: f64,
+    events: impl Fn(&'a Stamps, &RequestRecord) -> Option<Cow<'a, [f64]>>,
+) -> Vec<(usize, usize)> {
     let mut cands: Vec<(f64, usize, usize)> = Vec::new();
-    for (i, out) in ok.iter().enumerate() {
-        let client = client_ns(out, origin_ns);
-        let start = origin_ns as f64 + out.timeline.request_start_ms() * 1e6;
+    for (i, st) in clients.iter().enumerate() {
         let lo = i.saturating_sub(MATCH_WINDOW);
         let hi = (i + MATCH_WINDOW).min(recs.len());
         for (j, rec) in recs.iter().enumerate().take(hi).skip(lo) {
+            let Some(client) = events(st, rec) else {
+                continue;
+            };
             if client.is_empty() || client.len() != rec.sent_ns.len() {
                 continue;
             }
-            if (rec.arrival_ns as f64) < start {
+            if (rec.arrival_ns as f64) < st.start_ns - slack_ns {
                 continue;
             }
             let mut sum = 0.0;
             let mut causal = true;
             for (c, &sent) in client.iter().zip(&rec.sent_ns) {
                 let d = c - sent as f64;
-                if d < 0.0 {
+                if d < -slack_ns {
                     causal = false;
                     break;
                 }
@@ -179,7 +215,7 @@ fn pair_up(ok: &[&Outcome], recs: &[RequestRecord], origin_ns: u64) -> Vec<(usiz
         }
     }
     cands.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let (mut used_i, mut used_j) = (vec![false; ok.len()], vec![false; recs.len()]);
+    let (mut used_i, mut used_j) = (vec![false; clients.len()], vec![false; recs.len()]);
     let mut pairs = Vec::new();
     for (_, i, j) in cands {
         if !used_i[i] && !used_j[j] {
@@ -193,13 +229,17 @@ fn pair_up(ok: &[&Outcome], recs: &[RequestRecord], origin_ns: u64) -> Vec<(usiz
 
 /// Compares one client outcome with its server record.
 fn compare(out: &Outcome, rec: &RequestRecord, origin_ns: u64, s: &mut Samples) {
-    let to_ns = |t_ms: f64| origin_ns as f64 + t_ms * 1e6;
-    let client = client_ns(out, origin_ns);
+    compare_stamps(&stamps(out, origin_ns), rec, s);
+}
+
+/// [`compare`] on stamps.
+pub(crate) fn compare_stamps(st: &Stamps, rec: &RequestRecord, s: &mut Samples) {
+    let client = &st.chunks_ns;
     if client.len() != rec.sent_ns.len() || client.is_empty() {
         s.unmatched += 1;
         return;
     }
-    let start = to_ns(out.timeline.request_start_ms());
+    let start = st.start_ns;
     let ms = |ns: f64| ns / 1e6;
     let ttft = ms(client[0] - start);
     s.ttft_sched.push(ttft - TTFT_MS);
@@ -349,6 +389,9 @@ fn row(concurrency: usize, s: &mut Samples) -> f64 {
 #[path = "timing/peer.rs"]
 mod peer;
 
+#[path = "timing/browser.rs"]
+mod browser;
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -376,8 +419,14 @@ fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|| vec![1, 100, 400, 1600]),
             2,
         ),
+        "browser" => (
+            args.get(1)
+                .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
+                .unwrap_or_else(|| vec![1, 6]),
+            args.get(2).and_then(|r| r.parse().ok()).unwrap_or(0),
+        ),
         other => anyhow::bail!(
-            "unknown mode {other}: accuracy | capacity | levels L1,L2 ROUNDS | peer L1,L2"
+            "unknown mode {other}: accuracy | capacity | levels L1,L2 ROUNDS | peer L1,L2 | browser [L1,L2 [ROUNDS]]"
         ),
     };
     let server = Server::start(EmulatorConfig {
@@ -414,6 +463,9 @@ fn main() -> anyhow::Result<()> {
         );
         if mode == "peer" {
             return peer::compare(&server, &runner, &levels).await;
+        }
+        if mode == "browser" {
+            return browser::compare(&server, &runner, &levels, rounds).await;
         }
         header();
         let mut best = None;

@@ -1,0 +1,113 @@
+// The browser half of the timing-accuracy benchmark (run by
+// `cargo bench -p tpsmeter-cli --bench timing -- browser`, which starts the emulator with
+// send records and compares; see crates/tpsmeter-cli/benches/timing/browser.rs):
+//
+//   node tests/browser/bench/timing.mjs <emulator base url> <concurrency> <requests>
+//
+// Opens a cross-origin-isolated page (COOP same-origin + COEP require-corp), runs the packed
+// package's `bench()` there against the emulator (openai-chat, `concurrency` requests in
+// flight, `requests` measured after `concurrency` warm-ups, 64 tokens), and prints one JSON
+// object on stdout:
+//
+//   { crossOriginIsolated, timerResolutionMs: { min, median, samples }, userAgent,
+//     clock: { offsetMs, beforeMs, afterMs, reads }, httpVersions, warnings, records }
+//
+// `records` are the RequestRecords `onRecord` received (warm-ups included, flagged), times
+// in ms on the page's performance.now() clock. `clock` maps that clock onto the emulator's
+// CLOCK_MONOTONIC for pairing records with the server's only: before and after the run the
+// page reads one fast paced stream from the emulator and takes min(read stamp − x_sent_ns)
+// over its events (performance.now() − CLOCK_MONOTONIC, up to the smallest delivery delay).
+// Progress goes to stderr. The package is found as common.mjs says.
+
+import { isolatedPage, loadAverage, log, TIMER_RESOLUTION_IN_PAGE } from './common.mjs';
+
+const [base, concurrencyArg, requestsArg] = process.argv.slice(2);
+const concurrency = Number(concurrencyArg);
+const requests = Number(requestsArg);
+if (!base || !(concurrency >= 1) || !(requests >= 1)) {
+  console.error('usage: node tests/browser/bench/timing.mjs <emulator base url> <concurrency> <requests>');
+  process.exit(2);
+}
+
+const ctx = await isolatedPage();
+try {
+  log(`  package: ${ctx.source}; load average ${loadAverage()}`);
+  const resolution = await ctx.page.evaluate(TIMER_RESOLUTION_IN_PAGE);
+  const out = await ctx.page.evaluate(
+    async ({ base, concurrency, requests, resolution }) => {
+      // The clock map: a stream of 64 one-token chunks 1 ms apart, each event stamped with
+      // its CLOCK_MONOTONIC send time by the emulator.
+      const clockSync = async () => {
+        const res = await fetch(`${base}/pace/1,1,64/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            model: 'emu',
+            stream: true,
+            max_tokens: 64,
+            messages: [{ role: 'user', content: 'clock' }],
+          }),
+          cache: 'no-store',
+        });
+        const reader = res.body.getReader();
+        const decoder = new TextDecoder();
+        let buf = '';
+        let best = Infinity;
+        let reads = 0;
+        for (;;) {
+          const r = await reader.read();
+          const t = performance.now();
+          if (r.done) break;
+          buf += decoder.decode(r.value, { stream: true });
+          const cut = buf.lastIndexOf('\n\n');
+          if (cut < 0) continue;
+          for (const m of buf.slice(0, cut).matchAll(/"x_sent_ns":(\d+)/g)) {
+            best = Math.min(best, t - Number(m[1]) / 1e6);
+            reads++;
+          }
+          buf = buf.slice(cut + 2);
+        }
+        return { best, reads };
+      };
+
+      const { bench } = await import('/tpsmeter/dist/index.js');
+      const before = await clockSync();
+      const records = [];
+      const report = await bench({
+        api: 'openai-chat',
+        url: base,
+        model: 'emu',
+        concurrency: [concurrency],
+        requests,
+        warmup: concurrency,
+        maxTokens: 64,
+        onRecord: (r) => records.push(r),
+      });
+      const after = await clockSync();
+      const http = new Set(records.map((r) => r.http_version).filter(Boolean));
+      return {
+        crossOriginIsolated: self.crossOriginIsolated,
+        timerResolutionMs: resolution,
+        userAgent: navigator.userAgent,
+        clock: {
+          offsetMs: Math.min(before.best, after.best),
+          beforeMs: before.best,
+          afterMs: after.best,
+          reads: before.reads + after.reads,
+        },
+        httpVersions: [...http],
+        warnings: report.warnings ?? [],
+        records,
+      };
+    },
+    { base, concurrency, requests, resolution },
+  );
+  const measured = out.records.filter((r) => !r.warmup);
+  const failed = measured.filter((r) => r.error).length;
+  log(
+    `  browser c=${concurrency}: ${measured.length} measured records (${failed} failed), crossOriginIsolated=${out.crossOriginIsolated}, load average ${loadAverage()}`,
+  );
+  process.stdout.write(`${JSON.stringify(out)}\n`);
+} finally {
+  await ctx.close();
+}
