@@ -138,9 +138,11 @@ impl Failure {
             | Failure::Connection { message }
             | Failure::Cors { message }
             | Failure::Truncated { message } => message.clone(),
-            Failure::Timeout { after_s } => format!("no response byte within {after_s} s"),
+            Failure::Timeout { after_s } => {
+                format!("no response byte within {} s", seconds(*after_s))
+            }
             Failure::IdleTimeout { after_s } => {
-                format!("stream stalled: no byte for {after_s} s")
+                format!("stream stalled: no byte for {} s", seconds(*after_s))
             }
             Failure::StreamError { code, message } => match code {
                 Some(c) => format!("error event in stream ({c}): {message}"),
@@ -164,6 +166,17 @@ impl Failure {
             retry_after_raw: raw,
             excerpt,
         }
+    }
+}
+
+/// Seconds with at most three decimals, written without `f64`'s `Display`: float
+/// formatting is ~15 KB of wasm, and this is the only use of it the real-user meter's
+/// lazy parser would otherwise link.
+fn seconds(s: f64) -> String {
+    let ms = (s * 1000.0).round().clamp(0.0, u64::MAX as f64) as u64;
+    match ms % 1000 {
+        0 => format!("{}", ms / 1000),
+        frac => format!("{}.{}", ms / 1000, format!("{frac:03}").trim_end_matches('0')),
     }
 }
 
@@ -195,6 +208,20 @@ mod tests {
         assert!(e.chars().count() <= MAX_EXCERPT_CHARS + 1);
         assert!(!e.contains('\n'));
         assert_eq!(body_excerpt(b"\xff\xfe bad"), "\u{fffd}\u{fffd} bad");
+    }
+
+    #[test]
+    fn timeouts_say_their_seconds() {
+        assert_eq!(
+            Failure::Timeout { after_s: 60.0 }.message(),
+            "no response byte within 60 s"
+        );
+        assert_eq!(
+            Failure::IdleTimeout { after_s: 0.25 }.message(),
+            "stream stalled: no byte for 0.25 s"
+        );
+        assert_eq!(seconds(1.5), "1.5");
+        assert_eq!(seconds(0.001), "0.001");
     }
 
     #[test]

@@ -123,6 +123,9 @@ impl BenchRun {
             .map_err(|e| JsError::new(&e.to_string()))?;
         let js = match action {
             Action::Start(t) => {
+                if u32::try_from(t.id).is_err() {
+                    return Err(JsError::new("more than 2^32 requests in one run"));
+                }
                 self.tickets.insert(t.id, t);
                 JsAction::Start {
                     ticket: t.id,
@@ -138,8 +141,11 @@ impl BenchRun {
         to_js(&js)
     }
 
-    /// The exchange of a started ticket, its request sent at `start_ms`.
-    pub fn begin(&self, ticket: u64, start_ms: f64) -> Result<JsExchange, JsError> {
+    /// The exchange of a started ticket, its request sent at `start_ms`. Tickets cross as
+    /// JS numbers (`u32`): a run starts far fewer than 2³² requests (64 levels of at most
+    /// `MAX_ARRIVALS`), and a `u64` would make them `bigint`s.
+    pub fn begin(&self, ticket: u32, start_ms: f64) -> Result<JsExchange, JsError> {
+        let ticket = u64::from(ticket);
         if !self.tickets.contains_key(&ticket) {
             return Err(JsError::new(&format!("ticket {ticket} is not in flight")));
         }
@@ -150,10 +156,11 @@ impl BenchRun {
     /// record, shaped as the report's `requests[]`.
     pub fn complete(
         &mut self,
-        ticket: u64,
+        ticket: u32,
         exchange: JsExchange,
         extras: JsValue,
     ) -> Result<JsValue, JsError> {
+        let ticket = u64::from(ticket);
         let t = self
             .tickets
             .remove(&ticket)

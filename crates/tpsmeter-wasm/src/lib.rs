@@ -10,12 +10,14 @@
 //! the DOM. No GPU engine and no tokenizer are linked in (the `gpu` feature is for the local
 //! engine, a separate build).
 
+#[cfg(feature = "bench")]
 mod bench;
 mod convert;
 mod exchange;
 
 use wasm_bindgen::prelude::*;
 
+#[cfg(feature = "bench")]
 pub use bench::BenchRun;
 pub use exchange::JsExchange;
 
@@ -40,12 +42,14 @@ pub fn apis() -> Vec<String> {
         .collect()
 }
 
+#[cfg(feature = "bench")]
 /// The JSON Schema every report (CLI `--json`, browser `bench()`) validates against.
 #[wasm_bindgen(js_name = reportSchema)]
 pub fn report_schema() -> String {
     tpsmeter_core::report::SCHEMA_JSON.to_string()
 }
 
+#[cfg(feature = "bench")]
 /// Checks that `report` is a report of the schema version this build writes: it must
 /// read back into the Rust types the schema is generated from. Throws an `Error` naming
 /// the first field that does not fit.

@@ -72,7 +72,10 @@ export async function runRequest(s: RequestSetup): Promise<Outcome> {
   const { method, url, headers, body } = s.request;
   arm(s.timeoutMs, 'timeout_first_byte', firstByteMsg);
   const startMs = performance.now();
-  const pending = fetch(url, { method, headers, body, signal: abort.signal, cache: 'no-store' });
+  // No `cache: 'no-store'`: POST responses are never cached anyway, and in Chromium it also
+  // bypasses the CORS preflight cache, which would put a preflight round trip into every
+  // request's TTFT (measured: 5 fetches made 10 requests to the server instead of 6).
+  const pending = fetch(url, { method, headers, body, signal: abort.signal });
   const exchange = s.begin(startMs);
   if (s.cancel.aborted) onCancel();
   else s.cancel.addEventListener('abort', onCancel, { once: true });

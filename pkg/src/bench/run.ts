@@ -75,7 +75,7 @@ export async function bench(options: BenchOptions): Promise<Report> {
         idleTimeoutMs,
         cancel: cancel.signal,
         redact,
-        begin: (t) => run.begin(BigInt(a.ticket), t),
+        begin: (t) => run.begin(a.ticket, t),
         painter,
       });
       if (painter) {
@@ -92,7 +92,7 @@ export async function bench(options: BenchOptions): Promise<Report> {
       const extras: RecordExtras = { tabHidden: visibility.hiddenDuring(out.startMs, out.endMs) };
       if (rt?.queueMs !== undefined) extras.queueMs = rt.queueMs;
       if (rt?.httpVersion) extras.httpVersion = rt.httpVersion;
-      const record = run.complete(BigInt(a.ticket), out.exchange, extras) as RequestRecord;
+      const record = run.complete(a.ticket, out.exchange, extras) as RequestRecord;
       callback(onRecord, record);
       if (onProgress) {
         const p = run.progress() as Omit<Progress, 'levelsDone' | 'elapsedMs'>;

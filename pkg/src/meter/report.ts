@@ -26,7 +26,7 @@ export async function buildReport(
   partial: boolean,
 ): Promise<MeterReport> {
   // The parser itself: a separate chunk a bundler splits off, fetched only now.
-  const raw = await (await import('../raw.js')).loadWasm();
+  const raw = await (await import('../raw-meter.js')).loadMeterWasm();
   const textMode = log.wire === TEXT_WIRE;
   // A snapshot: the stream may still be running (a partial report).
   const n = log.times.length;
