@@ -10,12 +10,13 @@
 //! - `message_delta` → usage (cumulative: later reports supersede) and finish;
 //! - `message_stop` → done; `ping`, `content_block_stop` ignored; `error` → error.
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::{CoreError, Result};
 use crate::event::{FinishReason, StreamEvent, Usage};
-use crate::protocol::json::{error_event, parse_typed};
+use crate::protocol::json::{
+    Fields, Keys, Shape, any, count, error_event, index, object, parse_typed, string,
+};
 use crate::protocol::{Adapter, push_text};
 
 const KNOWN: [&str; 6] = [
@@ -27,9 +28,8 @@ const KNOWN: [&str; 6] = [
     "error",
 ];
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct Event {
-    #[serde(rename = "type")]
     kind: Option<String>,
     index: Option<u32>,
     message: Option<Message>,
@@ -39,14 +39,13 @@ struct Event {
     error: Option<Value>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct Message {
     usage: Option<AnthropicUsage>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct Block {
-    #[serde(rename = "type")]
     kind: Option<String>,
     id: Option<String>,
     name: Option<String>,
@@ -55,9 +54,8 @@ struct Block {
 }
 
 /// Both `content_block_delta.delta` and `message_delta.delta`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct Delta {
-    #[serde(rename = "type")]
     kind: Option<String>,
     text: Option<String>,
     thinking: Option<String>,
@@ -65,10 +63,78 @@ struct Delta {
     stop_reason: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct AnthropicUsage {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
+}
+
+/// The keys this adapter reads (see `Keys`).
+const KEYS: Keys = Keys {
+    read: &[
+        "type",
+        "index",
+        "message",
+        "usage",
+        "content_block",
+        "id",
+        "name",
+        "text",
+        "thinking",
+        "delta",
+        "partial_json",
+        "stop_reason",
+        "input_tokens",
+        "output_tokens",
+    ],
+    whole: &["error"],
+};
+
+impl Event {
+    fn decode(mut f: Fields) -> Result<Event, Shape> {
+        Ok(Event {
+            kind: string(&mut f, "type")?,
+            index: index(&mut f, "index")?,
+            message: object(&mut f, "message")?
+                .map(|mut m| {
+                    Ok(Message {
+                        usage: object(&mut m, "usage")?.map(usage_fields).transpose()?,
+                    })
+                })
+                .transpose()?,
+            content_block: object(&mut f, "content_block")?
+                .map(|mut b| {
+                    Ok(Block {
+                        kind: string(&mut b, "type")?,
+                        id: string(&mut b, "id")?,
+                        name: string(&mut b, "name")?,
+                        text: string(&mut b, "text")?,
+                        thinking: string(&mut b, "thinking")?,
+                    })
+                })
+                .transpose()?,
+            delta: object(&mut f, "delta")?
+                .map(|mut d| {
+                    Ok(Delta {
+                        kind: string(&mut d, "type")?,
+                        text: string(&mut d, "text")?,
+                        thinking: string(&mut d, "thinking")?,
+                        partial_json: string(&mut d, "partial_json")?,
+                        stop_reason: string(&mut d, "stop_reason")?,
+                    })
+                })
+                .transpose()?,
+            usage: object(&mut f, "usage")?.map(usage_fields).transpose()?,
+            error: any(&mut f, "error"),
+        })
+    }
+}
+
+fn usage_fields(mut u: Fields) -> Result<AnthropicUsage, Shape> {
+    Ok(AnthropicUsage {
+        input_tokens: count(&mut u, "input_tokens")?,
+        output_tokens: count(&mut u, "output_tokens")?,
+    })
 }
 
 #[derive(Debug, Default)]
@@ -76,8 +142,14 @@ pub(crate) struct Anthropic;
 
 impl Adapter for Anthropic {
     fn on_message(&mut self, event: &str, data: &str, out: &mut Vec<StreamEvent>) -> Result<()> {
-        let Some(ev) =
-            parse_typed::<Event>("anthropic event", event, data, |k| KNOWN.contains(&k))?
+        let Some(ev) = parse_typed(
+            "anthropic event",
+            &KEYS,
+            event,
+            data,
+            |k| KNOWN.contains(&k),
+            Event::decode,
+        )?
         else {
             return Ok(());
         };

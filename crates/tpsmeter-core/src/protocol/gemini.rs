@@ -16,16 +16,16 @@
 //! end of body after at least one event that carried a `finishReason` (or a prompt block)
 //! counts as `Done`; a body that ends before any finish reason was cut → `TruncatedStream`.
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::{CoreError, Result};
 use crate::event::{FinishReason, StreamEvent, Usage};
-use crate::protocol::json::{error_event, parse};
+use crate::protocol::json::{
+    Fields, Keys, Shape, any, boolean, count, error_event, object, objects, parse_with, string,
+};
 use crate::protocol::{Adapter, push_text};
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug)]
 struct Response {
     candidates: Option<Vec<Candidate>>,
     usage_metadata: Option<UsageMetadata>,
@@ -33,45 +33,121 @@ struct Response {
     error: Option<Value>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug)]
 struct Candidate {
     content: Option<Content>,
     finish_reason: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct Content {
     parts: Option<Vec<Part>>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug)]
 struct Part {
     text: Option<String>,
     thought: Option<bool>,
     function_call: Option<FunctionCall>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct FunctionCall {
     id: Option<String>,
     name: Option<String>,
     args: Option<Value>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug)]
 struct UsageMetadata {
     prompt_token_count: Option<u64>,
     candidates_token_count: Option<u64>,
     thoughts_token_count: Option<u64>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug)]
 struct PromptFeedback {
     block_reason: Option<String>,
+}
+
+/// The keys this adapter reads (see `Keys`).
+const KEYS: Keys = Keys {
+    read: &[
+        "candidates",
+        "usageMetadata",
+        "promptTokenCount",
+        "candidatesTokenCount",
+        "thoughtsTokenCount",
+        "promptFeedback",
+        "blockReason",
+        "content",
+        "parts",
+        "finishReason",
+        "text",
+        "thought",
+        "functionCall",
+        "id",
+        "name",
+    ],
+    whole: &["error", "args"],
+};
+
+impl Response {
+    fn decode(mut f: Fields) -> Result<Response, Shape> {
+        Ok(Response {
+            candidates: objects(&mut f, "candidates", Candidate::decode)?,
+            usage_metadata: object(&mut f, "usageMetadata")?
+                .map(|mut u| {
+                    Ok(UsageMetadata {
+                        prompt_token_count: count(&mut u, "promptTokenCount")?,
+                        candidates_token_count: count(&mut u, "candidatesTokenCount")?,
+                        thoughts_token_count: count(&mut u, "thoughtsTokenCount")?,
+                    })
+                })
+                .transpose()?,
+            prompt_feedback: object(&mut f, "promptFeedback")?
+                .map(|mut p| {
+                    Ok(PromptFeedback {
+                        block_reason: string(&mut p, "blockReason")?,
+                    })
+                })
+                .transpose()?,
+            error: any(&mut f, "error"),
+        })
+    }
+}
+
+impl Candidate {
+    fn decode(mut f: Fields) -> Result<Candidate, Shape> {
+        Ok(Candidate {
+            content: object(&mut f, "content")?
+                .map(|mut c| {
+                    Ok(Content {
+                        parts: objects(&mut c, "parts", Part::decode)?,
+                    })
+                })
+                .transpose()?,
+            finish_reason: string(&mut f, "finishReason")?,
+        })
+    }
+}
+
+impl Part {
+    fn decode(mut f: Fields) -> Result<Part, Shape> {
+        Ok(Part {
+            text: string(&mut f, "text")?,
+            thought: boolean(&mut f, "thought")?,
+            function_call: object(&mut f, "functionCall")?
+                .map(|mut c| {
+                    Ok(FunctionCall {
+                        id: string(&mut c, "id")?,
+                        name: string(&mut c, "name")?,
+                        args: any(&mut c, "args"),
+                    })
+                })
+                .transpose()?,
+        })
+    }
 }
 
 #[derive(Debug, Default)]
@@ -84,7 +160,7 @@ pub(crate) struct Gemini {
 
 impl Adapter for Gemini {
     fn on_message(&mut self, _event: &str, data: &str, out: &mut Vec<StreamEvent>) -> Result<()> {
-        let response: Response = parse("gemini response", data)?;
+        let response = parse_with("gemini response", &KEYS, data, Response::decode)?;
         if let Some(error) = &response.error {
             out.push(error_event(error));
             return Ok(());

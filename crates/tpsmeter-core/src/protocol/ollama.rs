@@ -9,23 +9,23 @@
 //!   (`done_reason`; `stop` when an old server omits it), done;
 //! - `{"error": "..."}` → error.
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::{CoreError, Result};
 use crate::event::{FinishReason, StreamEvent, Usage};
-use crate::protocol::json::{error_event, parse};
+use crate::protocol::json::{
+    Fields, Keys, Shape, any, boolean, count, error_event, object, objects, parse_with, string,
+};
 use crate::protocol::{Adapter, push_text};
 
 /// Ollama reports durations in nanoseconds; we use milliseconds.
 const NANOS_PER_MILLI: f64 = 1e6;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct Line {
     message: Option<Message>,
     response: Option<String>,
     thinking: Option<String>,
-    #[serde(default)]
     done: bool,
     done_reason: Option<String>,
     prompt_eval_count: Option<u64>,
@@ -35,23 +35,93 @@ struct Line {
     error: Option<Value>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct Message {
     content: Option<String>,
     thinking: Option<String>,
     tool_calls: Option<Vec<ToolCall>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct ToolCall {
     id: Option<String>,
     function: Option<Function>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct Function {
     name: Option<String>,
     arguments: Option<Value>,
+}
+
+/// The keys this adapter reads (see `Keys`).
+const KEYS: Keys = Keys {
+    read: &[
+        "message",
+        "content",
+        "thinking",
+        "tool_calls",
+        "response",
+        "done_reason",
+        "prompt_eval_count",
+        "prompt_eval_duration",
+        "eval_count",
+        "eval_duration",
+        "id",
+        "function",
+        "name",
+        "done",
+    ],
+    whole: &["error", "arguments"],
+};
+
+impl Line {
+    fn decode(mut f: Fields) -> Result<Line, Shape> {
+        Ok(Line {
+            message: object(&mut f, "message")?
+                .map(|mut m| {
+                    Ok(Message {
+                        content: string(&mut m, "content")?,
+                        thinking: string(&mut m, "thinking")?,
+                        tool_calls: objects(&mut m, "tool_calls", ToolCall::decode)?,
+                    })
+                })
+                .transpose()?,
+            response: string(&mut f, "response")?,
+            thinking: string(&mut f, "thinking")?,
+            done: done(&mut f)?,
+            done_reason: string(&mut f, "done_reason")?,
+            prompt_eval_count: count(&mut f, "prompt_eval_count")?,
+            prompt_eval_duration: count(&mut f, "prompt_eval_duration")?,
+            eval_count: count(&mut f, "eval_count")?,
+            eval_duration: count(&mut f, "eval_duration")?,
+            error: any(&mut f, "error"),
+        })
+    }
+}
+
+/// `done`: `false` when missing, but unlike the optional fields never `null`.
+fn done(f: &mut Fields) -> Result<bool, Shape> {
+    if f.get("done").is_some_and(Value::is_null) {
+        return Err(Shape::null("done", "a boolean"));
+    }
+    Ok(boolean(f, "done")?.unwrap_or(false))
+}
+
+impl ToolCall {
+    fn decode(mut f: Fields) -> Result<ToolCall, Shape> {
+        Ok(ToolCall {
+            id: string(&mut f, "id")?,
+            function: object(&mut f, "function")?
+                .map(|mut f| {
+                    Ok(Function {
+                        name: string(&mut f, "name")?,
+                        arguments: any(&mut f, "arguments"),
+                    })
+                })
+                .transpose()?,
+        })
+    }
 }
 
 #[derive(Debug, Default)]
@@ -62,7 +132,7 @@ pub(crate) struct Ollama {
 
 impl Adapter for Ollama {
     fn on_message(&mut self, _event: &str, data: &str, out: &mut Vec<StreamEvent>) -> Result<()> {
-        let line: Line = parse("ollama line", data)?;
+        let line = parse_with("ollama line", &KEYS, data, Line::decode)?;
         if let Some(error) = &line.error {
             out.push(error_event(error));
             return Ok(());

@@ -1,19 +1,21 @@
 //! What OpenAI chat completions and legacy completions streams share: the chunk shape,
 //! `[DONE]`, usage (with llama.cpp's `timings`), finish reasons and in-stream errors.
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::decode::limits::MAX_ERROR_EXCERPT_CHARS;
 use crate::error::Result;
 use crate::event::{FinishReason, StreamEvent, Usage};
-use crate::protocol::json::{error_event, parse, truncate_chars};
+use crate::protocol::json::{
+    Fields, Keys, Shape, any, count, error_event, index, number, object, objects, parse_value,
+    parse_with, string, truncate_chars,
+};
 
 /// The end marker of both OpenAI streams.
 pub(super) const DONE_MARKER: &str = "[DONE]";
 
 /// One `data:` chunk of `chat.completion.chunk` or `text_completion`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub(super) struct Chunk {
     /// Absent or empty on the `include_usage` chunk: never index it blindly.
     pub choices: Option<Vec<Choice>>,
@@ -26,7 +28,7 @@ pub(super) struct Chunk {
     pub object: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub(super) struct Choice {
     pub delta: Option<Delta>,
     /// Legacy completions put the text here.
@@ -34,7 +36,7 @@ pub(super) struct Choice {
     pub finish_reason: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub(super) struct Delta {
     /// A string everywhere except a few servers (Mistral's reasoning models) that send a
     /// list of typed parts; see [`Content`].
@@ -56,49 +58,13 @@ pub(super) enum Content {
     Other,
 }
 
-/// Hand-written rather than `#[serde(untagged)]`, which would buffer every content string
-/// of every chunk before trying the variants (the hot path of the parser).
-impl<'de> Deserialize<'de> for Content {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ContentVisitor;
-        impl<'de> serde::de::Visitor<'de> for ContentVisitor {
-            type Value = Content;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a string or a list of content parts")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Content, E> {
-                Ok(Content::Text(v.to_owned()))
-            }
-            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Content, E> {
-                Ok(Content::Text(v))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Content, A::Error> {
-                let parts =
-                    Deserialize::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
-                Ok(Content::Parts(parts))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Content, A::Error> {
-                let _: serde::de::IgnoredAny =
-                    Deserialize::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
-                Ok(Content::Other)
-            }
-            fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Content, E> {
-                Ok(Content::Other)
-            }
-            fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Content, E> {
-                Ok(Content::Other)
-            }
-            fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Content, E> {
-                Ok(Content::Other)
-            }
-            fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Content, E> {
-                Ok(Content::Other)
-            }
-            fn visit_unit<E: serde::de::Error>(self) -> Result<Content, E> {
-                Ok(Content::Other)
-            }
+impl From<Value> for Content {
+    fn from(value: Value) -> Content {
+        match value {
+            Value::String(text) => Content::Text(text),
+            Value::Array(parts) => Content::Parts(parts),
+            _ => Content::Other,
         }
-        deserializer.deserialize_any(ContentVisitor)
     }
 }
 
@@ -136,37 +102,148 @@ fn collect_text(value: Option<&Value>, into: &mut String) {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub(super) struct ToolCall {
     pub index: Option<u32>,
     pub id: Option<String>,
     pub function: Option<FunctionDelta>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub(super) struct FunctionDelta {
     pub name: Option<String>,
     pub arguments: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub(super) struct OpenaiUsage {
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
     pub completion_tokens_details: Option<CompletionDetails>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub(super) struct CompletionDetails {
     pub reasoning_tokens: Option<u64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub(super) struct Timings {
     pub prompt_n: Option<u64>,
     pub prompt_ms: Option<f64>,
     pub predicted_n: Option<u64>,
     pub predicted_ms: Option<f64>,
+}
+
+/// The keys this adapter reads (see `Keys`).
+const KEYS: Keys = Keys {
+    read: &[
+        "choices",
+        "usage",
+        "timings",
+        "object",
+        "delta",
+        "text",
+        "finish_reason",
+        "reasoning_content",
+        "reasoning",
+        "tool_calls",
+        "index",
+        "id",
+        "function",
+        "name",
+        "arguments",
+        "prompt_tokens",
+        "completion_tokens",
+        "completion_tokens_details",
+        "reasoning_tokens",
+        "prompt_n",
+        "prompt_ms",
+        "predicted_n",
+        "predicted_ms",
+    ],
+    whole: &["error", "content"],
+};
+
+impl Chunk {
+    fn decode(mut f: Fields) -> Result<Chunk, Shape> {
+        Ok(Chunk {
+            choices: objects(&mut f, "choices", Choice::decode)?,
+            usage: object(&mut f, "usage")?
+                .map(OpenaiUsage::decode)
+                .transpose()?,
+            timings: object(&mut f, "timings")?
+                .map(Timings::decode)
+                .transpose()?,
+            error: any(&mut f, "error"),
+            object: string(&mut f, "object")?,
+        })
+    }
+}
+
+impl Choice {
+    fn decode(mut f: Fields) -> Result<Choice, Shape> {
+        Ok(Choice {
+            delta: object(&mut f, "delta")?.map(Delta::decode).transpose()?,
+            text: string(&mut f, "text")?,
+            finish_reason: string(&mut f, "finish_reason")?,
+        })
+    }
+}
+
+impl Delta {
+    fn decode(mut f: Fields) -> Result<Delta, Shape> {
+        Ok(Delta {
+            content: any(&mut f, "content").map(Content::from),
+            reasoning_content: string(&mut f, "reasoning_content")?,
+            reasoning: string(&mut f, "reasoning")?,
+            tool_calls: objects(&mut f, "tool_calls", ToolCall::decode)?,
+        })
+    }
+}
+
+impl ToolCall {
+    fn decode(mut f: Fields) -> Result<ToolCall, Shape> {
+        Ok(ToolCall {
+            index: index(&mut f, "index")?,
+            id: string(&mut f, "id")?,
+            function: object(&mut f, "function")?
+                .map(|mut f| {
+                    Ok(FunctionDelta {
+                        name: string(&mut f, "name")?,
+                        arguments: string(&mut f, "arguments")?,
+                    })
+                })
+                .transpose()?,
+        })
+    }
+}
+
+impl OpenaiUsage {
+    fn decode(mut f: Fields) -> Result<OpenaiUsage, Shape> {
+        Ok(OpenaiUsage {
+            prompt_tokens: count(&mut f, "prompt_tokens")?,
+            completion_tokens: count(&mut f, "completion_tokens")?,
+            completion_tokens_details: object(&mut f, "completion_tokens_details")?
+                .map(|mut f| {
+                    Ok(CompletionDetails {
+                        reasoning_tokens: count(&mut f, "reasoning_tokens")?,
+                    })
+                })
+                .transpose()?,
+        })
+    }
+}
+
+impl Timings {
+    fn decode(mut f: Fields) -> Result<Timings, Shape> {
+        Ok(Timings {
+            prompt_n: count(&mut f, "prompt_n")?,
+            prompt_ms: number(&mut f, "prompt_ms")?,
+            predicted_n: count(&mut f, "predicted_n")?,
+            predicted_ms: number(&mut f, "predicted_ms")?,
+        })
+    }
 }
 
 /// What one data payload is.
@@ -184,7 +261,7 @@ pub(super) fn parse_message(context: &'static str, event: &str, data: &str) -> R
     }
     if event == "error" {
         // Some servers (TGI, proxies) name error events; the payload may even be plain text.
-        let error = match serde_json::from_str::<Value>(data) {
+        let error = match parse_value(data) {
             Ok(value) => error_event(value.get("error").unwrap_or(&value)),
             Err(_) => StreamEvent::Error {
                 code: None,
@@ -193,7 +270,7 @@ pub(super) fn parse_message(context: &'static str, event: &str, data: &str) -> R
         };
         return Ok(Message::Error(error));
     }
-    parse(context, data).map(Message::Chunk)
+    parse_with(context, &KEYS, data, Chunk::decode).map(Message::Chunk)
 }
 
 /// Parses one SSE event of an OpenAI-style stream and emits what ends or fails it
@@ -230,7 +307,7 @@ pub(super) fn push_error(chunk: &Chunk, data: &str, out: &mut Vec<StreamEvent>) 
     }
     if chunk.object.as_deref() == Some("error") {
         // The whole payload is the error object.
-        if let Ok(value) = serde_json::from_str::<Value>(data) {
+        if let Ok(value) = parse_value(data) {
             out.push(error_event(&value));
             return true;
         }

@@ -13,12 +13,13 @@
 //!   stream ended cleanly, the output was cut by a limit;
 //! - `response.failed`, `error` → error.
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::{CoreError, Result};
 use crate::event::{FinishReason, StreamEvent, Usage};
-use crate::protocol::json::{error_event, parse_typed};
+use crate::protocol::json::{
+    Fields, Keys, Shape, any, count, error_event, index, object, objects, parse_typed, string,
+};
 use crate::protocol::{Adapter, push_text};
 
 const KNOWN: [&str; 9] = [
@@ -33,9 +34,8 @@ const KNOWN: [&str; 9] = [
     "error",
 ];
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct Event {
-    #[serde(rename = "type")]
     kind: Option<String>,
     delta: Option<String>,
     output_index: Option<u32>,
@@ -47,16 +47,15 @@ struct Event {
     error: Option<Value>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct Item {
-    #[serde(rename = "type")]
     kind: Option<String>,
     call_id: Option<String>,
     name: Option<String>,
     arguments: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct Response {
     usage: Option<ResponseUsage>,
     error: Option<Value>,
@@ -64,27 +63,111 @@ struct Response {
     output: Option<Vec<OutputItem>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct ResponseUsage {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
     output_tokens_details: Option<OutputDetails>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct OutputDetails {
     reasoning_tokens: Option<u64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct IncompleteDetails {
     reason: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct OutputItem {
-    #[serde(rename = "type")]
     kind: Option<String>,
+}
+
+/// The keys this adapter reads (see `Keys`).
+const KEYS: Keys = Keys {
+    read: &[
+        "type",
+        "delta",
+        "output_index",
+        "item",
+        "call_id",
+        "name",
+        "arguments",
+        "response",
+        "message",
+        "usage",
+        "input_tokens",
+        "output_tokens",
+        "output_tokens_details",
+        "reasoning_tokens",
+        "incomplete_details",
+        "reason",
+        "output",
+    ],
+    whole: &["code", "error"],
+};
+
+impl Event {
+    fn decode(mut f: Fields) -> Result<Event, Shape> {
+        Ok(Event {
+            kind: string(&mut f, "type")?,
+            delta: string(&mut f, "delta")?,
+            output_index: index(&mut f, "output_index")?,
+            item: object(&mut f, "item")?
+                .map(|mut i| {
+                    Ok(Item {
+                        kind: string(&mut i, "type")?,
+                        call_id: string(&mut i, "call_id")?,
+                        name: string(&mut i, "name")?,
+                        arguments: string(&mut i, "arguments")?,
+                    })
+                })
+                .transpose()?,
+            response: object(&mut f, "response")?
+                .map(Response::decode)
+                .transpose()?,
+            code: any(&mut f, "code"),
+            message: string(&mut f, "message")?,
+            error: any(&mut f, "error"),
+        })
+    }
+}
+
+impl Response {
+    fn decode(mut f: Fields) -> Result<Response, Shape> {
+        Ok(Response {
+            usage: object(&mut f, "usage")?
+                .map(|mut u| {
+                    Ok(ResponseUsage {
+                        input_tokens: count(&mut u, "input_tokens")?,
+                        output_tokens: count(&mut u, "output_tokens")?,
+                        output_tokens_details: object(&mut u, "output_tokens_details")?
+                            .map(|mut d| {
+                                Ok(OutputDetails {
+                                    reasoning_tokens: count(&mut d, "reasoning_tokens")?,
+                                })
+                            })
+                            .transpose()?,
+                    })
+                })
+                .transpose()?,
+            error: any(&mut f, "error"),
+            incomplete_details: object(&mut f, "incomplete_details")?
+                .map(|mut d| {
+                    Ok(IncompleteDetails {
+                        reason: string(&mut d, "reason")?,
+                    })
+                })
+                .transpose()?,
+            output: objects(&mut f, "output", |mut o| {
+                Ok(OutputItem {
+                    kind: string(&mut o, "type")?,
+                })
+            })?,
+        })
+    }
 }
 
 #[derive(Debug, Default)]
@@ -92,9 +175,14 @@ pub(crate) struct OpenaiResponses;
 
 impl Adapter for OpenaiResponses {
     fn on_message(&mut self, event: &str, data: &str, out: &mut Vec<StreamEvent>) -> Result<()> {
-        let Some(ev) = parse_typed::<Event>("openai responses event", event, data, |k| {
-            KNOWN.contains(&k)
-        })?
+        let Some(ev) = parse_typed(
+            "openai responses event",
+            &KEYS,
+            event,
+            data,
+            |k| KNOWN.contains(&k),
+            Event::decode,
+        )?
         else {
             return Ok(());
         };

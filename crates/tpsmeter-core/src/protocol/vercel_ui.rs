@@ -16,13 +16,12 @@
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::decode::limits::MAX_ERROR_EXCERPT_CHARS;
 use crate::error::{CoreError, Result};
 use crate::event::{FinishReason, StreamEvent, Usage};
-use crate::protocol::json::{parse_typed, truncate_chars};
+use crate::protocol::json::{Fields, Keys, Shape, any, parse_typed, string, truncate_chars};
 use crate::protocol::openai_common::DONE_MARKER;
 use crate::protocol::{Adapter, push_text};
 
@@ -44,10 +43,8 @@ const KNOWN: [&str; 8] = [
 /// `MAX_TOOL_CALLS` (their fragments still count, only their order is lost).
 const MAX_TOOL_CALLS: usize = 256;
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug)]
 struct Part {
-    #[serde(rename = "type")]
     kind: Option<String>,
     delta: Option<String>,
     tool_call_id: Option<String>,
@@ -59,6 +56,37 @@ struct Part {
     error_text: Option<String>,
     /// Newer SDKs say why a stream was aborted.
     reason: Option<String>,
+}
+
+/// The keys this adapter reads (see `Keys`).
+const KEYS: Keys = Keys {
+    read: &[
+        "type",
+        "delta",
+        "toolCallId",
+        "toolName",
+        "inputTextDelta",
+        "finishReason",
+        "errorText",
+        "reason",
+    ],
+    whole: &["messageMetadata"],
+};
+
+impl Part {
+    fn decode(mut f: Fields) -> Result<Part, Shape> {
+        Ok(Part {
+            kind: string(&mut f, "type")?,
+            delta: string(&mut f, "delta")?,
+            tool_call_id: string(&mut f, "toolCallId")?,
+            tool_name: string(&mut f, "toolName")?,
+            input_text_delta: string(&mut f, "inputTextDelta")?,
+            finish_reason: string(&mut f, "finishReason")?,
+            message_metadata: any(&mut f, "messageMetadata"),
+            error_text: string(&mut f, "errorText")?,
+            reason: string(&mut f, "reason")?,
+        })
+    }
 }
 
 #[derive(Debug, Default)]
@@ -95,9 +123,14 @@ impl Adapter for VercelUi {
             out.push(StreamEvent::Done);
             return Ok(());
         }
-        let Some(part) = parse_typed::<Part>("vercel ui message part", event, data, |k| {
-            KNOWN.contains(&k)
-        })?
+        let Some(part) = parse_typed(
+            "vercel ui message part",
+            &KEYS,
+            event,
+            data,
+            |k| KNOWN.contains(&k),
+            Part::decode,
+        )?
         else {
             return Ok(());
         };
