@@ -4,7 +4,7 @@
 //!    `wasm-bindgen-test-runner` through chromedriver (the same `#[test]` functions as
 //!    natively; see the top of each file in `crates/tpsmeter-core/tests/`);
 //! 2. `cargo xtask pkg` (the npm package, packed);
-//! 3. the release `tpsmeter-emulator` and `tpsmeter` binaries the end-to-end tests talk to;
+//! 3. the `tpsmeter-emulator` and `tpsmeter` binaries (dev profile) the end-to-end tests talk to;
 //! 4. `npm ci` and `node --test` in `tests/browser/`, which drive Debian's Chromium through
 //!    playwright-core (never a browser of its own) against the packed package.
 
@@ -40,7 +40,7 @@ const WASM_TEST_TIMEOUT_S: u32 = 600;
 pub fn run_browser_tests(require_assets: bool) -> Result<()> {
     timed("core tests in Chromium", wasm_tests)?;
     let tarball = timed("pkg", pkg::build)?;
-    let (emulator, cli) = timed("release binaries", release_binaries)?;
+    let (emulator, cli) = timed("test binaries", test_binaries)?;
     timed("end-to-end tests", || {
         node_tests(require_assets, &tarball, &emulator, &cli)
     })
@@ -134,21 +134,23 @@ fn webdriver_json() -> Result<PathBuf> {
     Ok(path)
 }
 
-/// The emulator and the CLI in release (the end-to-end tests' servers and native peer).
-fn release_binaries() -> Result<(PathBuf, PathBuf)> {
+/// The emulator and the CLI (the end-to-end tests' servers and native peer) in the dev
+/// profile: `cargo test --workspace` has already compiled everything they need there (the
+/// workspace optimises dev builds), while a release build would cost a fresh machine about
+/// seven more minutes. The timing benchmarks build release binaries of their own.
+fn test_binaries() -> Result<(PathBuf, PathBuf)> {
     sh::run(Command::new(cargo()).current_dir(repo_root()).args([
         "build",
-        "--release",
         "-p",
         "tpsmeter-emulator",
         "-p",
         "tpsmeter-cli",
     ]))?;
-    let release = target_dir().join("release");
-    Ok((release.join("tpsmeter-emulator"), release.join("tpsmeter")))
+    let dir = target_dir().join("debug");
+    Ok((dir.join("tpsmeter-emulator"), dir.join("tpsmeter")))
 }
 
-/// `node --test tests/browser/` against the packed package and the release binaries.
+/// `node --test tests/browser/` against the packed package and the test binaries.
 fn node_tests(require_assets: bool, tarball: &Path, emulator: &Path, cli: &Path) -> Result<()> {
     let root = repo_root();
     let dir = root.join("tests").join("browser");

@@ -176,7 +176,11 @@ fn seconds(s: f64) -> String {
     let ms = (s * 1000.0).round().clamp(0.0, u64::MAX as f64) as u64;
     match ms % 1000 {
         0 => format!("{}", ms / 1000),
-        frac => format!("{}.{}", ms / 1000, format!("{frac:03}").trim_end_matches('0')),
+        frac => format!(
+            "{}.{}",
+            ms / 1000,
+            format!("{frac:03}").trim_end_matches('0')
+        ),
     }
 }
 
