@@ -3,22 +3,14 @@
 // size of the benchmark build. Apps load it lazily on their users' pages, after a stream.
 
 import init, * as glue from '../wasm/tpsmeter_meter.js';
+import { loadOnce } from './load.js';
 
 /** The initialised meter glue: `version()`, `apis()`, `Exchange`. */
 export type MeterModule = typeof glue;
 
-let loading: Promise<MeterModule> | undefined;
-
 /** Instantiates the meter's wasm once (located next to this module); a failed load retries. */
-export function loadMeterWasm(): Promise<MeterModule> {
-  loading ??= init({
-    module_or_path: new URL('../wasm/tpsmeter_meter_bg.wasm', import.meta.url),
-  }).then(
-    () => glue,
-    (e: unknown) => {
-      loading = undefined;
-      throw e;
-    },
-  );
-  return loading;
-}
+export const loadMeterWasm: () => Promise<MeterModule> = loadOnce(
+  init,
+  new URL('../wasm/tpsmeter_meter_bg.wasm', import.meta.url),
+  glue,
+);

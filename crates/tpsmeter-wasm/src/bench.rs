@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use tpsmeter_core::BenchOptions;
 use tpsmeter_core::drive::{Action, LoadDriver, RecordExtras, Ticket};
-use tpsmeter_core::report::{Environment, Report, SCHEMA_VERSION, ToolInfo, Warning};
+use tpsmeter_core::report::{Environment, Report, Warning};
 use tpsmeter_core::request::{HeaderValue, HttpRequest, Secret, build_browser_request};
 use wasm_bindgen::prelude::*;
 
@@ -263,19 +263,13 @@ impl BenchRun {
             self.driver.level_reports().to_vec(),
             self.driver.records().to_vec(),
         );
-        let report = Report {
-            schema_version: SCHEMA_VERSION,
-            tool: ToolInfo {
-                name: "tpsmeter".into(),
-                version: env!("CARGO_PKG_VERSION").into(),
-            },
+        to_js(&Report::new(
             config,
             environment,
             levels,
             requests,
             warnings,
-        };
-        to_js(&report)
+        ))
     }
 }
 

@@ -1,8 +1,7 @@
 //! Assembling the versioned report (schema from `tpsmeter-core`) at the end of a run.
 
 use tpsmeter_core::report::{
-    Environment, LevelReport, PromptSource, Report, RequestRecord, SCHEMA_VERSION, ToolInfo,
-    Warning,
+    Environment, LevelReport, PromptSource, Report, RequestRecord, Warning,
 };
 
 use super::args::BenchArgs;
@@ -54,16 +53,5 @@ pub fn build(
     if interrupted {
         notes.insert("interrupted".into(), "true".into());
     }
-    Ok(Report {
-        schema_version: SCHEMA_VERSION,
-        tool: ToolInfo {
-            name: "tpsmeter".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-        },
-        config,
-        environment,
-        levels,
-        requests,
-        warnings,
-    })
+    Ok(Report::new(config, environment, levels, requests, warnings))
 }

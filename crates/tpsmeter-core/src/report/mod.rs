@@ -55,6 +55,29 @@ pub struct Warning {
 }
 
 impl Report {
+    /// A report of the current schema version, written by this build of tpsmeter (the CLI
+    /// and the browser share the workspace's version).
+    pub fn new(
+        config: RunConfig,
+        environment: Environment,
+        levels: Vec<LevelReport>,
+        requests: Vec<RequestRecord>,
+        warnings: Vec<Warning>,
+    ) -> Report {
+        Report {
+            schema_version: SCHEMA_VERSION,
+            tool: ToolInfo {
+                name: "tpsmeter".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+            config,
+            environment,
+            levels,
+            requests,
+            warnings,
+        }
+    }
+
     /// Pretty-printed JSON.
     pub fn to_json(&self) -> String {
         // Plain data: serialisation cannot fail (non-finite floats become null).
