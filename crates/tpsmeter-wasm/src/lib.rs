@@ -1,8 +1,8 @@
 //! The wasm-bindgen boundary of tpsmeter (see README.md for the JS-visible API).
 //!
 //! What it does: exposes `tpsmeter-core`'s request builders, stream parser and timeline
-//! ([`Exchange`](exchange::JsExchange)), load driver and report ([`BenchRun`](bench::BenchRun))
-//! to JavaScript, so the browser measures with the same code as the CLI and writes the
+//! (`Exchange`, [`JsExchange`] in Rust), load driver and report (`BenchRun`, with the
+//! default `bench` feature) to JavaScript, so the browser measures with the same code as the CLI and writes the
 //! same report.
 //!
 //! What it does not do: any I/O. The npm package (`pkg/`) calls `fetch`, reads the body,
