@@ -11,7 +11,7 @@ use hyper::header::{
 };
 
 /// Cap on the `Access-Control-Request-Headers` value echoed back: real lists are a few
-/// names long; a longer one is answered with [`FALLBACK_ALLOW_HEADERS`] instead of being
+/// names long; a longer one is answered with `FALLBACK_ALLOW_HEADERS` instead of being
 /// copied into every preflight answer.
 pub const MAX_ECHOED_HEADERS_BYTES: usize = 1024;
 
