@@ -4,8 +4,6 @@ use tpsmeter_core::report::{ErrorClass, RequestRecord};
 use tpsmeter_core::{Api, Exchange, Failure, StreamEvent};
 use wasm_bindgen::prelude::*;
 
-use crate::convert::to_js;
-
 /// Cap on a failure message coming from the page (it may quote a browser error).
 const MAX_MESSAGE_CHARS: usize = 1000;
 
@@ -111,9 +109,12 @@ impl JsExchange {
         self.inner.set_http_version(version);
     }
 
-    /// The request's record as it stands (standalone use, e.g. the real-user meter): an
-    /// exchange still open is finished at `now_ms`, or at its last stamp when omitted.
-    pub fn record(&self, now_ms: Option<f64>) -> Result<JsValue, JsError> {
+    /// The request's record as it stands, as JSON text (standalone use: the real-user
+    /// meter, which `JSON.parse`s it): an exchange still open is finished at `now_ms`, or at
+    /// its last stamp when omitted. Text rather than a JS object because serde_json's
+    /// writer is far smaller than serde-wasm-bindgen's object builder, and this build is the
+    /// one apps load on their users' pages.
+    pub fn record(&self, now_ms: Option<f64>) -> Result<String, JsError> {
         let t = self.inner.timeline();
         let last = [t.end_ms(), t.last_output_ms(), t.first_byte_ms()]
             .into_iter()
@@ -133,7 +134,7 @@ impl JsExchange {
             true,
         );
         record.http_version = outcome.http_version;
-        to_js(&record)
+        serde_json::to_string(&record).map_err(|e| JsError::new(&e.to_string()))
     }
 
     /// The API this exchange decodes.

@@ -12,6 +12,7 @@
 
 #[cfg(feature = "bench")]
 mod bench;
+#[cfg(feature = "bench")]
 mod convert;
 mod exchange;
 

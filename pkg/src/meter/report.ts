@@ -60,7 +60,7 @@ export async function buildReport(
       }
     }
     for (const p of attributePaints(deltas, log.frames.frames)) ex.paint(p.t, p.chars);
-    const record = ex.record() as RequestRecord;
+    const record = JSON.parse(ex.record()) as RequestRecord;
     return { record, otel: toOtel(record, options), partial };
   } finally {
     ex.free();
