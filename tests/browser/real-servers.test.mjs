@@ -10,64 +10,57 @@ import { freePort, startServer } from './support/servers.mjs';
 
 const MAX_TOKENS = 16;
 
-function checkReport(report, requests) {
-  assert.deepEqual(errorClasses(report), Array(requests).fill('ok'), JSON.stringify(report.requests.map((r) => r.error)));
-  for (const r of report.requests) {
-    assert.ok(r.output_tokens > 0 && r.output_tokens <= MAX_TOKENS, `tokens: ${r.output_tokens}`);
-    assert.ok(r.metrics.ttft_ms > 0);
-  }
-}
-
-test('bench() against llama-server (SmolLM2)', async (t) => {
-  const bin = asset(t, 'TPSMETER_LLAMA_SERVER');
-  const model = bin && asset(t, 'TPSMETER_MODEL');
-  if (!model) return;
-  const fx = await fixture(t, { emulator: false });
-  if (!fx) return;
-  t.after(() => fx.close());
-  const port = await freePort();
-  const server = await startServer(
-    bin,
-    ['-m', model, '--host', '127.0.0.1', '--port', String(port), '-c', '2048', '-np', '2'],
-    port,
-    '/health',
-  );
-  t.after(() => server.stop());
-  const page = await fx.page();
-  const report = await benchInPage(page, {
-    api: 'openai-chat',
-    url: server.base,
-    model: 'smollm2',
+/** Each server: its binary's variable, its arguments, its readiness path, the levels run. */
+const SERVERS = [
+  {
+    name: 'llama-server (SmolLM2)',
+    bin: 'TPSMETER_LLAMA_SERVER',
+    args: (model, port) => ['-m', model, '--host', '127.0.0.1', '--port', String(port), '-c', '2048', '-np', '2'],
+    ready: '/health',
     concurrency: [1, 2],
-    requests: 2,
-    maxTokens: MAX_TOKENS,
-    prompt: 'Write a sentence about the sea.',
-  });
-  checkReport(report, 4);
-  await assertClean(page);
-});
-
-test('bench() against tpsmeter serve (SmolLM2 on our engine)', async (t) => {
-  const bin = asset(t, 'TPSMETER_CLI_BIN');
-  const model = bin && asset(t, 'TPSMETER_MODEL');
-  if (!model) return;
-  const fx = await fixture(t, { emulator: false });
-  if (!fx) return;
-  t.after(() => fx.close());
-  const port = await freePort();
-  const server = await startServer(bin, ['serve', '--model', model, '--port', String(port)], port, '/v1/models');
-  t.after(() => server.stop());
-  const page = await fx.page();
-  const report = await benchInPage(page, {
-    api: 'openai-chat',
-    url: server.base,
-    model: 'smollm2',
+  },
+  {
+    name: 'tpsmeter serve (SmolLM2 on our engine)',
+    bin: 'TPSMETER_CLI_BIN',
+    args: (model, port) => ['serve', '--model', model, '--port', String(port)],
+    ready: '/v1/models',
+    // One GPU request at a time: the engine serves a queue.
     concurrency: [1],
-    requests: 2,
-    maxTokens: MAX_TOKENS,
-    prompt: 'Write a sentence about the sea.',
-    render: undefined,
+  },
+];
+
+for (const s of SERVERS) {
+  test(`bench() against ${s.name}`, async (t) => {
+    const bin = asset(t, s.bin);
+    const model = bin && asset(t, 'TPSMETER_MODEL');
+    if (!model) return;
+    const fx = await fixture(t, { emulator: false });
+    if (!fx) return;
+    t.after(() => fx.close());
+    const port = await freePort();
+    const server = await startServer(bin, s.args(model, port), port, s.ready);
+    t.after(() => server.stop());
+    const page = await fx.page();
+    const requests = 2;
+    const report = await benchInPage(page, {
+      api: 'openai-chat',
+      url: server.base,
+      model: 'smollm2',
+      concurrency: s.concurrency,
+      requests,
+      maxTokens: MAX_TOKENS,
+      prompt: 'Write a sentence about the sea.',
+    });
+    const total = requests * s.concurrency.length;
+    assert.deepEqual(
+      errorClasses(report),
+      Array(total).fill('ok'),
+      JSON.stringify(report.requests.map((r) => r.error)),
+    );
+    for (const r of report.requests) {
+      assert.ok(r.output_tokens > 0 && r.output_tokens <= MAX_TOKENS, `tokens: ${r.output_tokens}`);
+      assert.ok(r.metrics.ttft_ms > 0);
+    }
+    await assertClean(page);
   });
-  checkReport(report, 2);
-  await assertClean(page);
-});
+}
