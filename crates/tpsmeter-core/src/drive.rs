@@ -165,7 +165,7 @@ impl LoadDriver {
     /// What to do at `now_ms`. Call again after every `Start` and every completion.
     pub fn next(&mut self, now_ms: f64) -> Result<Action> {
         loop {
-            if self.phase.is_none() && !self.open_phase(now_ms)? {
+            if self.phase.is_none() && !self.open_phase()? {
                 return Ok(Action::Done);
             }
             let Some(phase) = self.phase.as_mut() else {
@@ -359,7 +359,7 @@ impl LoadDriver {
     }
 
     /// Opens the next phase; `false` when every level is done.
-    fn open_phase(&mut self, _now_ms: f64) -> Result<bool> {
+    fn open_phase(&mut self) -> Result<bool> {
         if self.cancelled {
             return Ok(false);
         }

@@ -20,12 +20,12 @@
 use crate::api::Api;
 use crate::error::CoreError;
 use crate::event::StreamEvent;
-use crate::failure::{Failure, MAX_ERROR_BODY_BYTES, MAX_EXCERPT_CHARS, body_excerpt, cap_chars};
+use crate::failure::{
+    Failure, MAX_ERROR_BODY_BYTES, MAX_EXCERPT_CHARS, MAX_RETRY_AFTER_CHARS, body_excerpt,
+    cap_chars,
+};
 use crate::stream::StreamParser;
 use crate::timeline::Timeline;
-
-/// Cap on a `Retry-After` value kept from the response headers.
-const MAX_RETRY_AFTER_CHARS: usize = 64;
 
 /// What one request produced: its timeline (always finished) and, if it failed, why.
 #[derive(Debug, Clone)]
@@ -270,13 +270,8 @@ impl Exchange {
     /// The outcome of an ended exchange (one still open is finished at its last stamp).
     pub fn into_outcome(self) -> Outcome {
         let mut timeline = self.timeline;
-        if timeline.end_ms().is_none() {
-            let last = [timeline.last_output_ms(), timeline.first_byte_ms()]
-                .into_iter()
-                .flatten()
-                .fold(timeline.request_start_ms(), f64::max);
-            timeline.finish(last);
-        }
+        // A no-op when the exchange has ended.
+        timeline.finish(timeline.last_stamp_ms());
         Outcome {
             timeline,
             failure: self.failure,

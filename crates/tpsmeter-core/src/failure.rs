@@ -20,7 +20,7 @@ pub const MAX_EXCERPT_CHARS: usize = 512;
 pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// Cap on a `Retry-After` header value kept verbatim (an HTTP-date is 29 characters).
-const MAX_RETRY_AFTER_CHARS: usize = 64;
+pub(crate) const MAX_RETRY_AFTER_CHARS: usize = 64;
 
 /// What went wrong with one request.
 #[derive(Debug, Clone, PartialEq)]

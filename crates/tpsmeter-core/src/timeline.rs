@@ -226,6 +226,15 @@ impl Timeline {
         self.output_reads.last().copied()
     }
 
+    /// The latest stamp before the end: the last output, else the first byte, else the
+    /// start. Where a timeline that was never finished is taken to end.
+    pub fn last_stamp_ms(&self) -> f64 {
+        [self.last_output_ms(), self.first_byte_ms]
+            .into_iter()
+            .flatten()
+            .fold(self.request_start_ms, f64::max)
+    }
+
     /// Arrival times of every read that carried output of any kind, in arrival order, one
     /// entry per read even when it carried both reasoning and answer text.
     pub fn output_chunk_times(&self) -> &[f64] {

@@ -115,14 +115,11 @@ impl JsExchange {
     /// writer is far smaller than serde-wasm-bindgen's object builder, and this build is the
     /// one apps load on their users' pages.
     pub fn record(&self, now_ms: Option<f64>) -> Result<String, JsError> {
-        let t = self.inner.timeline();
-        let last = [t.end_ms(), t.last_output_ms(), t.first_byte_ms()]
-            .into_iter()
-            .flatten()
-            .fold(t.request_start_ms(), f64::max);
+        // An ended exchange keeps its end whatever `now` is given.
+        let now = now_ms.filter(|n| n.is_finite());
         let outcome = self
             .inner
-            .outcome(now_ms.filter(|n| n.is_finite()).unwrap_or(last));
+            .outcome(now.unwrap_or_else(|| self.inner.timeline().last_stamp_ms()));
         let error = outcome.failure.as_ref().map(|f| f.to_record());
         let mut record = RequestRecord::from_timeline(
             0,

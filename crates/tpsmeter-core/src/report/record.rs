@@ -207,12 +207,9 @@ impl RequestRecord {
     ) -> RequestRecord {
         let metrics = timeline.metrics();
         let start = timeline.request_start_ms();
-        let end_ms = timeline.end_ms().unwrap_or_else(|| {
-            [timeline.last_output_ms(), timeline.first_byte_ms()]
-                .into_iter()
-                .flatten()
-                .fold(start, f64::max)
-        });
+        let end_ms = timeline
+            .end_ms()
+            .unwrap_or_else(|| timeline.last_stamp_ms());
         let error = error.or_else(|| {
             timeline.stream_error().map(|e| {
                 let message = match &e.code {
