@@ -57,6 +57,14 @@ pub fn run_ci(skip_setup: bool) -> Result<()> {
     // full measurements here. Clippy above already compiles them.
     sh::run(test.args(["test", "--workspace", "--lib", "--bins", "--tests"]))?;
     sh::run(cargo().args(["test", "--workspace", "--doc"]))?;
+    // The core as the real-user meter's wasm build links it (no `json-error-detail`).
+    sh::run(cargo().args([
+        "test",
+        "-p",
+        "tpsmeter-core",
+        "--no-default-features",
+        "--lib",
+    ]))?;
     browser::run_browser_tests(true)
 }
 

@@ -5,9 +5,9 @@
 //!    `Exchange` only, about half the size, because apps load it on their users' pages);
 //! 2. `wasm-bindgen --target web` into `pkg/wasm/` (`tpsmeter_wasm*` and `tpsmeter_meter*`;
 //!    the package's `raw` and `raw-meter` modules wrap them);
-//! 3. `npm ci` in `pkg/` (TypeScript and binaryen's `wasm-opt` come from npm, because
-//!    Debian's binaryen is too old for what rustc emits);
-//! 4. `wasm-opt -Oz` on the glue's `.wasm`, in place;
+//! 3. `npm ci` in `pkg/` (TypeScript, esbuild and binaryen's `wasm-opt` come from npm,
+//!    binaryen because Debian's is too old for what rustc emits);
+//! 4. `wasm-opt -Oz` on the glue's `.wasm` and `esbuild --minify` on its `.js`, in place;
 //! 5. `npm run build` (tsc into `pkg/dist/`);
 //! 6. `npm pack` into `target/npm/` under the repository root.
 //!
@@ -103,8 +103,27 @@ pub fn build() -> Result<PathBuf> {
             before,
             file_len(&glue_wasm)?
         );
+        // The generated glue is minified (esbuild, as Vite would): it is code nobody reads
+        // (its types and docs are in the `.d.ts` beside it), and pages that load it without
+        // a bundler, the real-user meter's lazy load above all, download half the bytes.
+        let glue_js = pkg.join("wasm").join(format!("{out_name}.js"));
+        let before = file_len(&glue_js)?;
+        run(Command::new(pkg.join("node_modules/.bin/esbuild"))
+            .arg(&glue_js)
+            .args([
+                "--minify",
+                "--format=esm",
+                "--allow-overwrite",
+                "--log-level=warning",
+            ])
+            .arg(format!("--outfile={}", glue_js.display())))?;
+        eprintln!(
+            "esbuild --minify {out_name}.js: {} -> {} bytes",
+            before,
+            file_len(&glue_js)?
+        );
         shipped.push(glue_wasm);
-        shipped.push(pkg.join("wasm").join(format!("{out_name}.js")));
+        shipped.push(glue_js);
     }
     run(npm(&pkg).args(["run", "build"]))?;
 

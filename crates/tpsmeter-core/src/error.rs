@@ -1,5 +1,7 @@
 //! The one error type of this crate.
 
+use crate::quoted::Quoted;
+
 /// Everything that can go wrong while decoding or interpreting a stream, or building a
 /// request. Variants carry the offending values so the message names the culprit.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -15,7 +17,10 @@ pub enum CoreError {
     #[error("invalid UTF-8 at byte {offset} of the stream")]
     InvalidUtf8 { offset: u64 },
     /// A payload that should be JSON is not, or has the wrong shape.
-    #[error("malformed JSON in {context}: {message}; payload starts {excerpt:?}")]
+    #[error(
+        "malformed JSON in {context}: {message}; payload starts {}",
+        Quoted(excerpt)
+    )]
     MalformedJson {
         context: &'static str,
         message: String,
@@ -28,7 +33,7 @@ pub enum CoreError {
     #[error("invalid request: {0}")]
     InvalidRequest(String),
     /// A user-supplied specification (SLO list, concurrency list, ...) that does not parse.
-    #[error("invalid {what} {input:?}: {reason}")]
+    #[error("invalid {what} {}: {reason}", Quoted(input))]
     InvalidSpec {
         what: &'static str,
         input: String,

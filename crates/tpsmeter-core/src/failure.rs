@@ -157,16 +157,39 @@ impl Failure {
     /// A 429 response's failure from its headers and body excerpt.
     pub fn rate_limited(retry_after: Option<&str>, excerpt: String) -> Failure {
         let raw = retry_after.map(|r| cap_chars(r.trim(), MAX_RETRY_AFTER_CHARS));
-        let secs = raw
-            .as_deref()
-            .and_then(|r| r.parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0);
+        let secs = raw.as_deref().and_then(delay_seconds);
         Failure::RateLimited {
             retry_after_s: secs,
             retry_after_raw: raw,
             excerpt,
         }
     }
+}
+
+/// A `Retry-After` delay: RFC 9110's `delay-seconds` (digits), also with a decimal
+/// fraction as some servers send (`1.5`); `None` for anything else (an HTTP-date). Parsed
+/// by hand rather than with `str::parse::<f64>`, whose tables would be most of the float
+/// code in the real-user meter's lazy parser; the header is capped, so at most
+/// `MAX_RETRY_AFTER_CHARS` digits are read.
+fn delay_seconds(raw: &str) -> Option<f64> {
+    let (whole, fraction) = match raw.split_once('.') {
+        Some((whole, fraction)) => (whole, Some(fraction)),
+        None => (raw, None),
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(whole) || !fraction.is_none_or(digits) {
+        return None;
+    }
+    let mut value = 0.0f64;
+    for b in whole.bytes() {
+        value = value * 10.0 + f64::from(b - b'0');
+    }
+    let mut scale = 1.0f64;
+    for b in fraction.unwrap_or_default().bytes() {
+        scale /= 10.0;
+        value += f64::from(b - b'0') * scale;
+    }
+    Some(value)
 }
 
 /// Seconds with at most three decimals, written without `f64`'s `Display`: float
@@ -184,13 +207,7 @@ fn seconds(s: f64) -> String {
     }
 }
 
-/// The first `max` characters of `s`, with an ellipsis when cut.
-pub fn cap_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
-}
+pub use crate::cap::cap_chars;
 
 /// The excerpt of an error body: lossy UTF-8 (the body is untrusted), whitespace runs
 /// collapsed so it fits on one line, capped.
@@ -232,6 +249,12 @@ mod tests {
     fn retry_after_numeric_and_date() {
         let f = Failure::rate_limited(Some(" 7 "), String::new());
         assert_eq!(f.retry_after_s(), Some(7.0));
+        let f = Failure::rate_limited(Some("1.5"), String::new());
+        assert_eq!(f.retry_after_s(), Some(1.5));
+        for not_a_delay in ["", "-1", "1.", ".5", "1e3", "1.5.2", "inf", "NaN", "+3"] {
+            let f = Failure::rate_limited(Some(not_a_delay), String::new());
+            assert_eq!(f.retry_after_s(), None, "{not_a_delay:?}");
+        }
         let f = Failure::rate_limited(Some("Wed, 21 Oct 2015 07:28:00 GMT"), String::new());
         assert_eq!(f.retry_after_s(), None);
         assert!(f.message().contains("2015"));

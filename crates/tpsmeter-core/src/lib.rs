@@ -14,6 +14,7 @@
 //! milliseconds too.
 
 pub mod api;
+pub mod cap;
 pub mod decode;
 pub mod drive;
 pub mod error;
@@ -27,9 +28,11 @@ pub mod phase;
 pub mod plan;
 pub mod prompt;
 pub mod protocol;
+pub mod quoted;
 pub mod report;
 pub mod request;
 pub mod slo;
+mod sort;
 pub mod stats;
 pub mod stream;
 pub mod timeline;

@@ -139,9 +139,5 @@ fn parse_duration_ms(value: &str) -> std::result::Result<f64, String> {
 
 /// Keeps error messages short when someone pastes something huge.
 fn truncate(s: &str) -> String {
-    const SHOWN: usize = 80;
-    match s.char_indices().nth(SHOWN) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
+    crate::cap::cap_chars(s, 80)
 }

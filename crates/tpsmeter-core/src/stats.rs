@@ -39,7 +39,7 @@ impl Summary {
         if sorted.is_empty() {
             return None;
         }
-        sorted.sort_by(f64::total_cmp);
+        crate::sort::sort_floats(&mut sorted);
         let n = sorted.len();
         let mean = sorted.iter().sum::<f64>() / n as f64;
         // Two-pass variance: numerically stable enough for latencies (no catastrophic

@@ -27,9 +27,9 @@ enum Framing {
 }
 
 /// Incremental parser of one response body of one API: decoder plus protocol adapter.
-#[derive(Debug)]
 pub struct StreamParser {
     framing: Framing,
+    api: Api,
     adapter: Box<dyn Adapter>,
     bytes_seen: u64,
     /// A `Done` or `Error` was emitted.
@@ -38,6 +38,22 @@ pub struct StreamParser {
     finished: bool,
     /// The first decoding error, repeated by every later call.
     failed: Option<CoreError>,
+}
+
+/// By hand: the adapter is shown by its API only, because `Debug` as a supertrait of
+/// `Adapter` would put every adapter's `Debug` in its vtable, where the linker cannot drop
+/// it (and with it Unicode escaping tables) from the real-user meter's wasm.
+impl std::fmt::Debug for StreamParser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamParser")
+            .field("framing", &self.framing)
+            .field("api", &self.api)
+            .field("bytes_seen", &self.bytes_seen)
+            .field("ended", &self.ended)
+            .field("finished", &self.finished)
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
 }
 
 impl StreamParser {
@@ -55,6 +71,7 @@ impl StreamParser {
         };
         StreamParser {
             framing,
+            api,
             adapter: adapter_for(api),
             bytes_seen: 0,
             ended: false,

@@ -1,5 +1,6 @@
 //! `Exchange` for JavaScript: one streamed response, fed the reads the page stamped.
 
+use tpsmeter_core::quoted::Quoted;
 use tpsmeter_core::report::{ErrorClass, RequestRecord};
 use tpsmeter_core::{Api, Exchange, Failure, StreamEvent};
 use wasm_bindgen::prelude::*;
@@ -21,10 +22,8 @@ impl JsExchange {
     #[wasm_bindgen(constructor)]
     pub fn new(api: &str, start_ms: f64) -> Result<JsExchange, JsError> {
         let api = Api::from_name(api).ok_or_else(|| {
-            JsError::new(&format!(
-                "unknown api {:?}",
-                api.chars().take(40).collect::<String>()
-            ))
+            let shown: String = api.chars().take(40).collect();
+            JsError::new(&format!("unknown api {}", Quoted(&shown)))
         })?;
         Ok(JsExchange::for_api(api, start_ms))
     }
@@ -131,7 +130,9 @@ impl JsExchange {
             true,
         );
         record.http_version = outcome.http_version;
-        serde_json::to_string(&record).map_err(|e| JsError::new(&e.to_string()))
+        // Writing our own record fails only if memory runs out; serde_json's message table
+        // would cost this build 1 KB for that.
+        serde_json::to_string(&record).map_err(|_| JsError::new("the record could not be written"))
     }
 
     /// The API this exchange decodes.

@@ -18,6 +18,11 @@ mod exchange;
 
 use wasm_bindgen::prelude::*;
 
+// Single-threaded wasm (no `atomics`): Talc's dynamic allocator grows memory as dlmalloc does.
+#[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
 #[cfg(feature = "bench")]
 pub use bench::BenchRun;
 pub use exchange::JsExchange;
@@ -34,6 +39,7 @@ pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
 }
 
+#[cfg(feature = "bench")]
 /// The API names `bench` and `Exchange` accept.
 #[wasm_bindgen]
 pub fn apis() -> Vec<String> {

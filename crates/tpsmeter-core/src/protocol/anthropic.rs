@@ -10,7 +10,7 @@
 //! - `message_delta` → usage (cumulative: later reports supersede) and finish;
 //! - `message_stop` → done; `ping`, `content_block_stop` ignored; `error` → error.
 
-use serde_json::Value;
+use crate::protocol::value::Value;
 
 use crate::error::{CoreError, Result};
 use crate::event::{FinishReason, StreamEvent, Usage};

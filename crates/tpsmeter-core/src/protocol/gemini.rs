@@ -16,7 +16,7 @@
 //! end of body after at least one event that carried a `finishReason` (or a prompt block)
 //! counts as `Done`; a body that ends before any finish reason was cut → `TruncatedStream`.
 
-use serde_json::Value;
+use crate::protocol::value::Value;
 
 use crate::error::{CoreError, Result};
 use crate::event::{FinishReason, StreamEvent, Usage};

@@ -10,7 +10,7 @@
 //! ignored. Their messages never quote the offending value (that would link float
 //! formatting into the wasm build).
 
-use serde_json::{Map, Value};
+pub(crate) use crate::protocol::value::{Fields, Number, Value};
 
 use crate::decode::limits::MAX_ERROR_EXCERPT_CHARS;
 use crate::error::{CoreError, Result};
@@ -19,9 +19,6 @@ use crate::event::StreamEvent;
 /// Cap, in characters, on serde_json's message inside `MalformedJson`: type errors quote
 /// the offending value, which may be long.
 const MAX_ERROR_MESSAGE_CHARS: usize = 160;
-
-/// The fields of one JSON object, taken out one by one by the accessors.
-pub(crate) type Fields = Map<String, Value>;
 
 /// A field of a payload whose JSON type is not the one the protocol defines.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,9 +34,9 @@ impl Shape {
         let found = match found {
             Value::Null => "null",
             Value::Bool(_) => "a boolean",
-            Value::Number(n) if n.is_f64() => "a floating-point number",
-            Value::Number(n) if n.is_i64() => "a negative integer",
-            Value::Number(_) => "an integer out of range",
+            Value::Number(Number::Float(_)) => "a floating-point number",
+            Value::Number(Number::NegInt(_)) => "a negative integer",
+            Value::Number(Number::PosInt(_)) => "an integer out of range",
             Value::String(_) => "a string",
             Value::Array(_) => "an array",
             Value::Object(_) => "an object",
@@ -86,7 +83,26 @@ pub(crate) struct Keys {
 /// Parses `data` as JSON keeping only `keys`, mapping failures to `MalformedJson` with a
 /// capped excerpt.
 fn parse_keys(context: &'static str, keys: &Keys, data: &str) -> Result<Value> {
-    deserialize(Some(keys), data).map_err(|e| malformed(context, e.to_string(), data))
+    deserialize(Some(keys), data).map_err(|e| malformed(context, json_error_message(&e), data))
+}
+
+/// serde_json's own message (with the `json-error-detail` feature).
+#[cfg(feature = "json-error-detail")]
+fn json_error_message(e: &serde_json::Error) -> String {
+    e.to_string()
+}
+
+/// The kind of fault and where, without serde_json's message table (see the
+/// `json-error-detail` feature).
+#[cfg(not(feature = "json-error-detail"))]
+fn json_error_message(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    let kind = match e.classify() {
+        Category::Eof => "unexpected end of JSON",
+        Category::Syntax => "not valid JSON",
+        Category::Data | Category::Io => "unreadable JSON value",
+    };
+    format!("{kind} at line {} column {}", e.line(), e.column())
 }
 
 /// Parses `data` as a whole JSON value (what `serde_json::from_str::<Value>` does, through
@@ -186,14 +202,18 @@ impl<'de> serde::de::Visitor<'de> for Filtered<'_> {
         Ok(Value::Bool(v))
     }
     fn visit_i64<E>(self, v: i64) -> std::result::Result<Value, E> {
-        Ok(Value::from(v))
+        Ok(Value::Number(Number::from_i64(v)))
     }
     fn visit_u64<E>(self, v: u64) -> std::result::Result<Value, E> {
-        Ok(Value::from(v))
+        Ok(Value::Number(Number::PosInt(v)))
     }
     fn visit_f64<E>(self, v: f64) -> std::result::Result<Value, E> {
         // serde_json's rule: a non-finite float is `null`.
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+        Ok(if v.is_finite() {
+            Value::Number(Number::Float(v))
+        } else {
+            Value::Null
+        })
     }
     fn visit_str<E>(self, v: &str) -> std::result::Result<Value, E> {
         Ok(Value::String(v.to_owned()))
@@ -409,13 +429,7 @@ fn malformed(context: &'static str, message: String, data: &str) -> CoreError {
     }
 }
 
-/// The first `max` characters of `s`, with `…` appended when something was cut.
-pub(crate) fn truncate_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &s[..cut]),
-        None => s.to_owned(),
-    }
-}
+pub(crate) use crate::cap::cap_chars as truncate_chars;
 
 /// An in-stream error in any of the shapes servers use: a string, or an object with
 /// `message` and one of `type` / `code` / `status` (strings or numbers).
@@ -470,10 +484,27 @@ mod tests {
     }
 
     #[test]
+    fn a_syntax_error_names_its_position_with_or_without_detail() {
+        let none = Keys {
+            read: &[],
+            whole: &[],
+        };
+        for (data, at) in [
+            ("{\"a\":}", "line 1 column 6"),
+            ("{\"a\":1", "line 1 column 6"),
+        ] {
+            let CoreError::MalformedJson { message, .. } =
+                parse_keys("t", &none, data).unwrap_err()
+            else {
+                panic!("wrong variant");
+            };
+            assert!(message.ends_with(at), "{message}");
+        }
+    }
+
+    #[test]
     fn error_event_reads_object_and_string_shapes() {
-        let v: Value =
-            serde_json::from_str(r#"{"message":"slow down","type":"rate_limit","code":429}"#)
-                .unwrap();
+        let v = parse_value(r#"{"message":"slow down","type":"rate_limit","code":429}"#).unwrap();
         assert_eq!(
             error_event(&v),
             StreamEvent::Error {
@@ -481,7 +512,7 @@ mod tests {
                 message: "slow down".into()
             }
         );
-        let v: Value = serde_json::from_str(r#"{"code":500,"message":"boom"}"#).unwrap();
+        let v = parse_value(r#"{"code":500,"message":"boom"}"#).unwrap();
         assert_eq!(
             error_event(&v),
             StreamEvent::Error {
@@ -533,8 +564,7 @@ mod tests {
     #[test]
     fn accessors_follow_the_derived_structs_rules() {
         let mut f = root(
-            serde_json::from_str(r#"{"a":null,"n":4294967296,"m":-1,"i":7,"x":3.5,"o":[{},{}]}"#)
-                .unwrap(),
+            parse_value(r#"{"a":null,"n":4294967296,"m":-1,"i":7,"x":3.5,"o":[{},{}]}"#).unwrap(),
         )
         .unwrap();
         assert_eq!(string(&mut f, "a"), Ok(None));
@@ -555,8 +585,7 @@ mod tests {
         };
         let data = r#"{"a":{"b":[1,{"x":2,"b":-3}],"y":1e400},"w":{"x":[1.5,null]},"z":"skip"}"#;
         let value = parse_keys("t", &keys, data).unwrap();
-        let expected: Value =
-            serde_json::from_str(r#"{"a":{"b":[1,{"b":-3}]},"w":{"x":[1.5,null]}}"#).unwrap();
+        let expected = parse_value(r#"{"a":{"b":[1,{"b":-3}]},"w":{"x":[1.5,null]}}"#).unwrap();
         assert_eq!(value, expected);
         // Trailing garbage is still an error.
         assert!(parse_keys("t", &keys, r#"{"a":1} x"#).is_err());

@@ -17,16 +17,15 @@ mod openai_chat;
 mod openai_common;
 mod openai_completions;
 mod openai_responses;
+mod value;
 mod vercel_ui;
-
-use std::fmt::Debug;
 
 use crate::api::Api;
 use crate::error::Result;
 use crate::event::StreamEvent;
 
 /// Interprets one API's framed messages.
-pub(crate) trait Adapter: Debug + Send {
+pub(crate) trait Adapter: Send {
     /// One framed message: an SSE event (its type and data) or an NDJSON line (type `""`).
     fn on_message(&mut self, event: &str, data: &str, out: &mut Vec<StreamEvent>) -> Result<()>;
 

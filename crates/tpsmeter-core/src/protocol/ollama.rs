@@ -9,7 +9,7 @@
 //!   (`done_reason`; `stop` when an old server omits it), done;
 //! - `{"error": "..."}` → error.
 
-use serde_json::Value;
+use crate::protocol::value::Value;
 
 use crate::error::{CoreError, Result};
 use crate::event::{FinishReason, StreamEvent, Usage};

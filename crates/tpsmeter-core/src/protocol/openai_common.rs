@@ -1,7 +1,7 @@
 //! What OpenAI chat completions and legacy completions streams share: the chunk shape,
 //! `[DONE]`, usage (with llama.cpp's `timings`), finish reasons and in-stream errors.
 
-use serde_json::Value;
+use crate::protocol::value::Value;
 
 use crate::decode::limits::MAX_ERROR_EXCERPT_CHARS;
 use crate::error::Result;

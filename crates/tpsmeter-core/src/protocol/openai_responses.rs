@@ -13,7 +13,7 @@
 //!   stream ended cleanly, the output was cut by a limit;
 //! - `response.failed`, `error` → error.
 
-use serde_json::Value;
+use crate::protocol::value::Value;
 
 use crate::error::{CoreError, Result};
 use crate::event::{FinishReason, StreamEvent, Usage};

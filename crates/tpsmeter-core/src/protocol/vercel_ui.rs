@@ -16,7 +16,7 @@
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use serde_json::Value;
+use crate::protocol::value::Value;
 
 use crate::decode::limits::MAX_ERROR_EXCERPT_CHARS;
 use crate::error::{CoreError, Result};

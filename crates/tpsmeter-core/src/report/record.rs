@@ -136,10 +136,7 @@ pub struct ErrorRecord {
 impl ErrorRecord {
     /// An error record with `message` capped at [`MAX_ERROR_MESSAGE_CHARS`].
     pub fn new(class: ErrorClass, message: &str) -> ErrorRecord {
-        let message = match message.char_indices().nth(MAX_ERROR_MESSAGE_CHARS) {
-            Some((i, _)) => format!("{}…", &message[..i]),
-            None => message.to_string(),
-        };
+        let message = crate::cap::cap_chars(message, MAX_ERROR_MESSAGE_CHARS);
         ErrorRecord {
             class,
             message,
