@@ -5,7 +5,7 @@
 import init, * as glue from '../wasm/tpsmeter_meter.js';
 import { loadOnce } from './load.js';
 
-/** The initialised meter glue: `version()`, `apis()`, `Exchange`. */
+/** The initialised meter glue: `version()`, `Exchange`. */
 export type MeterModule = typeof glue;
 
 /** Instantiates the meter's wasm once (located next to this module); a failed load retries. */

@@ -59,7 +59,9 @@ const PAIR_SLACK_NS: f64 = 2e6;
 const EXPAND_SLACK_NS: f64 = 0.5e6;
 /// Longest a `timing.mjs` run may take beyond the requests' own time.
 const NODE_GRACE: Duration = Duration::from_secs(120);
-/// The accuracy target for the client's own error (TTFT and ITL vs sent), ms.
+/// The accuracy target for chunk arrival (the ITL error vs sent gaps), ms: issue 7's
+/// "chunk-arrival error p99 <= 2 ms". TTFT error is printed beside it, not judged: in the
+/// browser it includes fetch() dispatch (Resource Timing's queue), which users pay too.
 const TARGET_P99_MS: f64 = CAPACITY_P99_MS;
 
 fn repo_root() -> PathBuf {
@@ -312,7 +314,7 @@ fn header() {
         "fail/unm",
         "|TTFT err|",
         "|ITL err|",
-        "p99<=2ms",
+        "ITL<=2ms",
         "COI",
         "timer resolution",
         "load 1m"
@@ -333,7 +335,7 @@ fn row(client: &str, concurrency: usize, s: &Samples, coi: &str, resolution: &st
     let (ttft, itl) = (pair(&s.ttft_sent), pair(&s.itl_sent));
     let met = if s.ttft_sent.is_empty() {
         "n/a"
-    } else if ttft.1.max(itl.1) <= TARGET_P99_MS {
+    } else if itl.1 <= TARGET_P99_MS {
         "yes"
     } else {
         "NO"
@@ -409,7 +411,10 @@ pub(crate) async fn compare(
 
     println!();
     println!(
-        "timing error vs the emulator's send stamps (TTFT: measured − (first sent − arrival); ITL: measured gap − sent gap); target p99 <= {TARGET_P99_MS} ms"
+        "timing error vs the emulator's send stamps (TTFT: measured − (first sent − arrival); ITL: measured gap − sent gap)"
+    );
+    println!(
+        "target: chunk-arrival (ITL) error p99 <= {TARGET_P99_MS} ms; TTFT error is shown beside it and includes the browser's fetch() dispatch (queue_ms below)"
     );
     header();
     for (c, s, load) in &cli_rows {
