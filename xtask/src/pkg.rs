@@ -22,10 +22,16 @@ use std::process::Command;
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
-/// The two wasm builds: (wasm-bindgen out-name, cargo feature arguments).
+/// The wasm builds: (wasm-bindgen out-name, cargo feature arguments).
 const VARIANTS: &[(&str, &[&str])] = &[
     ("tpsmeter_wasm", &[]),
     ("tpsmeter_meter", &["--no-default-features"]),
+    // The local engine (`tpsmeter/engine`, loaded in its Worker): wgpu, the tokenizer and the
+    // chat template engine, without the benchmark's load driver.
+    (
+        "tpsmeter_engine",
+        &["--no-default-features", "--features", "gpu"],
+    ),
 ];
 
 /// The wasm features today's rustc output declares (`wasm-opt --print-features` on the

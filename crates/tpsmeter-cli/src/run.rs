@@ -160,6 +160,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
             "model": engine.name(),
             "adapter": adapter,
             "text": g.text,
+            "tokens": g.tokens,
             "stop": stop_name(g.stop),
             "figures": figures,
         });

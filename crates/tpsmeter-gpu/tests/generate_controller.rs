@@ -37,7 +37,7 @@ impl Scripted {
 }
 
 impl TokenStep for Scripted {
-    fn step(&mut self, tokens: &[u32], start: usize) -> Result<u32> {
+    async fn step(&mut self, tokens: &[u32], start: usize) -> Result<u32> {
         assert!(!tokens.is_empty());
         assert!(
             start <= self.cache.len(),
@@ -86,8 +86,14 @@ fn run(
             cancel.cancel();
         }
     };
-    let generation =
-        generator.generate(&tok, prompt, params, &cancel, &mut clock, &mut on_event)?;
+    let generation = pollster::block_on(generator.generate(
+        &tok,
+        prompt,
+        params,
+        &cancel,
+        &mut clock,
+        &mut on_event,
+    ))?;
     Ok(Run { generation, events })
 }
 

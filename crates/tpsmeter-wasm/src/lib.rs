@@ -14,6 +14,8 @@
 mod bench;
 #[cfg(feature = "bench")]
 mod convert;
+#[cfg(feature = "gpu")]
+mod engine;
 mod exchange;
 
 use wasm_bindgen::prelude::*;
@@ -25,6 +27,8 @@ static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_all
 
 #[cfg(feature = "bench")]
 pub use bench::BenchRun;
+#[cfg(feature = "gpu")]
+pub use engine::{JsEngine, JsEngineLoader};
 pub use exchange::JsExchange;
 
 /// Sets the panic hook once, when the module is instantiated.

@@ -20,8 +20,17 @@ export const CHROMIUM_ARGS = [
   '--disable-sync',
 ];
 
-/** Launches Chromium; resolves to { context, newPage(url), close() }. */
-export async function launchBrowser(t) {
+/**
+ * WebGPU for the local engine: headless Chromium offers SwiftShader's Vulkan as the adapter
+ * (no `shader-f16`; the engine's f32 path).
+ */
+export const WEBGPU_ARGS = ['--enable-unsafe-webgpu'];
+
+/**
+ * Launches Chromium; resolves to { context, newPage(url), close() }.
+ * opts.webgpu: also pass WEBGPU_ARGS.
+ */
+export async function launchBrowser(t, opts = {}) {
   if (!fs.existsSync(env.chromium)) {
     const why = `no Chromium at ${env.chromium} (apt-get install chromium, or set TPSMETER_CHROMIUM)`;
     if (env.requireAssets) throw new Error(why);
@@ -32,7 +41,7 @@ export async function launchBrowser(t) {
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: env.chromium,
     headless: true,
-    args: CHROMIUM_ARGS,
+    args: opts.webgpu ? [...CHROMIUM_ARGS, ...WEBGPU_ARGS] : CHROMIUM_ARGS,
   });
   await context.addInitScript(() => {
     window.__rejections = [];

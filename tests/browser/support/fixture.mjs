@@ -13,6 +13,7 @@ export const PAGES_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)),
 
 /**
  * opts.emulator: emulator flags ({ ttftMs, itlMs, tokens, ... }) or false for none.
+ * opts.mounts: more { '/url/prefix/': '/dir' } to serve; opts.webgpu: Chromium with WebGPU.
  * Resolves to { pkg, origin, browser, emulator, page(pathname), close() }.
  */
 export async function fixture(t, opts = {}) {
@@ -25,7 +26,7 @@ export async function fixture(t, opts = {}) {
     emulator = await startEmulator(bin, opts.emulator ?? {});
   }
   const server = await serveStatic({ '/tpsmeter/': pkg.dir, '/': PAGES_DIR, ...(opts.mounts ?? {}) });
-  const browser = await launchBrowser(t);
+  const browser = await launchBrowser(t, { webgpu: opts.webgpu });
   if (!browser) {
     await server.close();
     await emulator?.stop();

@@ -50,6 +50,8 @@ export async function serveStatic(mounts) {
       return;
     }
     headers['content-type'] = MIME[path.extname(file)] ?? 'application/octet-stream';
+    // Downloads know their size (the engine's load progress reports percent and ETA).
+    headers['content-length'] = String(fs.statSync(file).size);
     res.writeHead(200, headers);
     fs.createReadStream(file).pipe(res);
   });

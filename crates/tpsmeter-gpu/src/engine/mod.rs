@@ -4,18 +4,18 @@
 //! allocates a static KV cache, prepares the decode step (one command buffer, one submit,
 //! 4 bytes read back per token) and chunked prefill graphs (matrix-matrix kernels), samples on
 //! the GPU, and drives the generation loop ([`crate::generate`]) with its tokenizer and chat
-//! template ([`Engine`], native).
+//! template ([`Engine`]), from a whole file or from a download as it arrives ([`EngineLoader`]).
 //!
 //! What it does not do: load files or read clocks itself (callers pass bytes and a clock),
 //! batch several requests, or serve HTTP (the CLI does).
 
 pub mod graph;
+mod loader;
 pub mod model;
 mod readback;
-#[cfg(not(target_arch = "wasm32"))]
 mod session;
 
+pub use loader::EngineLoader;
 pub use model::{DEFAULT_MAX_CONTEXT, GpuModel, ModelOptions, PREFILL_CHUNK, StepStats};
 pub use readback::TOKEN_BYTES;
-#[cfg(not(target_arch = "wasm32"))]
 pub use session::Engine;

@@ -95,6 +95,18 @@ impl GpuModel {
     pub fn load(ctx: Arc<GpuContext>, file: &GgufFile<'_>, opts: &ModelOptions) -> Result<Self> {
         let cfg = ModelConfig::from_header(&file.header)?;
         let weights = GpuWeights::upload(&ctx, file, &cfg)?;
+        Self::from_weights(ctx, cfg, weights, opts)
+    }
+
+    /// A model from weights already on the device (a streamed load assembles them as the
+    /// download arrives): allocates the KV cache and activations and prepares the decode
+    /// graph (compiling its pipelines).
+    pub fn from_weights(
+        ctx: Arc<GpuContext>,
+        cfg: ModelConfig,
+        weights: GpuWeights,
+        opts: &ModelOptions,
+    ) -> Result<Self> {
         let max_ctx = opts.max_context.clamp(1, cfg.context_length);
         let dt = DType::F32;
         let kv = KvCache::new(&ctx, &cfg, max_ctx, dt)?;
@@ -470,10 +482,10 @@ impl GpuModel {
     }
 }
 
-#[cfg(not(target_arch = "wasm32"))]
 impl crate::generate::TokenStep for GpuModel {
-    fn step(&mut self, tokens: &[u32], start: usize) -> Result<u32> {
-        self.step_blocking(tokens, start)
+    async fn step(&mut self, tokens: &[u32], start: usize) -> Result<u32> {
+        self.submit_step(tokens, start)?;
+        self.read_token().await
     }
 
     fn context_len(&self) -> usize {

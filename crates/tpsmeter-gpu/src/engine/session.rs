@@ -6,11 +6,11 @@ use std::sync::Arc;
 use crate::chat::{ChatMessage, ChatTemplate, RenderOptions};
 use crate::error::Result;
 use crate::generate::{CancelToken, GenerateParams, Generation, Generator, TokenEvent};
-use crate::gguf::GgufFile;
 use crate::gpu::context::GpuContext;
 use crate::kernels::SamplerConfig;
-use crate::tokenizer::{Tokenizer, TokenizerSpec};
+use crate::tokenizer::Tokenizer;
 
+use super::loader::EngineLoader;
 use super::model::{GpuModel, ModelOptions};
 
 /// A loaded model ready to generate text.
@@ -25,23 +25,26 @@ pub struct Engine {
 impl Engine {
     /// Parses a whole GGUF file held in memory, builds its tokenizer and uploads the model.
     pub fn load(ctx: Arc<GpuContext>, gguf: &[u8], opts: &ModelOptions) -> Result<Self> {
-        let file = GgufFile::parse(gguf)?;
-        let tokenizer = Tokenizer::from_spec(&TokenizerSpec::from_gguf(&file.header.metadata)?)?;
-        // A model without a usable template can still complete raw prompts.
-        let chat = ChatTemplate::from_tokenizer(&tokenizer).ok();
-        let name = file
-            .header
-            .metadata
-            .opt_str("general.name")?
-            .unwrap_or("local model")
-            .to_owned();
-        let model = GpuModel::load(ctx, &file, opts)?;
-        Ok(Self {
+        // The streamed load's one path: a whole file is a download in one chunk (each
+        // tensor is then a slice of it, not a copy).
+        let mut loader = EngineLoader::new(ctx, opts.clone());
+        loader.push(gguf)?;
+        loader.finish()
+    }
+
+    /// An engine from a loaded model and what its header described.
+    pub(crate) fn from_parts(
+        tokenizer: Tokenizer,
+        chat: Option<ChatTemplate>,
+        model: GpuModel,
+        name: String,
+    ) -> Self {
+        Self {
             tokenizer,
             chat,
             generator: Generator::new(model),
             name,
-        })
+        }
     }
 
     /// `general.name` of the file.
@@ -101,7 +104,7 @@ impl Engine {
     /// Generates from `prompt` with `sampling`, calling `on_event` for every token as its
     /// text becomes showable (id, text piece and the time `clock` read when the id came
     /// back). Keys and values of a prefix shared with the previous call are reused.
-    pub fn generate(
+    pub async fn generate_async(
         &mut self,
         prompt: &[u32],
         params: &GenerateParams,
@@ -113,6 +116,21 @@ impl Engine {
         self.generator.model_mut().set_sampling(*sampling)?;
         self.generator
             .generate(&self.tokenizer, prompt, params, cancel, clock, on_event)
+            .await
+    }
+
+    /// Native: [`Engine::generate_async`], blocking the calling thread until it ends.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn generate(
+        &mut self,
+        prompt: &[u32],
+        params: &GenerateParams,
+        sampling: &SamplerConfig,
+        cancel: &CancelToken,
+        clock: &mut dyn FnMut() -> f64,
+        on_event: &mut dyn FnMut(&TokenEvent),
+    ) -> Result<Generation> {
+        pollster::block_on(self.generate_async(prompt, params, sampling, cancel, clock, on_event))
     }
 
     /// Forgets the KV cache's contents: the next prompt runs in full (benchmarks that must

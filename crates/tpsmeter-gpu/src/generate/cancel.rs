@@ -18,6 +18,11 @@ impl CancelToken {
         self.0.store(true, Ordering::Release);
     }
 
+    /// Clears an earlier cancellation, so the token can serve the next generation.
+    pub fn reset(&self) {
+        self.0.store(false, Ordering::Release);
+    }
+
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::Acquire)
     }

@@ -113,7 +113,9 @@ impl<M: TokenStep> Generator<M> {
     /// showable. `clock` is read once before the prompt runs, once per sampled token and at the
     /// end. A prompt longer than the context is [`GpuError::ContextFull`]; reaching the limit
     /// while generating ends with [`StopReason::ContextFull`], keeping what was generated.
-    pub fn generate(
+    /// `cancel` is checked after every token, so a cancellation (from another task while
+    /// this one awaits the model) stops it within one token.
+    pub async fn generate(
         &mut self,
         tokenizer: &Tokenizer,
         prompt: &[u32],
@@ -168,7 +170,7 @@ impl<M: TokenStep> Generator<M> {
         // Entries past `keep` are about to be overwritten: forget them first, so an error in
         // the step leaves the bookkeeping true.
         self.cached.truncate(keep);
-        let mut next = self.model.step(&prompt[keep..], keep)?;
+        let mut next = self.model.step(&prompt[keep..], keep).await?;
         self.cached.extend_from_slice(&prompt[keep..]);
 
         let mut matched = false;
@@ -208,7 +210,7 @@ impl<M: TokenStep> Generator<M> {
                 out.stop = StopReason::ContextFull;
                 break;
             }
-            next = self.model.step(&[token], position)?;
+            next = self.model.step(&[token], position).await?;
             self.cached.push(token);
         }
 

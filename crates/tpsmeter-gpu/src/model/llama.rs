@@ -7,7 +7,9 @@
 //! can wire dispatches without further checks.
 
 use crate::error::{GpuError, Result};
-use crate::gguf::{GgmlType, GgufFile};
+use std::collections::HashMap;
+
+use crate::gguf::{GgmlType, GgufFile, TensorInfo};
 use crate::gpu::context::GpuContext;
 use crate::gpu::defines::DType;
 use crate::kernels::{QWeight, Tensor, WeightFormat};
@@ -69,46 +71,100 @@ pub fn weight_format(ty: GgmlType, tensor: &str) -> Result<WeightFormat> {
     })
 }
 
-/// Uploads matrix `name`, which must be `rows x cols` (ggml dims `[cols, rows]`).
-fn matrix(
-    ctx: &GpuContext,
-    file: &GgufFile<'_>,
-    name: &str,
-    cols: usize,
-    rows: usize,
-) -> Result<QWeight> {
-    let info = file.tensor_info(name)?;
-    let mut dims = info.dims.clone();
-    while dims.len() > 2 && dims.last() == Some(&1) {
-        dims.pop();
-    }
-    if dims != [cols as u64, rows as u64] {
-        return Err(GpuError::WrongTensorShape {
-            tensor: name.into(),
-            expected: vec![cols as u64, rows as u64],
-            found: info.dims.clone(),
-        });
-    }
-    let format = weight_format(info.ty, name)?;
-    QWeight::upload(ctx, name, format, rows, cols, file.bytes_of(info)?)
+/// Tensors as they arrive, in any order, before [`GpuWeights::assemble`] wires them up:
+/// matrices uploaded at once (so a streamed download never holds the whole file), vectors
+/// (norms, biases, RoPE factors: a few hundred KiB) kept on the host as f32 until their
+/// role is known. Whole files and downloads take this one path.
+#[derive(Debug, Default)]
+pub struct StagedWeights {
+    matrices: HashMap<String, (QWeight, Vec<u64>)>,
+    vectors: HashMap<String, (Vec<f32>, Vec<u64>)>,
 }
 
-/// Vector `name` of `len` values as f32 on the host.
-fn host_vector(file: &GgufFile<'_>, name: &str, len: usize) -> Result<Vec<f32>> {
-    let info = file.tensor_info(name)?;
-    if info.n_elements != len as u64 {
-        return Err(GpuError::WrongTensorShape {
-            tensor: name.into(),
-            expected: vec![len as u64],
-            found: info.dims.clone(),
-        });
+impl StagedWeights {
+    pub fn new() -> Self {
+        Self::default()
     }
-    file.dequantize(name)
-}
 
-/// Uploads vector `name` of `len` values as f32.
-fn vector(ctx: &GpuContext, file: &GgufFile<'_>, name: &str, len: usize) -> Result<Tensor> {
-    Tensor::from_f32(ctx, name, &host_vector(file, name, len)?, DType::F32)
+    /// Takes one tensor: a vector (one dimension above 1 at most) is dequantized on the host;
+    /// a matrix is uploaded quantized as stored. Tensors of more dimensions are not used by
+    /// this forward pass and are dropped here (assembly names any it needed).
+    pub fn accept(&mut self, ctx: &GpuContext, info: &TensorInfo, bytes: &[u8]) -> Result<()> {
+        let name = &info.name;
+        let mut dims = info.dims.clone();
+        while dims.len() > 2 && dims.last() == Some(&1) {
+            dims.pop();
+        }
+        let first = dims.first().copied().unwrap_or(1);
+        if info.n_elements == first {
+            let n = usize::try_from(info.n_elements).map_err(|_| GpuError::LimitExceeded {
+                what: format!("elements of tensor {name:?} on this platform"),
+                value: info.n_elements,
+                limit: usize::MAX as u64,
+            })?;
+            let values = crate::quant::dequantize_to_vec(info.ty, bytes, n)?;
+            self.vectors
+                .insert(name.clone(), (values, info.dims.clone()));
+        } else if let [cols, rows] = dims[..] {
+            let too_big = |v: u64| GpuError::LimitExceeded {
+                what: format!("dimension of tensor {name:?} on this platform"),
+                value: v,
+                limit: usize::MAX as u64,
+            };
+            let cols = usize::try_from(cols).map_err(|_| too_big(cols))?;
+            let rows = usize::try_from(rows).map_err(|_| too_big(rows))?;
+            let format = weight_format(info.ty, name)?;
+            let weight = QWeight::upload(ctx, name, format, rows, cols, bytes)?;
+            self.matrices
+                .insert(name.clone(), (weight, info.dims.clone()));
+        }
+        Ok(())
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.matrices.contains_key(name) || self.vectors.contains_key(name)
+    }
+
+    fn missing(name: &str) -> GpuError {
+        GpuError::MissingTensor { name: name.into() }
+    }
+
+    /// Matrix `name`, which must be `rows x cols` (ggml dims `[cols, rows]`).
+    fn matrix(&mut self, name: &str, cols: usize, rows: usize) -> Result<QWeight> {
+        let (weight, dims) = self
+            .matrices
+            .remove(name)
+            .ok_or_else(|| Self::missing(name))?;
+        if weight.rows != rows || weight.cols != cols {
+            return Err(GpuError::WrongTensorShape {
+                tensor: name.into(),
+                expected: vec![cols as u64, rows as u64],
+                found: dims,
+            });
+        }
+        Ok(weight)
+    }
+
+    /// Vector `name` of `len` values, on the host.
+    fn host_vector(&mut self, name: &str, len: usize) -> Result<Vec<f32>> {
+        let (values, dims) = self
+            .vectors
+            .remove(name)
+            .ok_or_else(|| Self::missing(name))?;
+        if values.len() != len {
+            return Err(GpuError::WrongTensorShape {
+                tensor: name.into(),
+                expected: vec![len as u64],
+                found: dims,
+            });
+        }
+        Ok(values)
+    }
+
+    /// Vector `name` of `len` values, uploaded as f32.
+    fn vector(&mut self, ctx: &GpuContext, name: &str, len: usize) -> Result<Tensor> {
+        Tensor::from_f32(ctx, name, &self.host_vector(name, len)?, DType::F32)
+    }
 }
 
 impl GpuWeights {
@@ -124,11 +180,30 @@ impl GpuWeights {
         Ok(())
     }
 
-    /// Uploads every weight `cfg` needs from `file`.
+    /// Uploads every weight `cfg` needs from `file`, tensor by tensor in file order (the
+    /// order a download delivers them), then assembles them.
     pub fn upload(ctx: &GpuContext, file: &GgufFile<'_>, cfg: &ModelConfig) -> Result<Self> {
         Self::check_config(cfg)?;
-        let rope_freqs = if file.header.has_tensor("rope_freqs.weight") {
-            Some(vector(ctx, file, "rope_freqs.weight", cfg.rope_dim / 2)?)
+        let mut staged = StagedWeights::new();
+        let mut infos: Vec<&TensorInfo> = file.header.tensors.iter().collect();
+        infos.sort_by_key(|i| i.offset);
+        for info in infos {
+            staged.accept(ctx, info, file.bytes_of(info)?)?;
+        }
+        Self::assemble(ctx, staged, cfg)
+    }
+
+    /// Wires staged tensors into the weights `cfg` needs, checking every shape. A tensor the
+    /// model needs and `staged` lacks is [`GpuError::MissingTensor`].
+    pub fn assemble(
+        ctx: &GpuContext,
+        mut staged: StagedWeights,
+        cfg: &ModelConfig,
+    ) -> Result<Self> {
+        Self::check_config(cfg)?;
+        let st = &mut staged;
+        let rope_freqs = if st.has("rope_freqs.weight") {
+            Some(st.vector(ctx, "rope_freqs.weight", cfg.rope_dim / 2)?)
         } else {
             None
         };
@@ -138,49 +213,56 @@ impl GpuWeights {
             let n = |s: &str| format!("blk.{l}.{s}");
             let bias = if cfg.qkv_bias {
                 Some([
-                    host_vector(file, &n("attn_q.bias"), cfg.q_dim())?,
-                    host_vector(file, &n("attn_k.bias"), cfg.k_dim())?,
-                    host_vector(file, &n("attn_v.bias"), cfg.v_dim())?,
+                    st.host_vector(&n("attn_q.bias"), cfg.q_dim())?,
+                    st.host_vector(&n("attn_k.bias"), cfg.k_dim())?,
+                    st.host_vector(&n("attn_v.bias"), cfg.v_dim())?,
                 ])
             } else {
                 None
             };
-            let opt = |cond: bool, s: &str, len: usize| -> Result<Option<Tensor>> {
-                cond.then(|| vector(ctx, file, &n(s), len)).transpose()
-            };
             let qk_norm = if cfg.qk_norm {
                 Some([
-                    vector(ctx, file, &n("attn_q_norm.weight"), cfg.head_dim)?,
-                    vector(ctx, file, &n("attn_k_norm.weight"), cfg.head_dim)?,
+                    st.vector(ctx, &n("attn_q_norm.weight"), cfg.head_dim)?,
+                    st.vector(ctx, &n("attn_k_norm.weight"), cfg.head_dim)?,
                 ])
+            } else {
+                None
+            };
+            let attn_post_norm = if cfg.post_norms {
+                Some(st.vector(ctx, &n("post_attention_norm.weight"), e)?)
+            } else {
+                None
+            };
+            let ffn_post_norm = if cfg.post_norms {
+                Some(st.vector(ctx, &n("post_ffw_norm.weight"), e)?)
             } else {
                 None
             };
             layers.push(GpuLayer {
-                attn_norm: vector(ctx, file, &n("attn_norm.weight"), e)?,
-                wq: matrix(ctx, file, &n("attn_q.weight"), e, cfg.q_dim())?,
-                wk: matrix(ctx, file, &n("attn_k.weight"), e, cfg.k_dim())?,
-                wv: matrix(ctx, file, &n("attn_v.weight"), e, cfg.v_dim())?,
+                attn_norm: st.vector(ctx, &n("attn_norm.weight"), e)?,
+                wq: st.matrix(&n("attn_q.weight"), e, cfg.q_dim())?,
+                wk: st.matrix(&n("attn_k.weight"), e, cfg.k_dim())?,
+                wv: st.matrix(&n("attn_v.weight"), e, cfg.v_dim())?,
                 bias,
                 qk_norm,
-                wo: matrix(ctx, file, &n("attn_output.weight"), cfg.q_dim(), e)?,
-                attn_post_norm: opt(cfg.post_norms, "post_attention_norm.weight", e)?,
-                ffn_norm: vector(ctx, file, &n("ffn_norm.weight"), e)?,
-                w_gate: matrix(ctx, file, &n("ffn_gate.weight"), e, cfg.n_ff)?,
-                w_up: matrix(ctx, file, &n("ffn_up.weight"), e, cfg.n_ff)?,
-                w_down: matrix(ctx, file, &n("ffn_down.weight"), cfg.n_ff, e)?,
-                ffn_post_norm: opt(cfg.post_norms, "post_ffw_norm.weight", e)?,
+                wo: st.matrix(&n("attn_output.weight"), cfg.q_dim(), e)?,
+                attn_post_norm,
+                ffn_norm: st.vector(ctx, &n("ffn_norm.weight"), e)?,
+                w_gate: st.matrix(&n("ffn_gate.weight"), e, cfg.n_ff)?,
+                w_up: st.matrix(&n("ffn_up.weight"), e, cfg.n_ff)?,
+                w_down: st.matrix(&n("ffn_down.weight"), cfg.n_ff, e)?,
+                ffn_post_norm,
             });
         }
         Ok(Self {
-            token_embd: matrix(ctx, file, "token_embd.weight", e, cfg.vocab_size)?,
+            token_embd: st.matrix("token_embd.weight", e, cfg.vocab_size)?,
             layers,
-            output_norm: vector(ctx, file, "output_norm.weight", e)?,
+            output_norm: st.vector(ctx, "output_norm.weight", e)?,
             rope_freqs,
             output: if cfg.tied_embeddings {
                 None
             } else {
-                Some(matrix(ctx, file, "output.weight", e, cfg.vocab_size)?)
+                Some(st.matrix("output.weight", e, cfg.vocab_size)?)
             },
         })
     }

@@ -1,0 +1,416 @@
+//! The local engine for JavaScript (the `gpu` feature): `EngineLoader` takes a GGUF file as
+//! it downloads, `Engine` generates. Runs in a dedicated Worker (the npm package's
+//! `tpsmeter/engine`), where awaiting the GPU never blocks a page.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use tpsmeter_gpu::chat::ChatMessage;
+use tpsmeter_gpu::engine::{Engine, EngineLoader, ModelOptions};
+use tpsmeter_gpu::generate::{CancelToken, GenerateParams, StopReason, TokenEvent};
+use tpsmeter_gpu::gpu::context::{AdapterProfile, ContextOptions, GpuContext};
+use tpsmeter_gpu::kernels::SamplerConfig;
+use wasm_bindgen::prelude::*;
+
+/// Most tokens one request may ask for.
+const MAX_TOKENS_LIMIT: u32 = 1 << 16;
+/// Most stop strings, and characters in each.
+const MAX_STOPS: usize = 16;
+const MAX_STOP_CHARS: usize = 256;
+
+fn js_err(e: impl std::fmt::Display) -> JsError {
+    JsError::new(&e.to_string())
+}
+
+/// How to create the device (camelCase in JS).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LoaderOptions {
+    /// `"cpu"` (SwiftShader and other CPU rasterisers: barrier-free kernel shapes) or
+    /// `"gpu"`; the page decides from `GPUAdapterInfo`, which wgpu does not expose.
+    profile: Option<String>,
+    /// Largest context in tokens (KV cache size); the model's own limit caps it.
+    max_context: Option<usize>,
+    /// Use the f32 path even where `shader-f16` exists.
+    disable_f16: Option<bool>,
+}
+
+/// A GGUF file on its way into GPU memory.
+#[wasm_bindgen(js_name = EngineLoader)]
+#[derive(Debug)]
+pub struct JsEngineLoader {
+    inner: Option<EngineLoader>,
+}
+
+#[wasm_bindgen(js_class = EngineLoader)]
+impl JsEngineLoader {
+    /// Requests the adapter and device. `options`: `{ profile?, maxContext?, disableF16? }`.
+    pub async fn create(options: JsValue) -> Result<JsEngineLoader, JsError> {
+        let opts: LoaderOptions = if options.is_undefined() || options.is_null() {
+            LoaderOptions::default()
+        } else {
+            serde_wasm_bindgen::from_value(options).map_err(js_err)?
+        };
+        let profile = match opts.profile.as_deref() {
+            None => None,
+            Some("cpu") => Some(AdapterProfile::Cpu),
+            Some("gpu") => Some(AdapterProfile::Gpu),
+            Some(_) => return Err(JsError::new("profile must be \"cpu\" or \"gpu\"")),
+        };
+        let ctx = GpuContext::new(&ContextOptions {
+            adapter_name: None,
+            profile,
+            disable_f16: opts.disable_f16.unwrap_or(false),
+        })
+        .await
+        .map_err(js_err)?;
+        let mut model = ModelOptions::default();
+        if let Some(n) = opts.max_context {
+            model.max_context = n;
+        }
+        // The engine's API shares the context as `Arc` (natively across threads); on the web
+        // wgpu's handles are not `Send`, and everything runs on the Worker's one thread.
+        #[allow(clippy::arc_with_non_send_sync)]
+        let ctx = Arc::new(ctx);
+        Ok(JsEngineLoader {
+            inner: Some(EngineLoader::new(ctx, model)),
+        })
+    }
+
+    /// The next bytes of the file.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), JsError> {
+        self.inner
+            .as_mut()
+            .ok_or_else(|| JsError::new("the loader has finished"))?
+            .push(chunk)
+            .map_err(js_err)
+    }
+
+    /// Bytes received so far.
+    #[wasm_bindgen(getter, js_name = bytesReceived)]
+    pub fn bytes_received(&self) -> f64 {
+        self.inner
+            .as_ref()
+            .map_or(0.0, |l| l.bytes_received() as f64)
+    }
+
+    /// The file ended: checks it was whole and returns the engine.
+    pub fn finish(&mut self) -> Result<JsEngine, JsError> {
+        let loader = self
+            .inner
+            .take()
+            .ok_or_else(|| JsError::new("the loader has finished"))?;
+        let engine = loader.finish().map_err(js_err)?;
+        Ok(JsEngine {
+            slot: Rc::new(RefCell::new(Slot::Idle(Box::new(engine)))),
+            cancel: CancelToken::new(),
+        })
+    }
+}
+
+/// One generation request (snake_case, as OpenAI's API names them).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GenerateRequest {
+    /// Chat messages, rendered with the model's template.
+    messages: Option<Vec<Message>>,
+    /// Or a raw prompt (completions).
+    prompt: Option<String>,
+    max_tokens: Option<u32>,
+    temperature: Option<f32>,
+    top_p: Option<f32>,
+    top_k: Option<u32>,
+    min_p: Option<f32>,
+    repetition_penalty: Option<f32>,
+    seed: Option<u64>,
+    #[serde(default)]
+    stop: Vec<String>,
+    /// Keep going past end-of-generation tokens (benchmarks that need every token).
+    #[serde(default)]
+    ignore_eos: bool,
+    /// Unix seconds for templates that print the date.
+    now_unix_seconds: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Message {
+    role: String,
+    content: String,
+}
+
+/// What one generation did (JSON text to JS).
+#[derive(Debug, Serialize)]
+struct GenerateResult {
+    text: String,
+    prompt_tokens: usize,
+    reused_tokens: usize,
+    completion_tokens: usize,
+    tokens: Vec<u32>,
+    token_times_ms: Vec<f64>,
+    start_ms: f64,
+    end_ms: f64,
+    /// `stop`, `length`, `cancelled` or `context_full`.
+    finish_reason: &'static str,
+}
+
+/// Where the engine is: a generation takes it out of the slot for its duration (no borrow
+/// is held across an await), so calls meanwhile get a clear "busy" instead of a panic.
+#[derive(Debug)]
+enum Slot {
+    Idle(Box<Engine>),
+    Busy,
+    Disposed,
+}
+
+/// A loaded model.
+#[wasm_bindgen(js_name = Engine)]
+#[derive(Debug)]
+pub struct JsEngine {
+    slot: Rc<RefCell<Slot>>,
+    cancel: CancelToken,
+}
+
+#[wasm_bindgen(js_class = Engine)]
+impl JsEngine {
+    /// The model's name (`general.name`).
+    #[wasm_bindgen(getter)]
+    pub fn name(&self) -> Result<String, JsError> {
+        self.with(|e| e.name().to_owned())
+    }
+
+    /// Adapter, kernel profile, limits and the per-token figures the roofline needs, as JSON.
+    pub fn info(&self) -> Result<String, JsError> {
+        self.with(|e| {
+            let model = e.model();
+            let ctx = model.context();
+            serde_json::json!({
+                "adapter": ctx.info.name,
+                "backend": format!("{:?}", ctx.info.backend),
+                "profile": match ctx.profile { AdapterProfile::Cpu => "cpu", AdapterProfile::Gpu => "gpu" },
+                "shaderF16": ctx.has_f16(),
+                "maxStorageBindingBytes": ctx.max_binding(),
+                "maxContext": model.max_context(),
+                "weightBytesPerToken": model.weight_bytes_per_token(),
+                "dispatchesPerToken": model.dispatches_per_token(),
+                "vocabSize": e.tokenizer().vocab_size(),
+            })
+            .to_string()
+        })
+    }
+
+    /// Token ids of `text` (with the model's BOS where it wants one).
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>, JsError> {
+        self.with(|e| e.encode(text))?.map_err(js_err)
+    }
+
+    /// Generates for `request` (JSON text: `{ messages | prompt, max_tokens, temperature,
+    /// top_p, top_k, min_p, repetition_penalty, seed, stop, ignore_eos }`), calling
+    /// `on_token(text, id, t_ms)` for each token as its text becomes showable (`id` is
+    /// `undefined` for the final flush). Resolves to the result as JSON text. One at a time.
+    pub async fn generate(
+        &self,
+        request: String,
+        on_token: js_sys::Function,
+    ) -> Result<String, JsError> {
+        let req: GenerateRequest = serde_json::from_str(&request).map_err(js_err)?;
+        let (params, sampling) = parse_request(&req)?;
+        let mut engine = match std::mem::replace(&mut *self.slot.borrow_mut(), Slot::Busy) {
+            Slot::Idle(engine) => engine,
+            other => {
+                let busy = matches!(other, Slot::Busy);
+                *self.slot.borrow_mut() = other;
+                return Err(JsError::new(if busy {
+                    "the engine is busy with another generation"
+                } else {
+                    "the engine was disposed"
+                }));
+            }
+        };
+        self.cancel.reset();
+        let result = run(
+            &mut engine,
+            &req,
+            &params,
+            &sampling,
+            &self.cancel,
+            &on_token,
+        )
+        .await;
+        let mut slot = self.slot.borrow_mut();
+        // Disposed while generating: the engine is dropped here, freeing its buffers.
+        if !matches!(*slot, Slot::Disposed) {
+            *slot = Slot::Idle(engine);
+        }
+        result
+    }
+
+    /// Stops the generation in flight after its current token.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// Frees the model's GPU memory (buffers are destroyed when dropped). Later calls fail.
+    /// A generation in flight is cancelled and the model dropped when it returns.
+    pub fn dispose(&self) {
+        self.cancel.cancel();
+        *self.slot.borrow_mut() = Slot::Disposed;
+    }
+}
+
+impl JsEngine {
+    fn with<T>(&self, f: impl FnOnce(&Engine) -> T) -> Result<T, JsError> {
+        match &*self.slot.borrow() {
+            Slot::Idle(engine) => Ok(f(engine)),
+            Slot::Busy => Err(JsError::new("the engine is busy with a generation")),
+            Slot::Disposed => Err(JsError::new("the engine was disposed")),
+        }
+    }
+}
+
+/// One generation on an engine taken out of its slot.
+async fn run(
+    engine: &mut Engine,
+    req: &GenerateRequest,
+    params: &GenerateParams,
+    sampling: &SamplerConfig,
+    cancel: &CancelToken,
+    on_token: &js_sys::Function,
+) -> Result<String, JsError> {
+    let prompt = match (&req.messages, &req.prompt) {
+        (Some(messages), None) => {
+            let messages: Vec<ChatMessage> = messages
+                .iter()
+                .map(|m| ChatMessage::new(m.role.clone(), m.content.clone()))
+                .collect();
+            engine.encode_chat(&messages, req.now_unix_seconds)
+        }
+        (None, Some(prompt)) => engine.encode(prompt),
+        _ => return Err(JsError::new("give exactly one of messages and prompt")),
+    }
+    .map_err(js_err)?;
+    let now = performance_now()?;
+    let mut clock = || now.call();
+    let mut callback_error = None;
+    let mut on_event = |ev: &TokenEvent| {
+        let id = ev.token.map_or(JsValue::UNDEFINED, JsValue::from);
+        let text = JsValue::from_str(&ev.text);
+        if let Err(e) = on_token.call3(&JsValue::NULL, &text, &id, &JsValue::from(ev.time)) {
+            callback_error.get_or_insert(e);
+        }
+    };
+    let g = engine
+        .generate_async(&prompt, params, sampling, cancel, &mut clock, &mut on_event)
+        .await
+        .map_err(js_err)?;
+    if callback_error.is_some() {
+        return Err(JsError::new("on_token threw"));
+    }
+    let finish_reason = match g.stop {
+        StopReason::EndOfGeneration { .. } | StopReason::StopString { .. } => "stop",
+        StopReason::MaxTokens => "length",
+        StopReason::Cancelled => "cancelled",
+        StopReason::ContextFull => "context_full",
+    };
+    serde_json::to_string(&GenerateResult {
+        text: g.text,
+        prompt_tokens: g.prompt_tokens,
+        reused_tokens: g.reused_tokens,
+        completion_tokens: g.tokens.len(),
+        tokens: g.tokens,
+        token_times_ms: g.token_times,
+        start_ms: g.start,
+        end_ms: g.end,
+        finish_reason,
+    })
+    .map_err(js_err)
+}
+
+/// Generation and sampling settings from a request, with OpenAI's defaults (temperature 1,
+/// top_p 1) and every value range-checked.
+fn parse_request(req: &GenerateRequest) -> Result<(GenerateParams, SamplerConfig), JsError> {
+    let max_tokens = req.max_tokens.unwrap_or(256);
+    if max_tokens == 0 || max_tokens > MAX_TOKENS_LIMIT {
+        return Err(JsError::new(&format!(
+            "max_tokens must be 1 to {MAX_TOKENS_LIMIT}"
+        )));
+    }
+    if req.stop.len() > MAX_STOPS
+        || req
+            .stop
+            .iter()
+            .any(|s| s.is_empty() || s.chars().count() > MAX_STOP_CHARS)
+    {
+        return Err(JsError::new(&format!(
+            "stop takes up to {MAX_STOPS} non-empty strings of up to {MAX_STOP_CHARS} characters"
+        )));
+    }
+    let in_range = |name: &str, v: Option<f32>, lo: f32, hi: f32| -> Result<Option<f32>, JsError> {
+        match v {
+            Some(x) if !(x.is_finite() && (lo..=hi).contains(&x)) => {
+                Err(JsError::new(&format!("{name} must be within {lo} to {hi}")))
+            }
+            other => Ok(other),
+        }
+    };
+    let mut sampling = SamplerConfig {
+        temperature: 1.0,
+        top_k: 0,
+        top_p: 1.0,
+        min_p: 0.0,
+        ..SamplerConfig::default()
+    };
+    if let Some(t) = in_range("temperature", req.temperature, 0.0, 2.0)? {
+        sampling.temperature = t;
+    }
+    if let Some(p) = in_range("top_p", req.top_p, 0.0, 1.0)? {
+        sampling.top_p = p;
+    }
+    if let Some(p) = in_range("min_p", req.min_p, 0.0, 1.0)? {
+        sampling.min_p = p;
+    }
+    if let Some(p) = in_range("repetition_penalty", req.repetition_penalty, 0.0, 10.0)? {
+        sampling.repetition_penalty = p;
+    }
+    if let Some(k) = req.top_k {
+        sampling.top_k = k;
+    }
+    if let Some(seed) = req.seed {
+        sampling.seed = seed;
+    }
+    let params = GenerateParams {
+        max_tokens: max_tokens as usize,
+        stop_strings: req.stop.clone(),
+        stop_tokens: Vec::new(),
+        ignore_eos: req.ignore_eos,
+    };
+    Ok((params, sampling))
+}
+
+/// `performance.now()` of the global scope (a Worker's or a window's).
+struct Now {
+    performance: JsValue,
+    now: js_sys::Function,
+}
+
+impl Now {
+    fn call(&self) -> f64 {
+        self.now
+            .call0(&self.performance)
+            .ok()
+            .and_then(|v| v.as_f64())
+            .unwrap_or(f64::NAN)
+    }
+}
+
+fn performance_now() -> Result<Now, JsError> {
+    let performance = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("performance"))
+        .map_err(|_| JsError::new("no performance object in this scope"))?;
+    let now = js_sys::Reflect::get(&performance, &JsValue::from_str("now"))
+        .ok()
+        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+        .ok_or_else(|| JsError::new("no performance.now() in this scope"))?;
+    Ok(Now { performance, now })
+}

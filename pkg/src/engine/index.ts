@@ -1,0 +1,269 @@
+// `tpsmeter/engine`: a local model on WebGPU, in a dedicated Worker, behind an
+// OpenAI-shaped API. The page's main thread only posts messages; downloading, uploading to
+// the GPU and generating all happen in the Worker (./worker.ts).
+
+import type { FromWorker, LoadProgress, ToWorker } from './protocol.js';
+import type { ChatCompletion, ChatCompletionChunk, ChatRequest, CompletionRequest, EngineInfo, GenerateResult, LocalTimings } from './types.js';
+
+export type { LoadProgress } from './protocol.js';
+export type * from './types.js';
+
+export interface CreateEngineOptions {
+  /** The GGUF file: a URL, or a `File` / `Blob` the user picked. */
+  model: string | URL | Blob;
+  /** Download progress (bytes, total, percent, rate, ETA), about every 100 ms. */
+  onProgress?: (p: LoadProgress) => void;
+  /** Cancels the download; the promise rejects with an `AbortError`. */
+  signal?: AbortSignal;
+  /** Kernel shapes: `cpu` (SwiftShader-like adapters) or `gpu`; detected when omitted. */
+  profile?: 'cpu' | 'gpu';
+  /** KV cache size in tokens (the model's own limit caps it). */
+  maxContext?: number;
+}
+
+/** An error from the engine, with the Worker's error name (`WebGpuUnavailable`, `NoAdapter`, `AbortError`, ...). */
+export class EngineError extends Error {
+  constructor(name: string, message: string) {
+    super(message);
+    this.name = name;
+  }
+}
+
+interface Pending {
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+  onMessage?: (m: FromWorker) => void;
+}
+
+/** Starts the Worker and loads `model` into it. */
+export async function createEngine(options: CreateEngineOptions): Promise<LocalEngine> {
+  const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'tpsmeter-engine' });
+  const engine = new LocalEngine(worker);
+  try {
+    await engine.load(options);
+  } catch (e) {
+    worker.terminate();
+    throw e;
+  }
+  return engine;
+}
+
+let completionSeq = 0;
+
+/** A model loaded in a Worker. */
+export class LocalEngine {
+  /** `general.name` of the model. */
+  name = '';
+  /** Adapter, kernel profile, limits and per-token figures. */
+  info: EngineInfo | undefined;
+  private nextId = 1;
+  private pending = new Map<number, Pending>();
+  private generations = 0;
+
+  readonly chat = {
+    completions: {
+      create: ((req: ChatRequest) => this.create(req, 'chat')) as {
+        (req: ChatRequest & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;
+        (req: ChatRequest & { stream?: false }): Promise<ChatCompletion>;
+      },
+    },
+  };
+
+  readonly completions = {
+    create: ((req: CompletionRequest) => this.create(req, 'text')) as {
+      (req: CompletionRequest & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;
+      (req: CompletionRequest & { stream?: false }): Promise<ChatCompletion>;
+    },
+  };
+
+  constructor(private worker: Worker) {
+    worker.onmessage = (e: MessageEvent<FromWorker>) => this.receive(e.data);
+    worker.onerror = (e: ErrorEvent) => this.failAll(new EngineError('WorkerError', e.message || 'the engine worker failed'));
+  }
+
+  /** Frees the GPU memory and stops the Worker. */
+  async dispose(): Promise<void> {
+    try {
+      await this.call({ kind: 'dispose' });
+    } finally {
+      this.worker.terminate();
+      this.failAll(new EngineError('InvalidState', 'the engine was disposed'));
+    }
+  }
+
+  /** @internal */
+  async load(o: CreateEngineOptions): Promise<void> {
+    const model = o.model instanceof URL ? o.model.href : typeof o.model === 'string' ? new URL(o.model, location.href).href : o.model;
+    const abort = (): void => void this.post({ id: 0, kind: 'abortLoad' });
+    if (o.signal?.aborted) throw new EngineError('AbortError', 'the model load was cancelled');
+    o.signal?.addEventListener('abort', abort, { once: true });
+    try {
+      const loaded = (await this.call(
+        { kind: 'load', model, profile: o.profile, maxContext: o.maxContext },
+        (m) => {
+          if (m.kind === 'progress') o.onProgress?.(m.progress);
+        },
+      )) as { name: string; info: EngineInfo };
+      this.name = loaded.name;
+      this.info = loaded.info;
+    } finally {
+      o.signal?.removeEventListener('abort', abort);
+    }
+  }
+
+  private post(m: ToWorker): void {
+    this.worker.postMessage(m);
+  }
+
+  private call(m: DistributiveOmit<ToWorker, 'id'>, onMessage?: (m: FromWorker) => void): Promise<unknown> {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, onMessage });
+      this.post({ ...m, id } as ToWorker);
+    });
+  }
+
+  private receive(m: FromWorker): void {
+    const p = this.pending.get(m.id);
+    if (!p) return;
+    if (m.kind === 'done') {
+      this.pending.delete(m.id);
+      p.resolve(m.value);
+    } else if (m.kind === 'error') {
+      this.pending.delete(m.id);
+      p.reject(new EngineError(m.name, m.message));
+    } else {
+      p.onMessage?.(m);
+    }
+  }
+
+  private failAll(e: Error): void {
+    for (const p of this.pending.values()) p.reject(e);
+    this.pending.clear();
+  }
+
+  private async create(req: ChatRequest | CompletionRequest, kind: 'chat' | 'text'): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>> {
+    const { stream, signal, ...rest } = req;
+    const cold = this.generations++ === 0;
+    const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-local-${++completionSeq}`;
+    const created = Math.floor(Date.now() / 1000);
+    const model = this.name;
+    const request = JSON.stringify(rest);
+    const queue = new ChunkQueue();
+    const onAbort = (): void => void this.post({ id: 0, kind: 'cancel' });
+    if (signal?.aborted) throw new EngineError('AbortError', 'the request was aborted');
+    signal?.addEventListener('abort', onAbort, { once: true });
+    let first = true;
+    const done = this.call({ kind: 'generate', request }, (m) => {
+      if (m.kind !== 'token' || m.text === '') return;
+      queue.push(chunkOf(id, created, model, kind, m.text, first));
+      first = false;
+    }).then(
+      (value) => {
+        const result = value as GenerateResult;
+        const final = finalChunk(id, created, model, kind, result, timingsOf(result, this.info, cold));
+        queue.push(final);
+        queue.end();
+        return { result, final };
+      },
+      (e: Error) => {
+        queue.fail(e);
+        throw e;
+      },
+    ).finally(() => signal?.removeEventListener('abort', onAbort));
+    if (stream) return queue;
+    const { result, final } = await done;
+    return {
+      id,
+      object: kind === 'chat' ? 'chat.completion' : 'text_completion',
+      created,
+      model,
+      choices: [
+        kind === 'chat'
+          ? { index: 0, message: { role: 'assistant', content: result.text }, finish_reason: final.choices[0]?.finish_reason ?? null }
+          : { index: 0, text: result.text, finish_reason: final.choices[0]?.finish_reason ?? null },
+      ],
+      usage: final.usage,
+      timings: final.timings,
+    } as ChatCompletion;
+  }
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+function chunkOf(id: string, created: number, model: string, kind: 'chat' | 'text', text: string, first: boolean): ChatCompletionChunk {
+  return {
+    id,
+    object: kind === 'chat' ? 'chat.completion.chunk' : 'text_completion',
+    created,
+    model,
+    choices: [kind === 'chat' ? { index: 0, delta: first ? { role: 'assistant', content: text } : { content: text }, finish_reason: null } : { index: 0, text, finish_reason: null }],
+  } as ChatCompletionChunk;
+}
+
+function finalChunk(id: string, created: number, model: string, kind: 'chat' | 'text', r: GenerateResult, timings: LocalTimings): ChatCompletionChunk {
+  const finish = r.finish_reason === 'stop' ? 'stop' : r.finish_reason === 'length' ? 'length' : r.finish_reason;
+  return {
+    id,
+    object: kind === 'chat' ? 'chat.completion.chunk' : 'text_completion',
+    created,
+    model,
+    choices: [kind === 'chat' ? { index: 0, delta: {}, finish_reason: finish } : { index: 0, text: '', finish_reason: finish }],
+    usage: { prompt_tokens: r.prompt_tokens, completion_tokens: r.completion_tokens, total_tokens: r.prompt_tokens + r.completion_tokens },
+    timings,
+  } as ChatCompletionChunk;
+}
+
+/** Prefill and decode rates, TTFT and per-token times, on the Worker's clock. */
+function timingsOf(r: GenerateResult, info: EngineInfo | undefined, cold: boolean): LocalTimings {
+  const t = r.token_times_ms;
+  const first = t[0];
+  const last = t[t.length - 1];
+  const evaluated = r.prompt_tokens - r.reused_tokens;
+  const ttft = first === undefined ? undefined : first - r.start_ms;
+  return {
+    prompt_tokens_evaluated: evaluated,
+    ttft_ms: ttft,
+    prefill_tokens_per_second: ttft && ttft > 0 ? (1000 * evaluated) / ttft : undefined,
+    decode_tokens_per_second: first !== undefined && last !== undefined && t.length > 1 && last > first ? (1000 * (t.length - 1)) / (last - first) : undefined,
+    token_times_ms: t.map((x) => x - r.start_ms),
+    tokens: r.tokens,
+    adapter: info?.adapter,
+    profile: info?.profile,
+    cold,
+  };
+}
+
+/** An async iterator fed by the Worker's messages. */
+class ChunkQueue implements AsyncIterable<ChatCompletionChunk> {
+  private items: ChatCompletionChunk[] = [];
+  private ended = false;
+  private error: Error | undefined;
+  private wake: (() => void) | undefined;
+
+  push(c: ChatCompletionChunk): void {
+    this.items.push(c);
+    this.wake?.();
+  }
+  end(): void {
+    this.ended = true;
+    this.wake?.();
+  }
+  fail(e: Error): void {
+    this.error = e;
+    this.wake?.();
+  }
+  async *[Symbol.asyncIterator](): AsyncIterator<ChatCompletionChunk> {
+    for (;;) {
+      const c = this.items.shift();
+      if (c) {
+        yield c;
+        continue;
+      }
+      if (this.error) throw this.error;
+      if (this.ended) return;
+      await new Promise<void>((r) => (this.wake = r));
+      this.wake = undefined;
+    }
+  }
+}

@@ -1,0 +1,32 @@
+// Messages between the page (`createEngine`) and the engine's Worker. Every request carries
+// an id; the Worker answers each with exactly one `done` or `error`, after any number of
+// `progress` or `token` messages for that id.
+
+/** Where the model comes from. */
+export type ModelSource = string | Blob;
+
+export type ToWorker =
+  | { id: number; kind: 'load'; model: ModelSource; profile?: 'cpu' | 'gpu'; maxContext?: number }
+  | { id: number; kind: 'generate'; request: string }
+  | { id: number; kind: 'cancel' }
+  | { id: number; kind: 'abortLoad' }
+  | { id: number; kind: 'dispose' };
+
+export interface LoadProgress {
+  /** Bytes received so far. */
+  loaded: number;
+  /** Bytes in the file, when known. */
+  total?: number;
+  /** 0–100, when the total is known. */
+  percent?: number;
+  /** Bytes per second since the download started. */
+  bytesPerSecond: number;
+  /** Seconds left at that rate, when the total is known. */
+  etaSeconds?: number;
+}
+
+export type FromWorker =
+  | { id: number; kind: 'progress'; progress: LoadProgress }
+  | { id: number; kind: 'token'; text: string; token: number | undefined; t: number }
+  | { id: number; kind: 'done'; value: unknown }
+  | { id: number; kind: 'error'; name: string; message: string };

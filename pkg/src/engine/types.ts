@@ -1,0 +1,108 @@
+// The OpenAI-shaped types of `tpsmeter/engine`.
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | (string & {});
+  content: string;
+}
+
+/** Sampling and stopping, as OpenAI names them (llama.cpp's extras included). */
+export interface SamplingRequest {
+  max_tokens?: number;
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+  min_p?: number;
+  repetition_penalty?: number;
+  seed?: number;
+  stop?: string[];
+  /** Keep generating past end-of-generation tokens (benchmarks). */
+  ignore_eos?: boolean;
+  stream?: boolean;
+  /** Stops generation within one token. */
+  signal?: AbortSignal;
+}
+
+export interface ChatRequest extends SamplingRequest {
+  messages: ChatMessage[];
+}
+
+export interface CompletionRequest extends SamplingRequest {
+  prompt: string;
+}
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+/** What the last chunk (and a whole completion) carries besides `usage`. */
+export interface LocalTimings {
+  /** Prompt tokens run (the rest were reused from the previous turn's cache). */
+  prompt_tokens_evaluated: number;
+  ttft_ms: number | undefined;
+  prefill_tokens_per_second: number | undefined;
+  decode_tokens_per_second: number | undefined;
+  /** When each token came back, ms after the request started (Worker clock). */
+  token_times_ms: number[];
+  /** The sampled ids, in order (an end-of-generation id included). */
+  tokens: number[];
+  adapter: string | undefined;
+  profile: 'cpu' | 'gpu' | undefined;
+  /** The first generation of this engine (pipelines and caches cold). */
+  cold: boolean;
+}
+
+export type FinishReason = 'stop' | 'length' | 'cancelled' | 'context_full' | null;
+
+export interface ChatCompletionChunk {
+  id: string;
+  object: 'chat.completion.chunk' | 'text_completion';
+  created: number;
+  model: string;
+  choices: Array<
+    | { index: number; delta: { role?: 'assistant'; content?: string }; finish_reason: FinishReason }
+    | { index: number; text: string; finish_reason: FinishReason }
+  >;
+  usage?: Usage;
+  timings?: LocalTimings;
+}
+
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion' | 'text_completion';
+  created: number;
+  model: string;
+  choices: Array<
+    | { index: number; message: { role: 'assistant'; content: string }; finish_reason: FinishReason }
+    | { index: number; text: string; finish_reason: FinishReason }
+  >;
+  usage: Usage;
+  timings: LocalTimings;
+}
+
+/** What `Engine.info()` reports. */
+export interface EngineInfo {
+  adapter: string;
+  backend: string;
+  profile: 'cpu' | 'gpu';
+  shaderF16: boolean;
+  maxStorageBindingBytes: number;
+  maxContext: number;
+  weightBytesPerToken: number;
+  dispatchesPerToken: number;
+  vocabSize: number;
+}
+
+/** The Worker's result of one generation. */
+export interface GenerateResult {
+  text: string;
+  prompt_tokens: number;
+  reused_tokens: number;
+  completion_tokens: number;
+  tokens: number[];
+  token_times_ms: number[];
+  start_ms: number;
+  end_ms: number;
+  finish_reason: 'stop' | 'length' | 'cancelled' | 'context_full';
+}

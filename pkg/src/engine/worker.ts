@@ -1,0 +1,164 @@
+// The engine's dedicated Worker: downloads the model straight into the GGUF push reader and
+// on into GPU buffers, then generates. Started by `createEngine` (./index.ts); speaks the
+// messages of ./protocol.ts. The page's main thread never waits on the GPU.
+
+import { loadEngineWasm, type EngineModule } from '../raw-engine.js';
+import type { FromWorker, LoadProgress, ModelSource, ToWorker } from './protocol.js';
+
+interface Scope {
+  postMessage(message: FromWorker): void;
+  onmessage: ((e: MessageEvent<ToWorker>) => void) | null;
+}
+const scope = self as unknown as Scope;
+
+type Engine = EngineModule['Engine']['prototype'];
+let engine: Engine | undefined;
+let loadAbort: AbortController | undefined;
+
+const post = (m: FromWorker): void => scope.postMessage(m);
+
+/** Errors cross to the page by name and message (an `Error` does not survive cloning). */
+function fail(id: number, e: unknown): void {
+  const err = e instanceof Error ? e : new Error(String(e));
+  post({ id, kind: 'error', name: err.name, message: err.message });
+}
+
+class EngineError extends Error {
+  constructor(name: string, message: string) {
+    super(message);
+    this.name = name;
+  }
+}
+
+interface GpuAdapterLike {
+  info?: { vendor?: string; architecture?: string; description?: string; isFallbackAdapter?: boolean };
+  isFallbackAdapter?: boolean;
+}
+
+/**
+ * Kernel shapes for this adapter. wgpu does not pass `GPUAdapterInfo` on, so it is read
+ * here: SwiftShader (what Chrome gives users without a usable GPU) and other fallback
+ * adapters are CPU rasterisers and get the barrier-free shapes.
+ */
+async function adapterProfile(): Promise<'cpu' | 'gpu'> {
+  const gpu = (navigator as unknown as { gpu?: { requestAdapter(): Promise<GpuAdapterLike | null> } }).gpu;
+  if (!gpu) {
+    throw new EngineError('WebGpuUnavailable', 'WebGPU is not available here (navigator.gpu is missing): use a browser with WebGPU enabled');
+  }
+  const adapter = await gpu.requestAdapter();
+  if (!adapter) {
+    throw new EngineError('NoAdapter', 'WebGPU is available but no adapter was offered (the GPU may be blocklisted or disabled)');
+  }
+  const info = adapter.info ?? {};
+  const fallback = info.isFallbackAdapter ?? adapter.isFallbackAdapter ?? false;
+  const name = `${info.vendor ?? ''} ${info.architecture ?? ''} ${info.description ?? ''}`.toLowerCase();
+  return fallback || name.includes('swiftshader') || name.includes('llvmpipe') || name.includes('lavapipe') ? 'cpu' : 'gpu';
+}
+
+/** The bytes of `model` as a stream, with its size when known. */
+async function open(model: ModelSource, signal: AbortSignal): Promise<{ stream: ReadableStream<Uint8Array>; total?: number }> {
+  if (typeof model !== 'string') return { stream: model.stream(), total: model.size };
+  const res = await fetch(model, { signal });
+  if (!res.ok || !res.body) {
+    throw new EngineError('DownloadError', `the model download failed: HTTP ${res.status} ${res.statusText}`.trim());
+  }
+  const length = Number(res.headers.get('content-length'));
+  // A compressed transfer's length is not the file's.
+  const encoded = (res.headers.get('content-encoding') ?? 'identity') !== 'identity';
+  return { stream: res.body, total: Number.isFinite(length) && length > 0 && !encoded ? length : undefined };
+}
+
+const PROGRESS_EVERY_MS = 100;
+
+async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promise<unknown> {
+  if (engine) throw new EngineError('InvalidState', 'this engine already has a model');
+  const wasm = await loadEngineWasm();
+  const profile = msg.profile ?? (await adapterProfile());
+  const loader = await wasm.EngineLoader.create({ profile, maxContext: msg.maxContext });
+  loadAbort = new AbortController();
+  const signal = loadAbort.signal;
+  try {
+    const { stream, total } = await open(msg.model, signal);
+    const reader = stream.getReader();
+    const started = performance.now();
+    let last = 0;
+    let loaded = 0;
+    const progress = (): LoadProgress => {
+      const seconds = (performance.now() - started) / 1000;
+      const bytesPerSecond = seconds > 0 ? loaded / seconds : 0;
+      const p: LoadProgress = { loaded, bytesPerSecond };
+      if (total !== undefined) {
+        p.total = total;
+        p.percent = Math.min(100, (100 * loaded) / total);
+        if (bytesPerSecond > 0) p.etaSeconds = Math.max(0, (total - loaded) / bytesPerSecond);
+      }
+      return p;
+    };
+    for (;;) {
+      if (signal.aborted) {
+        await reader.cancel().catch(() => {});
+        throw new EngineError('AbortError', 'the model load was cancelled');
+      }
+      const r = await reader.read();
+      if (r.done) break;
+      loader.push(r.value);
+      loaded += r.value.byteLength;
+      const now = performance.now();
+      if (now - last >= PROGRESS_EVERY_MS) {
+        last = now;
+        post({ id, kind: 'progress', progress: progress() });
+      }
+    }
+    post({ id, kind: 'progress', progress: progress() });
+    engine = loader.finish();
+    return { name: engine.name, info: JSON.parse(engine.info()) as unknown, profile };
+  } finally {
+    loader.free();
+    loadAbort = undefined;
+  }
+}
+
+async function generate(id: number, request: string): Promise<unknown> {
+  if (!engine) throw new EngineError('InvalidState', 'no model is loaded');
+  const result = await engine.generate(request, (text: string, token: number | undefined, t: number) =>
+    post({ id, kind: 'token', text, token, t }),
+  );
+  return JSON.parse(result) as unknown;
+}
+
+scope.onmessage = (e: MessageEvent<ToWorker>): void => {
+  const msg = e.data;
+  const { id } = msg;
+  const answer = (p: Promise<unknown>): void => {
+    p.then(
+      (value) => post({ id, kind: 'done', value }),
+      (err: unknown) => fail(id, err),
+    );
+  };
+  switch (msg.kind) {
+    case 'load':
+      answer(load(id, msg));
+      break;
+    case 'generate':
+      answer(generate(id, msg.request));
+      break;
+    case 'cancel':
+      engine?.cancel();
+      answer(Promise.resolve(undefined));
+      break;
+    case 'abortLoad':
+      loadAbort?.abort();
+      answer(Promise.resolve(undefined));
+      break;
+    case 'dispose':
+      answer(
+        Promise.resolve().then(() => {
+          engine?.cancel();
+          engine?.dispose();
+          engine?.free();
+          engine = undefined;
+        }),
+      );
+      break;
+  }
+};
