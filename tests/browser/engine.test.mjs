@@ -1,10 +1,13 @@
 // The local engine (`tpsmeter/engine`) in headless Chromium on SwiftShader's WebGPU: SmolLM2
 // downloaded from a local URL into the engine's Worker gives the native engine's greedy
 // tokens (`tpsmeter run`, our engine on lavapipe), streams OpenAI-shaped chunks with usage
-// and timings, stops within one token when aborted, and names a bad file's error.
+// and timings, stops within one token when aborted, and names each failure (a cut or
+// foreign file, a missing URL, a cancelled download, no WebGPU) without breaking the engine.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import test from 'node:test';
 import { assertClean } from './support/browser.mjs';
@@ -72,5 +75,99 @@ test('createEngine: SmolLM2 in a Worker on WebGPU gives the native greedy tokens
   }
   assert.equal(out.chat.object, 'chat.completion');
   assert.ok(out.chat.choices[0].message.content.length > 0);
+  await assertClean(page);
+});
+
+test('createEngine: bad files, a cancelled download and an aborted generation give named errors and leave the engine usable', async (t) => {
+  const model = asset(t, 'TPSMETER_MODEL');
+  if (!model) return;
+  const bad = fs.mkdtempSync(path.join(os.tmpdir(), 'tpsmeter-bad-models-'));
+  t.after(() => fs.rmSync(bad, { recursive: true, force: true }));
+  const bytes = fs.readFileSync(model);
+  // Cut inside the tensor data: the header parses, the file ends early.
+  fs.writeFileSync(path.join(bad, 'truncated.gguf'), bytes.subarray(0, Math.floor(bytes.length * 0.6)));
+  fs.writeFileSync(path.join(bad, 'not-a-model.gguf'), 'this is a text file, not GGUF\n'.repeat(200));
+  const fx = await fixture(t, {
+    emulator: false,
+    webgpu: true,
+    mounts: { '/models/': path.dirname(model), '/bad/': bad },
+  });
+  if (!fx) return;
+  t.after(() => fx.close());
+  const page = await fx.page();
+  const out = await page.evaluate(
+    async ({ url }) => {
+      const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
+      const failure = async (p) => {
+        try {
+          await p;
+          return 'resolved';
+        } catch (e) {
+          return `${e.name}: ${e.message}`;
+        }
+      };
+      const errors = {
+        truncated: await failure(createEngine({ model: '/bad/truncated.gguf' })),
+        notGguf: await failure(createEngine({ model: '/bad/not-a-model.gguf' })),
+        missing: await failure(createEngine({ model: '/bad/no-such-file.gguf' })),
+      };
+      // Cancel the download once it is under way.
+      const abort = new AbortController();
+      errors.cancelled = await failure(
+        createEngine({ model: url, signal: abort.signal, onProgress: (p) => p.loaded > 0 && abort.abort() }),
+      );
+      // After all that, a good load works, and an abort stops a generation within one token.
+      const engine = await createEngine({ model: url });
+      const stop = new AbortController();
+      const chunks = [];
+      const stream = await engine.completions.create({
+        prompt: 'Once upon a time',
+        max_tokens: 200,
+        temperature: 0,
+        ignore_eos: true,
+        stream: true,
+        signal: stop.signal,
+      });
+      for await (const c of stream) {
+        chunks.push(c);
+        if (chunks.length === 3) stop.abort();
+      }
+      const final = chunks.at(-1);
+      // The engine still serves the next request.
+      const after = await engine.completions.create({ prompt: 'Hello', max_tokens: 4, temperature: 0 });
+      const badRequest = await failure(engine.completions.create({ prompt: 'x', max_tokens: 0 }));
+      await engine.dispose();
+      return { errors, aborted: { tokens: final.usage.completion_tokens, finish: final.choices[0].finish_reason }, after: after.usage, badRequest };
+    },
+    { url: `/models/${path.basename(model)}` },
+  );
+  t.diagnostic(JSON.stringify(out));
+  assert.match(out.errors.truncated, /^InvalidModel: /);
+  assert.match(out.errors.notGguf, /^InvalidModel: not a GGUF file/);
+  assert.match(out.errors.missing, /^DownloadError: .*404/);
+  assert.match(out.errors.cancelled, /^AbortError: /);
+  assert.equal(out.aborted.finish, 'cancelled');
+  // Aborted after the third streamed token: at most one more was generated.
+  assert.ok(out.aborted.tokens >= 3 && out.aborted.tokens <= 4, `${out.aborted.tokens} tokens`);
+  assert.equal(out.after.completion_tokens, 4);
+  assert.match(out.badRequest, /^InvalidRequest: max_tokens/);
+  await assertClean(page);
+});
+
+test('createEngine without WebGPU names the reason', async (t) => {
+  const fx = await fixture(t, { emulator: false, webgpu: false });
+  if (!fx) return;
+  t.after(() => fx.close());
+  const page = await fx.page();
+  const message = await page.evaluate(async () => {
+    const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
+    try {
+      await createEngine({ model: '/nothing.gguf' });
+      return 'resolved';
+    } catch (e) {
+      return `${e.name}: ${e.message}`;
+    }
+  });
+  assert.match(message, /^(WebGpuUnavailable|NoAdapter): /);
   await assertClean(page);
 });

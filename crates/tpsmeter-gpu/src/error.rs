@@ -185,5 +185,56 @@ pub enum GpuError {
     EmptyPrompt,
 }
 
+impl GpuError {
+    /// A stable name for the kind of failure, for callers that branch on it (the browser
+    /// engine's `Error.name`): `InvalidModel` (the file is not a GGUF this engine reads
+    /// correctly: cut, corrupt, inconsistent), `UnsupportedModel` (well-formed, but an
+    /// architecture, tokenizer or format not implemented), `NoAdapter`, `RequestDeviceError`,
+    /// `MissingFeature`, `LimitExceeded` (a device or parser limit), `OutOfMemory`,
+    /// `DeviceLost`, `GpuError` (validation or readback: a bug here, or a driver's),
+    /// `ContextFull` and `InvalidRequest` (a prompt or template problem).
+    pub fn kind(&self) -> &'static str {
+        use GpuError::*;
+        match self {
+            BadMagic { .. }
+            | UnsupportedVersion { .. }
+            | Truncated { .. }
+            | UnknownGgmlType { .. }
+            | UnknownTensorType { .. }
+            | PartialBlock { .. }
+            | QuantLength { .. }
+            | UnknownValueType { .. }
+            | BadAlignment { .. }
+            | BadTensorShape { .. }
+            | TensorOutOfRange { .. }
+            | TensorsOverlap { .. }
+            | TensorMisaligned { .. }
+            | DuplicateKey { .. }
+            | DuplicateTensor { .. }
+            | MissingMetadata { .. }
+            | MetadataType { .. }
+            | BadMetadata { .. }
+            | MissingTensor { .. }
+            | WrongTensorShape { .. }
+            | StreamState { .. } => "InvalidModel",
+            UnsupportedFormat { .. }
+            | UnsupportedGgmlType { .. }
+            | UnsupportedArchitecture { .. }
+            | UnsupportedTokenizer { .. } => "UnsupportedModel",
+            NoAdapter { .. } => "NoAdapter",
+            RequestDevice { .. } => "RequestDeviceError",
+            MissingFeature { .. } => "MissingFeature",
+            LimitExceeded { .. } | BindingTooLarge { .. } => "LimitExceeded",
+            OutOfMemory { .. } => "OutOfMemory",
+            DeviceLost { .. } => "DeviceLost",
+            Validation { .. } | Readback { .. } | ShapeMismatch { .. } => "GpuError",
+            ContextFull { .. } => "ContextFull",
+            TokenOutOfRange { .. } | Tokenizer { .. } | ChatTemplate { .. } | EmptyPrompt => {
+                "InvalidRequest"
+            }
+        }
+    }
+}
+
 /// Shorthand used throughout the crate.
 pub type Result<T, E = GpuError> = std::result::Result<T, E>;

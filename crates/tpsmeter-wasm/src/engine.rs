@@ -7,6 +7,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+use tpsmeter_gpu::GpuError;
 use tpsmeter_gpu::chat::ChatMessage;
 use tpsmeter_gpu::engine::{Engine, EngineLoader, ModelOptions};
 use tpsmeter_gpu::generate::{CancelToken, GenerateParams, StopReason, TokenEvent};
@@ -20,8 +21,27 @@ const MAX_TOKENS_LIMIT: u32 = 1 << 16;
 const MAX_STOPS: usize = 16;
 const MAX_STOP_CHARS: usize = 256;
 
-fn js_err(e: impl std::fmt::Display) -> JsError {
-    JsError::new(&e.to_string())
+/// A JS `Error` whose `name` says what kind of failure it is. The engine's exports return
+/// these rather than `JsError` (which is always named `Error`): the page branches on the
+/// name (`InvalidModel`, `DeviceLost`, `OutOfMemory`, ... from [`GpuError::kind`];
+/// `InvalidRequest` and `InvalidState` from here), and device loss must be told apart from a
+/// bad request.
+fn named(name: &str, message: &str) -> JsValue {
+    let e = js_sys::Error::new(message);
+    e.set_name(name);
+    e.into()
+}
+
+fn gpu_err(e: GpuError) -> JsValue {
+    named(e.kind(), &e.to_string())
+}
+
+fn request_err(e: impl std::fmt::Display) -> JsValue {
+    named("InvalidRequest", &e.to_string())
+}
+
+fn state_err(message: &str) -> JsValue {
+    named("InvalidState", message)
 }
 
 /// How to create the device (camelCase in JS).
@@ -47,17 +67,17 @@ pub struct JsEngineLoader {
 #[wasm_bindgen(js_class = EngineLoader)]
 impl JsEngineLoader {
     /// Requests the adapter and device. `options`: `{ profile?, maxContext?, disableF16? }`.
-    pub async fn create(options: JsValue) -> Result<JsEngineLoader, JsError> {
+    pub async fn create(options: JsValue) -> Result<JsEngineLoader, JsValue> {
         let opts: LoaderOptions = if options.is_undefined() || options.is_null() {
             LoaderOptions::default()
         } else {
-            serde_wasm_bindgen::from_value(options).map_err(js_err)?
+            serde_wasm_bindgen::from_value(options).map_err(request_err)?
         };
         let profile = match opts.profile.as_deref() {
             None => None,
             Some("cpu") => Some(AdapterProfile::Cpu),
             Some("gpu") => Some(AdapterProfile::Gpu),
-            Some(_) => return Err(JsError::new("profile must be \"cpu\" or \"gpu\"")),
+            Some(_) => return Err(request_err("profile must be \"cpu\" or \"gpu\"")),
         };
         let ctx = GpuContext::new(&ContextOptions {
             adapter_name: None,
@@ -65,7 +85,7 @@ impl JsEngineLoader {
             disable_f16: opts.disable_f16.unwrap_or(false),
         })
         .await
-        .map_err(js_err)?;
+        .map_err(gpu_err)?;
         let mut model = ModelOptions::default();
         if let Some(n) = opts.max_context {
             model.max_context = n;
@@ -80,12 +100,12 @@ impl JsEngineLoader {
     }
 
     /// The next bytes of the file.
-    pub fn push(&mut self, chunk: &[u8]) -> Result<(), JsError> {
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), JsValue> {
         self.inner
             .as_mut()
-            .ok_or_else(|| JsError::new("the loader has finished"))?
+            .ok_or_else(|| state_err("the loader has finished"))?
             .push(chunk)
-            .map_err(js_err)
+            .map_err(gpu_err)
     }
 
     /// Bytes received so far.
@@ -97,12 +117,12 @@ impl JsEngineLoader {
     }
 
     /// The file ended: checks it was whole and returns the engine.
-    pub fn finish(&mut self) -> Result<JsEngine, JsError> {
+    pub fn finish(&mut self) -> Result<JsEngine, JsValue> {
         let loader = self
             .inner
             .take()
-            .ok_or_else(|| JsError::new("the loader has finished"))?;
-        let engine = loader.finish().map_err(js_err)?;
+            .ok_or_else(|| state_err("the loader has finished"))?;
+        let engine = loader.finish().map_err(gpu_err)?;
         Ok(JsEngine {
             slot: Rc::new(RefCell::new(Slot::Idle(Box::new(engine)))),
             cancel: CancelToken::new(),
@@ -177,12 +197,12 @@ pub struct JsEngine {
 impl JsEngine {
     /// The model's name (`general.name`).
     #[wasm_bindgen(getter)]
-    pub fn name(&self) -> Result<String, JsError> {
+    pub fn name(&self) -> Result<String, JsValue> {
         self.with(|e| e.name().to_owned())
     }
 
     /// Adapter, kernel profile, limits and the per-token figures the roofline needs, as JSON.
-    pub fn info(&self) -> Result<String, JsError> {
+    pub fn info(&self) -> Result<String, JsValue> {
         self.with(|e| {
             let model = e.model();
             let ctx = model.context();
@@ -202,8 +222,8 @@ impl JsEngine {
     }
 
     /// Token ids of `text` (with the model's BOS where it wants one).
-    pub fn encode(&self, text: &str) -> Result<Vec<u32>, JsError> {
-        self.with(|e| e.encode(text))?.map_err(js_err)
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>, JsValue> {
+        self.with(|e| e.encode(text))?.map_err(gpu_err)
     }
 
     /// Generates for `request` (JSON text: `{ messages | prompt, max_tokens, temperature,
@@ -214,15 +234,15 @@ impl JsEngine {
         &self,
         request: String,
         on_token: js_sys::Function,
-    ) -> Result<String, JsError> {
-        let req: GenerateRequest = serde_json::from_str(&request).map_err(js_err)?;
+    ) -> Result<String, JsValue> {
+        let req: GenerateRequest = serde_json::from_str(&request).map_err(request_err)?;
         let (params, sampling) = parse_request(&req)?;
         let mut engine = match std::mem::replace(&mut *self.slot.borrow_mut(), Slot::Busy) {
             Slot::Idle(engine) => engine,
             other => {
                 let busy = matches!(other, Slot::Busy);
                 *self.slot.borrow_mut() = other;
-                return Err(JsError::new(if busy {
+                return Err(state_err(if busy {
                     "the engine is busy with another generation"
                 } else {
                     "the engine was disposed"
@@ -261,11 +281,11 @@ impl JsEngine {
 }
 
 impl JsEngine {
-    fn with<T>(&self, f: impl FnOnce(&Engine) -> T) -> Result<T, JsError> {
+    fn with<T>(&self, f: impl FnOnce(&Engine) -> T) -> Result<T, JsValue> {
         match &*self.slot.borrow() {
             Slot::Idle(engine) => Ok(f(engine)),
-            Slot::Busy => Err(JsError::new("the engine is busy with a generation")),
-            Slot::Disposed => Err(JsError::new("the engine was disposed")),
+            Slot::Busy => Err(state_err("the engine is busy with a generation")),
+            Slot::Disposed => Err(state_err("the engine was disposed")),
         }
     }
 }
@@ -278,7 +298,7 @@ async fn run(
     sampling: &SamplerConfig,
     cancel: &CancelToken,
     on_token: &js_sys::Function,
-) -> Result<String, JsError> {
+) -> Result<String, JsValue> {
     let prompt = match (&req.messages, &req.prompt) {
         (Some(messages), None) => {
             let messages: Vec<ChatMessage> = messages
@@ -288,9 +308,9 @@ async fn run(
             engine.encode_chat(&messages, req.now_unix_seconds)
         }
         (None, Some(prompt)) => engine.encode(prompt),
-        _ => return Err(JsError::new("give exactly one of messages and prompt")),
+        _ => return Err(request_err("give exactly one of messages and prompt")),
     }
-    .map_err(js_err)?;
+    .map_err(gpu_err)?;
     let now = performance_now()?;
     let mut clock = || now.call();
     let mut callback_error = None;
@@ -304,9 +324,10 @@ async fn run(
     let g = engine
         .generate_async(&prompt, params, sampling, cancel, &mut clock, &mut on_event)
         .await
-        .map_err(js_err)?;
-    if callback_error.is_some() {
-        return Err(JsError::new("on_token threw"));
+        .map_err(gpu_err)?;
+    // The page's callback threw: its own error, unchanged.
+    if let Some(e) = callback_error {
+        return Err(e);
     }
     let finish_reason = match g.stop {
         StopReason::EndOfGeneration { .. } | StopReason::StopString { .. } => "stop",
@@ -325,15 +346,15 @@ async fn run(
         end_ms: g.end,
         finish_reason,
     })
-    .map_err(js_err)
+    .map_err(request_err)
 }
 
 /// Generation and sampling settings from a request, with OpenAI's defaults (temperature 1,
 /// top_p 1) and every value range-checked.
-fn parse_request(req: &GenerateRequest) -> Result<(GenerateParams, SamplerConfig), JsError> {
+fn parse_request(req: &GenerateRequest) -> Result<(GenerateParams, SamplerConfig), JsValue> {
     let max_tokens = req.max_tokens.unwrap_or(256);
     if max_tokens == 0 || max_tokens > MAX_TOKENS_LIMIT {
-        return Err(JsError::new(&format!(
+        return Err(request_err(format!(
             "max_tokens must be 1 to {MAX_TOKENS_LIMIT}"
         )));
     }
@@ -343,14 +364,14 @@ fn parse_request(req: &GenerateRequest) -> Result<(GenerateParams, SamplerConfig
             .iter()
             .any(|s| s.is_empty() || s.chars().count() > MAX_STOP_CHARS)
     {
-        return Err(JsError::new(&format!(
+        return Err(request_err(format!(
             "stop takes up to {MAX_STOPS} non-empty strings of up to {MAX_STOP_CHARS} characters"
         )));
     }
-    let in_range = |name: &str, v: Option<f32>, lo: f32, hi: f32| -> Result<Option<f32>, JsError> {
+    let in_range = |name: &str, v: Option<f32>, lo: f32, hi: f32| -> Result<Option<f32>, JsValue> {
         match v {
             Some(x) if !(x.is_finite() && (lo..=hi).contains(&x)) => {
-                Err(JsError::new(&format!("{name} must be within {lo} to {hi}")))
+                Err(request_err(format!("{name} must be within {lo} to {hi}")))
             }
             other => Ok(other),
         }
@@ -405,12 +426,12 @@ impl Now {
     }
 }
 
-fn performance_now() -> Result<Now, JsError> {
+fn performance_now() -> Result<Now, JsValue> {
     let performance = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("performance"))
-        .map_err(|_| JsError::new("no performance object in this scope"))?;
+        .map_err(|_| state_err("no performance object in this scope"))?;
     let now = js_sys::Reflect::get(&performance, &JsValue::from_str("now"))
         .ok()
         .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
-        .ok_or_else(|| JsError::new("no performance.now() in this scope"))?;
+        .ok_or_else(|| state_err("no performance.now() in this scope"))?;
     Ok(Now { performance, now })
 }

@@ -35,12 +35,18 @@ interface GpuAdapterLike {
   isFallbackAdapter?: boolean;
 }
 
+/** The adapter as the page sees it: its kernel profile and a readable name. */
+interface AdapterChoice {
+  profile: 'cpu' | 'gpu';
+  name: string;
+}
+
 /**
  * Kernel shapes for this adapter. wgpu does not pass `GPUAdapterInfo` on, so it is read
  * here: SwiftShader (what Chrome gives users without a usable GPU) and other fallback
  * adapters are CPU rasterisers and get the barrier-free shapes.
  */
-async function adapterProfile(): Promise<'cpu' | 'gpu'> {
+async function adapterChoice(): Promise<AdapterChoice> {
   const gpu = (navigator as unknown as { gpu?: { requestAdapter(): Promise<GpuAdapterLike | null> } }).gpu;
   if (!gpu) {
     throw new EngineError('WebGpuUnavailable', 'WebGPU is not available here (navigator.gpu is missing): use a browser with WebGPU enabled');
@@ -51,8 +57,10 @@ async function adapterProfile(): Promise<'cpu' | 'gpu'> {
   }
   const info = adapter.info ?? {};
   const fallback = info.isFallbackAdapter ?? adapter.isFallbackAdapter ?? false;
-  const name = `${info.vendor ?? ''} ${info.architecture ?? ''} ${info.description ?? ''}`.toLowerCase();
-  return fallback || name.includes('swiftshader') || name.includes('llvmpipe') || name.includes('lavapipe') ? 'cpu' : 'gpu';
+  const parts = [info.vendor, info.architecture, info.description].filter((p): p is string => !!p);
+  const lower = parts.join(' ').toLowerCase();
+  const cpu = fallback || lower.includes('swiftshader') || lower.includes('llvmpipe') || lower.includes('lavapipe');
+  return { profile: cpu ? 'cpu' : 'gpu', name: parts.join(' ') || 'WebGPU adapter' };
 }
 
 /** The bytes of `model` as a stream, with its size when known. */
@@ -73,7 +81,8 @@ const PROGRESS_EVERY_MS = 100;
 async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promise<unknown> {
   if (engine) throw new EngineError('InvalidState', 'this engine already has a model');
   const wasm = await loadEngineWasm();
-  const profile = msg.profile ?? (await adapterProfile());
+  const adapter = await adapterChoice();
+  const profile = msg.profile ?? adapter.profile;
   const loader = await wasm.EngineLoader.create({ profile, maxContext: msg.maxContext });
   loadAbort = new AbortController();
   const signal = loadAbort.signal;
@@ -111,7 +120,10 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
     }
     post({ id, kind: 'progress', progress: progress() });
     engine = loader.finish();
-    return { name: engine.name, info: JSON.parse(engine.info()) as unknown, profile };
+    const info = JSON.parse(engine.info()) as { adapter: string };
+    // wgpu reports no adapter name on the web; the page's GPUAdapterInfo has one.
+    if (!info.adapter) info.adapter = adapter.name;
+    return { name: engine.name, info, profile };
   } finally {
     loader.free();
     loadAbort = undefined;
