@@ -6,6 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -169,5 +170,73 @@ test('createEngine without WebGPU names the reason', async (t) => {
     }
   });
   assert.match(message, /^(WebGpuUnavailable|NoAdapter): /);
+  await assertClean(page);
+});
+
+test('createEngine caches a downloaded model: the second load reads the cache, not the network', async (t) => {
+  const model = asset(t, 'TPSMETER_MODEL');
+  if (!model) return;
+  const sha256 = crypto.createHash('sha256').update(fs.readFileSync(model)).digest('hex');
+  const fx = await fixture(t, { emulator: false, webgpu: true, mounts: { '/models/': path.dirname(model) } });
+  if (!fx) return;
+  t.after(() => fx.close());
+  const page = await fx.page();
+  const url = `/models/${path.basename(model)}`;
+  const downloads = () => fx.requests.filter((r) => r === `GET ${url}`).length;
+  const load = (opts) =>
+    page.evaluate(
+      async ({ url, opts }) => {
+        const { createEngine, listCachedModels } = await import('/tpsmeter/dist/engine/index.js');
+        const progress = [];
+        const engine = await createEngine({ model: url, onProgress: (p) => progress.push(p), ...opts });
+        const r = await engine.completions.create({ prompt: 'The sea is', max_tokens: 6, temperature: 0 });
+        const out = { fromCache: engine.fromCache, sha256: engine.sha256, text: r.choices[0].text, last: progress.at(-1), list: await listCachedModels() };
+        await engine.dispose();
+        return out;
+      },
+      { url, opts },
+    );
+
+  // A cancelled download caches nothing.
+  const cancelled = await page.evaluate(async (url) => {
+    const { createEngine, listCachedModels } = await import('/tpsmeter/dist/engine/index.js');
+    const abort = new AbortController();
+    const err = await createEngine({ model: url, signal: abort.signal, onProgress: (p) => p.loaded > 20e6 && abort.abort() }).then(
+      () => 'resolved',
+      (e) => e.name,
+    );
+    return { err, list: await listCachedModels() };
+  }, url);
+  assert.equal(cancelled.err, 'AbortError');
+  assert.deepEqual(cancelled.list, []);
+
+  const first = await load({});
+  assert.equal(first.fromCache, false);
+  assert.equal(first.sha256, sha256);
+  assert.equal(first.list.length, 1);
+  assert.equal(first.list[0].sha256, sha256);
+  assert.equal(first.list[0].size, fs.statSync(model).size);
+  assert.ok(first.list[0].sourceUrl.endsWith(url));
+  const before = downloads();
+
+  const second = await load({});
+  assert.equal(second.fromCache, true);
+  assert.equal(second.last.fromCache, true);
+  assert.equal(downloads(), before, 'the second load made no request for the model');
+  assert.equal(second.text, first.text);
+
+  // Deleting the entry empties the cache; `cache: false` loads without writing one.
+  const afterDelete = await page.evaluate(async (name) => {
+    const { deleteCachedModel, listCachedModels, cacheEstimate } = await import('/tpsmeter/dist/engine/index.js');
+    const deleted = await deleteCachedModel(name);
+    return { deleted, list: await listCachedModels(), estimate: await cacheEstimate() };
+  }, first.list[0].name);
+  assert.equal(afterDelete.deleted, true);
+  assert.deepEqual(afterDelete.list, []);
+  assert.equal(afterDelete.estimate.models, 0);
+  const uncached = await load({ cache: false });
+  assert.equal(uncached.fromCache, false);
+  assert.deepEqual(uncached.list, []);
+  t.diagnostic(`store ${afterDelete.estimate.store}; quota ${afterDelete.estimate.quota}`);
   await assertClean(page);
 });

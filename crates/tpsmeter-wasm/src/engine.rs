@@ -62,6 +62,10 @@ struct LoaderOptions {
 #[derive(Debug)]
 pub struct JsEngineLoader {
     inner: Option<EngineLoader>,
+    /// SHA-256 of every byte pushed (the cache records it, and checks it on a cached load).
+    digest: sha2::Sha256,
+    /// The digest once the loader has finished.
+    sha256: Option<String>,
 }
 
 #[wasm_bindgen(js_class = EngineLoader)]
@@ -96,16 +100,25 @@ impl JsEngineLoader {
         let ctx = Arc::new(ctx);
         Ok(JsEngineLoader {
             inner: Some(EngineLoader::new(ctx, model)),
+            digest: sha2::Sha256::default(),
+            sha256: None,
         })
     }
 
     /// The next bytes of the file.
     pub fn push(&mut self, chunk: &[u8]) -> Result<(), JsValue> {
-        self.inner
+        let loader = self
+            .inner
             .as_mut()
-            .ok_or_else(|| state_err("the loader has finished"))?
-            .push(chunk)
-            .map_err(gpu_err)
+            .ok_or_else(|| state_err("the loader has finished"))?;
+        sha2::Digest::update(&mut self.digest, chunk);
+        loader.push(chunk).map_err(gpu_err)
+    }
+
+    /// Lowercase hex SHA-256 of the whole file, once [`JsEngineLoader::finish`] succeeded.
+    #[wasm_bindgen(getter)]
+    pub fn sha256(&self) -> Option<String> {
+        self.sha256.clone()
     }
 
     /// Bytes received so far.
@@ -123,6 +136,8 @@ impl JsEngineLoader {
             .take()
             .ok_or_else(|| state_err("the loader has finished"))?;
         let engine = loader.finish().map_err(gpu_err)?;
+        let digest = sha2::Digest::finalize(std::mem::take(&mut self.digest));
+        self.sha256 = Some(digest.iter().map(|b| format!("{b:02x}")).collect());
         Ok(JsEngine {
             slot: Rc::new(RefCell::new(Slot::Idle(Box::new(engine)))),
             cancel: CancelToken::new(),

@@ -6,6 +6,8 @@ import type { FromWorker, LoadProgress, ToWorker } from './protocol.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest, CompletionRequest, EngineInfo, GenerateResult, LocalTimings } from './types.js';
 
 export type { LoadProgress } from './protocol.js';
+export { cacheEstimate, deleteCachedModel, listCachedModels, type CachedModel } from './cache.js';
+import type { CachedModel } from './cache.js';
 export type * from './types.js';
 
 export interface CreateEngineOptions {
@@ -19,6 +21,12 @@ export interface CreateEngineOptions {
   profile?: 'cpu' | 'gpu';
   /** KV cache size in tokens (the model's own limit caps it). */
   maxContext?: number;
+  /**
+   * Keep a downloaded URL in this origin's model cache (OPFS, else Cache Storage) and load
+   * from there next time (default true). Rejects with `QuotaExceededError` when the
+   * origin's free storage is short; `false` downloads without caching.
+   */
+  cache?: boolean;
 }
 
 /** An error from the engine, with the Worker's error name (`WebGpuUnavailable`, `NoAdapter`, `AbortError`, ...). */
@@ -56,6 +64,12 @@ export class LocalEngine {
   name = '';
   /** Adapter, kernel profile, limits and per-token figures. */
   info: EngineInfo | undefined;
+  /** Lowercase hex SHA-256 of the model file. */
+  sha256 = '';
+  /** Whether the model came from the cache. */
+  fromCache = false;
+  /** The cache entry (written by this load, or read), when cached. */
+  cached: CachedModel | undefined;
   private nextId = 1;
   private pending = new Map<number, Pending>();
   private generations = 0;
@@ -99,13 +113,16 @@ export class LocalEngine {
     o.signal?.addEventListener('abort', abort, { once: true });
     try {
       const loaded = (await this.call(
-        { kind: 'load', model, profile: o.profile, maxContext: o.maxContext },
+        { kind: 'load', model, cache: o.cache !== false, profile: o.profile, maxContext: o.maxContext },
         (m) => {
           if (m.kind === 'progress') o.onProgress?.(m.progress);
         },
-      )) as { name: string; info: EngineInfo };
+      )) as { name: string; info: EngineInfo; sha256: string; fromCache: boolean; cached?: CachedModel };
       this.name = loaded.name;
       this.info = loaded.info;
+      this.sha256 = loaded.sha256;
+      this.fromCache = loaded.fromCache;
+      this.cached = loaded.cached;
     } finally {
       o.signal?.removeEventListener('abort', abort);
     }

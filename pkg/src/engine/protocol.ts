@@ -6,7 +6,7 @@
 export type ModelSource = string | Blob;
 
 export type ToWorker =
-  | { id: number; kind: 'load'; model: ModelSource; profile?: 'cpu' | 'gpu'; maxContext?: number }
+  | { id: number; kind: 'load'; model: ModelSource; cache: boolean; profile?: 'cpu' | 'gpu'; maxContext?: number }
   | { id: number; kind: 'generate'; request: string }
   | { id: number; kind: 'cancel' }
   | { id: number; kind: 'abortLoad' }
@@ -23,6 +23,8 @@ export interface LoadProgress {
   bytesPerSecond: number;
   /** Seconds left at that rate, when the total is known. */
   etaSeconds?: number;
+  /** The bytes come from the model cache, not the network. */
+  fromCache: boolean;
 }
 
 export type FromWorker =

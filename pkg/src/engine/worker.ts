@@ -3,6 +3,7 @@
 // messages of ./protocol.ts. The page's main thread never waits on the GPU.
 
 import { loadEngineWasm, type EngineModule } from '../raw-engine.js';
+import { beginCacheWrite, deleteCachedModel, openCached, type CacheWriter, type CachedModel } from './cache.js';
 import type { FromWorker, LoadProgress, ModelSource, ToWorker } from './protocol.js';
 
 interface Scope {
@@ -86,8 +87,14 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
   const loader = await wasm.EngineLoader.create({ profile, maxContext: msg.maxContext });
   loadAbort = new AbortController();
   const signal = loadAbort.signal;
+  // URLs are cached; a File or Blob is already on this machine.
+  const sourceUrl = msg.cache && typeof msg.model === 'string' ? msg.model : undefined;
+  let writer: CacheWriter | undefined;
   try {
-    const { stream, total } = await open(msg.model, signal);
+    const hit = sourceUrl ? await openCached(sourceUrl) : undefined;
+    const fromCache = hit !== undefined;
+    const { stream, total } = hit ? { stream: hit.stream, total: hit.manifest.size } : await open(msg.model, signal);
+    if (sourceUrl && !hit) writer = await beginCacheWrite(sourceUrl, total);
     const reader = stream.getReader();
     const started = performance.now();
     let last = 0;
@@ -95,7 +102,7 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
     const progress = (): LoadProgress => {
       const seconds = (performance.now() - started) / 1000;
       const bytesPerSecond = seconds > 0 ? loaded / seconds : 0;
-      const p: LoadProgress = { loaded, bytesPerSecond };
+      const p: LoadProgress = { loaded, bytesPerSecond, fromCache };
       if (total !== undefined) {
         p.total = total;
         p.percent = Math.min(100, (100 * loaded) / total);
@@ -111,6 +118,7 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
       const r = await reader.read();
       if (r.done) break;
       loader.push(r.value);
+      if (writer) await writer.write(r.value);
       loaded += r.value.byteLength;
       const now = performance.now();
       if (now - last >= PROGRESS_EVERY_MS) {
@@ -120,10 +128,28 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
     }
     post({ id, kind: 'progress', progress: progress() });
     engine = loader.finish();
+    const sha256 = loader.sha256 ?? '';
+    let cached: CachedModel | undefined;
+    if (hit) {
+      cached = hit.manifest;
+      if (hit.manifest.sha256 !== sha256) {
+        // The stored bytes changed under us (storage corruption): drop the entry.
+        await deleteCachedModel(hit.manifest.name);
+        engine.free();
+        engine = undefined;
+        throw new EngineError('InvalidModel', `the cached copy of ${hit.manifest.sourceUrl} is corrupt (SHA-256 mismatch) and was deleted: load it again`);
+      }
+    } else if (writer && sourceUrl) {
+      cached = await writer.commit({ size: loaded, sourceUrl, sha256, modelName: engine.name });
+      writer = undefined;
+    }
     const info = JSON.parse(engine.info()) as { adapter: string };
     // wgpu reports no adapter name on the web; the page's GPUAdapterInfo has one.
     if (!info.adapter) info.adapter = adapter.name;
-    return { name: engine.name, info, profile };
+    return { name: engine.name, info, profile, sha256, fromCache, cached };
+  } catch (e) {
+    await writer?.abort();
+    throw e;
   } finally {
     loader.free();
     loadAbort = undefined;

@@ -35,6 +35,8 @@ export async function fixture(t, opts = {}) {
   return {
     pkg,
     origin: server.origin,
+    /** "METHOD /path" of every request the static server answered. */
+    requests: server.requests,
     browser,
     emulator,
     /** A fresh page at `pathname` (default: the isolated blank page). */

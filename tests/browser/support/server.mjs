@@ -23,12 +23,14 @@ const MIME = {
 
 /**
  * Serves `mounts` ({ '/url/prefix/': '/dir' }, longest prefix wins) on 127.0.0.1.
- * Resolves to { origin, close() }.
+ * Resolves to { origin, requests, close() }.
  */
 export async function serveStatic(mounts) {
   const table = Object.entries(mounts).sort((a, b) => b[0].length - a[0].length);
+  const requests = [];
   const server = http.createServer((req, res) => {
     let pathname = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    requests.push(`${req.method} ${pathname}`);
     const isolated = !pathname.startsWith('/plain/');
     if (!isolated) pathname = pathname.slice('/plain'.length);
     const headers = { 'cache-control': 'no-store' };
@@ -59,6 +61,8 @@ export async function serveStatic(mounts) {
   const { port } = server.address();
   return {
     origin: `http://127.0.0.1:${port}`,
+    /** "METHOD /path" of every request served, in order. */
+    requests,
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections?.();

@@ -1,0 +1,275 @@
+// The model cache: downloaded GGUF files kept on this origin so a second load needs no
+// download. OPFS (the origin private file system) where the browser has it, else Cache
+// Storage. Used by the Worker (reading and writing during a load) and by the page
+// (`listCachedModels`, `deleteCachedModel`, `cacheEstimate`).
+//
+// Consistency: an entry is its data and a manifest, and the manifest is written last, after
+// the data is complete and the engine accepted the file. Data without a manifest is an
+// interrupted write: never served, removed when seen. So a cancelled download, a cut
+// connection or a bad file never leaves anything that a later load would read.
+
+/** One cached model. */
+export interface CachedModel {
+  /** The entry's name (what `deleteCachedModel` takes): the file name and a hash of the URL. */
+  name: string;
+  /** Bytes. */
+  size: number;
+  /** Where it was downloaded from. */
+  sourceUrl: string;
+  /** Lowercase hex SHA-256 of the file, checked again on every cached load. */
+  sha256: string;
+  /** When it was cached (ISO 8601). */
+  date: string;
+  /** The model's own name (`general.name`). */
+  modelName?: string;
+  /** Which store holds it. */
+  store: 'opfs' | 'cache-storage';
+}
+
+export class CacheError extends Error {
+  constructor(name: string, message: string) {
+    super(message);
+    this.name = name;
+  }
+}
+
+const DIR = 'tpsmeter-models';
+const CACHE_NAME = 'tpsmeter-models';
+/** Cache Storage keys live under this made-up path of the page's origin. */
+const CACHE_PREFIX = '/__tpsmeter-models/';
+
+/** FNV-1a of `s`, 8 hex digits: tells apart files of the same name from different URLs. */
+function hash8(s: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h.toString(16).padStart(8, '0');
+}
+
+/** The entry name for a source URL. */
+export function entryName(sourceUrl: string): string {
+  let file = 'model.gguf';
+  try {
+    file = decodeURIComponent(new URL(sourceUrl).pathname.split('/').pop() || file);
+  } catch {
+    // Not a URL: the hash alone tells entries apart.
+  }
+  const safe = file.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100);
+  return `${safe.replace(/\.gguf$/i, '')}-${hash8(sourceUrl)}`;
+}
+
+type Store = 'opfs' | 'cache-storage' | 'none';
+
+interface StorageManagerLike {
+  getDirectory?: () => Promise<FileSystemDirectoryHandle>;
+  estimate?: () => Promise<{ usage?: number; quota?: number }>;
+}
+
+function storage(): StorageManagerLike | undefined {
+  return (navigator as unknown as { storage?: StorageManagerLike }).storage;
+}
+
+async function store(): Promise<Store> {
+  if (storage()?.getDirectory) {
+    try {
+      await opfsDir();
+      return 'opfs';
+    } catch {
+      // OPFS refused (some private modes): try Cache Storage.
+    }
+  }
+  return typeof caches !== 'undefined' ? 'cache-storage' : 'none';
+}
+
+async function opfsDir(): Promise<FileSystemDirectoryHandle> {
+  const root = await storage()!.getDirectory!();
+  return root.getDirectoryHandle(DIR, { create: true });
+}
+
+async function opfsFile(dir: FileSystemDirectoryHandle, name: string): Promise<File | undefined> {
+  try {
+    return await (await dir.getFileHandle(name)).getFile();
+  } catch {
+    return undefined;
+  }
+}
+
+async function removeQuietly(dir: FileSystemDirectoryHandle, name: string): Promise<void> {
+  await dir.removeEntry(name).catch(() => {});
+}
+
+const cacheKey = (name: string, part: 'data' | 'manifest'): string => new URL(`${CACHE_PREFIX}${name}/${part}`, location.href).href;
+
+/** Every complete entry; interrupted writes found on the way are removed. */
+export async function listCachedModels(): Promise<CachedModel[]> {
+  const s = await store();
+  const out: CachedModel[] = [];
+  if (s === 'opfs') {
+    const dir = await opfsDir();
+    const names = new Set<string>();
+    for await (const name of (dir as unknown as { keys(): AsyncIterable<string> }).keys()) names.add(name);
+    for (const name of names) {
+      if (!name.endsWith('.gguf')) continue;
+      const key = name.slice(0, -'.gguf'.length);
+      const manifest = await readOpfsManifest(dir, key);
+      if (manifest) out.push(manifest);
+      else await removeQuietly(dir, name);
+    }
+  } else if (s === 'cache-storage') {
+    const cache = await caches.open(CACHE_NAME);
+    for (const req of await cache.keys()) {
+      if (!req.url.endsWith('/manifest')) continue;
+      const res = await cache.match(req);
+      const manifest = res ? ((await res.json()) as CachedModel) : undefined;
+      if (manifest && (await cache.match(cacheKey(manifest.name, 'data')))) out.push(manifest);
+    }
+  }
+  return out.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+async function readOpfsManifest(dir: FileSystemDirectoryHandle, key: string): Promise<CachedModel | undefined> {
+  const [data, meta] = await Promise.all([opfsFile(dir, `${key}.gguf`), opfsFile(dir, `${key}.json`)]);
+  if (!data || !meta) return undefined;
+  try {
+    const manifest = JSON.parse(await meta.text()) as CachedModel;
+    return manifest.size === data.size ? manifest : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Removes entry `name`; resolves to whether there was one. */
+export async function deleteCachedModel(name: string): Promise<boolean> {
+  const s = await store();
+  if (s === 'opfs') {
+    const dir = await opfsDir();
+    const had = (await opfsFile(dir, `${name}.json`)) !== undefined;
+    // Manifest first: a crash in between leaves data without a manifest, which is ignored.
+    await removeQuietly(dir, `${name}.json`);
+    await removeQuietly(dir, `${name}.gguf`);
+    return had;
+  }
+  if (s === 'cache-storage') {
+    const cache = await caches.open(CACHE_NAME);
+    const had = await cache.delete(cacheKey(name, 'manifest'));
+    await cache.delete(cacheKey(name, 'data'));
+    return had;
+  }
+  return false;
+}
+
+/** What this origin stores, and the models' share. */
+export async function cacheEstimate(): Promise<{ usage?: number; quota?: number; models: number; store: Store }> {
+  const estimate = (await storage()?.estimate?.()) ?? {};
+  const models = (await listCachedModels()).reduce((sum, m) => sum + m.size, 0);
+  return { usage: estimate.usage, quota: estimate.quota, models, store: await store() };
+}
+
+/** A cached copy of `sourceUrl` to load from, when there is a complete one. */
+export async function openCached(sourceUrl: string): Promise<{ stream: ReadableStream<Uint8Array>; manifest: CachedModel } | undefined> {
+  const name = entryName(sourceUrl);
+  const s = await store();
+  if (s === 'opfs') {
+    const dir = await opfsDir();
+    const manifest = await readOpfsManifest(dir, name);
+    const data = manifest && (await opfsFile(dir, `${name}.gguf`));
+    if (!manifest || !data) return undefined;
+    return { stream: data.stream(), manifest };
+  }
+  if (s === 'cache-storage') {
+    const cache = await caches.open(CACHE_NAME);
+    const meta = await cache.match(cacheKey(name, 'manifest'));
+    const data = await cache.match(cacheKey(name, 'data'));
+    if (!meta || !data?.body) return undefined;
+    return { stream: data.body, manifest: (await meta.json()) as CachedModel };
+  }
+  return undefined;
+}
+
+/** Writes one download into the cache; nothing is visible before `commit`. */
+export interface CacheWriter {
+  write(chunk: Uint8Array): Promise<void>;
+  /** Records the manifest: the entry becomes visible. */
+  commit(manifest: Omit<CachedModel, 'name' | 'store' | 'date'>): Promise<CachedModel>;
+  /** Drops what was written. */
+  abort(): Promise<void>;
+}
+
+const MB = 1024 * 1024;
+
+/**
+ * Starts caching a download of `total` bytes (when known). Rejects with a
+ * `QuotaExceededError` naming the sizes when the origin's free storage is short; resolves
+ * to `undefined` when this browser has no store at all.
+ */
+export async function beginCacheWrite(sourceUrl: string, total: number | undefined): Promise<CacheWriter | undefined> {
+  const s = await store();
+  if (s === 'none') return undefined;
+  const estimate = await storage()?.estimate?.();
+  if (total !== undefined && estimate?.quota !== undefined) {
+    const free = estimate.quota - (estimate.usage ?? 0);
+    if (free < total) {
+      throw new CacheError(
+        'QuotaExceededError',
+        `caching the model needs ${(total / MB).toFixed(1)} MB but this site may store only ${(free / MB).toFixed(1)} MB more: delete cached models (deleteCachedModel) or load with cache: false`,
+      );
+    }
+  }
+  const name = entryName(sourceUrl);
+  const finish = (m: Omit<CachedModel, 'name' | 'store' | 'date'>): CachedModel => ({
+    ...m,
+    name,
+    store: s,
+    date: new Date().toISOString(),
+  });
+  if (s === 'opfs') {
+    const dir = await opfsDir();
+    await removeQuietly(dir, `${name}.json`);
+    const writable = await (await dir.getFileHandle(`${name}.gguf`, { create: true })).createWritable();
+    return {
+      write: (chunk) => writable.write(chunk as Uint8Array<ArrayBuffer>).catch(quota),
+      async commit(m) {
+        await writable.close().catch(quota);
+        const manifest = finish(m);
+        const meta = await (await dir.getFileHandle(`${name}.json`, { create: true })).createWritable();
+        await meta.write(JSON.stringify(manifest));
+        await meta.close();
+        return manifest;
+      },
+      async abort() {
+        await writable.abort().catch(() => {});
+        await removeQuietly(dir, `${name}.gguf`);
+      },
+    };
+  }
+  const cache = await caches.open(CACHE_NAME);
+  await cache.delete(cacheKey(name, 'manifest'));
+  const pipe = new TransformStream<Uint8Array, Uint8Array>();
+  const writer = pipe.writable.getWriter();
+  const stored = cache.put(cacheKey(name, 'data'), new Response(pipe.readable, { headers: { 'content-type': 'application/octet-stream' } }));
+  stored.catch(() => {});
+  return {
+    write: (chunk) => writer.write(chunk).catch(quota),
+    async commit(m) {
+      await writer.close();
+      await stored.catch(quota);
+      const manifest = finish(m);
+      await cache.put(cacheKey(name, 'manifest'), new Response(JSON.stringify(manifest), { headers: { 'content-type': 'application/json' } }));
+      return manifest;
+    },
+    async abort() {
+      await writer.abort().catch(() => {});
+      await cache.delete(cacheKey(name, 'data'));
+    },
+  };
+}
+
+/** A storage write that failed for space becomes a named, explained error. */
+function quota(e: unknown): never {
+  if (e instanceof DOMException && e.name === 'QuotaExceededError') {
+    throw new CacheError('QuotaExceededError', 'the browser refused to store more of the model (storage quota): delete cached models or load with cache: false');
+  }
+  throw e;
+}
