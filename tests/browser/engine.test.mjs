@@ -240,3 +240,33 @@ test('createEngine caches a downloaded model: the second load reads the cache, n
   t.diagnostic(`store ${afterDelete.estimate.store}; quota ${afterDelete.estimate.quota}`);
   await assertClean(page);
 });
+
+test('probeAdapter measures the WebGPU adapter, and a probed engine states decode against the roofline', async (t) => {
+  const model = asset(t, 'TPSMETER_MODEL');
+  if (!model) return;
+  const fx = await fixture(t, { emulator: false, webgpu: true, mounts: { '/models/': path.dirname(model) } });
+  if (!fx) return;
+  t.after(() => fx.close());
+  const page = await fx.page();
+  const out = await page.evaluate(async (url) => {
+    const { createEngine, probeAdapter } = await import('/tpsmeter/dist/engine/index.js');
+    const standalone = await probeAdapter({ mib: 16 });
+    const engine = await createEngine({ model: url, cache: false });
+    await engine.probe({ mib: 16 });
+    const r = await engine.completions.create({ prompt: 'The sea is', max_tokens: 8, temperature: 0, ignore_eos: true });
+    await engine.dispose();
+    return { standalone, timings: r.timings, info: engine.info };
+  }, `/models/${path.basename(model)}`);
+  t.diagnostic(JSON.stringify(out.standalone));
+  const p = out.standalone;
+  for (const v of [p.read_gb_per_s, p.contiguous_gb_per_s, p.strided_gb_per_s, p.submit_readback_ms]) assert.ok(Number.isFinite(v) && v > 0, JSON.stringify(p));
+  assert.ok(p.dispatch_us >= 0);
+  assert.equal(p.read_bytes, 16 << 20);
+  assert.ok(p.adapter.length > 0);
+  const roof = out.timings.roofline;
+  assert.ok(roof, 'timings carry the roofline after probe()');
+  assert.ok(Math.abs(roof.ceiling_tokens_per_second - (roof.read_gb_per_s * 1e9) / out.info.weightBytesPerToken) < 1e-6 * roof.ceiling_tokens_per_second);
+  assert.ok(Math.abs(roof.share - out.timings.decode_tokens_per_second / roof.ceiling_tokens_per_second) < 1e-9);
+  t.diagnostic(`decode ${out.timings.decode_tokens_per_second.toFixed(2)} tok/s = ${(100 * roof.share).toFixed(1)} % of ${roof.ceiling_tokens_per_second.toFixed(1)} tok/s`);
+  await assertClean(page);
+});

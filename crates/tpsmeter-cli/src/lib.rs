@@ -18,6 +18,7 @@ pub mod client;
 pub mod exit;
 pub mod failure;
 pub mod output;
+pub mod probe;
 pub mod progress;
 pub mod prompt;
 pub mod run;
@@ -43,6 +44,9 @@ pub enum Command {
     Run(run::RunArgs),
     /// Serve a local GGUF model on an OpenAI-compatible HTTP API (tpsmeter's own engine).
     Serve(serve::ServeArgs),
+    /// Measure the GPU adapter's roofline: streaming-read GB/s, per-dispatch cost, submit +
+    /// readback latency (and, with --model, the decode ceiling they allow).
+    Probe(probe::ProbeArgs),
 }
 
 /// Runs a parsed command line to its exit status. Errors are usage or set-up errors.
@@ -51,5 +55,6 @@ pub fn run(cli: Cli) -> anyhow::Result<exit::Status> {
         Command::Bench(args) => bench::run_blocking(*args),
         Command::Run(args) => run::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Probe(args) => probe::run(args),
     }
 }

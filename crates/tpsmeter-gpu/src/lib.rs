@@ -16,6 +16,7 @@ pub mod gguf;
 pub mod gpu;
 pub mod kernels;
 pub mod model;
+pub mod probe;
 pub mod quant;
 pub mod reference;
 pub mod tokenizer;

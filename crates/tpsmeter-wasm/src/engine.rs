@@ -13,6 +13,7 @@ use tpsmeter_gpu::engine::{Engine, EngineLoader, ModelOptions};
 use tpsmeter_gpu::generate::{CancelToken, GenerateParams, StopReason, TokenEvent};
 use tpsmeter_gpu::gpu::context::{AdapterProfile, ContextOptions, GpuContext};
 use tpsmeter_gpu::kernels::SamplerConfig;
+use tpsmeter_gpu::probe::{ProbeOptions, probe};
 use wasm_bindgen::prelude::*;
 
 /// Most tokens one request may ask for.
@@ -77,12 +78,7 @@ impl JsEngineLoader {
         } else {
             serde_wasm_bindgen::from_value(options).map_err(request_err)?
         };
-        let profile = match opts.profile.as_deref() {
-            None => None,
-            Some("cpu") => Some(AdapterProfile::Cpu),
-            Some("gpu") => Some(AdapterProfile::Gpu),
-            Some(_) => return Err(request_err("profile must be \"cpu\" or \"gpu\"")),
-        };
+        let profile = parse_profile(opts.profile.as_deref())?;
         let ctx = GpuContext::new(&ContextOptions {
             adapter_name: None,
             profile,
@@ -142,6 +138,50 @@ impl JsEngineLoader {
             slot: Rc::new(RefCell::new(Slot::Idle(Box::new(engine)))),
             cancel: CancelToken::new(),
         })
+    }
+}
+
+/// Measures this scope's WebGPU adapter (see `tpsmeter_gpu::probe`): streaming-read GB/s,
+/// per-dispatch cost, submit + readback latency, as JSON text. `options`: `{ profile?,
+/// mib? }` (MiB read per dispatch, default 64). Takes a few seconds; its own device.
+#[wasm_bindgen(js_name = probeAdapter)]
+pub async fn probe_adapter(options: JsValue) -> Result<String, JsValue> {
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Options {
+        profile: Option<String>,
+        mib: Option<u64>,
+    }
+    let opts: Options = if options.is_undefined() || options.is_null() {
+        Options::default()
+    } else {
+        serde_wasm_bindgen::from_value(options).map_err(request_err)?
+    };
+    let ctx = GpuContext::new(&ContextOptions {
+        adapter_name: None,
+        profile: parse_profile(opts.profile.as_deref())?,
+        disable_f16: false,
+    })
+    .await
+    .map_err(gpu_err)?;
+    let mut probe_opts = ProbeOptions::default();
+    if let Some(mib) = opts.mib {
+        probe_opts.bytes = mib.clamp(1, 1024) << 20;
+    }
+    let now = performance_now()?;
+    let mut clock = || now.call();
+    let report = probe(&ctx, &mut clock, &probe_opts)
+        .await
+        .map_err(gpu_err)?;
+    serde_json::to_string(&report).map_err(request_err)
+}
+
+fn parse_profile(profile: Option<&str>) -> Result<Option<AdapterProfile>, JsValue> {
+    match profile {
+        None => Ok(None),
+        Some("cpu") => Ok(Some(AdapterProfile::Cpu)),
+        Some("gpu") => Ok(Some(AdapterProfile::Gpu)),
+        Some(_) => Err(request_err("profile must be \"cpu\" or \"gpu\"")),
     }
 }
 

@@ -3,7 +3,7 @@
 // the GPU and generating all happen in the Worker (./worker.ts).
 
 import type { FromWorker, LoadProgress, ToWorker } from './protocol.js';
-import type { ChatCompletion, ChatCompletionChunk, ChatRequest, CompletionRequest, EngineInfo, GenerateResult, LocalTimings } from './types.js';
+import type { ChatCompletion, ChatCompletionChunk, ChatRequest, CompletionRequest, EngineInfo, GenerateResult, LocalTimings, ProbeReport } from './types.js';
 
 export type { LoadProgress } from './protocol.js';
 export { cacheEstimate, deleteCachedModel, listCachedModels, type CachedModel } from './cache.js';
@@ -43,9 +43,27 @@ interface Pending {
   onMessage?: (m: FromWorker) => void;
 }
 
+function startWorker(): Worker {
+  return new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'tpsmeter-engine' });
+}
+
+/**
+ * Measures this browser's WebGPU adapter in a Worker of its own: streaming-read GB/s (the
+ * roofline decode is read against), per-dispatch cost and submit + readback latency. A few
+ * seconds. `mib`: MiB read per dispatch (default 64).
+ */
+export async function probeAdapter(options: { profile?: 'cpu' | 'gpu'; mib?: number } = {}): Promise<ProbeReport> {
+  const engine = new LocalEngine(startWorker());
+  try {
+    return await engine.probe(options);
+  } finally {
+    engine.terminate();
+  }
+}
+
 /** Starts the Worker and loads `model` into it. */
 export async function createEngine(options: CreateEngineOptions): Promise<LocalEngine> {
-  const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'tpsmeter-engine' });
+  const worker = startWorker();
   const engine = new LocalEngine(worker);
   try {
     await engine.load(options);
@@ -70,6 +88,8 @@ export class LocalEngine {
   fromCache = false;
   /** The cache entry (written by this load, or read), when cached. */
   cached: CachedModel | undefined;
+  /** The adapter probe's figures, once `probe()` has run: timings then state decode as a share of the roofline. */
+  roofline: ProbeReport | undefined;
   private nextId = 1;
   private pending = new Map<number, Pending>();
   private generations = 0;
@@ -93,6 +113,22 @@ export class LocalEngine {
   constructor(private worker: Worker) {
     worker.onmessage = (e: MessageEvent<FromWorker>) => this.receive(e.data);
     worker.onerror = (e: ErrorEvent) => this.failAll(new EngineError('WorkerError', e.message || 'the engine worker failed'));
+  }
+
+  /**
+   * Measures the adapter (see `probeAdapter`) in this engine's Worker; later generations'
+   * timings then give decode as a share of the roofline. Not while generating.
+   */
+  async probe(options: { profile?: 'cpu' | 'gpu'; mib?: number } = {}): Promise<ProbeReport> {
+    const report = (await this.call({ kind: 'probe', ...options })) as ProbeReport;
+    this.roofline = report;
+    return report;
+  }
+
+  /** @internal Stops the Worker without a dispose round trip. */
+  terminate(): void {
+    this.worker.terminate();
+    this.failAll(new EngineError('InvalidState', 'the engine was disposed'));
   }
 
   /** Frees the GPU memory and stops the Worker. */
@@ -178,7 +214,7 @@ export class LocalEngine {
     }).then(
       (value) => {
         const result = value as GenerateResult;
-        const final = finalChunk(id, created, model, kind, result, timingsOf(result, this.info, cold));
+        const final = finalChunk(id, created, model, kind, result, timingsOf(result, this.info, cold, this.roofline));
         queue.push(final);
         queue.end();
         return { result, final };
@@ -232,17 +268,23 @@ function finalChunk(id: string, created: number, model: string, kind: 'chat' | '
 }
 
 /** Prefill and decode rates, TTFT and per-token times, on the Worker's clock. */
-function timingsOf(r: GenerateResult, info: EngineInfo | undefined, cold: boolean): LocalTimings {
+function timingsOf(r: GenerateResult, info: EngineInfo | undefined, cold: boolean, probe: ProbeReport | undefined): LocalTimings {
   const t = r.token_times_ms;
   const first = t[0];
   const last = t[t.length - 1];
   const evaluated = r.prompt_tokens - r.reused_tokens;
   const ttft = first === undefined ? undefined : first - r.start_ms;
+  const decode = first !== undefined && last !== undefined && t.length > 1 && last > first ? (1000 * (t.length - 1)) / (last - first) : undefined;
+  const ceiling = probe && info && info.weightBytesPerToken > 0 ? (probe.read_gb_per_s * 1e9) / info.weightBytesPerToken : undefined;
   return {
+    roofline:
+      probe && ceiling !== undefined
+        ? { read_gb_per_s: probe.read_gb_per_s, ceiling_tokens_per_second: ceiling, share: decode === undefined ? undefined : decode / ceiling }
+        : undefined,
     prompt_tokens_evaluated: evaluated,
     ttft_ms: ttft,
     prefill_tokens_per_second: ttft && ttft > 0 ? (1000 * evaluated) / ttft : undefined,
-    decode_tokens_per_second: first !== undefined && last !== undefined && t.length > 1 && last > first ? (1000 * (t.length - 1)) / (last - first) : undefined,
+    decode_tokens_per_second: decode,
     token_times_ms: t.map((x) => x - r.start_ms),
     tokens: r.tokens,
     adapter: info?.adapter,

@@ -51,6 +51,31 @@ export interface LocalTimings {
   profile: 'cpu' | 'gpu' | undefined;
   /** The first generation of this engine (pipelines and caches cold). */
   cold: boolean;
+  /** Decode against the adapter's roofline, once `engine.probe()` has run. */
+  roofline?: {
+    /** Probed streaming-read bandwidth, GB/s. */
+    read_gb_per_s: number;
+    /** Bandwidth ÷ weight bytes read per token: the decode rate no kernel can beat. */
+    ceiling_tokens_per_second: number;
+    /** decode_tokens_per_second ÷ the ceiling. */
+    share: number | undefined;
+  };
+}
+
+/** What the adapter probe measured (`probeAdapter`, `engine.probe()`). */
+export interface ProbeReport {
+  adapter: string;
+  /** Best streaming-read bandwidth, GB/s (10^9 B/s), of the two patterns. */
+  read_gb_per_s: number;
+  read_pattern: 'contiguous' | 'strided';
+  contiguous_gb_per_s: number;
+  strided_gb_per_s: number;
+  /** Bytes read per dispatch. */
+  read_bytes: number;
+  /** Extra cost of one more dispatch in a command buffer, µs. */
+  dispatch_us: number;
+  /** One submit of one tiny dispatch plus a 4-byte readback, ms. */
+  submit_readback_ms: number;
 }
 
 export type FinishReason = 'stop' | 'length' | 'cancelled' | 'context_full' | null;

@@ -180,6 +180,17 @@ scope.onmessage = (e: MessageEvent<ToWorker>): void => {
     case 'generate':
       answer(generate(id, msg.request));
       break;
+    case 'probe':
+      answer(
+        (async () => {
+          const wasm = await loadEngineWasm();
+          const adapter = await adapterChoice();
+          const report = JSON.parse(await wasm.probeAdapter({ profile: msg.profile ?? adapter.profile, mib: msg.mib })) as { adapter: string };
+          if (!report.adapter) report.adapter = adapter.name;
+          return report;
+        })(),
+      );
+      break;
     case 'cancel':
       engine?.cancel();
       answer(Promise.resolve(undefined));

@@ -60,6 +60,7 @@ pub static SOURCES: &[(&str, &str)] = &[
     ("attention_cpu", include_str!("wgsl/attention_cpu.wgsl")),
     ("softmax", include_str!("wgsl/softmax.wgsl")),
     ("sample", include_str!("wgsl/sample.wgsl")),
+    ("probe", include_str!("wgsl/probe.wgsl")),
 ];
 
 /// Looks a file up in [`SOURCES`]. Every name used below is in the table (a unit test
@@ -122,6 +123,8 @@ pub enum ShaderId {
     Softmax,
     /// Token sampling.
     Sample,
+    /// The adapter probe's streaming reads and per-dispatch unit.
+    Probe,
 }
 
 impl ShaderId {
@@ -141,6 +144,7 @@ impl ShaderId {
             ShaderId::AttentionCpu(_) => "attention_cpu",
             ShaderId::Softmax => "softmax",
             ShaderId::Sample => "sample",
+            ShaderId::Probe => "probe",
         }
     }
 
@@ -269,6 +273,7 @@ mod tests {
             ShaderId::KvAppendTexture,
             ShaderId::Softmax,
             ShaderId::Sample,
+            ShaderId::Probe,
         ] {
             for name in id.files() {
                 assert!(!file(name).is_empty(), "{name} missing from SOURCES");
