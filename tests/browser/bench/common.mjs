@@ -50,9 +50,10 @@ export function log(...args) {
 /**
  * Installs the package (as a user gets it), serves it with the test pages (cross-origin
  * isolated), launches Chromium and opens the blank page. Resolves to
- * { page, pkgDir, source, close() }.
+ * { page, pkgDir, source, close() }. opts.mounts: more { prefix: dir } to serve; opts.webgpu:
+ * Chromium with WebGPU (SwiftShader here).
  */
-export async function isolatedPage() {
+export async function isolatedPage(opts = {}) {
   choosePackage();
   // After choosePackage: env.mjs reads the environment when first imported.
   const { installPackage } = await import('../support/pkg.mjs');
@@ -61,10 +62,10 @@ export async function isolatedPage() {
   const { PAGES_DIR } = await import('../support/fixture.mjs');
   const source = process.env.TPSMETER_PKG_TARBALL ?? process.env.TPSMETER_PKG_DIR ?? '(none)';
   const pkg = installPackage(scriptT);
-  const server = await serveStatic({ '/tpsmeter/': pkg.dir, '/': PAGES_DIR });
+  const server = await serveStatic({ '/tpsmeter/': pkg.dir, '/': PAGES_DIR, ...(opts.mounts ?? {}) });
   let browser;
   try {
-    browser = await launchBrowser(scriptT);
+    browser = await launchBrowser(scriptT, { webgpu: opts.webgpu });
   } catch (e) {
     await server.close();
     throw e;

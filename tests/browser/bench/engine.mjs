@@ -1,0 +1,130 @@
+// The local engine's benchmark: SmolLM2-135M Q4_1 in headless Chromium (WebGPU on
+// SwiftShader here) beside our native engine (`tpsmeter run`, lavapipe here) in the same run.
+//
+//   cargo xtask pkg && cargo build --release -p tpsmeter-cli
+//   TPSMETER_MODEL=... node tests/browser/bench/engine.mjs [rounds]
+//
+// Prints: cold load (download + upload + pipelines, cache empty) and warm load (from the
+// model cache), prefill tok/s and TTFT at a 64-token prompt, decode tok/s at contexts 64 and
+// 512 (32 tokens generated after the prompt), dispatches per token, the probed roofline and
+// decode as its share; then the same figures from the native engine, and browser / native
+// ratios; then the gzipped sizes of the engine's wasm and JS. Medians of `rounds` (default
+// 3) runs each. The CLI binary: TPSMETER_CLI_RELEASE, else target/release/tpsmeter.
+
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { REPO_ROOT, isolatedPage, loadAverage, log } from './common.mjs';
+
+const rounds = Number(process.argv[2] ?? 3);
+const model = process.env.TPSMETER_MODEL;
+if (!model || !fs.existsSync(model)) {
+  console.error('set TPSMETER_MODEL to SmolLM2-135M-Instruct.Q4_1.gguf (cargo xtask setup caches it)');
+  process.exit(2);
+}
+const targetDir = process.env.CARGO_TARGET_DIR ?? path.join(REPO_ROOT, 'target');
+const cli = process.env.TPSMETER_CLI_RELEASE ?? path.join(targetDir, 'release', 'tpsmeter');
+const median = (v) => {
+  const s = v.filter(Number.isFinite).sort((a, b) => a - b);
+  return s.length ? (s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : NaN;
+};
+/** A prompt of about `n` tokens whose first word differs per `salt` (no KV prefix reuse). */
+const prompt = (n, salt) => `${['Alpha', 'Bravo', 'Charlie', 'Delta', 'Echo', 'Foxtrot', 'Golf', 'Hotel'][salt % 8]} ${'the sea and the sky '.repeat(Math.ceil(n / 5))}`.split(' ').slice(0, n).join(' ');
+
+const loadStart = loadAverage();
+log(`load average at start: ${loadStart}`);
+const ctx = await isolatedPage({ webgpu: true, mounts: { '/models/': path.dirname(model) } });
+let browser;
+try {
+  browser = await ctx.page.evaluate(
+    async ({ url, rounds, prompts }) => {
+      const { createEngine, listCachedModels, deleteCachedModel } = await import('/tpsmeter/dist/engine/index.js');
+      for (const m of await listCachedModels()) await deleteCachedModel(m.name);
+      const t0 = performance.now();
+      let engine = await createEngine({ model: url });
+      const coldMs = performance.now() - t0;
+      await engine.dispose();
+      const t1 = performance.now();
+      engine = await createEngine({ model: url });
+      const warmMs = performance.now() - t1;
+      const fromCache = engine.fromCache;
+      const probe = await engine.probe();
+      const runs = { p64: [], p512: [] };
+      let salt = 0;
+      for (let r = 0; r < rounds; r++) {
+        for (const key of ['p64', 'p512']) {
+          const res = await engine.completions.create({ prompt: prompts[key][salt++ % prompts[key].length], max_tokens: 32, temperature: 0, ignore_eos: true });
+          runs[key].push(res.timings);
+        }
+      }
+      const info = engine.info;
+      await engine.dispose();
+      return { coldMs, warmMs, fromCache, probe, runs, info, name: engine.name };
+    },
+    {
+      url: `/models/${path.basename(model)}`,
+      rounds,
+      prompts: { p64: [0, 1, 2, 3, 4, 5, 6, 7].map((s) => prompt(64, s)), p512: [0, 1, 2, 3, 4, 5, 6, 7].map((s) => prompt(512, s)) },
+    },
+  );
+} finally {
+  await ctx.close();
+}
+
+const figures = (runs) => ({
+  ttft: median(runs.map((t) => t.ttft_ms)),
+  prefill: median(runs.map((t) => t.prefill_tokens_per_second)),
+  decode: median(runs.map((t) => t.decode_tokens_per_second)),
+  promptTokens: median(runs.map((t) => t.prompt_tokens_evaluated)),
+});
+const b64 = figures(browser.runs.p64);
+const b512 = figures(browser.runs.p512);
+
+// The native engine, same prompts, same generation length.
+const native = { p64: [], p512: [] };
+const nativeAvailable = fs.existsSync(cli);
+if (nativeAvailable) {
+  let salt = 0;
+  for (let r = 0; r < rounds; r++) {
+    for (const [key, n] of [['p64', 64], ['p512', 512]]) {
+      const out = spawnSync(cli, ['run', '--model', model, '--prompt', prompt(n, salt++ % 8), '--max-tokens', '32', '--json'], { encoding: 'utf8' });
+      if (out.status !== 0) throw new Error(`tpsmeter run failed: ${out.stderr}`);
+      const f = JSON.parse(out.stdout).figures;
+      native[key].push({ ttft_ms: f.ttft_s * 1e3, prefill_tokens_per_second: f.prefill_tps, decode_tokens_per_second: f.decode_tps, prompt_tokens_evaluated: f.prompt_tokens });
+    }
+  }
+}
+const n64 = figures(native.p64);
+const n512 = figures(native.p512);
+
+const f1 = (v) => (Number.isFinite(v) ? v.toFixed(1) : 'n/a');
+const f2 = (v) => (Number.isFinite(v) ? v.toFixed(2) : 'n/a');
+console.log(`model ${browser.name}; ${rounds} rounds; load average ${loadStart} at start, ${loadAverage()} at end (2 cores)`);
+console.log(`browser: Chromium, adapter ${browser.info.adapter} (${browser.info.profile} kernels, shader-f16 ${browser.info.shaderF16})`);
+console.log(`  load, cold (download + upload + pipelines)  ${f1(browser.coldMs)} ms`);
+console.log(`  load, warm (model cache: ${browser.fromCache})          ${f1(browser.warmMs)} ms`);
+console.log(`  dispatches per decoded token               ${browser.info.dispatchesPerToken} (one submit, 4 bytes read back)`);
+console.log(`  weights read per token                     ${f1(browser.info.weightBytesPerToken / 1e6)} MB`);
+const ceiling = (browser.probe.read_gb_per_s * 1e9) / browser.info.weightBytesPerToken;
+console.log(
+  `  probe: ${f2(browser.probe.read_gb_per_s)} GB/s (${browser.probe.read_pattern}), ${f1(browser.probe.dispatch_us)} µs/dispatch, ${f2(browser.probe.submit_readback_ms)} ms submit+readback; ceiling ${f1(ceiling)} tok/s`,
+);
+console.log('');
+console.log('                      browser    native   browser/native');
+const row = (label, b, n) => console.log(`  ${label.padEnd(20)}${f2(b).padStart(8)}  ${f2(n).padStart(8)}   ${f2(b / n).padStart(8)}`);
+row(`TTFT ms (${b64.promptTokens} tok)`, b64.ttft, n64.ttft);
+row('prefill tok/s @64', b64.prefill, n64.prefill);
+row('decode tok/s @64', b64.decode, n64.decode);
+row('decode tok/s @512', b512.decode, n512.decode);
+console.log(`  decode @64 as a share of the probed ceiling: ${f1((100 * b64.decode) / ceiling)} %`);
+if (!nativeAvailable) console.log(`  (native: no ${cli}; build it with cargo build --release -p tpsmeter-cli)`);
+
+console.log('\nsizes, gzip -9, bytes:');
+const pkgDir = path.join(REPO_ROOT, 'pkg');
+for (const f of ['wasm/tpsmeter_engine_bg.wasm', 'wasm/tpsmeter_engine.js', 'dist/engine/index.js', 'dist/engine/worker.js', 'dist/engine/cache.js', 'dist/raw-engine.js']) {
+  const file = path.join(pkgDir, f);
+  if (!fs.existsSync(file)) continue;
+  const buf = fs.readFileSync(file);
+  console.log(`  ${String(zlib.gzipSync(buf, { level: 9 }).length).padStart(9)}  ${f}  (${buf.length} raw)`);
+}
