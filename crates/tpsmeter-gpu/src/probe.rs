@@ -130,7 +130,7 @@ pub fn fold_reference(data: &[[u32; 4]], pattern: ReadPattern, invocations: u32)
         .collect()
 }
 
-/// A read of `data` (a storage buffer of `n_vec4` vec4<u32>) into `out` (one u32 per
+/// A read of `data` (a storage buffer of `n_vec4` `vec4<u32>`) into `out` (one u32 per
 /// invocation).
 pub fn read_dispatch(
     ctx: &GpuContext,
