@@ -229,6 +229,10 @@ struct GenerateResult {
     end_ms: f64,
     /// `stop`, `length`, `cancelled` or `context_full`.
     finish_reason: &'static str,
+    /// Work the GPU did for this generation (prompt and decode), from the engine's counters.
+    submits: u64,
+    dispatches: u64,
+    readback_bytes: u64,
 }
 
 /// Where the engine is: a generation takes it out of the slot for its duration (no borrow
@@ -376,6 +380,7 @@ async fn run(
             callback_error.get_or_insert(e);
         }
     };
+    let before = engine.model().stats();
     let g = engine
         .generate_async(&prompt, params, sampling, cancel, &mut clock, &mut on_event)
         .await
@@ -384,6 +389,7 @@ async fn run(
     if let Some(e) = callback_error {
         return Err(e);
     }
+    let after = engine.model().stats();
     let finish_reason = match g.stop {
         StopReason::EndOfGeneration { .. } | StopReason::StopString { .. } => "stop",
         StopReason::MaxTokens => "length",
@@ -400,6 +406,9 @@ async fn run(
         start_ms: g.start,
         end_ms: g.end,
         finish_reason,
+        submits: after.submits - before.submits,
+        dispatches: after.dispatches - before.dispatches,
+        readback_bytes: after.readback_bytes - before.readback_bytes,
     })
     .map_err(request_err)
 }

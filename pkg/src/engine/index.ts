@@ -287,6 +287,7 @@ function timingsOf(r: GenerateResult, info: EngineInfo | undefined, cold: boolea
     decode_tokens_per_second: decode,
     token_times_ms: t.map((x) => x - r.start_ms),
     tokens: r.tokens,
+    gpu: { submits: r.submits, dispatches: r.dispatches, readback_bytes: r.readback_bytes },
     adapter: info?.adapter,
     profile: info?.profile,
     cold,

@@ -51,6 +51,8 @@ export interface LocalTimings {
   profile: 'cpu' | 'gpu' | undefined;
   /** The first generation of this engine (pipelines and caches cold). */
   cold: boolean;
+  /** GPU work of this generation, prompt included: queue submits, dispatches, bytes read back. */
+  gpu: { submits: number; dispatches: number; readback_bytes: number };
   /** Decode against the adapter's roofline, once `engine.probe()` has run. */
   roofline?: {
     /** Probed streaming-read bandwidth, GB/s. */
@@ -130,4 +132,7 @@ export interface GenerateResult {
   start_ms: number;
   end_ms: number;
   finish_reason: 'stop' | 'length' | 'cancelled' | 'context_full';
+  submits: number;
+  dispatches: number;
+  readback_bytes: number;
 }

@@ -6,7 +6,8 @@
 //
 // Prints: cold load (download + upload + pipelines, cache empty) and warm load (from the
 // model cache), prefill tok/s and TTFT at a 64-token prompt, decode tok/s at contexts 64 and
-// 512 (32 tokens generated after the prompt), dispatches per token, the probed roofline and
+// 512 (32 tokens generated after the prompt), submits, dispatches and bytes read back per
+// token (from the engine's GPU counters), the probed roofline and
 // decode as its share; then the same figures from the native engine, and browser / native
 // ratios; then the gzipped sizes of the engine's wasm and JS. Medians of `rounds` (default
 // 3) runs each. The CLI binary: TPSMETER_CLI_RELEASE, else target/release/tpsmeter.
@@ -58,9 +59,12 @@ try {
           runs[key].push(res.timings);
         }
       }
+      // A 1-token prompt: every step is one token, so the GPU counters divide evenly.
+      const one = await engine.completions.create({ prompt: 'A', max_tokens: 32, temperature: 0, ignore_eos: true });
+      const perToken = { ...one.timings.gpu, tokens: one.timings.tokens.length };
       const info = engine.info;
       await engine.dispose();
-      return { coldMs, warmMs, fromCache, probe, runs, info, name: engine.name };
+      return { coldMs, warmMs, fromCache, probe, runs, info, perToken, name: engine.name };
     },
     {
       url: `/models/${path.basename(model)}`,
@@ -104,7 +108,10 @@ console.log(`model ${browser.name}; ${rounds} rounds; load average ${loadStart} 
 console.log(`browser: Chromium, adapter ${browser.info.adapter} (${browser.info.profile} kernels, shader-f16 ${browser.info.shaderF16})`);
 console.log(`  load, cold (download + upload + pipelines)  ${f1(browser.coldMs)} ms`);
 console.log(`  load, warm (model cache: ${browser.fromCache})          ${f1(browser.warmMs)} ms`);
-console.log(`  dispatches per decoded token               ${browser.info.dispatchesPerToken} (one submit, 4 bytes read back)`);
+const g = browser.perToken;
+console.log(
+  `  per generated token (1-token prompt)       ${f2(g.submits / g.tokens)} submits, ${f2(g.readback_bytes / g.tokens)} bytes read back, ${f1(g.dispatches / g.tokens)} dispatches`,
+);
 console.log(`  weights read per token                     ${f1(browser.info.weightBytesPerToken / 1e6)} MB`);
 const ceiling = (browser.probe.read_gb_per_s * 1e9) / browser.info.weightBytesPerToken;
 console.log(
