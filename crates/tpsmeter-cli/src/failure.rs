@@ -4,9 +4,8 @@
 
 use std::error::Error as StdError;
 
-pub use tpsmeter_core::failure::{
-    Failure, MAX_ERROR_BODY_BYTES, MAX_EXCERPT_CHARS, body_excerpt, cap_chars,
-};
+pub use tpsmeter_core::cap::cap_chars;
+pub use tpsmeter_core::failure::{Failure, MAX_ERROR_BODY_BYTES, MAX_EXCERPT_CHARS, body_excerpt};
 use tpsmeter_core::report::redact_url;
 
 /// Classifies an error from reqwest (connect, send or body read).

@@ -18,11 +18,11 @@
 //!   times out or is cancelled (the status is the cause either way).
 
 use crate::api::Api;
+use crate::cap::cap_chars;
 use crate::error::CoreError;
 use crate::event::StreamEvent;
 use crate::failure::{
     Failure, MAX_ERROR_BODY_BYTES, MAX_EXCERPT_CHARS, MAX_RETRY_AFTER_CHARS, body_excerpt,
-    cap_chars,
 };
 use crate::stream::StreamParser;
 use crate::timeline::Timeline;

@@ -7,6 +7,7 @@
 //! The transports turn their own errors into a [`Failure`]; everything after that (classes,
 //! messages, back-off) is shared.
 
+use crate::cap::cap_chars;
 use crate::error::CoreError;
 use crate::report::{ErrorClass, ErrorRecord};
 
@@ -206,8 +207,6 @@ fn seconds(s: f64) -> String {
         ),
     }
 }
-
-pub use crate::cap::cap_chars;
 
 /// The excerpt of an error body: lossy UTF-8 (the body is untrusted), whitespace runs
 /// collapsed so it fits on one line, capped.

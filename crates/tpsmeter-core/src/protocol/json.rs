@@ -12,6 +12,7 @@
 
 pub(crate) use crate::protocol::value::{Fields, Number, Value};
 
+use crate::cap::cap_chars;
 use crate::decode::limits::MAX_ERROR_EXCERPT_CHARS;
 use crate::error::{CoreError, Result};
 use crate::event::StreamEvent;
@@ -424,12 +425,10 @@ pub(crate) fn objects<T>(
 fn malformed(context: &'static str, message: String, data: &str) -> CoreError {
     CoreError::MalformedJson {
         context,
-        message: truncate_chars(&message, MAX_ERROR_MESSAGE_CHARS),
-        excerpt: truncate_chars(data, MAX_ERROR_EXCERPT_CHARS),
+        message: cap_chars(&message, MAX_ERROR_MESSAGE_CHARS),
+        excerpt: cap_chars(data, MAX_ERROR_EXCERPT_CHARS),
     }
 }
-
-pub(crate) use crate::cap::cap_chars as truncate_chars;
 
 /// An in-stream error in any of the shapes servers use: a string, or an object with
 /// `message` and one of `type` / `code` / `status` (strings or numbers).

@@ -3,12 +3,13 @@
 
 use crate::protocol::value::Value;
 
+use crate::cap::cap_chars;
 use crate::decode::limits::MAX_ERROR_EXCERPT_CHARS;
 use crate::error::Result;
 use crate::event::{FinishReason, StreamEvent, Usage};
 use crate::protocol::json::{
     Fields, Keys, Shape, any, count, error_event, index, number, object, objects, parse_value,
-    parse_with, string, truncate_chars,
+    parse_with, string,
 };
 
 /// The end marker of both OpenAI streams.
@@ -265,7 +266,7 @@ pub(super) fn parse_message(context: &'static str, event: &str, data: &str) -> R
             Ok(value) => error_event(value.get("error").unwrap_or(&value)),
             Err(_) => StreamEvent::Error {
                 code: None,
-                message: truncate_chars(data, MAX_ERROR_EXCERPT_CHARS),
+                message: cap_chars(data, MAX_ERROR_EXCERPT_CHARS),
             },
         };
         return Ok(Message::Error(error));

@@ -18,10 +18,11 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use crate::protocol::value::Value;
 
+use crate::cap::cap_chars;
 use crate::decode::limits::MAX_ERROR_EXCERPT_CHARS;
 use crate::error::{CoreError, Result};
 use crate::event::{FinishReason, StreamEvent, Usage};
-use crate::protocol::json::{Fields, Keys, Shape, any, parse_typed, string, truncate_chars};
+use crate::protocol::json::{Fields, Keys, Shape, any, parse_typed, string};
 use crate::protocol::openai_common::DONE_MARKER;
 use crate::protocol::{Adapter, push_text};
 
@@ -170,7 +171,7 @@ impl Adapter for VercelUi {
                 code: None,
                 message: part
                     .error_text
-                    .unwrap_or_else(|| truncate_chars(data, MAX_ERROR_EXCERPT_CHARS)),
+                    .unwrap_or_else(|| cap_chars(data, MAX_ERROR_EXCERPT_CHARS)),
             }),
             "abort" => out.push(StreamEvent::Error {
                 code: Some("abort".into()),
