@@ -11,6 +11,7 @@
 //! `performance.now()` on the web, where the wall clock is all there is (timestamp queries
 //! are an optional feature). Each figure is the median of several trials.
 
+use crate::engine::readback::TokenReadback;
 use crate::error::Result;
 use crate::gpu::context::GpuContext;
 use crate::gpu::defines::Defines;
@@ -166,15 +167,28 @@ fn defines() -> Defines {
     }
 }
 
-/// Runs `dispatches` in one command buffer, then waits for a 4-byte readback of `sync`.
+/// Runs `dispatches` and copies 4 bytes of `sync` out in one command buffer, then waits for
+/// them: the engine's own per-token path (one submit, one staging buffer made once, 4 bytes
+/// mapped), so `submit_readback_ms` is what each decoded token pays.
 async fn submit_and_wait(
     ctx: &GpuContext,
+    readback: &TokenReadback,
     dispatches: &[&Dispatch],
     sync: &wgpu::Buffer,
 ) -> Result<()> {
-    crate::kernels::dispatch::run(ctx, dispatches);
-    ctx.read_bytes(sync, 0, 4).await?;
-    ctx.take_error()
+    let mut enc = ctx.encoder("probe");
+    {
+        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("probe"),
+            timestamp_writes: None,
+        });
+        for d in dispatches {
+            d.encode(&mut pass);
+        }
+    }
+    readback.encode(&mut enc, sync);
+    ctx.submit(enc);
+    readback.read(ctx).await.map(drop)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -203,6 +217,7 @@ pub async fn probe(
     drop(words);
     let most = invocations(ReadPattern::Strided);
     let out = ctx.storage_zeroed("probe out", u64::from(most) * 4)?;
+    let readback = TokenReadback::new(ctx);
 
     let bandwidth = |pattern: ReadPattern| {
         let d = read_dispatch(ctx, pattern, &data, &out, n_vec4, invocations(pattern));
@@ -216,11 +231,11 @@ pub async fn probe(
     for (k, (_, d)) in reads.iter().enumerate() {
         let batch: Vec<&Dispatch> = (0..opts.reads_per_submit.max(1)).map(|_| d).collect();
         // Warm-up: pipeline creation and first-touch costs are not bandwidth.
-        submit_and_wait(ctx, &batch, &out).await?;
+        submit_and_wait(ctx, &readback, &batch, &out).await?;
         let mut rates = Vec::new();
         for _ in 0..trials {
             let t0 = clock();
-            submit_and_wait(ctx, &batch, &out).await?;
+            submit_and_wait(ctx, &readback, &batch, &out).await?;
             let ms = clock() - t0;
             rates.push(bytes as f64 * batch.len() as f64 / (ms * 1e-3) / 1e9);
         }
@@ -240,14 +255,14 @@ pub async fn probe(
         [1, 1, 1],
     );
     let many: Vec<&Dispatch> = (0..opts.dispatches.max(2)).map(|_| &touch).collect();
-    submit_and_wait(ctx, &many, &out).await?;
+    submit_and_wait(ctx, &readback, &many, &out).await?;
     let (mut one_ms, mut many_ms) = (Vec::new(), Vec::new());
     for _ in 0..trials.max(3) {
         let t0 = clock();
-        submit_and_wait(ctx, &[&touch], &out).await?;
+        submit_and_wait(ctx, &readback, &[&touch], &out).await?;
         one_ms.push(clock() - t0);
         let t0 = clock();
-        submit_and_wait(ctx, &many, &out).await?;
+        submit_and_wait(ctx, &readback, &many, &out).await?;
         many_ms.push(clock() - t0);
     }
     let submit_readback_ms = median(one_ms);

@@ -12,7 +12,7 @@
 pub mod graph;
 mod loader;
 pub mod model;
-mod readback;
+pub(crate) mod readback;
 mod session;
 
 pub use loader::EngineLoader;
