@@ -8,6 +8,8 @@
 // interrupted write: never served, removed when seen. So a cancelled download, a cut
 // connection or a bad file never leaves anything that a later load would read.
 
+import { EngineError } from './error.js';
+
 /** One cached model. */
 export interface CachedModel {
   /** The entry's name (what `deleteCachedModel` takes): the file name and a hash of the URL. */
@@ -24,13 +26,6 @@ export interface CachedModel {
   modelName?: string;
   /** Which store holds it. */
   store: 'opfs' | 'cache-storage';
-}
-
-export class CacheError extends Error {
-  constructor(name: string, message: string) {
-    super(message);
-    this.name = name;
-  }
 }
 
 const DIR = 'tpsmeter-models';
@@ -211,7 +206,7 @@ export async function beginCacheWrite(sourceUrl: string, total: number | undefin
   if (total !== undefined && estimate?.quota !== undefined) {
     const free = estimate.quota - (estimate.usage ?? 0);
     if (free < total) {
-      throw new CacheError(
+      throw new EngineError(
         'QuotaExceededError',
         `caching the model needs ${(total / MB).toFixed(1)} MB but this site may store only ${(free / MB).toFixed(1)} MB more: delete cached models (deleteCachedModel) or load with cache: false`,
       );
@@ -269,7 +264,7 @@ export async function beginCacheWrite(sourceUrl: string, total: number | undefin
 /** A storage write that failed for space becomes a named, explained error. */
 function quota(e: unknown): never {
   if (e instanceof DOMException && e.name === 'QuotaExceededError') {
-    throw new CacheError('QuotaExceededError', 'the browser refused to store more of the model (storage quota): delete cached models or load with cache: false');
+    throw new EngineError('QuotaExceededError', 'the browser refused to store more of the model (storage quota): delete cached models or load with cache: false');
   }
   throw e;
 }

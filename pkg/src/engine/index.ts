@@ -2,12 +2,14 @@
 // OpenAI-shaped API. The page's main thread only posts messages; downloading, uploading to
 // the GPU and generating all happen in the Worker (./worker.ts).
 
+import { EngineError } from './error.js';
 import type { FromWorker, LoadProgress, ToWorker } from './protocol.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest, CompletionRequest, EngineInfo, GenerateResult, LocalTimings, ProbeReport } from './types.js';
+import type { CachedModel } from './cache.js';
 
 export type { LoadProgress } from './protocol.js';
 export { cacheEstimate, deleteCachedModel, listCachedModels, type CachedModel } from './cache.js';
-import type { CachedModel } from './cache.js';
+export { EngineError } from './error.js';
 export type * from './types.js';
 
 export interface CreateEngineOptions {
@@ -27,14 +29,6 @@ export interface CreateEngineOptions {
    * origin's free storage is short; `false` downloads without caching.
    */
   cache?: boolean;
-}
-
-/** An error from the engine, with the Worker's error name (`WebGpuUnavailable`, `NoAdapter`, `AbortError`, ...). */
-export class EngineError extends Error {
-  constructor(name: string, message: string) {
-    super(message);
-    this.name = name;
-  }
 }
 
 interface Pending {

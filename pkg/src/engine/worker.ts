@@ -4,6 +4,7 @@
 
 import { loadEngineWasm, type EngineModule } from '../raw-engine.js';
 import { beginCacheWrite, deleteCachedModel, openCached, type CacheWriter, type CachedModel } from './cache.js';
+import { EngineError } from './error.js';
 import type { FromWorker, LoadProgress, ModelSource, ToWorker } from './protocol.js';
 
 interface Scope {
@@ -22,13 +23,6 @@ const post = (m: FromWorker): void => scope.postMessage(m);
 function fail(id: number, e: unknown): void {
   const err = e instanceof Error ? e : new Error(String(e));
   post({ id, kind: 'error', name: err.name, message: err.message });
-}
-
-class EngineError extends Error {
-  constructor(name: string, message: string) {
-    super(message);
-    this.name = name;
-  }
 }
 
 interface GpuAdapterLike {
