@@ -4,9 +4,11 @@
 // (`listCachedModels`, `deleteCachedModel`, `cacheEstimate`).
 //
 // Consistency: an entry is its data and a manifest, and the manifest is written last, after
-// the data is complete and the engine accepted the file. Data without a manifest is an
-// interrupted write: never served, removed when seen. So a cancelled download, a cut
-// connection or a bad file never leaves anything that a later load would read.
+// the data is complete and the engine accepted the file. Data without a manifest is a write
+// in progress (perhaps in another tab) or an interrupted one: never served or listed, and
+// overwritten by the next download of the same URL; an interrupted load removes its own.
+// So a cancelled download, a cut connection or a bad file never leaves anything that a
+// later load would read.
 
 import { EngineError } from './error.js';
 
@@ -97,7 +99,8 @@ async function removeQuietly(dir: FileSystemDirectoryHandle, name: string): Prom
 
 const cacheKey = (name: string, part: 'data' | 'manifest'): string => new URL(`${CACHE_PREFIX}${name}/${part}`, location.href).href;
 
-/** Every complete entry; interrupted writes found on the way are removed. */
+/** Every complete entry. Data without a manifest is skipped, not removed: it may be a
+ * download another Worker is writing right now. */
 export async function listCachedModels(): Promise<CachedModel[]> {
   const s = await store();
   const out: CachedModel[] = [];
@@ -110,7 +113,6 @@ export async function listCachedModels(): Promise<CachedModel[]> {
       const key = name.slice(0, -'.gguf'.length);
       const manifest = await readOpfsManifest(dir, key);
       if (manifest) out.push(manifest);
-      else await removeQuietly(dir, name);
     }
   } else if (s === 'cache-storage') {
     const cache = await caches.open(CACHE_NAME);
