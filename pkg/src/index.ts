@@ -5,7 +5,8 @@
 // lighter entry `tpsmeter/meter`; the generated wasm bindings are `tpsmeter/raw`.
 
 export { bench } from './bench/run.js';
-export type { BenchOptions, Progress, RunSettings } from './bench/options.js';
+export type { BenchOptions, LocalBenchOptions, Progress, RemoteBenchOptions, RunHooks, RunSettings } from './bench/options.js';
+export type { BenchEngine } from './bench/local.js';
 export type { RenderCallback, RenderInfo, RenderTarget } from './paint.js';
 export type {
   Api,

@@ -11,7 +11,9 @@ export type Api =
   | 'gemini'
   | 'ollama-chat'
   | 'ollama-generate'
-  | 'vercel-ui';
+  | 'vercel-ui'
+  /** The local engine of `tpsmeter/engine` (OpenAI chat chunks, no network). */
+  | 'local';
 
 /** The report's error classes (`record.error.class`). */
 export type ErrorClass =

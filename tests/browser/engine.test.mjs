@@ -270,3 +270,83 @@ test('probeAdapter measures the WebGPU adapter, and a probed engine states decod
   t.diagnostic(`decode ${out.timings.decode_tokens_per_second.toFixed(2)} tok/s = ${(100 * roof.share).toFixed(1)} % of ${roof.ceiling_tokens_per_second.toFixed(1)} tok/s`);
   await assertClean(page);
 });
+
+test("bench({ api: 'local', engine }) measures the engine into the remote runs' report, paint included", async (t) => {
+  const model = asset(t, 'TPSMETER_MODEL');
+  if (!model) return;
+  const fx = await fixture(t, { emulator: false, webgpu: true, mounts: { '/models/': path.dirname(model) } });
+  if (!fx) return;
+  t.after(() => fx.close());
+  const page = await fx.page();
+  const out = await page.evaluate(
+    async ({ url }) => {
+      const { bench } = await import('/tpsmeter/dist/index.js');
+      const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
+      const engine = await createEngine({ model: url });
+      const el = document.createElement('div');
+      document.body.append(el);
+      const records = [];
+      const report = await bench({
+        api: 'local',
+        engine,
+        concurrency: [1, 2],
+        requests: 2,
+        maxTokens: 6,
+        ignoreEos: true,
+        temperature: 0,
+        prompt: 'The capital of France is',
+        render: el,
+        onRecord: (r) => records.push(r.id),
+      });
+      // A request aborted while it waits its turn leaves the line at once; the one running
+      // is not disturbed.
+      const stop = new AbortController();
+      const first = engine.completions.create({ prompt: 'One', max_tokens: 3, temperature: 0, ignore_eos: true });
+      const queued = engine.completions.create({ prompt: 'Two', max_tokens: 3, signal: stop.signal });
+      stop.abort();
+      let queuedError = 'resolved';
+      try {
+        await queued;
+      } catch (e) {
+        queuedError = `${e.name}: ${e.message}`;
+      }
+      const firstDone = await first;
+      let missing = 'resolved';
+      try {
+        await bench({ api: 'local', requests: 1 });
+      } catch (e) {
+        missing = `${e.name}: ${e.message}`;
+      }
+      await engine.dispose();
+      return { report, records, shown: el.textContent.length, queuedError, firstTokens: firstDone.usage.completion_tokens, missing, name: engine.name };
+    },
+    { url: `/models/${path.basename(model)}` },
+  );
+  const r = out.report;
+  assert.equal(r.config.api, 'local');
+  assert.equal(r.config.model, out.name);
+  assert.equal(r.environment.notes.engine_model, out.name);
+  assert.ok(r.environment.notes.engine_adapter, 'the adapter is named');
+  assert.equal(r.levels.length, 2);
+  assert.equal(r.requests.length, 4);
+  assert.equal(out.records.length, 4);
+  for (const rec of r.requests) {
+    assert.ok(!rec.error, JSON.stringify(rec.error));
+    assert.equal(rec.output_tokens, 6, 'usage from the engine');
+    assert.ok(rec.metrics.ttft_ms > 0 && rec.metrics.output_tps > 0, JSON.stringify(rec.metrics));
+    assert.ok(rec.metrics.paint, `record ${rec.id} has paint metrics`);
+    assert.equal(rec.metrics.paint.unpainted_chars, 0);
+  }
+  assert.ok(out.shown > 0, 'the text was rendered');
+  // At concurrency 2 one request waits for the other's whole generation: its TTFT holds the
+  // other's end-to-end time.
+  const c2 = r.requests.filter((rec) => JSON.stringify(rec.level).includes('2'));
+  assert.equal(c2.length, 2);
+  const [a, b] = c2.sort((x, y) => x.metrics.ttft_ms - y.metrics.ttft_ms);
+  assert.ok(b.metrics.ttft_ms >= a.metrics.e2e_ms * 0.9, `queued TTFT ${b.metrics.ttft_ms} vs the other's e2e ${a.metrics.e2e_ms}`);
+  assert.ok(r.warnings.some((w) => w.code === 'local_serial'), JSON.stringify(r.warnings));
+  t.diagnostic(`local c=1 TTFT ${r.requests[0].metrics.ttft_ms.toFixed(0)} ms, output ${r.requests[0].metrics.output_tps.toFixed(2)} tok/s`);
+  assert.match(out.queuedError, /^AbortError: /);
+  assert.equal(out.firstTokens, 3);
+  assert.match(out.missing, /^TypeError: .*engine/);
+});

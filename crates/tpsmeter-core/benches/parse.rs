@@ -27,7 +27,7 @@ const WORDS: [&str; 8] = [
 fn message(api: Api, i: usize) -> String {
     let text = serde_json::to_string(WORDS[i % WORDS.len()]).unwrap_or_default();
     match api {
-        Api::OpenaiChat => format!(
+        Api::OpenaiChat | Api::Local => format!(
             "data: {{\"id\":\"chatcmpl-abc123\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"llama-3.1-8b-instruct\",\"system_fingerprint\":\"b1234\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{text}}},\"logprobs\":null,\"finish_reason\":null}}],\"usage\":null}}\n\n"
         ),
         Api::OpenaiCompletions => format!(
@@ -57,7 +57,7 @@ fn message(api: Api, i: usize) -> String {
 
 fn ending(api: Api) -> &'static str {
     match api {
-        Api::OpenaiChat | Api::OpenaiCompletions => "data: [DONE]\n\n",
+        Api::OpenaiChat | Api::Local | Api::OpenaiCompletions => "data: [DONE]\n\n",
         Api::OpenaiResponses => {
             "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"status\":\"completed\",\"usage\":{\"input_tokens\":9,\"output_tokens\":100}}}\n\n"
         }

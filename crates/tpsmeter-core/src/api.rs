@@ -24,10 +24,16 @@ pub enum Api {
     /// `useChat` (`x-vercel-ai-ui-message-stream: v1`). The URL is the app's endpoint, used
     /// as given.
     VercelUi,
+    /// The local engine of the npm package (`tpsmeter/engine`): a model running on this
+    /// machine's GPU, in the page's Worker, reached without a network. Its stream is OpenAI
+    /// chat-completion chunks, so it is parsed as `openai-chat`; the URL is not used. Only
+    /// the browser's `bench()` can drive it (natively, `tpsmeter run` measures the engine).
+    Local,
 }
 
 impl Api {
-    /// Every API, in a stable order (for help texts and exhaustive tests).
+    /// Every remote API (each a wire format over HTTP), in a stable order (for help texts
+    /// and exhaustive tests). [`Api::Local`] is not among them.
     pub const ALL: [Api; 8] = [
         Api::OpenaiChat,
         Api::OpenaiCompletions,
@@ -50,6 +56,7 @@ impl Api {
             Api::OllamaChat => "ollama-chat",
             Api::OllamaGenerate => "ollama-generate",
             Api::VercelUi => "vercel-ui",
+            Api::Local => "local",
         }
     }
 
@@ -58,7 +65,15 @@ impl Api {
         if name == "ollama" {
             return Some(Api::OllamaChat);
         }
+        if name == "local" {
+            return Some(Api::Local);
+        }
         Api::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// Whether requests go over HTTP (every API but [`Api::Local`]).
+    pub fn is_remote(self) -> bool {
+        self != Api::Local
     }
 
     /// Whether the stream is NDJSON (Ollama) rather than server-sent events.

@@ -53,6 +53,9 @@ fn ms(v: f64, what: &str) -> anyhow::Result<Duration> {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let api = Api::from_name(&args.api).with_context(|| format!("unknown --api {}", args.api))?;
+    if !api.is_remote() {
+        anyhow::bail!("--api local is the browser's engine; the emulator serves remote APIs");
+    }
     let cfg = EmulatorConfig {
         schedule: Schedule {
             ttft: ms(args.ttft_ms, "ttft-ms")?,
@@ -75,6 +78,8 @@ async fn main() -> anyhow::Result<()> {
         Api::OllamaChat => "/api/chat",
         Api::OllamaGenerate => "/api/generate",
         Api::VercelUi => "/api/ui-chat",
+        // Refused above; its stream is OpenAI chat's.
+        Api::Local => "/v1/chat/completions",
     };
     println!("tpsmeter-emulator listening: {}{path}", emu.base_url());
     match args.exit_after_s {

@@ -80,7 +80,9 @@ pub fn parse(api: Api, path_model: Option<String>, body: &[u8]) -> StreamRequest
             .map(|v| v.min(u64::from(u32::MAX)) as u32)
     };
     let max_tokens = match api {
-        Api::OpenaiChat => u32_at("/max_completion_tokens").or_else(|| u32_at("/max_tokens")),
+        Api::OpenaiChat | Api::Local => {
+            u32_at("/max_completion_tokens").or_else(|| u32_at("/max_tokens"))
+        }
         Api::OpenaiCompletions | Api::Anthropic => u32_at("/max_tokens"),
         Api::OpenaiResponses => u32_at("/max_output_tokens"),
         Api::Gemini => u32_at("/generationConfig/maxOutputTokens"),

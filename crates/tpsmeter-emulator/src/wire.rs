@@ -124,7 +124,7 @@ impl Wire {
     pub fn preamble(&mut self) -> Vec<Bytes> {
         let (id, created, model) = (self.id, self.created, self.model_json.clone());
         match self.req.api {
-            Api::OpenaiChat => vec![Self::sse(&format!(
+            Api::OpenaiChat | Api::Local => vec![Self::sse(&format!(
                 r#"{{"id":"chatcmpl-{id}","object":"chat.completion.chunk","created":{created},"model":{model},"choices":[{{"index":0,"delta":{{"role":"assistant","content":""}},"logprobs":null,"finish_reason":null}}]}}"#
             ))],
             Api::OpenaiResponses => {
@@ -176,7 +176,7 @@ impl Wire {
         let (id, created, model) = (self.id, self.created, &self.model_json);
         let text = Value::String(text.to_owned()).to_string();
         match self.req.api {
-            Api::OpenaiChat => Self::sse(&format!(
+            Api::OpenaiChat | Api::Local => Self::sse(&format!(
                 r#"{{"id":"chatcmpl-{id}","object":"chat.completion.chunk","created":{created},"model":{model},"choices":[{{"index":0,"delta":{{"content":{text}}},"logprobs":null,"finish_reason":null}}],"x_sent_ns":{sent_ns}}}"#
             )),
             Api::OpenaiCompletions => Self::sse(&format!(
@@ -240,7 +240,9 @@ impl Wire {
             }
             Api::Gemini => Self::gemini(broken),
             Api::OllamaChat | Api::OllamaGenerate => Self::ndjson(broken),
-            Api::OpenaiChat | Api::OpenaiCompletions | Api::VercelUi => Self::sse(broken),
+            Api::OpenaiChat | Api::Local | Api::OpenaiCompletions | Api::VercelUi => {
+                Self::sse(broken)
+            }
         }
     }
 
@@ -249,7 +251,7 @@ impl Wire {
         let message = "emulated server error mid-stream";
         match self.req.api {
             // vLLM and OpenAI send the error as a data event, then `[DONE]`.
-            Api::OpenaiChat | Api::OpenaiCompletions => vec![
+            Api::OpenaiChat | Api::Local | Api::OpenaiCompletions => vec![
                 Self::sse(
                     &json!({"error": {"message": message, "type": "server_error", "code": 500}})
                         .to_string(),
@@ -291,8 +293,8 @@ impl Wire {
             Finish::Length => "length",
         };
         match self.req.api {
-            Api::OpenaiChat | Api::OpenaiCompletions => {
-                let (object, prefix, choice) = if self.req.api == Api::OpenaiChat {
+            Api::OpenaiChat | Api::Local | Api::OpenaiCompletions => {
+                let (object, prefix, choice) = if self.req.api != Api::OpenaiCompletions {
                     (
                         "chat.completion.chunk",
                         "chatcmpl",

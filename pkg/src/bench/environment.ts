@@ -2,6 +2,7 @@
 // (timer resolution, cross-origin isolation, HTTP versions, hidden time).
 
 import type { Environment } from '../types.js';
+import type { BenchEngine } from './local.js';
 
 /** Samples taken to find the timer's resolution. */
 const TIMER_SAMPLES = 1000;
@@ -25,6 +26,8 @@ export interface EnvironmentFacts {
   toolVersion: string;
   hiddenMs: number;
   httpVersions: Iterable<string>;
+  /** The local engine measured, when the run is `api: 'local'`. */
+  engine?: BenchEngine;
 }
 
 export function browserEnvironment(facts: EnvironmentFacts): Environment {
@@ -39,6 +42,15 @@ export function browserEnvironment(facts: EnvironmentFacts): Environment {
     stamp: 'each reader.read() stamped with performance.now() before any other work',
     http_versions: [...new Set(facts.httpVersions)].sort().join(',') || 'unknown',
   };
+  const engine = facts.engine;
+  if (engine) {
+    notes.stamp = 'each chunk stamped with performance.now() when the engine Worker\'s message reached the page';
+    notes.http_versions = 'none (local engine)';
+    notes.engine_model = engine.name;
+    if (engine.sha256) notes.engine_model_sha256 = engine.sha256;
+    if (engine.info?.adapter) notes.engine_adapter = engine.info.adapter;
+    if (engine.info?.profile) notes.engine_kernel_profile = engine.info.profile;
+  }
   return {
     os: 'browser',
     arch: 'wasm32',

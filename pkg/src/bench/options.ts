@@ -3,6 +3,7 @@
 
 import type { RenderTarget } from '../paint.js';
 import type { Api, RequestRecord } from '../types.js';
+import type { BenchEngine } from './local.js';
 
 /** The run's settings: the CLI's `bench` options, camelCase. */
 export interface RunSettings {
@@ -63,7 +64,8 @@ export interface Progress {
   elapsedMs: number;
 }
 
-export interface BenchOptions extends RunSettings {
+/** The callbacks and page objects of a run, besides its settings. */
+export interface RunHooks {
   /** Called after each finished request. */
   onProgress?: (progress: Progress) => void;
   /** Called with each request's record as it finishes. */
@@ -74,12 +76,36 @@ export interface BenchOptions extends RunSettings {
   render?: RenderTarget;
 }
 
+/** A remote API: its URL and model. */
+export type RemoteBenchOptions = RunSettings & RunHooks & { api: Exclude<Api, 'local'>; engine?: undefined };
+
+/**
+ * The local engine (`createEngine` of `tpsmeter/engine`), measured like a remote API into the
+ * same report: `url` and `model` default to `local:engine` and the engine's model name.
+ */
+export type LocalBenchOptions = Omit<RunSettings, 'api' | 'url' | 'model' | 'apiKey'> &
+  RunHooks & { api: 'local'; engine: BenchEngine; url?: string; model?: string };
+
+export type BenchOptions = RemoteBenchOptions | LocalBenchOptions;
+
+/** The `url` of a local run (the core's `LOCAL_URL`). */
+export const LOCAL_URL = 'local:engine';
+
 export const DEFAULT_TIMEOUT_S = 60;
 export const DEFAULT_IDLE_TIMEOUT_S = 30;
 
 /** The settings for `BenchRun`, without callbacks and undefined fields. */
 export function runSettings(options: BenchOptions): RunSettings {
-  const { onProgress: _p, onRecord: _r, signal: _s, render: _d, ...settings } = options;
+  const { onProgress: _p, onRecord: _r, signal: _s, render: _d, engine, ...settings } = options;
+  if (settings.api === 'local') {
+    if (!engine || typeof engine.chat?.completions?.create !== 'function') {
+      throw new TypeError("bench({ api: 'local' }) needs `engine`: a LocalEngine from createEngine() (tpsmeter/engine)");
+    }
+    settings.url ??= LOCAL_URL;
+    settings.model ??= engine.name;
+  } else if (engine !== undefined) {
+    throw new TypeError(`\`engine\` is for api: 'local', not ${settings.api}`);
+  }
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(settings)) if (v !== undefined) out[k] = v;
   return out as unknown as RunSettings;

@@ -18,6 +18,7 @@ import {
   type Progress,
 } from './options.js';
 import { redactor } from './redact.js';
+import { runLocalRequest, type BenchEngine } from './local.js';
 import { runRequest, type HttpRequest, type Outcome } from './request.js';
 import { TimingMatcher, type RequestTiming } from './timing.js';
 import { VisibilityLog } from './visibility.js';
@@ -38,6 +39,7 @@ export async function bench(options: BenchOptions): Promise<Report> {
   const timing = new TimingMatcher();
   const cancel = new AbortController();
   const { signal, onProgress, onRecord, render } = options;
+  const engine: BenchEngine | undefined = options.engine;
   const started = performance.now();
 
   let interrupted = false;
@@ -69,15 +71,8 @@ export async function bench(options: BenchOptions): Promise<Report> {
       const painter = render
         ? new RequestPainter(render, { request: a.ticket, level: a.level, warmup: a.warmup })
         : undefined;
-      const out = await runRequest({
-        request,
-        timeoutMs,
-        idleTimeoutMs,
-        cancel: cancel.signal,
-        redact,
-        begin: (t) => run.begin(a.ticket, t),
-        painter,
-      });
+      const setup = { request, timeoutMs, idleTimeoutMs, cancel: cancel.signal, begin: (t: number) => run.begin(a.ticket, t), painter };
+      const out = engine ? await runLocalRequest({ ...setup, engine }) : await runRequest({ ...setup, redact });
       if (painter) {
         for (const p of await painter.settle()) out.exchange.paint(p.t, p.chars);
         renderError ??= painter.error;
@@ -147,6 +142,7 @@ export async function bench(options: BenchOptions): Promise<Report> {
       toolVersion: raw.version(),
       hiddenMs,
       httpVersions,
+      engine,
     });
     const warnings = runWarnings({
       url: request.url,
@@ -159,6 +155,7 @@ export async function bench(options: BenchOptions): Promise<Report> {
       wasHidden: visibility.wasHidden,
       interrupted,
       renderError,
+      local: engine !== undefined,
     });
     return run.report(environment, warnings) as Report;
   } finally {

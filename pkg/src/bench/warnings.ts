@@ -26,6 +26,8 @@ export interface RunFacts {
   wasHidden: boolean;
   interrupted: boolean;
   renderError?: unknown;
+  /** The run measured the local engine. */
+  local?: boolean;
 }
 
 function isHttp1(f: RunFacts): boolean {
@@ -51,6 +53,15 @@ export function runWarnings(f: RunFacts): Warning[] {
         `requested concurrency ${asked} was not reached: requests waited in the browser before ` +
         `going out (${measured}). That wait is not server latency. Use an HTTP/2 (https) endpoint ` +
         'to measure higher concurrency from a browser.',
+    });
+  }
+  if (f.local && f.maxConcurrency > 1) {
+    out.push({
+      code: 'local_serial',
+      message:
+        `The local engine runs one generation at a time: of the ${f.maxConcurrency} requests asked to ` +
+        'be in flight, the others wait their turn in the engine, and that wait is part of their TTFT ' +
+        '(as in a server with one slot). Aggregate TPS is the single stream\'s.',
     });
   }
   if (f.wasHidden) {

@@ -87,6 +87,8 @@ export class LocalEngine {
   private nextId = 1;
   private pending = new Map<number, Pending>();
   private generations = 0;
+  /** Settles when the last generation asked for has finished (the line of requests). */
+  private turn: Promise<void> = Promise.resolve();
 
   readonly chat = {
     completions: {
@@ -191,33 +193,58 @@ export class LocalEngine {
 
   private async create(req: ChatRequest | CompletionRequest, kind: 'chat' | 'text'): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>> {
     const { stream, signal, ...rest } = req;
-    const cold = this.generations++ === 0;
+    if (signal?.aborted) throw new EngineError('AbortError', 'the request was aborted');
     const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-local-${++completionSeq}`;
     const created = Math.floor(Date.now() / 1000);
     const model = this.name;
     const request = JSON.stringify(rest);
     const queue = new ChunkQueue();
-    const onAbort = (): void => void this.post({ id: 0, kind: 'cancel' });
-    if (signal?.aborted) throw new EngineError('AbortError', 'the request was aborted');
+    // One generation at a time (the engine has one KV cache): a request made while another
+    // runs waits its turn here, in order, and an abort while waiting only leaves the line.
+    let release!: () => void;
+    const mine = new Promise<void>((r) => (release = r));
+    const before = this.turn;
+    this.turn = before.then(() => mine);
+    let running = false;
+    let leaveLine: ((e: Error) => void) | undefined;
+    const onAbort = (): void => {
+      if (running) this.post({ id: 0, kind: 'cancel' });
+      else leaveLine?.(new EngineError('AbortError', 'the request was aborted'));
+    };
     signal?.addEventListener('abort', onAbort, { once: true });
     let first = true;
-    const done = this.call({ kind: 'generate', request }, (m) => {
-      if (m.kind !== 'token' || m.text === '') return;
-      queue.push(chunkOf(id, created, model, kind, m.text, first));
-      first = false;
-    }).then(
-      (value) => {
-        const result = value as GenerateResult;
-        const final = finalChunk(id, created, model, kind, result, timingsOf(result, this.info, cold, this.roofline));
-        queue.push(final);
-        queue.end();
-        return { result, final };
-      },
-      (e: Error) => {
-        queue.fail(e);
-        throw e;
-      },
-    ).finally(() => signal?.removeEventListener('abort', onAbort));
+    const done = new Promise<void>((resolve, reject) => {
+      leaveLine = reject;
+      void before.then(resolve);
+    })
+      .then(() => {
+        running = true;
+        const cold = this.generations++ === 0;
+        return this.call({ kind: 'generate', request }, (m) => {
+          if (m.kind !== 'token' || m.text === '') return;
+          queue.push(chunkOf(id, created, model, kind, m.text, first));
+          first = false;
+        }).then((value) => ({ value, cold }));
+      })
+      .then(
+        ({ value, cold }) => {
+          const result = value as GenerateResult;
+          const final = finalChunk(id, created, model, kind, result, timingsOf(result, this.info, cold, this.roofline));
+          queue.push(final);
+          queue.end();
+          return { result, final };
+        },
+        (e: Error) => {
+          queue.fail(e);
+          throw e;
+        },
+      )
+      .finally(() => {
+        release();
+        signal?.removeEventListener('abort', onAbort);
+      });
+    // A streamed request reports its failure through the iterator.
+    if (stream) done.catch(() => {});
     if (stream) return queue;
     const { result, final } = await done;
     return {

@@ -26,6 +26,7 @@ const OPERATIONS: Record<string, string> = {
   'ollama-chat': 'chat',
   'ollama-generate': 'text_completion',
   'vercel-ui': 'chat',
+  local: 'chat',
 };
 
 const s = (ms: number): number => ms / 1000;

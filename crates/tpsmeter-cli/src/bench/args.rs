@@ -152,6 +152,13 @@ pub struct BenchArgs {
 }
 
 fn parse_api(name: &str) -> Result<Api, String> {
+    if name == Api::Local.name() {
+        return Err(
+            "`local` is the browser's engine (bench({ api: 'local', engine }) in the npm \
+             package); to measure the engine natively, use `tpsmeter run`"
+                .to_owned(),
+        );
+    }
     Api::from_name(name).ok_or_else(|| {
         let names: Vec<&str> = Api::ALL.iter().map(|a| a.name()).collect();
         format!(
@@ -232,6 +239,13 @@ mod tests {
         ];
         argv.extend_from_slice(extra);
         Wrap::try_parse_from(argv).map(|w| w.args)
+    }
+
+    #[test]
+    fn the_browser_engine_is_refused_with_the_native_alternative() {
+        let argv = ["x", "--api", "local", "--url", "http://h", "--model", "m"];
+        let e = Wrap::try_parse_from(argv).unwrap_err().to_string();
+        assert!(e.contains("tpsmeter run"), "{e}");
     }
 
     #[test]

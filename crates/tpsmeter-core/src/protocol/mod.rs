@@ -37,7 +37,7 @@ pub(crate) trait Adapter: Send {
 /// The adapter for `api`.
 pub(crate) fn adapter_for(api: Api) -> Box<dyn Adapter> {
     match api {
-        Api::OpenaiChat => Box::new(openai_chat::OpenaiChat),
+        Api::OpenaiChat | Api::Local => Box::new(openai_chat::OpenaiChat),
         Api::OpenaiCompletions => Box::new(openai_completions::OpenaiCompletions),
         Api::OpenaiResponses => Box::new(openai_responses::OpenaiResponses),
         Api::Anthropic => Box::new(anthropic::Anthropic),

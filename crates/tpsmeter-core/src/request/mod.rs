@@ -18,6 +18,7 @@ mod secret;
 pub mod url;
 mod vercel;
 
+pub use openai::LOCAL_URL;
 pub use secret::{HeaderValue, Secret};
 
 use crate::api::Api;
@@ -97,6 +98,7 @@ pub fn build_request(spec: &RequestSpec) -> Result<HttpRequest> {
         Api::OllamaChat => ollama::chat(spec),
         Api::OllamaGenerate => ollama::generate(spec),
         Api::VercelUi => vercel::ui_chat(spec),
+        Api::Local => openai::local(spec),
     }
 }
 

@@ -13,6 +13,25 @@ use crate::request::{HttpRequest, RequestSpec, SSE_ACCEPT, bearer, temperature};
 const VERSIONS: [&str; 1] = ["/v1"];
 
 pub(super) fn chat(spec: &RequestSpec) -> Result<HttpRequest> {
+    let body = chat_body(spec);
+    let url = endpoint(&spec.base_url, &VERSIONS, "/v1", "/chat/completions")?;
+    Ok(finish(spec, url, &body))
+}
+
+/// The local engine takes the chat body as it is (its `chat.completions.create` is
+/// OpenAI-shaped); there is no URL and no key to send.
+pub(super) fn local(spec: &RequestSpec) -> Result<HttpRequest> {
+    Ok(HttpRequest::post_json(
+        LOCAL_URL.to_owned(),
+        SSE_ACCEPT,
+        &chat_body(spec),
+    ))
+}
+
+/// The `url` of a local engine's requests (and of its report's run).
+pub const LOCAL_URL: &str = "local:engine";
+
+fn chat_body(spec: &RequestSpec) -> Value {
     let mut messages = Vec::new();
     if let Some(system) = &spec.system {
         messages.push(json!({"role": "system", "content": system}));
@@ -26,8 +45,7 @@ pub(super) fn chat(spec: &RequestSpec) -> Result<HttpRequest> {
         "stream_options": {"include_usage": true},
     });
     common_options(spec, &mut body, true);
-    let url = endpoint(&spec.base_url, &VERSIONS, "/v1", "/chat/completions")?;
-    Ok(finish(spec, url, &body))
+    body
 }
 
 /// Legacy completions have no system role: a system text is prepended to the prompt,

@@ -235,3 +235,18 @@ fn only_the_browser_variant_opts_anthropic_in_to_browser_access() {
         build_request(&spec(Api::OpenaiChat, "http://h")).unwrap()
     );
 }
+
+#[test]
+fn the_local_engine_gets_the_chat_body_without_url_or_key() {
+    let r = build_request(&spec(Api::Local, "")).unwrap();
+    assert_eq!(r.url, LOCAL_URL);
+    assert!(
+        r.headers.iter().all(|(_, v)| !v.as_str().contains(KEY)),
+        "a key has nowhere to go locally: {r:?}"
+    );
+    let chat = build_request(&spec(Api::OpenaiChat, "http://h")).unwrap();
+    assert_eq!(body(&r), body(&chat), "the engine is OpenAI-shaped");
+    assert_eq!(body(&r)["ignore_eos"], true);
+    assert_eq!(Api::from_name("local"), Some(Api::Local));
+    assert!(!Api::Local.is_remote() && Api::ALL.iter().all(|a| a.is_remote()));
+}
