@@ -1,8 +1,10 @@
 //! `cargo xtask browser-test`: everything that runs in headless Chromium.
 //!
-//! 1. `tpsmeter-core`'s integration tests, compiled to wasm32 and run in Chromium by
-//!    `wasm-bindgen-test-runner` through chromedriver (the same `#[test]` functions as
-//!    natively; see the top of each file in `crates/tpsmeter-core/tests/`);
+//! 1. `tpsmeter-core`'s integration tests and `tpsmeter-gpu`'s kernel tests (every kernel
+//!    against its CPU twin, on the page's WebGPU adapter: SwiftShader here), compiled to
+//!    wasm32 and run in Chromium by `wasm-bindgen-test-runner` through chromedriver (the same
+//!    test functions as natively; see the top of each file in `crates/tpsmeter-core/tests/`
+//!    and `crates/tpsmeter-gpu/tests/common/mod.rs`);
 //! 2. `cargo xtask pkg` (the npm package, packed);
 //! 3. the `tpsmeter-emulator` and `tpsmeter` binaries (dev profile) the end-to-end tests talk to;
 //! 4. `npm ci` and `node --test` in `tests/browser/`, which drive Debian's Chromium through
@@ -30,6 +32,18 @@ const CHROMIUM_ARGS: &[&str] = &[
     "--disable-component-update",
     "--disable-sync",
     "--disable-dev-shm-usage",
+    // WebGPU on SwiftShader (the kernel tests); `--disable-gpu` only turns off the GPU process's
+    // hardware paths.
+    "--enable-unsafe-webgpu",
+];
+
+/// The `tpsmeter-gpu` tests that run in the browser: every kernel against its CPU twin. The
+/// rest read model files from disk or need native threads.
+const GPU_BROWSER_TESTS: &[&str] = &[
+    "kernel_matvec",
+    "kernel_ops",
+    "kernel_probe",
+    "kernel_sample",
 ];
 
 /// Seconds each wasm test binary may take in the browser. The runner's default is 20 s; each
@@ -39,6 +53,7 @@ const WASM_TEST_TIMEOUT_S: u32 = 600;
 
 pub fn run_browser_tests(require_assets: bool) -> Result<()> {
     timed("core tests in Chromium", wasm_tests)?;
+    timed("kernel tests in Chromium (WebGPU)", gpu_wasm_tests)?;
     let tarball = timed("pkg", pkg::build)?;
     let (emulator, cli) = timed("test binaries", test_binaries)?;
     timed("end-to-end tests", || {
@@ -64,28 +79,47 @@ pub fn run(args: &[String]) -> Result<()> {
 /// `cargo test -p tpsmeter-core --target wasm32-unknown-unknown --tests` in headless Chromium.
 fn wasm_tests() -> Result<()> {
     check_browser_lines()?;
+    sh::run(wasm_test_command()?.args([
+        "test",
+        "-p",
+        "tpsmeter-core",
+        "--target",
+        "wasm32-unknown-unknown",
+        "--tests",
+    ]))
+}
+
+/// `tpsmeter-gpu`'s kernel tests in headless Chromium, on its WebGPU adapter.
+fn gpu_wasm_tests() -> Result<()> {
+    let mut cmd = wasm_test_command()?;
+    cmd.args([
+        "test",
+        "-p",
+        "tpsmeter-gpu",
+        "--target",
+        "wasm32-unknown-unknown",
+    ]);
+    for t in GPU_BROWSER_TESTS {
+        cmd.args(["--test", t]);
+    }
+    sh::run(&mut cmd)
+}
+
+/// `cargo` with wasm-bindgen-test-runner as the wasm32 runner, driving Chromium.
+fn wasm_test_command() -> Result<Command> {
     let runner = tools::wasm_bindgen_test_runner();
     for needed in [runner.as_path(), CHROMEDRIVER.as_ref(), CHROMIUM.as_ref()] {
         if !needed.exists() {
             bail!("{} is missing: run `cargo xtask setup`", needed.display());
         }
     }
-    sh::run(
-        Command::new(cargo())
-            .current_dir(repo_root())
-            .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", &runner)
-            .env("CHROMEDRIVER", CHROMEDRIVER)
-            .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", webdriver_json()?)
-            .env("WASM_BINDGEN_TEST_TIMEOUT", WASM_TEST_TIMEOUT_S.to_string())
-            .args([
-                "test",
-                "-p",
-                "tpsmeter-core",
-                "--target",
-                "wasm32-unknown-unknown",
-                "--tests",
-            ]),
-    )
+    let mut cmd = Command::new(cargo());
+    cmd.current_dir(repo_root())
+        .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", &runner)
+        .env("CHROMEDRIVER", CHROMEDRIVER)
+        .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", webdriver_json()?)
+        .env("WASM_BINDGEN_TEST_TIMEOUT", WASM_TEST_TIMEOUT_S.to_string());
+    Ok(cmd)
 }
 
 /// The line every core test file needs so that its `#[test]` functions run in the browser.

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Rng, assert_close, dequantize, random_weights, round_f16, with_gpu};
+use common::{Rng, assert_close, dequantize, gpu, gpu_test, random_weights, round_f16};
 use tpsmeter_gpu::gpu::{AdapterProfile, DType, GpuContext};
 use tpsmeter_gpu::kernels::dispatch::run;
 use tpsmeter_gpu::kernels::{
@@ -41,7 +41,7 @@ fn variants(ctx: &GpuContext) -> Vec<MatVecVariant> {
 /// bounded by a few ulps of the sum of |w_i x_i| (rtol 1e-5 of that scale covers n = 8192
 /// with room: observed errors are ~1e-7 of it). f16 activations add the rounding of y to
 /// f16 (2^-11 relative) on top, and x is rounded to f16 for the twin as well.
-fn check(
+async fn check(
     ctx: &GpuContext,
     seed: u64,
     f: WeightFormat,
@@ -87,7 +87,7 @@ fn check(
     )
     .unwrap();
     run(ctx, &op.dispatches().iter().collect::<Vec<_>>());
-    let got = yt.read_f32(ctx).unwrap();
+    let got = yt.read_f32_async(ctx).await.unwrap();
     ctx.take_error().unwrap();
     let mut want = y0.clone();
     cpu::matvec(&w, rows, cols, &x, &mut want, accumulate);
@@ -108,7 +108,7 @@ fn check(
     assert_close(&label, &got, &want, Some(&scale), rtol, atol);
 }
 
-fn random_shapes(ctx: &GpuContext) {
+async fn random_shapes(ctx: &GpuContext) {
     let mut rng = Rng::new(0x5eed);
     for f in FORMATS {
         for variant in variants(ctx) {
@@ -129,7 +129,8 @@ fn random_shapes(ctx: &GpuContext) {
                         seed.is_multiple_of(2),
                         store,
                         None,
-                    );
+                    )
+                    .await;
                     if ctx.has_f16() {
                         check(
                             ctx,
@@ -142,7 +143,8 @@ fn random_shapes(ctx: &GpuContext) {
                             !seed.is_multiple_of(2),
                             store,
                             None,
-                        );
+                        )
+                        .await;
                     }
                 }
             }
@@ -150,120 +152,125 @@ fn random_shapes(ctx: &GpuContext) {
     }
 }
 
-#[test]
-fn matvec_matches_twin_over_random_shapes_formats_and_variants() {
-    with_gpu(
-        "matvec_matches_twin_over_random_shapes_formats_and_variants",
-        random_shapes,
-    );
+#[gpu_test]
+async fn matvec_matches_twin_over_random_shapes_formats_and_variants() {
+    let Some(ctx) = gpu("matvec_matches_twin_over_random_shapes_formats_and_variants").await else {
+        return;
+    };
+    random_shapes(ctx).await;
 }
 
-#[test]
-fn matvec_at_smollm2_shapes() {
-    with_gpu("matvec_at_smollm2_shapes", |ctx| {
-        let v = MatVecVariant::for_context(ctx);
-        let st = WeightStore::for_context(ctx);
-        // (seed, format, rows, cols, accumulate): q/o, gate/up, down (+ residual), head.
-        for (seed, f, rows, cols, acc) in [
-            (1, WeightFormat::Q4_1, 576, 576, false),
-            (2, WeightFormat::Q4_1, 1536, 576, false),
-            (3, WeightFormat::Q4_1, 576, 1536, true),
-            (4, WeightFormat::Q8_0, 49152, 576, false),
-        ] {
-            check(ctx, seed, f, rows, cols, DType::F32, v, acc, st, None);
-        }
-    });
+#[gpu_test]
+async fn matvec_at_smollm2_shapes() {
+    let Some(ctx) = gpu("matvec_at_smollm2_shapes").await else {
+        return;
+    };
+    let v = MatVecVariant::for_context(ctx);
+    let st = WeightStore::for_context(ctx);
+    // (seed, format, rows, cols, accumulate): q/o, gate/up, down (+ residual), head.
+    for (seed, f, rows, cols, acc) in [
+        (1, WeightFormat::Q4_1, 576, 576, false),
+        (2, WeightFormat::Q4_1, 1536, 576, false),
+        (3, WeightFormat::Q4_1, 576, 1536, true),
+        (4, WeightFormat::Q8_0, 49152, 576, false),
+    ] {
+        check(ctx, seed, f, rows, cols, DType::F32, v, acc, st, None).await;
+    }
 }
 
 /// Guards the split of tensors over `maxStorageBufferBindingSize`: parts must write their
 /// rows at the right offset (a wrong `row_offset` overwrote the first rows).
-#[test]
-fn matvec_over_split_bindings_matches_twin() {
-    with_gpu("matvec_over_split_bindings_matches_twin", |ctx| {
-        for f in [WeightFormat::Q8_0, WeightFormat::Q4_1, WeightFormat::Q6_K] {
-            for variant in variants(ctx) {
-                let cols = 512;
-                // ~3.5 rows per part, so parts of 2 rows and an odd tail.
-                let limit = (f.row_bytes(cols) * 7 / 2) as u64;
-                for store in STORES {
-                    check(
-                        ctx,
-                        9,
-                        f,
-                        37,
-                        cols,
-                        DType::F32,
-                        variant,
-                        false,
-                        store,
-                        Some(limit),
-                    );
-                }
+#[gpu_test]
+async fn matvec_over_split_bindings_matches_twin() {
+    let Some(ctx) = gpu("matvec_over_split_bindings_matches_twin").await else {
+        return;
+    };
+    for f in [WeightFormat::Q8_0, WeightFormat::Q4_1, WeightFormat::Q6_K] {
+        for variant in variants(ctx) {
+            let cols = 512;
+            // ~3.5 rows per part, so parts of 2 rows and an odd tail.
+            let limit = (f.row_bytes(cols) * 7 / 2) as u64;
+            for store in STORES {
+                check(
+                    ctx,
+                    9,
+                    f,
+                    37,
+                    cols,
+                    DType::F32,
+                    variant,
+                    false,
+                    store,
+                    Some(limit),
+                )
+                .await;
             }
         }
-    });
+    }
 }
 
-#[test]
-fn matvec_rejects_mismatched_shapes() {
-    with_gpu("matvec_rejects_mismatched_shapes", |ctx| {
-        let bytes = vec![0u8; 4 * WeightFormat::Q8_0.row_bytes(64)];
-        let w = QWeight::upload(ctx, "w", WeightFormat::Q8_0, 4, 64, &bytes).unwrap();
-        let x = Tensor::zeros(ctx, "x", 32, DType::F32).unwrap();
-        let y = Tensor::zeros(ctx, "y", 4, DType::F32).unwrap();
-        let err = MatVec::new(ctx, &w, &x, &y, MatVecOptions::default()).unwrap_err();
-        assert!(err.to_string().contains("x must hold 64"), "{err}");
-    });
+#[gpu_test]
+async fn matvec_rejects_mismatched_shapes() {
+    let Some(ctx) = gpu("matvec_rejects_mismatched_shapes").await else {
+        return;
+    };
+    let bytes = vec![0u8; 4 * WeightFormat::Q8_0.row_bytes(64)];
+    let w = QWeight::upload(ctx, "w", WeightFormat::Q8_0, 4, 64, &bytes).unwrap();
+    let x = Tensor::zeros(ctx, "x", 32, DType::F32).unwrap();
+    let y = Tensor::zeros(ctx, "y", 4, DType::F32).unwrap();
+    let err = MatVec::new(ctx, &w, &x, &y, MatVecOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("x must hold 64"), "{err}");
 }
 
 /// Prefill matmul against the twin: every format, both kernels (CPU-type groups of 8 tokens
 /// with a ragged last group, and GPU tiles), token counts around the 8-token tile.
-#[test]
-fn matmul_matches_twin_over_random_shapes() {
-    with_gpu("matmul_matches_twin_over_random_shapes", |ctx| {
-        let mut rng = Rng::new(0x3a7);
-        for f in FORMATS {
-            for (n_tokens, profile) in [1usize, 8, 13, 20]
-                .into_iter()
-                .flat_map(|n| PROFILES.map(|p| (n, p)))
-            {
-                let m = f.col_multiple();
-                let cols = m * rng.range(1, 1024 / m + 2);
-                let rows = rng.range(1, 200);
-                let bytes = random_weights(&mut rng, f, rows, cols);
-                let w = dequantize(f, &bytes, rows * cols);
-                let x = rng.vec(n_tokens * cols, 1.0);
-                let store = STORES[n_tokens % 2];
-                let qw =
-                    QWeight::upload_with(ctx, "w", f, rows, cols, &bytes, store, ctx.max_binding())
-                        .unwrap();
-                let xt = Tensor::from_f32(ctx, "x", &x, DType::F32).unwrap();
-                let yt = Tensor::zeros(ctx, "y", n_tokens * rows, DType::F32).unwrap();
-                let op = tpsmeter_gpu::kernels::MatMul::with_profile(
-                    ctx, profile, &qw, &xt, &yt, n_tokens, false,
-                )
-                .unwrap();
-                run(ctx, &op.dispatches().iter().collect::<Vec<_>>());
-                let mut want = vec![0f32; n_tokens * rows];
-                cpu::matmul(&w, rows, cols, &x, n_tokens, &mut want, false);
-                let scale: Vec<f32> = (0..n_tokens * rows)
-                    .map(|i| {
-                        let (t, r) = (i / rows, i % rows);
-                        (0..cols)
-                            .map(|c| (w[r * cols + c] * x[t * cols + c]).abs())
-                            .sum()
-                    })
-                    .collect();
-                // Same bound as the matvec (f32 sums in another order than the f64 twin).
-                assert_close(
-                    &format!("matmul {f} {rows}x{cols} t={n_tokens} {store:?} {profile:?}"),
-                    &yt.read_f32(ctx).unwrap(),
-                    &want,
-                    Some(&scale),
-                    1e-5,
-                    1e-6,
-                );
-            }
+#[gpu_test]
+async fn matmul_matches_twin_over_random_shapes() {
+    let Some(ctx) = gpu("matmul_matches_twin_over_random_shapes").await else {
+        return;
+    };
+    let mut rng = Rng::new(0x3a7);
+    for f in FORMATS {
+        for (n_tokens, profile) in [1usize, 8, 13, 20]
+            .into_iter()
+            .flat_map(|n| PROFILES.map(|p| (n, p)))
+        {
+            let m = f.col_multiple();
+            let cols = m * rng.range(1, 1024 / m + 2);
+            let rows = rng.range(1, 200);
+            let bytes = random_weights(&mut rng, f, rows, cols);
+            let w = dequantize(f, &bytes, rows * cols);
+            let x = rng.vec(n_tokens * cols, 1.0);
+            let store = STORES[n_tokens % 2];
+            let qw =
+                QWeight::upload_with(ctx, "w", f, rows, cols, &bytes, store, ctx.max_binding())
+                    .unwrap();
+            let xt = Tensor::from_f32(ctx, "x", &x, DType::F32).unwrap();
+            let yt = Tensor::zeros(ctx, "y", n_tokens * rows, DType::F32).unwrap();
+            let op = tpsmeter_gpu::kernels::MatMul::with_profile(
+                ctx, profile, &qw, &xt, &yt, n_tokens, false,
+            )
+            .unwrap();
+            run(ctx, &op.dispatches().iter().collect::<Vec<_>>());
+            let mut want = vec![0f32; n_tokens * rows];
+            cpu::matmul(&w, rows, cols, &x, n_tokens, &mut want, false);
+            let scale: Vec<f32> = (0..n_tokens * rows)
+                .map(|i| {
+                    let (t, r) = (i / rows, i % rows);
+                    (0..cols)
+                        .map(|c| (w[r * cols + c] * x[t * cols + c]).abs())
+                        .sum()
+                })
+                .collect();
+            // Same bound as the matvec (f32 sums in another order than the f64 twin).
+            assert_close(
+                &format!("matmul {f} {rows}x{cols} t={n_tokens} {store:?} {profile:?}"),
+                &yt.read_f32_async(ctx).await.unwrap(),
+                &want,
+                Some(&scale),
+                1e-5,
+                1e-6,
+            );
         }
-    });
+    }
 }

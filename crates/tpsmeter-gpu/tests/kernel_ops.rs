@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Rng, assert_close, dequantize, random_weights, round_f16, with_gpu};
+use common::{Rng, assert_close, dequantize, gpu, gpu_test, random_weights, round_f16};
 use tpsmeter_gpu::gpu::{AdapterProfile, DType, GpuContext};
 
 const PROFILES: [AdapterProfile; 2] = [AdapterProfile::Cpu, AdapterProfile::Gpu];
@@ -37,369 +37,369 @@ fn tol(dt: DType) -> (f32, f32) {
     }
 }
 
-#[test]
-fn rms_norm_matches_twin() {
-    with_gpu("rms_norm_matches_twin", |ctx| {
-        let mut rng = Rng::new(11);
-        for dt in dtypes(ctx) {
-            for _ in 0..6 {
-                let rows = rng.range(1, 40);
-                let dim = rng.range(1, 1200);
-                let x = stored(rng.vec(rows * dim, 3.0), dt);
-                let w = rng.vec(dim, 1.5);
-                let xt = Tensor::from_f32(ctx, "x", &x, dt).unwrap();
-                let wt = Tensor::from_f32(ctx, "w", &w, DType::F32).unwrap();
-                let yt = Tensor::zeros(ctx, "y", rows * dim, dt).unwrap();
-                for profile in PROFILES {
-                    let op = RmsNorm::with_profile(ctx, profile, &xt, &wt, &yt, rows, dim, 1e-5)
-                        .unwrap();
-                    run(ctx, &[op.dispatch()]);
-                    let want = cpu::rms_norm(&x, &w, rows, dim, 1e-5);
-                    let (r, a) = tol(dt);
-                    assert_close(
-                        &format!("rms_norm {rows}x{dim} {dt:?} {profile:?}"),
-                        &yt.read_f32(ctx).unwrap(),
-                        &want,
-                        None,
-                        r * 10.0,
-                        a,
-                    );
-                }
-            }
-        }
-    });
-}
-
-#[test]
-fn add_and_gated_units_match_twins() {
-    with_gpu("add_and_gated_units_match_twins", |ctx| {
-        let mut rng = Rng::new(12);
-        for dt in dtypes(ctx) {
-            for _ in 0..4 {
-                let n = rng.range(1, 5000);
-                let a = stored(rng.vec(n, 6.0), dt);
-                let b = stored(rng.vec(n, 2.0), dt);
-                let at = Tensor::from_f32(ctx, "a", &a, dt).unwrap();
-                let bt = Tensor::from_f32(ctx, "b", &b, dt).unwrap();
-                let out = Tensor::zeros(ctx, "out", n, dt).unwrap();
-                let (r, t) = tol(dt);
-                for kind in [GluKind::SwiGlu, GluKind::GeluTanh] {
-                    let op = Glu::new(ctx, kind, &at, &bt, &out, n).unwrap();
-                    run(ctx, &[op.dispatch()]);
-                    let want = match kind {
-                        GluKind::SwiGlu => cpu::swiglu(&a, &b),
-                        GluKind::GeluTanh => cpu::gelu_glu(&a, &b),
-                    };
-                    // exp/tanh on the GPU are a few ulps from Rust's: 1e-5 relative of |out|.
-                    assert_close(
-                        &format!("{kind:?} n={n} {dt:?}"),
-                        &out.read_f32(ctx).unwrap(),
-                        &want,
-                        None,
-                        r.max(1e-5) * 4.0,
-                        t,
-                    );
-                }
-                let op = Add::new(ctx, &at, &bt, n).unwrap();
+#[gpu_test]
+async fn rms_norm_matches_twin() {
+    let Some(ctx) = gpu("rms_norm_matches_twin").await else {
+        return;
+    };
+    let mut rng = Rng::new(11);
+    for dt in dtypes(ctx) {
+        for _ in 0..6 {
+            let rows = rng.range(1, 40);
+            let dim = rng.range(1, 1200);
+            let x = stored(rng.vec(rows * dim, 3.0), dt);
+            let w = rng.vec(dim, 1.5);
+            let xt = Tensor::from_f32(ctx, "x", &x, dt).unwrap();
+            let wt = Tensor::from_f32(ctx, "w", &w, DType::F32).unwrap();
+            let yt = Tensor::zeros(ctx, "y", rows * dim, dt).unwrap();
+            for profile in PROFILES {
+                let op =
+                    RmsNorm::with_profile(ctx, profile, &xt, &wt, &yt, rows, dim, 1e-5).unwrap();
                 run(ctx, &[op.dispatch()]);
-                let mut want = b.clone();
-                cpu::add(&a, &mut want);
+                let want = cpu::rms_norm(&x, &w, rows, dim, 1e-5);
+                let (r, a) = tol(dt);
                 assert_close(
-                    &format!("add n={n} {dt:?}"),
-                    &bt.read_f32(ctx).unwrap(),
+                    &format!("rms_norm {rows}x{dim} {dt:?} {profile:?}"),
+                    &yt.read_f32_async(ctx).await.unwrap(),
                     &want,
                     None,
-                    r,
+                    r * 10.0,
+                    a,
+                );
+            }
+        }
+    }
+}
+
+#[gpu_test]
+async fn add_and_gated_units_match_twins() {
+    let Some(ctx) = gpu("add_and_gated_units_match_twins").await else {
+        return;
+    };
+    let mut rng = Rng::new(12);
+    for dt in dtypes(ctx) {
+        for _ in 0..4 {
+            let n = rng.range(1, 5000);
+            let a = stored(rng.vec(n, 6.0), dt);
+            let b = stored(rng.vec(n, 2.0), dt);
+            let at = Tensor::from_f32(ctx, "a", &a, dt).unwrap();
+            let bt = Tensor::from_f32(ctx, "b", &b, dt).unwrap();
+            let out = Tensor::zeros(ctx, "out", n, dt).unwrap();
+            let (r, t) = tol(dt);
+            for kind in [GluKind::SwiGlu, GluKind::GeluTanh] {
+                let op = Glu::new(ctx, kind, &at, &bt, &out, n).unwrap();
+                run(ctx, &[op.dispatch()]);
+                let want = match kind {
+                    GluKind::SwiGlu => cpu::swiglu(&a, &b),
+                    GluKind::GeluTanh => cpu::gelu_glu(&a, &b),
+                };
+                // exp/tanh on the GPU are a few ulps from Rust's: 1e-5 relative of |out|.
+                assert_close(
+                    &format!("{kind:?} n={n} {dt:?}"),
+                    &out.read_f32_async(ctx).await.unwrap(),
+                    &want,
+                    None,
+                    r.max(1e-5) * 4.0,
                     t,
                 );
             }
-        }
-    });
-}
-
-#[test]
-fn rope_matches_twin_in_both_layouts() {
-    with_gpu("rope_matches_twin_in_both_layouts", |ctx| {
-        let mut rng = Rng::new(13);
-        for dt in dtypes(ctx) {
-            for layout in [RopeLayout::Normal, RopeLayout::Neox] {
-                for _ in 0..3 {
-                    let head_dim = 2 * rng.range(2, 80);
-                    let rope_dim = if rng.range(0, 2) == 0 {
-                        head_dim
-                    } else {
-                        2 * rng.range(1, head_dim / 2 + 1)
-                    };
-                    let n_heads = rng.range(1, 10);
-                    let n_tokens = rng.range(1, 6);
-                    let pos0 = rng.range(0, 4000) as u32;
-                    let cfg = RopeConfig {
-                        n_tokens,
-                        n_heads,
-                        head_dim,
-                        rope_dim,
-                        layout,
-                        freq_base: 10000.0,
-                        freq_scale: 1.0,
-                    };
-                    let x = stored(rng.vec(n_tokens * n_heads * head_dim, 2.0), dt);
-                    let xt = Tensor::from_f32(ctx, "x", &x, dt).unwrap();
-                    let pos = Tensor::from_u32(ctx, "pos", &[pos0]).unwrap();
-                    // Every other case with Llama 3.x-like frequency factors in [1, 8).
-                    let factors: Option<Vec<f32>> = (rng.range(0, 2) == 0).then(|| {
-                        (0..rope_dim / 2)
-                            .map(|_| 1.0 + rng.range(0, 7000) as f32 / 1000.0)
-                            .collect()
-                    });
-                    let ft = factors
-                        .as_ref()
-                        .map(|f| Tensor::from_f32(ctx, "factors", f, DType::F32).unwrap());
-                    let op = Rope::with_factors(ctx, &cfg, &pos, &xt, ft.as_ref()).unwrap();
-                    run(ctx, &[op.dispatch()]);
-                    let mut want = x.clone();
-                    cpu::rope(
-                        &mut want,
-                        n_tokens,
-                        n_heads,
-                        head_dim,
-                        rope_dim,
-                        layout == RopeLayout::Neox,
-                        10000.0,
-                        1.0,
-                        pos0,
-                        factors.as_deref(),
-                    );
-                    // The angle pos * inv_freq is formed in f32 on the GPU: its absolute error
-                    // is ~pos * 2^-24 rad (2.4e-4 at 4000), plus sin/cos error; the pair's
-                    // magnitude (<= 2 * sqrt 2) scales it. atol 2e-3 covers positions < 4096.
-                    let (_, a) = tol(dt);
-                    assert_close(
-                        &format!(
-                            "rope {layout:?} {n_tokens}x{n_heads}x{head_dim}/{rope_dim} pos={pos0} {dt:?} factors={}",
-                            factors.is_some()
-                        ),
-                        &xt.read_f32(ctx).unwrap(),
-                        &want,
-                        None,
-                        0.0,
-                        2e-3 + a * 4.0,
-                    );
-                }
-            }
-        }
-    });
-}
-
-#[test]
-fn kv_append_writes_rows_at_the_buffered_position() {
-    with_gpu("kv_append_writes_rows_at_the_buffered_position", |ctx| {
-        let mut rng = Rng::new(14);
-        for dt in dtypes(ctx) {
-            let (kv_dim, max_ctx) = (rng.range(1, 200), 37);
-            let mut cache = stored(rng.vec(max_ctx * kv_dim, 1.0), dt);
-            let ct = Tensor::from_f32(ctx, "cache", &cache, dt).unwrap();
-            for (n_tokens, pos0) in [(1usize, 0u32), (5, 3), (4, 35)] {
-                let src = stored(rng.vec(n_tokens * kv_dim, 1.0), dt);
-                let st = Tensor::from_f32(ctx, "src", &src, dt).unwrap();
-                let pos = Tensor::from_u32(ctx, "pos", &[pos0]).unwrap();
-                let slab = KvSlab::Buffer(ct.clone());
-                let op = KvAppend::new(ctx, &pos, &st, &slab, n_tokens, kv_dim, max_ctx).unwrap();
-                run(ctx, &[op.dispatch()]);
-                cpu::kv_append(&src, &mut cache, n_tokens, kv_dim, max_ctx, pos0);
-                // A copy: exact.
-                assert_close(
-                    &format!("kv_append n={n_tokens} pos={pos0} {dt:?}"),
-                    &ct.read_f32(ctx).unwrap(),
-                    &cache,
-                    None,
-                    0.0,
-                    0.0,
-                );
-            }
-        }
-    });
-}
-
-#[test]
-fn embed_matches_twin_including_split_tables() {
-    with_gpu("embed_matches_twin_including_split_tables", |ctx| {
-        let mut rng = Rng::new(15);
-        for f in [
-            WeightFormat::Q8_0,
-            WeightFormat::Q4_1,
-            WeightFormat::Q4_0,
-            WeightFormat::F16,
-            WeightFormat::F32,
-            WeightFormat::Q5_0,
-            WeightFormat::Q4_K,
-            WeightFormat::Q6_K,
-        ] {
-            for dt in dtypes(ctx) {
-                let m = f.col_multiple();
-                let (rows, cols) = (rng.range(2, 300), m * rng.range(1, 768 / m + 2));
-                let bytes = random_weights(&mut rng, f, rows, cols);
-                let table = dequantize(f, &bytes, rows * cols);
-                // Split into parts of ~rows/3 to exercise the part selection.
-                let limit = (f.row_bytes(cols) * rows.div_ceil(3)) as u64;
-                // Both stores: the table of a tied model is also the head's weights.
-                let store = if rows % 2 == 0 {
-                    WeightStore::Buffer
-                } else {
-                    WeightStore::Texture
-                };
-                let w =
-                    QWeight::upload_with(ctx, "emb", f, rows, cols, &bytes, store, limit).unwrap();
-                let tokens: Vec<u32> = (0..5).map(|_| rng.range(0, rows) as u32).collect();
-                let tt = Tensor::from_u32(ctx, "tokens", &tokens).unwrap();
-                let out = Tensor::zeros(ctx, "out", tokens.len() * cols, dt).unwrap();
-                let op = Embed::new(ctx, &w, &tt, &out, tokens.len(), 1.5).unwrap();
-                run(ctx, &op.dispatches().iter().collect::<Vec<_>>());
-                let want = stored(cpu::embed(&table, cols, &tokens, 1.5), dt);
-                // The kernel may fuse d * q + m (or d * sc * q - dmin * m) into FMAs where the
-                // reference rounds each step: a few ulps of terms <= ~1 in size, so absolute
-                // 1e-6 (values are O(0.01..1)); f16 outputs round the same f32 value.
-                assert_close(
-                    &format!(
-                        "embed {f} {rows}x{cols} parts={} {dt:?} {store:?}",
-                        w.parts.len()
-                    ),
-                    &out.read_f32(ctx).unwrap(),
-                    &want,
-                    None,
-                    1e-6,
-                    1e-6,
-                );
-            }
-        }
-    });
-}
-
-#[test]
-fn softmax_matches_twin() {
-    with_gpu("softmax_matches_twin", |ctx| {
-        let mut rng = Rng::new(16);
-        for i in 0..6 {
-            let profile = PROFILES[i % 2];
-            let (rows, n) = (rng.range(1, 20), rng.range(1, 3000));
-            let x = rng.vec(rows * n, 8.0);
-            let xt = Tensor::from_f32(ctx, "x", &x, DType::F32).unwrap();
-            let op = Softmax::with_profile(ctx, profile, &xt, rows, n).unwrap();
+            let op = Add::new(ctx, &at, &bt, n).unwrap();
             run(ctx, &[op.dispatch()]);
-            let mut want = x.clone();
-            cpu::softmax(&mut want, rows, n);
-            // Probabilities: relative 1e-5 of each (exp ulps + f32 sum order), absolute 1e-9.
+            let mut want = b.clone();
+            cpu::add(&a, &mut want);
             assert_close(
-                &format!("softmax {rows}x{n} {profile:?}"),
-                &xt.read_f32(ctx).unwrap(),
+                &format!("add n={n} {dt:?}"),
+                &bt.read_f32_async(ctx).await.unwrap(),
                 &want,
                 None,
-                2e-5,
-                1e-9,
+                r,
+                t,
             );
         }
-    });
+    }
 }
 
-#[test]
-fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
-    with_gpu(
-        "attention_matches_twin_for_decode_prefill_gqa_and_window",
-        |ctx| {
-            let mut rng = Rng::new(17);
-            for dt in dtypes(ctx) {
-                for (n_tokens, n_heads, n_kv, head_dim, window) in [
-                    (1, 9, 3, 64, 0),
-                    (7, 4, 1, 32, 0),
-                    (5, 8, 8, 16, 4),
-                    (1, 4, 2, 128, 0),
-                    // Gemma 3's head size, and one the CPU kernel's vec4s cannot take.
-                    (3, 4, 1, 256, 0),
-                    (2, 2, 1, 6, 0),
-                ] {
-                    let max_ctx = rng.range(n_tokens + 1, 200);
-                    let pos0 = rng.range(0, max_ctx - n_tokens + 1) as u32;
-                    let kv_dim = n_kv * head_dim;
-                    let q = stored(rng.vec(n_tokens * n_heads * head_dim, 1.0), dt);
-                    let k = stored(rng.vec(max_ctx * kv_dim, 1.0), dt);
-                    let v = stored(rng.vec(max_ctx * kv_dim, 1.0), dt);
-                    let scale = 1.0 / (head_dim as f32).sqrt();
-                    let cfg = AttentionConfig {
-                        n_tokens,
-                        n_heads,
-                        n_kv_heads: n_kv,
-                        head_dim,
-                        max_ctx,
-                        window,
-                        scale,
-                    };
-                    let qt = Tensor::from_f32(ctx, "q", &q, dt).unwrap();
-                    let kt = Tensor::from_f32(ctx, "k", &k, dt).unwrap();
-                    let vt = Tensor::from_f32(ctx, "v", &v, dt).unwrap();
-                    let out = Tensor::zeros(ctx, "out", q.len(), dt).unwrap();
-                    let pos = Tensor::from_u32(ctx, "pos", &[pos0]).unwrap();
-                    let want = cpu::attention(
-                        &q, &k, &v, n_tokens, n_heads, n_kv, head_dim, max_ctx, window, scale, pos0,
-                    );
-                    // The CPU-type kernel over a texture cache (f32 only), filled through the
-                    // texture append from position 0: checks both.
-                    if dt == DType::F32 && head_dim % 4 == 0 {
-                        let zero = Tensor::from_u32(ctx, "pos0", &[0]).unwrap();
-                        let slab = |src: &Tensor| {
-                            let s = KvSlab::new(ctx, "kv", max_ctx, kv_dim, dt, KvStore::Texture)
-                                .unwrap();
-                            let op = KvAppend::new(ctx, &zero, src, &s, max_ctx, kv_dim, max_ctx)
-                                .unwrap();
-                            run(ctx, &[op.dispatch()]);
-                            s
-                        };
-                        let (ks, vs) = (slab(&kt), slab(&vt));
-                        let scores = ctx
-                            .storage_zeroed("scores", attention::scratch_bytes(&cfg))
-                            .unwrap();
-                        let d = attention::prepare(
-                            ctx,
-                            AdapterProfile::Cpu,
-                            &cfg,
-                            &pos,
-                            &qt,
-                            (&ks, &vs),
-                            &scores,
-                            &out,
-                        )
-                        .unwrap();
-                        run(ctx, &[&d]);
-                        assert_close(
-                            &format!(
-                                "attention texture KV t={n_tokens} h={n_heads}/{n_kv} d={head_dim} w={window} ctx={max_ctx} pos={pos0}"
-                            ),
-                            &out.read_f32(ctx).unwrap(),
-                            &want,
-                            None,
-                            1e-5,
-                            1e-5,
-                        );
-                    }
-                    for profile in PROFILES {
-                        let op =
-                            Attention::with_profile(ctx, profile, &cfg, &pos, &qt, &kt, &vt, &out)
-                                .unwrap();
-                        run(ctx, &[op.dispatch()]);
-                        // Outputs are convex combinations of |v| <= 1: absolute tolerance 1e-5
-                        // (f32 exp and sums), f16 adds output rounding.
-                        let (r, a) = tol(dt);
-                        assert_close(
-                            &format!(
-                                "attention t={n_tokens} {profile:?} h={n_heads}/{n_kv} d={head_dim} w={window} ctx={max_ctx} pos={pos0} {dt:?}"
-                            ),
-                            &out.read_f32(ctx).unwrap(),
-                            &want,
-                            None,
-                            r,
-                            a.max(1e-5),
-                        );
-                    }
-                }
+#[gpu_test]
+async fn rope_matches_twin_in_both_layouts() {
+    let Some(ctx) = gpu("rope_matches_twin_in_both_layouts").await else {
+        return;
+    };
+    let mut rng = Rng::new(13);
+    for dt in dtypes(ctx) {
+        for layout in [RopeLayout::Normal, RopeLayout::Neox] {
+            for _ in 0..3 {
+                let head_dim = 2 * rng.range(2, 80);
+                let rope_dim = if rng.range(0, 2) == 0 {
+                    head_dim
+                } else {
+                    2 * rng.range(1, head_dim / 2 + 1)
+                };
+                let n_heads = rng.range(1, 10);
+                let n_tokens = rng.range(1, 6);
+                let pos0 = rng.range(0, 4000) as u32;
+                let cfg = RopeConfig {
+                    n_tokens,
+                    n_heads,
+                    head_dim,
+                    rope_dim,
+                    layout,
+                    freq_base: 10000.0,
+                    freq_scale: 1.0,
+                };
+                let x = stored(rng.vec(n_tokens * n_heads * head_dim, 2.0), dt);
+                let xt = Tensor::from_f32(ctx, "x", &x, dt).unwrap();
+                let pos = Tensor::from_u32(ctx, "pos", &[pos0]).unwrap();
+                // Every other case with Llama 3.x-like frequency factors in [1, 8).
+                let factors: Option<Vec<f32>> = (rng.range(0, 2) == 0).then(|| {
+                    (0..rope_dim / 2)
+                        .map(|_| 1.0 + rng.range(0, 7000) as f32 / 1000.0)
+                        .collect()
+                });
+                let ft = factors
+                    .as_ref()
+                    .map(|f| Tensor::from_f32(ctx, "factors", f, DType::F32).unwrap());
+                let op = Rope::with_factors(ctx, &cfg, &pos, &xt, ft.as_ref()).unwrap();
+                run(ctx, &[op.dispatch()]);
+                let mut want = x.clone();
+                cpu::rope(
+                    &mut want,
+                    n_tokens,
+                    n_heads,
+                    head_dim,
+                    rope_dim,
+                    layout == RopeLayout::Neox,
+                    10000.0,
+                    1.0,
+                    pos0,
+                    factors.as_deref(),
+                );
+                // The angle pos * inv_freq is formed in f32 on the GPU: its absolute error
+                // is ~pos * 2^-24 rad (2.4e-4 at 4000), plus sin/cos error; the pair's
+                // magnitude (<= 2 * sqrt 2) scales it. atol 2e-3 covers positions < 4096.
+                let (_, a) = tol(dt);
+                assert_close(
+                    &format!(
+                        "rope {layout:?} {n_tokens}x{n_heads}x{head_dim}/{rope_dim} pos={pos0} {dt:?} factors={}",
+                        factors.is_some()
+                    ),
+                    &xt.read_f32_async(ctx).await.unwrap(),
+                    &want,
+                    None,
+                    0.0,
+                    2e-3 + a * 4.0,
+                );
             }
-        },
-    );
+        }
+    }
+}
+
+#[gpu_test]
+async fn kv_append_writes_rows_at_the_buffered_position() {
+    let Some(ctx) = gpu("kv_append_writes_rows_at_the_buffered_position").await else {
+        return;
+    };
+    let mut rng = Rng::new(14);
+    for dt in dtypes(ctx) {
+        let (kv_dim, max_ctx) = (rng.range(1, 200), 37);
+        let mut cache = stored(rng.vec(max_ctx * kv_dim, 1.0), dt);
+        let ct = Tensor::from_f32(ctx, "cache", &cache, dt).unwrap();
+        for (n_tokens, pos0) in [(1usize, 0u32), (5, 3), (4, 35)] {
+            let src = stored(rng.vec(n_tokens * kv_dim, 1.0), dt);
+            let st = Tensor::from_f32(ctx, "src", &src, dt).unwrap();
+            let pos = Tensor::from_u32(ctx, "pos", &[pos0]).unwrap();
+            let slab = KvSlab::Buffer(ct.clone());
+            let op = KvAppend::new(ctx, &pos, &st, &slab, n_tokens, kv_dim, max_ctx).unwrap();
+            run(ctx, &[op.dispatch()]);
+            cpu::kv_append(&src, &mut cache, n_tokens, kv_dim, max_ctx, pos0);
+            // A copy: exact.
+            assert_close(
+                &format!("kv_append n={n_tokens} pos={pos0} {dt:?}"),
+                &ct.read_f32_async(ctx).await.unwrap(),
+                &cache,
+                None,
+                0.0,
+                0.0,
+            );
+        }
+    }
+}
+
+#[gpu_test]
+async fn embed_matches_twin_including_split_tables() {
+    let Some(ctx) = gpu("embed_matches_twin_including_split_tables").await else {
+        return;
+    };
+    let mut rng = Rng::new(15);
+    for f in [
+        WeightFormat::Q8_0,
+        WeightFormat::Q4_1,
+        WeightFormat::Q4_0,
+        WeightFormat::F16,
+        WeightFormat::F32,
+        WeightFormat::Q5_0,
+        WeightFormat::Q4_K,
+        WeightFormat::Q6_K,
+    ] {
+        for dt in dtypes(ctx) {
+            let m = f.col_multiple();
+            let (rows, cols) = (rng.range(2, 300), m * rng.range(1, 768 / m + 2));
+            let bytes = random_weights(&mut rng, f, rows, cols);
+            let table = dequantize(f, &bytes, rows * cols);
+            // Split into parts of ~rows/3 to exercise the part selection.
+            let limit = (f.row_bytes(cols) * rows.div_ceil(3)) as u64;
+            // Both stores: the table of a tied model is also the head's weights.
+            let store = if rows % 2 == 0 {
+                WeightStore::Buffer
+            } else {
+                WeightStore::Texture
+            };
+            let w = QWeight::upload_with(ctx, "emb", f, rows, cols, &bytes, store, limit).unwrap();
+            let tokens: Vec<u32> = (0..5).map(|_| rng.range(0, rows) as u32).collect();
+            let tt = Tensor::from_u32(ctx, "tokens", &tokens).unwrap();
+            let out = Tensor::zeros(ctx, "out", tokens.len() * cols, dt).unwrap();
+            let op = Embed::new(ctx, &w, &tt, &out, tokens.len(), 1.5).unwrap();
+            run(ctx, &op.dispatches().iter().collect::<Vec<_>>());
+            let want = stored(cpu::embed(&table, cols, &tokens, 1.5), dt);
+            // The kernel may fuse d * q + m (or d * sc * q - dmin * m) into FMAs where the
+            // reference rounds each step: a few ulps of terms <= ~1 in size, so absolute
+            // 1e-6 (values are O(0.01..1)); f16 outputs round the same f32 value.
+            assert_close(
+                &format!(
+                    "embed {f} {rows}x{cols} parts={} {dt:?} {store:?}",
+                    w.parts.len()
+                ),
+                &out.read_f32_async(ctx).await.unwrap(),
+                &want,
+                None,
+                1e-6,
+                1e-6,
+            );
+        }
+    }
+}
+
+#[gpu_test]
+async fn softmax_matches_twin() {
+    let Some(ctx) = gpu("softmax_matches_twin").await else {
+        return;
+    };
+    let mut rng = Rng::new(16);
+    for i in 0..6 {
+        let profile = PROFILES[i % 2];
+        let (rows, n) = (rng.range(1, 20), rng.range(1, 3000));
+        let x = rng.vec(rows * n, 8.0);
+        let xt = Tensor::from_f32(ctx, "x", &x, DType::F32).unwrap();
+        let op = Softmax::with_profile(ctx, profile, &xt, rows, n).unwrap();
+        run(ctx, &[op.dispatch()]);
+        let mut want = x.clone();
+        cpu::softmax(&mut want, rows, n);
+        // Probabilities: relative 1e-5 of each (exp ulps + f32 sum order), absolute 1e-9.
+        assert_close(
+            &format!("softmax {rows}x{n} {profile:?}"),
+            &xt.read_f32_async(ctx).await.unwrap(),
+            &want,
+            None,
+            2e-5,
+            1e-9,
+        );
+    }
+}
+
+#[gpu_test]
+async fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
+    let Some(ctx) = gpu("attention_matches_twin_for_decode_prefill_gqa_and_window").await else {
+        return;
+    };
+    let mut rng = Rng::new(17);
+    for dt in dtypes(ctx) {
+        for (n_tokens, n_heads, n_kv, head_dim, window) in [
+            (1, 9, 3, 64, 0),
+            (7, 4, 1, 32, 0),
+            (5, 8, 8, 16, 4),
+            (1, 4, 2, 128, 0),
+            // Gemma 3's head size, and one the CPU kernel's vec4s cannot take.
+            (3, 4, 1, 256, 0),
+            (2, 2, 1, 6, 0),
+        ] {
+            let max_ctx = rng.range(n_tokens + 1, 200);
+            let pos0 = rng.range(0, max_ctx - n_tokens + 1) as u32;
+            let kv_dim = n_kv * head_dim;
+            let q = stored(rng.vec(n_tokens * n_heads * head_dim, 1.0), dt);
+            let k = stored(rng.vec(max_ctx * kv_dim, 1.0), dt);
+            let v = stored(rng.vec(max_ctx * kv_dim, 1.0), dt);
+            let scale = 1.0 / (head_dim as f32).sqrt();
+            let cfg = AttentionConfig {
+                n_tokens,
+                n_heads,
+                n_kv_heads: n_kv,
+                head_dim,
+                max_ctx,
+                window,
+                scale,
+            };
+            let qt = Tensor::from_f32(ctx, "q", &q, dt).unwrap();
+            let kt = Tensor::from_f32(ctx, "k", &k, dt).unwrap();
+            let vt = Tensor::from_f32(ctx, "v", &v, dt).unwrap();
+            let out = Tensor::zeros(ctx, "out", q.len(), dt).unwrap();
+            let pos = Tensor::from_u32(ctx, "pos", &[pos0]).unwrap();
+            let want = cpu::attention(
+                &q, &k, &v, n_tokens, n_heads, n_kv, head_dim, max_ctx, window, scale, pos0,
+            );
+            // The CPU-type kernel over a texture cache (f32 only), filled through the
+            // texture append from position 0: checks both.
+            if dt == DType::F32 && head_dim % 4 == 0 {
+                let zero = Tensor::from_u32(ctx, "pos0", &[0]).unwrap();
+                let slab = |src: &Tensor| {
+                    let s = KvSlab::new(ctx, "kv", max_ctx, kv_dim, dt, KvStore::Texture).unwrap();
+                    let op = KvAppend::new(ctx, &zero, src, &s, max_ctx, kv_dim, max_ctx).unwrap();
+                    run(ctx, &[op.dispatch()]);
+                    s
+                };
+                let (ks, vs) = (slab(&kt), slab(&vt));
+                let scores = ctx
+                    .storage_zeroed("scores", attention::scratch_bytes(&cfg))
+                    .unwrap();
+                let d = attention::prepare(
+                    ctx,
+                    AdapterProfile::Cpu,
+                    &cfg,
+                    &pos,
+                    &qt,
+                    (&ks, &vs),
+                    &scores,
+                    &out,
+                )
+                .unwrap();
+                run(ctx, &[&d]);
+                assert_close(
+                    &format!(
+                        "attention texture KV t={n_tokens} h={n_heads}/{n_kv} d={head_dim} w={window} ctx={max_ctx} pos={pos0}"
+                    ),
+                    &out.read_f32_async(ctx).await.unwrap(),
+                    &want,
+                    None,
+                    1e-5,
+                    1e-5,
+                );
+            }
+            for profile in PROFILES {
+                let op =
+                    Attention::with_profile(ctx, profile, &cfg, &pos, &qt, &kt, &vt, &out).unwrap();
+                run(ctx, &[op.dispatch()]);
+                // Outputs are convex combinations of |v| <= 1: absolute tolerance 1e-5
+                // (f32 exp and sums), f16 adds output rounding.
+                let (r, a) = tol(dt);
+                assert_close(
+                    &format!(
+                        "attention t={n_tokens} {profile:?} h={n_heads}/{n_kv} d={head_dim} w={window} ctx={max_ctx} pos={pos0} {dt:?}"
+                    ),
+                    &out.read_f32_async(ctx).await.unwrap(),
+                    &want,
+                    None,
+                    r,
+                    a.max(1e-5),
+                );
+            }
+        }
+    }
 }

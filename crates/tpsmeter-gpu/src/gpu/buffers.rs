@@ -245,12 +245,22 @@ impl GpuContext {
             .map_err(|reason| GpuError::Readback { reason })
     }
 
-    /// Native blocking readback of `len` values of `T` from the start of `src`.
+    /// Reads `len` values of `T` from the start of `src`, on every target.
+    pub async fn read_vec_async<T: bytemuck::Pod>(
+        &self,
+        src: &wgpu::Buffer,
+        len: usize,
+    ) -> Result<Vec<T>> {
+        let bytes = self
+            .read_bytes(src, 0, (len * std::mem::size_of::<T>()) as u64)
+            .await?;
+        Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+
+    /// Native blocking [`GpuContext::read_vec_async`].
     #[cfg(not(target_arch = "wasm32"))]
     pub fn read_vec<T: bytemuck::Pod>(&self, src: &wgpu::Buffer, len: usize) -> Result<Vec<T>> {
-        let bytes =
-            pollster::block_on(self.read_bytes(src, 0, (len * std::mem::size_of::<T>()) as u64))?;
-        Ok(bytemuck::pod_collect_to_vec(&bytes))
+        pollster::block_on(self.read_vec_async(src, len))
     }
 }
 

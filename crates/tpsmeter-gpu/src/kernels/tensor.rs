@@ -53,18 +53,24 @@ impl Tensor {
         })
     }
 
-    /// Native blocking readback as f32.
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn read_f32(&self, ctx: &GpuContext) -> Result<Vec<f32>> {
+    /// Reads the tensor back as f32 (f16 values widened), on every target.
+    pub async fn read_f32_async(&self, ctx: &GpuContext) -> Result<Vec<f32>> {
         match self.dtype {
-            DType::F32 => ctx.read_vec::<f32>(&self.buffer, self.len),
+            DType::F32 => ctx.read_vec_async::<f32>(&self.buffer, self.len).await,
             DType::F16 => {
-                let bytes =
-                    pollster::block_on(ctx.read_bytes(&self.buffer, 0, (self.len * 2) as u64))?;
+                let bytes = ctx
+                    .read_bytes(&self.buffer, 0, (self.len * 2) as u64)
+                    .await?;
                 let h: Vec<half::f16> = bytemuck::pod_collect_to_vec(&bytes);
                 Ok(h.iter().map(|v| v.to_f32()).collect())
             }
         }
+    }
+
+    /// Native blocking [`Tensor::read_f32_async`].
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn read_f32(&self, ctx: &GpuContext) -> Result<Vec<f32>> {
+        pollster::block_on(self.read_f32_async(ctx))
     }
 
     /// Checks that this tensor has at least `len` elements of type `dtype`.

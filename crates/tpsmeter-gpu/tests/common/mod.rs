@@ -2,50 +2,105 @@
 //! and a tolerance comparison that names the first failing index.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use std::sync::OnceLock;
-
 use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
 use tpsmeter_gpu::kernels::WeightFormat;
 
-/// The device shared by every test of this binary (creating one on lavapipe takes a while).
-pub fn gpu() -> Option<&'static GpuContext> {
-    static CTX: OnceLock<Option<GpuContext>> = OnceLock::new();
-    CTX.get_or_init(
-        || match GpuContext::new_blocking(&ContextOptions::default()) {
-            Ok(c) => {
-                eprintln!(
-                    "adapter: {} ({:?}, {:?}), f16: {}, subgroups: {}",
-                    c.info.name,
-                    c.info.backend,
-                    c.info.device_type,
-                    c.has_f16(),
-                    c.has_subgroups()
-                );
-                Some(c)
-            }
-            Err(e) => {
-                eprintln!("no GPU device: {e}");
-                None
-            }
-        },
-    )
-    .as_ref()
+/// The attribute of a kernel test (an `async fn`): natively it runs on pollster, in the browser
+/// (`cargo xtask browser-test`) it is a `wasm_bindgen_test` on the page's WebGPU adapter.
+#[cfg(not(target_arch = "wasm32"))]
+pub use pollster::test as gpu_test;
+#[cfg(target_arch = "wasm32")]
+pub use wasm_bindgen_test::wasm_bindgen_test as gpu_test;
+
+#[cfg(target_arch = "wasm32")]
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
+
+/// A monotonic clock in milliseconds (the probe's timer): `Instant` natively,
+/// `performance.now()` in the browser.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn now_ms() -> f64 {
+    use std::sync::OnceLock;
+    use std::time::Instant;
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_secs_f64() * 1e3
 }
 
-/// Runs `body` on the shared device. Without an adapter: fails when
-/// `TPSMETER_REQUIRE_ASSETS=1` (CI, where lavapipe is installed), else skips with a message.
-pub fn with_gpu(test: &str, body: fn(&GpuContext)) {
-    match gpu() {
-        Some(ctx) => body(ctx),
-        None => {
-            if std::env::var("TPSMETER_REQUIRE_ASSETS").as_deref() == Ok("1") {
-                panic!(
-                    "{test} needs a GPU adapter (e.g. lavapipe: mesa-vulkan-drivers) and none was found"
-                );
-            }
-            eprintln!("skipping {test}: needs a GPU adapter (e.g. lavapipe), none found");
-        }
+#[cfg(target_arch = "wasm32")]
+pub fn now_ms() -> f64 {
+    #[wasm_bindgen::prelude::wasm_bindgen]
+    extern "C" {
+        #[wasm_bindgen(js_namespace = performance, js_name = now)]
+        fn performance_now() -> f64;
     }
+    performance_now()
+}
+
+fn describe(c: &GpuContext) {
+    let line = format!(
+        "adapter: {} ({:?}, {:?}), f16: {}, subgroups: {}",
+        c.info.name,
+        c.info.backend,
+        c.info.device_type,
+        c.has_f16(),
+        c.has_subgroups()
+    );
+    #[cfg(not(target_arch = "wasm32"))]
+    eprintln!("{line}");
+    #[cfg(target_arch = "wasm32")]
+    wasm_bindgen_test::console_log!("{line}");
+}
+
+/// The device shared by every test of this binary (creating one on lavapipe takes a while).
+/// Without an adapter: fails when `TPSMETER_REQUIRE_ASSETS=1` (CI, where lavapipe is
+/// installed), else says why and returns `None` (the test skips).
+#[cfg(not(target_arch = "wasm32"))]
+pub async fn gpu(test: &str) -> Option<&'static GpuContext> {
+    use std::sync::OnceLock;
+    static CTX: OnceLock<Option<GpuContext>> = OnceLock::new();
+    let ctx = CTX
+        .get_or_init(
+            || match GpuContext::new_blocking(&ContextOptions::default()) {
+                Ok(c) => {
+                    describe(&c);
+                    Some(c)
+                }
+                Err(e) => {
+                    eprintln!("no GPU device: {e}");
+                    None
+                }
+            },
+        )
+        .as_ref();
+    if ctx.is_none() {
+        if std::env::var("TPSMETER_REQUIRE_ASSETS").as_deref() == Ok("1") {
+            panic!(
+                "{test} needs a GPU adapter (e.g. lavapipe: mesa-vulkan-drivers) and none was found"
+            );
+        }
+        eprintln!("skipping {test}: needs a GPU adapter (e.g. lavapipe), none found");
+    }
+    ctx
+}
+
+/// In the browser: the page's WebGPU device, made once per test binary (tests run one at a
+/// time on one thread). The browser tests are only run where WebGPU is expected (headless
+/// Chromium with `--enable-unsafe-webgpu`), so no adapter is a failure.
+#[cfg(target_arch = "wasm32")]
+pub async fn gpu(test: &str) -> Option<&'static GpuContext> {
+    use std::cell::Cell;
+    thread_local! {
+        static CTX: Cell<Option<&'static GpuContext>> = const { Cell::new(None) };
+    }
+    if let Some(c) = CTX.with(Cell::get) {
+        return Some(c);
+    }
+    let c = GpuContext::new(&ContextOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("{test} needs WebGPU in this browser: {e}"));
+    describe(&c);
+    let c: &'static GpuContext = Box::leak(Box::new(c));
+    CTX.with(|cell| cell.set(Some(c)));
+    Some(c)
 }
 
 /// SplitMix64: small, seedable, and the same on every platform.
