@@ -9,8 +9,11 @@
 // 512 (32 tokens generated after the prompt), submits, dispatches and bytes read back per
 // token (from the engine's GPU counters), the probed roofline and
 // decode as its share; then the same figures from the native engine, and browser / native
-// ratios; then the gzipped sizes of the engine's wasm and JS. Medians of `rounds` (default
-// 3) runs each. The CLI binary: TPSMETER_CLI_RELEASE, else target/release/tpsmeter.
+// ratios; then wllama (npm `@wllama/wllama`: llama.cpp compiled to wasm, installed with the
+// browser tests) on the same GGUF in the same browser, with its default threads and with one
+// per core, as ratios to ours; then the gzipped sizes of the engine's wasm and JS. Medians of
+// `rounds` (default 3) runs each. The CLI binary: TPSMETER_CLI_RELEASE, else
+// target/release/tpsmeter.
 
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -33,10 +36,22 @@ const median = (v) => {
 /** A prompt of about `n` tokens whose first word differs per `salt` (no KV prefix reuse). */
 const prompt = (n, salt) => `${['Alpha', 'Bravo', 'Charlie', 'Delta', 'Echo', 'Foxtrot', 'Golf', 'Hotel'][salt % 8]} ${'the sea and the sky '.repeat(Math.ceil(n / 5))}`.split(' ').slice(0, n).join(' ');
 
+function wllamaVersion() {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(wllamaDir, '..', 'package.json'), 'utf8')).version;
+  } catch {
+    return '?';
+  }
+}
+
 const loadStart = loadAverage();
 log(`load average at start: ${loadStart}`);
-const ctx = await isolatedPage({ webgpu: true, mounts: { '/models/': path.dirname(model) } });
+const wllamaDir = path.join(REPO_ROOT, 'tests', 'browser', 'node_modules', '@wllama', 'wllama', 'esm');
+const ctx = await isolatedPage({ webgpu: true, mounts: { '/models/': path.dirname(model), '/wllama/': wllamaDir } });
+const promptSets = { p64: [0, 1, 2, 3, 4, 5, 6, 7].map((s) => prompt(64, s)), p512: [0, 1, 2, 3, 4, 5, 6, 7].map((s) => prompt(512, s)) };
+ctx.cores = (await ctx.page.evaluate(() => navigator.hardwareConcurrency)) || 1;
 let browser;
+let wllama;
 try {
   browser = await ctx.page.evaluate(
     async ({ url, rounds, prompts }) => {
@@ -69,9 +84,51 @@ try {
     {
       url: `/models/${path.basename(model)}`,
       rounds,
-      prompts: { p64: [0, 1, 2, 3, 4, 5, 6, 7].map((s) => prompt(64, s)), p512: [0, 1, 2, 3, 4, 5, 6, 7].map((s) => prompt(512, s)) },
+      prompts: promptSets,
     },
   );
+  wllama = [];
+  if (fs.existsSync(wllamaDir)) {
+    for (const threads of [undefined, ctx.cores]) {
+      wllama.push(
+        await ctx.page.evaluate(
+          async ({ url, rounds, prompts, threads }) => {
+            const { Wllama } = await import('/wllama/index.js');
+            const lines = [];
+            const keep = (...a) => lines.push(a.join(' '));
+            const w = new Wllama({ default: '/wllama/wasm/wllama.wasm' }, { logger: { debug: keep, log: keep, warn: keep, error: keep } });
+            const t0 = performance.now();
+            await w.loadModelFromUrl(url, { n_ctx: 1024, useCache: false, ...(threads ? { n_threads: threads } : {}) });
+            const loadMs = performance.now() - t0;
+            const runs = { p64: [], p512: [] };
+            let salt = 0;
+            for (let r = 0; r < rounds; r++) {
+              for (const key of ['p64', 'p512']) {
+                const start = performance.now();
+                const res = await w.createCompletion({ prompt: prompts[key][salt++ % prompts[key].length], max_tokens: 32, temperature: 0, ignore_eos: true });
+                const wall = performance.now() - start;
+                const t = res.timings;
+                // llama.cpp's own figures (as llama-server reports them), like our engine's timings:
+                // the first token is sampled from the prompt's logits, so TTFT is prompt_ms.
+                runs[key].push({
+                  ttft_ms: t.prompt_ms,
+                  prefill_tokens_per_second: t.prompt_per_second,
+                  decode_tokens_per_second: t.predicted_per_second,
+                  prompt_tokens_evaluated: t.prompt_n,
+                  wall_ms: wall,
+                });
+              }
+            }
+            await w.exit();
+            const threadLine = lines.find((l) => l.includes('Multithread enabled')) ?? '';
+            const buffer = lines.find((l) => /model buffer size/.test(l)) ?? '';
+            return { loadMs, runs, threads: threads ?? 'default', threadLine, buffer: buffer.replace(/^.*load_tensors:\s*/, '') };
+          },
+          { url: `/models/${path.basename(model)}`, rounds, prompts: promptSets, threads },
+        ),
+      );
+    }
+  }
 } finally {
   await ctx.close();
 }
@@ -126,6 +183,21 @@ row('decode tok/s @64', b64.decode, n64.decode);
 row('decode tok/s @512', b512.decode, n512.decode);
 console.log(`  decode @64 as a share of the probed ceiling: ${f1((100 * b64.decode) / ceiling)} %`);
 if (!nativeAvailable) console.log(`  (native: no ${cli}; build it with cargo build --release -p tpsmeter-cli)`);
+
+if (wllama.length === 0) console.log(`\nwllama: not installed (npm ci in tests/browser installs @wllama/wllama)`);
+for (const wl of wllama) {
+  const w64 = figures(wl.runs.p64);
+  const w512 = figures(wl.runs.p512);
+  console.log(`\nwllama ${wllamaVersion()} (llama.cpp in wasm), threads ${wl.threads}: ${wl.threadLine.trim()}; ${wl.buffer.trim()}`);
+  console.log(`  load (download + init, no cache)           ${f1(wl.loadMs)} ms`);
+  console.log('                      ours       wllama   ours/wllama');
+  row(`TTFT ms (${b64.promptTokens}/${w64.promptTokens} tok)`, b64.ttft, w64.ttft);
+  row('prefill tok/s @64', b64.prefill, w64.prefill);
+  row('decode tok/s @64', b64.decode, w64.decode);
+  row('decode tok/s @512', b512.decode, w512.decode);
+  const winner = b64.decode >= w64.decode ? 'ours' : 'wllama';
+  console.log(`  decode @64: ${winner} wins by ${f2(Math.max(b64.decode / w64.decode, w64.decode / b64.decode))}x`);
+}
 
 console.log('\nsizes, gzip -9, bytes:');
 const pkgDir = path.join(REPO_ROOT, 'pkg');
