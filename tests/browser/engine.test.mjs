@@ -350,3 +350,56 @@ test("bench({ api: 'local', engine }) measures the engine into the remote runs' 
   assert.equal(out.firstTokens, 3);
   assert.match(out.missing, /^TypeError: .*engine/);
 });
+
+test('a lost GPU device rejects the pending generation with DeviceLost, never a hang; a new engine works', async (t) => {
+  const model = asset(t, 'TPSMETER_MODEL');
+  if (!model) return;
+  const fx = await fixture(t, { emulator: false, webgpu: true, mounts: { '/models/': path.dirname(model) } });
+  if (!fx) return;
+  t.after(() => fx.close());
+  const page = await fx.page();
+  const url = `/models/${path.basename(model)}`;
+  await page.evaluate(async ({ url }) => {
+    const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
+    window.engine = await createEngine({ model: url });
+    window.tokens = 0;
+    window.outcome = (async () => {
+      try {
+        const stream = await window.engine.completions.create({ prompt: 'Once', max_tokens: 400, ignore_eos: true, temperature: 0, stream: true });
+        for await (const _ of stream) window.tokens++;
+        return 'completed';
+      } catch (e) {
+        return `${e.name}: ${e.message}`;
+      }
+    })();
+  }, { url });
+  await page.waitForFunction(() => window.tokens >= 2, null, { timeout: 300_000 });
+  // A real device loss: Chromium's GPU process (where WebGPU runs) is killed, as a driver
+  // crash or reset would.
+  const browser = page.context().browser();
+  const cdp = browser ? await browser.newBrowserCDPSession() : await page.context().newCDPSession(page);
+  await cdp.send('Browser.crashGpuProcess');
+  const out = await page.evaluate(
+    async ({ url }) => {
+      const outcome = await window.outcome;
+      const tokens = window.tokens;
+      let later = 'resolved';
+      try {
+        await window.engine.completions.create({ prompt: 'x', max_tokens: 2 });
+      } catch (e) {
+        later = `${e.name}: ${e.message}`;
+      }
+      const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
+      const fresh = await createEngine({ model: url });
+      const again = await fresh.completions.create({ prompt: 'Hello', max_tokens: 4, temperature: 0 });
+      await fresh.dispose();
+      return { outcome, tokens, later, again: again.usage.completion_tokens, fromCache: fresh.fromCache };
+    },
+    { url },
+  );
+  t.diagnostic(JSON.stringify(out));
+  assert.match(out.outcome, /^DeviceLost: .*create the engine again/);
+  assert.ok(out.tokens < 400, 'the generation stopped');
+  assert.match(out.later, /^DeviceLost: /, 'the lost engine keeps saying why');
+  assert.equal(out.again, 4, 'a new engine generates');
+});

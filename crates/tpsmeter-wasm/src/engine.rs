@@ -37,6 +37,30 @@ fn gpu_err(e: GpuError) -> JsValue {
     named(e.kind(), &e.to_string())
 }
 
+/// `DeviceLost`, with what the caller can do about it.
+fn lost_err(e: GpuError) -> JsValue {
+    named(e.kind(), &format!("{e}; create the engine again"))
+}
+
+/// Resolves after the current task (a `setTimeout(0)`), so that events queued behind it
+/// (such as a device's `lost`) have run.
+async fn next_task() {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        let set_timeout = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("setTimeout"))
+            .ok()
+            .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
+        match set_timeout {
+            Some(f) => {
+                let _ = f.call2(&JsValue::NULL, &resolve, &JsValue::from(0));
+            }
+            None => {
+                let _ = resolve.call0(&JsValue::NULL);
+            }
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
 fn request_err(e: impl std::fmt::Display) -> JsValue {
     named("InvalidRequest", &e.to_string())
 }
@@ -308,8 +332,12 @@ impl JsEngine {
                 }));
             }
         };
+        if let Some(lost) = engine.model().context().lost() {
+            *self.slot.borrow_mut() = Slot::Idle(engine);
+            return Err(lost_err(lost));
+        }
         self.cancel.reset();
-        let result = run(
+        let mut result = run(
             &mut engine,
             &req,
             &params,
@@ -318,6 +346,14 @@ impl JsEngine {
             &on_token,
         )
         .await;
+        if result.is_err() {
+            // A lost device fails the pending readback first; its `lost` event comes a task
+            // later. Wait for it so the caller learns the cause, not a generic map failure.
+            next_task().await;
+            if let Some(lost) = engine.model().context().lost() {
+                result = Err(lost_err(lost));
+            }
+        }
         let mut slot = self.slot.borrow_mut();
         // Disposed while generating: the engine is dropped here, freeing its buffers.
         if !matches!(*slot, Slot::Disposed) {

@@ -50,6 +50,9 @@ pub struct GpuContext {
     pub profile: AdapterProfile,
     pub(crate) pipelines: PipelineCache,
     errors: ErrorSlot,
+    /// Why the device was lost, once it was: kept (unlike `errors`) because a lost device
+    /// stays lost, and every later call must say so rather than fail in some other way.
+    lost: Arc<Mutex<Option<String>>>,
 }
 
 impl GpuContext {
@@ -97,11 +100,15 @@ impl GpuContext {
             }
         }));
         let slot = errors.clone();
+        let lost: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+        let lost_slot = lost.clone();
         device.set_device_lost_callback(move |reason, msg| {
+            let reason = format!("{reason:?}: {msg}");
+            if let Ok(mut l) = lost_slot.lock() {
+                l.get_or_insert(reason.clone());
+            }
             if let Ok(mut s) = slot.lock() {
-                s.get_or_insert(GpuError::DeviceLost {
-                    reason: format!("{reason:?}: {msg}"),
-                });
+                s.get_or_insert(GpuError::DeviceLost { reason });
             }
         });
         let profile = opts.profile.unwrap_or(match info.device_type {
@@ -117,6 +124,7 @@ impl GpuContext {
             profile,
             pipelines: PipelineCache::default(),
             errors,
+            lost,
         })
     }
 
@@ -179,6 +187,13 @@ impl GpuContext {
         self.limits
             .max_storage_buffer_binding_size
             .min(self.limits.max_buffer_size)
+    }
+
+    /// The device-lost error, when the device was lost (a GPU process crash, a driver reset,
+    /// `destroy`). Nothing on this context works afterwards: a new one must be created.
+    pub fn lost(&self) -> Option<GpuError> {
+        let reason = self.lost.lock().ok()?.clone()?;
+        Some(GpuError::DeviceLost { reason })
     }
 
     /// Returns (and clears) the first uncaptured error or device loss since the last call.
