@@ -17,10 +17,20 @@ import { fixture } from './support/fixture.mjs';
 
 const PROMPTS = ['The capital of France is', 'def fibonacci(n):\n'];
 const MAX_TOKENS = 12;
+/** Teacher forcing: longer continuations, more prompts (as the llama.cpp test has them). */
+const FORCED_PROMPTS = [
+  'The capital of France is',
+  'def fibonacci(n):\n    """Return the n-th Fibonacci number."""\n',
+  'Once upon a time, in a small village by the sea,',
+  '<|im_start|>user\nWhat is the boiling point of water in Celsius?<|im_end|>\n<|im_start|>assistant\n',
+];
+const FORCED_TOKENS = 48;
+/** Top-2 logit gap under which two correct engines may pick differently (summation order). */
+const TIE_GAP = 0.1;
 
 /** Greedy ids from the native engine (`tpsmeter run --json`). */
-function nativeTokens(cli, model, prompt) {
-  const r = spawnSync(cli, ['run', '--model', model, '--prompt', prompt, '--max-tokens', String(MAX_TOKENS), '--json'], {
+function nativeTokens(cli, model, prompt, maxTokens = MAX_TOKENS) {
+  const r = spawnSync(cli, ['run', '--model', model, '--prompt', prompt, '--max-tokens', String(maxTokens), '--json'], {
     encoding: 'utf8',
     timeout: 300_000,
   });
@@ -33,12 +43,13 @@ test('createEngine: SmolLM2 in a Worker on WebGPU gives the native greedy tokens
   const cli = model && asset(t, 'TPSMETER_CLI_BIN');
   if (!cli) return;
   const expected = PROMPTS.map((p) => nativeTokens(cli, model, p));
+  const forcedNative = FORCED_PROMPTS.map((p) => nativeTokens(cli, model, p, FORCED_TOKENS));
   const fx = await fixture(t, { emulator: false, webgpu: true, mounts: { '/models/': path.dirname(model) } });
   if (!fx) return;
   t.after(() => fx.close());
   const page = await fx.page();
   const out = await page.evaluate(
-    async ({ url, prompts, maxTokens }) => {
+    async ({ url, prompts, maxTokens, forcedPrompts, forcedNative }) => {
       const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
       const progress = [];
       const engine = await createEngine({ model: url, onProgress: (p) => progress.push(p) });
@@ -54,10 +65,12 @@ test('createEngine: SmolLM2 in a Worker on WebGPU gives the native greedy tokens
         max_tokens: 8,
         temperature: 0,
       });
+      const forced = [];
+      for (const [i, prompt] of forcedPrompts.entries()) forced.push(await engine.teacherForced(prompt, forcedNative[i]));
       await engine.dispose();
-      return { name: engine.name, info: engine.info, progress, runs, chat };
+      return { name: engine.name, info: engine.info, progress, runs, chat, forced };
     },
-    { url: `/models/${path.basename(model)}`, prompts: PROMPTS, maxTokens: MAX_TOKENS },
+    { url: `/models/${path.basename(model)}`, prompts: PROMPTS, maxTokens: MAX_TOKENS, forcedPrompts: FORCED_PROMPTS, forcedNative },
   );
   t.diagnostic(`adapter ${out.info.adapter} (${out.info.profile}), f16 ${out.info.shaderF16}`);
   const last = out.progress.at(-1);
@@ -76,6 +89,23 @@ test('createEngine: SmolLM2 in a Worker on WebGPU gives the native greedy tokens
   }
   assert.equal(out.chat.object, 'chat.completion');
   assert.ok(out.chat.choices[0].message.content.length > 0);
+  // Teacher forcing: fed the native engine's tokens, the browser engine picks each of them,
+  // except where its own logit for that token is within TIE_GAP of its top one.
+  let compared = 0;
+  let ties = 0;
+  const mismatches = [];
+  for (const [i, steps] of out.forced.entries()) {
+    assert.equal(steps.length, forcedNative[i].length);
+    for (const [j, s] of steps.entries()) {
+      compared++;
+      if (s.argmax === forcedNative[i][j]) continue;
+      if (s.gap_to_forced < TIE_GAP) ties++;
+      else mismatches.push({ prompt: i, position: j, native: forcedNative[i][j], ...s });
+    }
+  }
+  t.diagnostic(`teacher-forced: ${compared} positions over ${FORCED_PROMPTS.length} prompts, ${compared - ties - mismatches.length} equal, ${ties} near-ties (gap < ${TIE_GAP})`);
+  assert.deepEqual(mismatches, []);
+  assert.ok(compared - ties >= FORCED_TOKENS * 2, `too few positions compared: ${compared}`);
   await assertClean(page);
 });
 

@@ -362,6 +362,43 @@ impl JsEngine {
         result
     }
 
+    /// Teacher forcing, for checking this engine against another implementation: runs the
+    /// raw `prompt` (encoded as `encode` does), then feeds `forced` one token at a time and
+    /// resolves to JSON `[{ argmax, gap_to_forced, top2_gap }]`, one entry per forced token
+    /// (what the model would have picked there, and how far the forced token's logit is below
+    /// it). Leaves the sampler greedy and the KV cache treated as empty.
+    #[wasm_bindgen(js_name = teacherForced)]
+    pub async fn teacher_forced(
+        &self,
+        prompt: String,
+        forced: Vec<u32>,
+    ) -> Result<String, JsValue> {
+        let mut engine = match std::mem::replace(&mut *self.slot.borrow_mut(), Slot::Busy) {
+            Slot::Idle(engine) => engine,
+            other => {
+                *self.slot.borrow_mut() = other;
+                return Err(state_err("the engine is busy or disposed"));
+            }
+        };
+        let result = async {
+            if let Some(lost) = engine.model().context().lost() {
+                return Err(lost_err(lost));
+            }
+            let ids = engine.encode(&prompt).map_err(gpu_err)?;
+            let steps = engine
+                .teacher_forced(&ids, &forced)
+                .await
+                .map_err(gpu_err)?;
+            serde_json::to_string(&steps).map_err(request_err)
+        }
+        .await;
+        let mut slot = self.slot.borrow_mut();
+        if !matches!(*slot, Slot::Disposed) {
+            *slot = Slot::Idle(engine);
+        }
+        result
+    }
+
     /// Stops the generation in flight after its current token.
     pub fn cancel(&self) {
         self.cancel.cancel();

@@ -4,7 +4,7 @@
 
 import { EngineError } from './error.js';
 import type { FromWorker, LoadProgress, ToWorker } from './protocol.js';
-import type { ChatCompletion, ChatCompletionChunk, ChatRequest, CompletionRequest, EngineInfo, GenerateResult, LocalTimings, ProbeReport } from './types.js';
+import type { ChatCompletion, ChatCompletionChunk, ChatRequest, CompletionRequest, EngineInfo, ForcedStep, GenerateResult, LocalTimings, ProbeReport } from './types.js';
 import type { CachedModel } from './cache.js';
 
 export type { LoadProgress } from './protocol.js';
@@ -119,6 +119,26 @@ export class LocalEngine {
     const report = (await this.call({ kind: 'probe', ...options })) as ProbeReport;
     this.roofline = report;
     return report;
+  }
+
+  /**
+   * Teacher forcing, for checking this engine against another implementation (llama.cpp,
+   * the native engine): runs the raw `prompt`, then feeds `tokens` one at a time, and resolves
+   * to what the model would have picked at each of those positions, with the gap between its
+   * pick's logit and the forced token's. Two correct engines may part where `top2_gap` is
+   * tiny; forcing keeps the positions after such a tie comparable. Waits for generations
+   * in flight; leaves the KV cache treated as empty.
+   */
+  async teacherForced(prompt: string, tokens: number[]): Promise<ForcedStep[]> {
+    const before = this.turn;
+    let release!: () => void;
+    this.turn = before.then(() => new Promise<void>((r) => (release = r)));
+    await before;
+    try {
+      return (await this.call({ kind: 'teacherForced', prompt, tokens })) as ForcedStep[];
+    } finally {
+      release();
+    }
   }
 
   /** @internal Stops the Worker without a dispose round trip. */

@@ -9,6 +9,7 @@ export type ToWorker =
   | { id: number; kind: 'load'; model: ModelSource; cache: boolean; profile?: 'cpu' | 'gpu'; maxContext?: number }
   | { id: number; kind: 'generate'; request: string }
   | { id: number; kind: 'probe'; profile?: 'cpu' | 'gpu'; mib?: number }
+  | { id: number; kind: 'teacherForced'; prompt: string; tokens: number[] }
   | { id: number; kind: 'cancel' }
   | { id: number; kind: 'abortLoad' }
   | { id: number; kind: 'dispose' };

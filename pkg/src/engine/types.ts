@@ -136,3 +136,13 @@ export interface GenerateResult {
   dispatches: number;
   readback_bytes: number;
 }
+
+/** One position of `engine.teacherForced`. */
+export interface ForcedStep {
+  /** The token the model would have picked (greedy; lowest id on equal logits). */
+  argmax: number;
+  /** logit(argmax) − logit(forced token): 0 when the model picks the forced token. */
+  gap_to_forced: number;
+  /** logit(argmax) − the second-best logit: how near a tie the position is. */
+  top2_gap: number;
+}

@@ -174,6 +174,14 @@ scope.onmessage = (e: MessageEvent<ToWorker>): void => {
     case 'generate':
       answer(generate(id, msg.request));
       break;
+    case 'teacherForced':
+      answer(
+        (async () => {
+          if (!engine) throw new EngineError('InvalidState', 'no model is loaded');
+          return JSON.parse(await engine.teacherForced(msg.prompt, Uint32Array.from(msg.tokens))) as unknown;
+        })(),
+      );
+      break;
     case 'probe':
       answer(
         (async () => {

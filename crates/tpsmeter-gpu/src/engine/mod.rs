@@ -9,12 +9,14 @@
 //! What it does not do: load files or read clocks itself (callers pass bytes and a clock),
 //! batch several requests, or serve HTTP (the CLI does).
 
+mod forced;
 pub mod graph;
 mod loader;
 pub mod model;
 pub(crate) mod readback;
 mod session;
 
+pub use forced::ForcedStep;
 pub use loader::EngineLoader;
 pub use model::{DEFAULT_MAX_CONTEXT, GpuModel, ModelOptions, PREFILL_CHUNK, StepStats};
 pub use readback::TOKEN_BYTES;

@@ -474,11 +474,16 @@ impl GpuModel {
         Ok(out)
     }
 
-    /// Native, for tests: the logits of the last step (before sampling changed them, when
-    /// the repetition penalty is off).
+    /// The logits of the last step (before sampling changed them, when the repetition
+    /// penalty is off): for tests and teacher forcing.
+    pub async fn read_logits_async(&self) -> Result<Vec<f32>> {
+        self.logits.read_f32_async(&self.ctx).await
+    }
+
+    /// Native blocking [`GpuModel::read_logits_async`].
     #[cfg(not(target_arch = "wasm32"))]
     pub fn read_logits(&self) -> Result<Vec<f32>> {
-        self.logits.read_f32(&self.ctx)
+        pollster::block_on(self.read_logits_async())
     }
 }
 
