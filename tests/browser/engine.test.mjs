@@ -203,7 +203,30 @@ test('createEngine without WebGPU names the reason', async (t) => {
   await assertClean(page);
 });
 
-test('createEngine caches a downloaded model: the second load reads the cache, not the network', async (t) => {
+test('createEngine caches a downloaded model in OPFS: the second load reads the cache, not the network', (t) => cacheTest(t, 'opfs'));
+
+test('without OPFS the model cache falls back to Cache Storage, with the same guarantees', (t) => cacheTest(t, 'cache-storage'));
+
+/**
+ * Makes this page and the Workers it starts look like a browser without OPFS (no
+ * `navigator.storage.getDirectory`), as some private modes and older browsers are: each Worker
+ * runs a module that removes it before importing the real worker script.
+ */
+async function withoutOpfs(page) {
+  await page.evaluate(() => {
+    delete StorageManager.prototype.getDirectory;
+    const Original = window.Worker;
+    window.Worker = class extends Original {
+      constructor(url, options) {
+        const real = new URL(url, location.href).href;
+        const src = `import 'data:text/javascript,delete StorageManager.prototype.getDirectory';\nimport ${JSON.stringify(real)};\n`;
+        super(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })), options);
+      }
+    };
+  });
+}
+
+async function cacheTest(t, expectedStore) {
   const model = asset(t, 'TPSMETER_MODEL');
   if (!model) return;
   const sha256 = crypto.createHash('sha256').update(fs.readFileSync(model)).digest('hex');
@@ -211,6 +234,7 @@ test('createEngine caches a downloaded model: the second load reads the cache, n
   if (!fx) return;
   t.after(() => fx.close());
   const page = await fx.page();
+  if (expectedStore === 'cache-storage') await withoutOpfs(page);
   const url = `/models/${path.basename(model)}`;
   const downloads = () => fx.requests.filter((r) => r === `GET ${url}`).length;
   const load = (opts) =>
@@ -267,9 +291,10 @@ test('createEngine caches a downloaded model: the second load reads the cache, n
   const uncached = await load({ cache: false });
   assert.equal(uncached.fromCache, false);
   assert.deepEqual(uncached.list, []);
+  assert.equal(afterDelete.estimate.store, expectedStore);
   t.diagnostic(`store ${afterDelete.estimate.store}; quota ${afterDelete.estimate.quota}`);
   await assertClean(page);
-});
+}
 
 test('probeAdapter measures the WebGPU adapter, and a probed engine states decode against the roofline', async (t) => {
   const model = asset(t, 'TPSMETER_MODEL');

@@ -97,7 +97,17 @@ async function removeQuietly(dir: FileSystemDirectoryHandle, name: string): Prom
   await dir.removeEntry(name).catch(() => {});
 }
 
-const cacheKey = (name: string, part: 'data' | 'manifest'): string => new URL(`${CACHE_PREFIX}${name}/${part}`, location.href).href;
+/**
+ * The request URL an entry is stored under. Cache Storage keys are http(s) URLs but need not
+ * be fetchable; the base is the origin rather than `location.href`, which is no valid base in
+ * a Worker started from a `blob:` URL (as some bundlers inline Workers).
+ */
+const cacheKey = (name: string, part: 'data' | 'manifest'): string => new URL(`${CACHE_PREFIX}${name}/${part}`, keyBase()).href;
+
+function keyBase(): string {
+  const origin = typeof location !== 'undefined' ? location.origin : 'null';
+  return origin.startsWith('http') ? origin : 'https://tpsmeter.invalid';
+}
 
 /** Every complete entry. Data without a manifest is skipped, not removed: it may be a
  * download another Worker is writing right now. */
