@@ -9,7 +9,8 @@
 // 512 (32 tokens generated after the prompt), submits, dispatches and bytes read back per
 // token (from the engine's GPU counters), the probed roofline and
 // decode as its share; then the same figures from the native engine, and browser / native
-// ratios; then wllama (npm `@wllama/wllama`: llama.cpp compiled to wasm, installed with the
+// ratios (and, where Chromium's SwiftShader can be loaded as a native Vulkan driver, the native
+// engine on that same adapter); then wllama (npm `@wllama/wllama`: llama.cpp compiled to wasm, installed with the
 // browser tests) on the same GGUF in the same browser, with its default threads and with one
 // per core, as ratios to ours; then the gzipped sizes of the engine's wasm and JS. Medians of
 // `rounds` (default 3) runs each. The CLI binary: TPSMETER_CLI_RELEASE, else
@@ -142,20 +143,30 @@ const figures = (runs) => ({
 const b64 = figures(browser.runs.p64);
 const b512 = figures(browser.runs.p512);
 
-// The native engine, same prompts, same generation length.
-const native = { p64: [], p512: [] };
-const nativeAvailable = fs.existsSync(cli);
-if (nativeAvailable) {
+// The native engine, same prompts, same generation length: on the machine's Vulkan adapter
+// (lavapipe here), and on the browser's own adapter where its Vulkan driver can be loaded
+// natively: Chromium ships SwiftShader as a Vulkan ICD, so the same library (same JIT, same
+// threads) runs our kernels through wgpu, and browser / native isolates WebGPU's own cost.
+const SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
+function nativeRuns(env) {
+  const runs = { p64: [], p512: [] };
   let salt = 0;
+  let adapter = '';
   for (let r = 0; r < rounds; r++) {
     for (const [key, n] of [['p64', 64], ['p512', 512]]) {
-      const out = spawnSync(cli, ['run', '--model', model, '--prompt', prompt(n, salt++ % 8), '--max-tokens', '32', '--json'], { encoding: 'utf8' });
+      const out = spawnSync(cli, ['run', '--model', model, '--prompt', prompt(n, salt++ % 8), '--max-tokens', '32', '--json'], { encoding: 'utf8', env: { ...process.env, ...env } });
       if (out.status !== 0) throw new Error(`tpsmeter run failed: ${out.stderr}`);
-      const f = JSON.parse(out.stdout).figures;
-      native[key].push({ ttft_ms: f.ttft_s * 1e3, prefill_tokens_per_second: f.prefill_tps, decode_tokens_per_second: f.decode_tps, prompt_tokens_evaluated: f.prompt_tokens });
+      const j = JSON.parse(out.stdout);
+      const f = j.figures;
+      adapter = j.adapter ?? adapter;
+      runs[key].push({ ttft_ms: f.ttft_s * 1e3, prefill_tokens_per_second: f.prefill_tps, decode_tokens_per_second: f.decode_tps, prompt_tokens_evaluated: f.prompt_tokens });
     }
   }
+  return { runs, adapter };
 }
+const nativeAvailable = fs.existsSync(cli);
+const native = nativeAvailable ? nativeRuns({}).runs : { p64: [], p512: [] };
+const sameAdapter = nativeAvailable && fs.existsSync(SWIFTSHADER_ICD) && /swiftshader/i.test(browser.info.adapter) ? nativeRuns({ VK_ICD_FILENAMES: SWIFTSHADER_ICD }) : undefined;
 const n64 = figures(native.p64);
 const n512 = figures(native.p512);
 
@@ -182,6 +193,16 @@ row('prefill tok/s @64', b64.prefill, n64.prefill);
 row('decode tok/s @64', b64.decode, n64.decode);
 row('decode tok/s @512', b512.decode, n512.decode);
 console.log(`  decode @64 as a share of the probed ceiling: ${f1((100 * b64.decode) / ceiling)} %`);
+if (sameAdapter) {
+  const s64 = figures(sameAdapter.runs.p64);
+  const s512 = figures(sameAdapter.runs.p512);
+  console.log(`\nsame adapter: the browser against our native engine on SwiftShader (Chromium's Vulkan ICD${sameAdapter.adapter ? `: ${sameAdapter.adapter}` : ''})`);
+  console.log('                      browser    native   browser/native');
+  row(`TTFT ms (${b64.promptTokens} tok)`, b64.ttft, s64.ttft);
+  row('prefill tok/s @64', b64.prefill, s64.prefill);
+  row('decode tok/s @64', b64.decode, s64.decode);
+  row('decode tok/s @512', b512.decode, s512.decode);
+}
 if (!nativeAvailable) console.log(`  (native: no ${cli}; build it with cargo build --release -p tpsmeter-cli)`);
 
 if (wllama.length === 0) console.log(`\nwllama: not installed (npm ci in tests/browser installs @wllama/wllama)`);

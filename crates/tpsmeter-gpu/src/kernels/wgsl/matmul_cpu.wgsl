@@ -1,9 +1,26 @@
 // Matrix-matrix product for prefill on CPU-type adapters: y[t, r] (+)= sum_c W[r, c] x[t, c].
 // Like matvec_cpu, each invocation owns ROWS whole rows and never synchronises with its
-// workgroup (barriers cost 5-100x on lavapipe); it dequantizes each sub-block of its rows
-// once and applies it to all TOK tokens of this dispatch, whose inputs come from a uniform
-// binding (x_uniform: offsets shared by every lane load once for all of them).
-// p.n_tokens: valid tokens of this dispatch (<= TOK); p.t0: index of its first token in y.
+// workgroup (barriers cost 5-100x on lavapipe), and it uses the format's block_dot (weights
+// read and unpacked straight into the dot product, never stored as 32 floats): software
+// rasterisers keep such a 32-float array in memory, which made a decode-then-dot kernel
+// slower per token than matvec_cpu. The 4 tokens of a dispatch share each sub-block's
+// inputs across the invocation's rows and each weight fetch; their inputs come from a
+// uniform binding (x_uniform: offsets shared by every lane load once for all of them).
+// p.n_tokens: valid tokens of this dispatch (<= 4); p.t0: index of its first token in y.
+
+/// The 32 inputs of sub-block `s` of the token whose row starts at vec4 `row`, and their sum.
+fn load_x_at(row: u32, s: u32) -> XB {
+    var xb: XB;
+    var tot = vec4<f32>(0.0);
+    let base = row + s * 8u;
+    for (var i = 0u; i < 8u; i++) {
+        let v = x_at(base + i);
+        xb.v[i] = v;
+        tot += v;
+    }
+    xb.sum = tot.x + tot.y + tot.z + tot.w;
+    return xb;
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -12,26 +29,30 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (r0 >= p.rows) {
         return;
     }
-    var acc: array<f32, ROWS * TOK>;
+    // Slots past the dispatch's last token read that token again (their sums are dropped),
+    // so every load stays inside the uniform range.
+    let last = p.n_tokens - 1u;
+    let row_vec4s = p.nsub * 8u;
+    let x1 = min(1u, last) * row_vec4s;
+    let x2 = min(2u, last) * row_vec4s;
+    let x3 = min(3u, last) * row_vec4s;
+    var acc: array<vec4<f32>, ROWS>;
     for (var s = 0u; s < p.nsub; s++) {
+        let xb0 = load_x_at(0u, s);
+        let xb1 = load_x_at(x1, s);
+        let xb2 = load_x_at(x2, s);
+        let xb3 = load_x_at(x3, s);
         for (var r = 0u; r < ROWS; r++) {
             // Clamped rather than branched: a tail invocation recomputes the last row.
-            let w = decode(min(r0 + r, p.rows - 1u), s);
-            for (var t = 0u; t < TOK; t++) {
-                let xb = (t * p.nsub + s) * 8u;
-                var d = 0.0;
-                for (var k = 0u; k < 8u; k++) {
-                    d += dot(w.v[k], x_at(xb + k));
-                }
-                acc[r * TOK + t] += d;
-            }
+            let row = min(r0 + r, p.rows - 1u);
+            acc[r] += vec4<f32>(block_dot(row, s, xb0), block_dot(row, s, xb1), block_dot(row, s, xb2), block_dot(row, s, xb3));
         }
     }
     for (var r = 0u; r < ROWS; r++) {
         if (r0 + r < p.rows) {
             for (var t = 0u; t < p.n_tokens; t++) {
                 let o = (p.t0 + t) * p.y_stride + p.row_offset + r0 + r;
-                var v = acc[r * TOK + t];
+                var v = acc[r][t];
                 if (p.accumulate != 0u) {
                     v += f32(y[o]);
                 }
