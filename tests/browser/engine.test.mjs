@@ -38,6 +38,19 @@ function nativeTokens(cli, model, prompt, maxTokens = MAX_TOKENS) {
   return JSON.parse(r.stdout).tokens;
 }
 
+/**
+ * A WebGPU page of a fresh fixture with the model's folder served at `/models/`, closed after
+ * the test; undefined (the test skipped) without the model or a browser.
+ */
+async function modelPage(t) {
+  const model = asset(t, 'TPSMETER_MODEL');
+  if (!model) return undefined;
+  const fx = await fixture(t, { emulator: false, webgpu: true, mounts: { '/models/': path.dirname(model) } });
+  if (!fx) return undefined;
+  t.after(() => fx.close());
+  return { model, fx, page: await fx.page() };
+}
+
 test('createEngine: SmolLM2 in a Worker on WebGPU gives the native greedy tokens', async (t) => {
   const model = asset(t, 'TPSMETER_MODEL');
   const cli = model && asset(t, 'TPSMETER_CLI_BIN');
@@ -227,13 +240,10 @@ async function withoutOpfs(page) {
 }
 
 async function cacheTest(t, expectedStore) {
-  const model = asset(t, 'TPSMETER_MODEL');
-  if (!model) return;
+  const setup = await modelPage(t);
+  if (!setup) return;
+  const { model, fx, page } = setup;
   const sha256 = crypto.createHash('sha256').update(fs.readFileSync(model)).digest('hex');
-  const fx = await fixture(t, { emulator: false, webgpu: true, mounts: { '/models/': path.dirname(model) } });
-  if (!fx) return;
-  t.after(() => fx.close());
-  const page = await fx.page();
   if (expectedStore === 'cache-storage') await withoutOpfs(page);
   const url = `/models/${path.basename(model)}`;
   const downloads = () => fx.requests.filter((r) => r === `GET ${url}`).length;
@@ -297,12 +307,9 @@ async function cacheTest(t, expectedStore) {
 }
 
 test('probeAdapter measures the WebGPU adapter, and a probed engine states decode against the roofline', async (t) => {
-  const model = asset(t, 'TPSMETER_MODEL');
-  if (!model) return;
-  const fx = await fixture(t, { emulator: false, webgpu: true, mounts: { '/models/': path.dirname(model) } });
-  if (!fx) return;
-  t.after(() => fx.close());
-  const page = await fx.page();
+  const setup = await modelPage(t);
+  if (!setup) return;
+  const { model, page } = setup;
   const out = await page.evaluate(async (url) => {
     const { createEngine, probeAdapter } = await import('/tpsmeter/dist/engine/index.js');
     const standalone = await probeAdapter({ mib: 16 });
@@ -327,12 +334,9 @@ test('probeAdapter measures the WebGPU adapter, and a probed engine states decod
 });
 
 test("bench({ api: 'local', engine }) measures the engine into the remote runs' report, paint included", async (t) => {
-  const model = asset(t, 'TPSMETER_MODEL');
-  if (!model) return;
-  const fx = await fixture(t, { emulator: false, webgpu: true, mounts: { '/models/': path.dirname(model) } });
-  if (!fx) return;
-  t.after(() => fx.close());
-  const page = await fx.page();
+  const setup = await modelPage(t);
+  if (!setup) return;
+  const { model, page } = setup;
   const out = await page.evaluate(
     async ({ url }) => {
       const { bench } = await import('/tpsmeter/dist/index.js');
@@ -407,12 +411,9 @@ test("bench({ api: 'local', engine }) measures the engine into the remote runs' 
 });
 
 test('a lost GPU device rejects the pending generation with DeviceLost, never a hang; a new engine works', async (t) => {
-  const model = asset(t, 'TPSMETER_MODEL');
-  if (!model) return;
-  const fx = await fixture(t, { emulator: false, webgpu: true, mounts: { '/models/': path.dirname(model) } });
-  if (!fx) return;
-  t.after(() => fx.close());
-  const page = await fx.page();
+  const setup = await modelPage(t);
+  if (!setup) return;
+  const { model, page } = setup;
   const url = `/models/${path.basename(model)}`;
   await page.evaluate(async ({ url }) => {
     const { createEngine } = await import('/tpsmeter/dist/engine/index.js');

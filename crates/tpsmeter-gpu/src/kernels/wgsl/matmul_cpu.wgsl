@@ -8,20 +8,6 @@
 // uniform binding (x_uniform: offsets shared by every lane load once for all of them).
 // p.n_tokens: valid tokens of this dispatch (<= 4); p.t0: index of its first token in y.
 
-/// The 32 inputs of sub-block `s` of the token whose row starts at vec4 `row`, and their sum.
-fn load_x_at(row: u32, s: u32) -> XB {
-    var xb: XB;
-    var tot = vec4<f32>(0.0);
-    let base = row + s * 8u;
-    for (var i = 0u; i < 8u; i++) {
-        let v = x_at(base + i);
-        xb.v[i] = v;
-        tot += v;
-    }
-    xb.sum = tot.x + tot.y + tot.z + tot.w;
-    return xb;
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let inv = gid.x + gid.y * nwg.x * WG;

@@ -32,9 +32,15 @@ struct W32 {
 }
 
 fn load_x(s: u32) -> XB {
+    return load_x_at(0u, s);
+}
+
+/// Sub-block `s` of the input vector that starts at vec4 `row` of `x` (the prefill matmul
+/// holds several tokens' inputs one after another), and the sum of its 32 values.
+fn load_x_at(row: u32, s: u32) -> XB {
     var xb: XB;
     var tot = vec4<f32>(0.0);
-    let base = s * 8u;
+    let base = row + s * 8u;
     for (var i = 0u; i < 8u; i++) {
         let v = x_at(base + i);
         xb.v[i] = v;
