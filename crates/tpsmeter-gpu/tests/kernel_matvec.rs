@@ -222,8 +222,9 @@ async fn matvec_rejects_mismatched_shapes() {
     assert!(err.to_string().contains("x must hold 64"), "{err}");
 }
 
-/// Prefill matmul against the twin: every format, both kernels (CPU-type groups of 8 tokens
-/// with a ragged last group, and GPU tiles), token counts around the 8-token tile.
+/// Prefill matmul against the twin: every format, both kernels (CPU-type groups of 4 tokens
+/// with every ragged last group, 1 to 3, and GPU tiles of 8), with and without accumulating
+/// into y (odd token counts accumulate).
 #[gpu_test]
 async fn matmul_matches_twin_over_random_shapes() {
     let Some(ctx) = gpu("matmul_matches_twin_over_random_shapes").await else {
@@ -231,7 +232,7 @@ async fn matmul_matches_twin_over_random_shapes() {
     };
     let mut rng = Rng::new(0x3a7);
     for f in FORMATS {
-        for (n_tokens, profile) in [1usize, 8, 13, 20]
+        for (n_tokens, profile) in [1usize, 2, 3, 8, 13, 20]
             .into_iter()
             .flat_map(|n| PROFILES.map(|p| (n, p)))
         {
@@ -246,25 +247,32 @@ async fn matmul_matches_twin_over_random_shapes() {
                 QWeight::upload_with(ctx, "w", f, rows, cols, &bytes, store, ctx.max_binding())
                     .unwrap();
             let xt = Tensor::from_f32(ctx, "x", &x, DType::F32).unwrap();
-            let yt = Tensor::zeros(ctx, "y", n_tokens * rows, DType::F32).unwrap();
+            let accumulate = n_tokens % 2 == 1;
+            let y0 = if accumulate {
+                rng.vec(n_tokens * rows, 1.0)
+            } else {
+                vec![0f32; n_tokens * rows]
+            };
+            let yt = Tensor::from_f32(ctx, "y", &y0, DType::F32).unwrap();
             let op = tpsmeter_gpu::kernels::MatMul::with_profile(
-                ctx, profile, &qw, &xt, &yt, n_tokens, false,
+                ctx, profile, &qw, &xt, &yt, n_tokens, accumulate,
             )
             .unwrap();
             run(ctx, &op.dispatches().iter().collect::<Vec<_>>());
-            let mut want = vec![0f32; n_tokens * rows];
-            cpu::matmul(&w, rows, cols, &x, n_tokens, &mut want, false);
+            let mut want = y0.clone();
+            cpu::matmul(&w, rows, cols, &x, n_tokens, &mut want, accumulate);
             let scale: Vec<f32> = (0..n_tokens * rows)
                 .map(|i| {
                     let (t, r) = (i / rows, i % rows);
-                    (0..cols)
+                    let s: f32 = (0..cols)
                         .map(|c| (w[r * cols + c] * x[t * cols + c]).abs())
-                        .sum()
+                        .sum();
+                    s + y0[i].abs()
                 })
                 .collect();
             // Same bound as the matvec (f32 sums in another order than the f64 twin).
             assert_close(
-                &format!("matmul {f} {rows}x{cols} t={n_tokens} {store:?} {profile:?}"),
+                &format!("matmul {f} {rows}x{cols} t={n_tokens} acc={accumulate} {store:?} {profile:?}"),
                 &yt.read_f32_async(ctx).await.unwrap(),
                 &want,
                 Some(&scale),

@@ -320,18 +320,7 @@ impl JsEngine {
     ) -> Result<String, JsValue> {
         let req: GenerateRequest = serde_json::from_str(&request).map_err(request_err)?;
         let (params, sampling) = parse_request(&req)?;
-        let mut engine = match std::mem::replace(&mut *self.slot.borrow_mut(), Slot::Busy) {
-            Slot::Idle(engine) => engine,
-            other => {
-                let busy = matches!(other, Slot::Busy);
-                *self.slot.borrow_mut() = other;
-                return Err(state_err(if busy {
-                    "the engine is busy with another generation"
-                } else {
-                    "the engine was disposed"
-                }));
-            }
-        };
+        let mut engine = self.take()?;
         if let Some(lost) = engine.model().context().lost() {
             *self.slot.borrow_mut() = Slot::Idle(engine);
             return Err(lost_err(lost));
@@ -373,14 +362,8 @@ impl JsEngine {
         prompt: String,
         forced: Vec<u32>,
     ) -> Result<String, JsValue> {
-        let mut engine = match std::mem::replace(&mut *self.slot.borrow_mut(), Slot::Busy) {
-            Slot::Idle(engine) => engine,
-            other => {
-                *self.slot.borrow_mut() = other;
-                return Err(state_err("the engine is busy or disposed"));
-            }
-        };
-        let result = async {
+        let mut engine = self.take()?;
+        let mut result = async {
             if let Some(lost) = engine.model().context().lost() {
                 return Err(lost_err(lost));
             }
@@ -392,6 +375,13 @@ impl JsEngine {
             serde_json::to_string(&steps).map_err(request_err)
         }
         .await;
+        if result.is_err() {
+            // As in `generate`: a lost device's event comes a task after the failed read.
+            next_task().await;
+            if let Some(lost) = engine.model().context().lost() {
+                result = Err(lost_err(lost));
+            }
+        }
         let mut slot = self.slot.borrow_mut();
         if !matches!(*slot, Slot::Disposed) {
             *slot = Slot::Idle(engine);
@@ -413,6 +403,25 @@ impl JsEngine {
 }
 
 impl JsEngine {
+    /// Takes the engine out of its slot for one long call (the slot says `Busy` meanwhile).
+    /// The slot's borrow ends before the other arms run: a `RefMut` held in a `match`
+    /// scrutinee lives to the end of the match, and borrowing again there would panic.
+    fn take(&self) -> Result<Box<Engine>, JsValue> {
+        let previous = std::mem::replace(&mut *self.slot.borrow_mut(), Slot::Busy);
+        match previous {
+            Slot::Idle(engine) => Ok(engine),
+            other => {
+                let busy = matches!(other, Slot::Busy);
+                *self.slot.borrow_mut() = other;
+                Err(state_err(if busy {
+                    "the engine is busy with another generation"
+                } else {
+                    "the engine was disposed"
+                }))
+            }
+        }
+    }
+
     fn with<T>(&self, f: impl FnOnce(&Engine) -> T) -> Result<T, JsValue> {
         match &*self.slot.borrow() {
             Slot::Idle(engine) => Ok(f(engine)),

@@ -32,15 +32,23 @@ export interface LocalSetup extends Omit<RequestSetup, 'request' | 'redact'> {
 }
 
 const encoder = new TextEncoder();
+/** What the read race resolves to when the request failed first. */
+const STOP = Symbol('stop');
 
 /** Runs one generation to its end. Never rejects: every failure lands in the exchange. */
 export async function runLocalRequest(s: LocalSetup): Promise<Outcome> {
   const abort = new AbortController();
   let failure: { errorClass: FailClass; message: string; t: number } | undefined;
+  // Settles when a timeout or the run's cancellation fails the request: the read below races
+  // it, since the engine only looks at its signal between tokens (a long prefill, or a stuck
+  // engine, must not hold the run).
+  let failed$!: () => void;
+  const failedNow = new Promise<typeof STOP>((resolve) => (failed$ = () => resolve(STOP)));
   const failWith = (errorClass: FailClass, message: string): void => {
     if (failure) return;
     failure = { errorClass, message, t: performance.now() };
     abort.abort();
+    failed$();
   };
   const onCancel = (): void => failWith('cancelled', 'the run was cancelled');
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -76,18 +84,27 @@ export async function runLocalRequest(s: LocalSetup): Promise<Outcome> {
     }
     // A local "response" is the engine accepting the request: no status line to wait for.
     exchange.response(performance.now(), 200, null);
+    const it = chunks[Symbol.asyncIterator]();
     try {
-      for await (const chunk of chunks) {
+      for (;;) {
+        if (failure) break;
+        const r = await Promise.race([it.next(), failedNow]);
         const t = performance.now();
+        // Failed while waiting: the chunk (if one comes) is after the exchange's end.
+        if (r === STOP || failure) break;
+        if (r.done) break;
         arm(s.idleTimeoutMs, 'stall', `the engine was silent for ${s.idleTimeoutMs / 1000} s (idleTimeoutS)`);
         // The engine's timings (per-token arrays) are not part of the wire format.
-        const { timings: _t, ...wire } = chunk as Record<string, unknown>;
+        const { timings: _t, ...wire } = r.value as Record<string, unknown>;
         const text = exchange.bytes(t, encoder.encode(`data: ${JSON.stringify(wire)}\n\n`));
         if (text && s.painter) s.painter.add(t, text);
-        if (failure) break;
       }
     } catch (e) {
       return failed(performance.now(), e);
+    } finally {
+      // Leaving early (a failure) stops the generation, or takes it out of the engine's line;
+      // not awaited: the request has ended.
+      if (failure) void Promise.resolve(it.return?.()).catch(() => {});
     }
     const t = performance.now();
     if (failure) return failed(t, undefined);

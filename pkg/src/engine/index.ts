@@ -89,6 +89,8 @@ export class LocalEngine {
   private generations = 0;
   /** Settles when the last generation asked for has finished (the line of requests). */
   private turn: Promise<void> = Promise.resolve();
+  /** Set once the Worker is gone (disposed, terminated, crashed): every later call fails with it. */
+  private dead: Error | undefined;
 
   readonly chat = {
     completions: {
@@ -185,6 +187,8 @@ export class LocalEngine {
   }
 
   private call(m: DistributiveOmit<ToWorker, 'id'>, onMessage?: (m: FromWorker) => void): Promise<unknown> {
+    // A stopped Worker never answers: a request queued behind its end must fail, not hang.
+    if (this.dead) return Promise.reject(this.dead);
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject, onMessage });
@@ -207,6 +211,7 @@ export class LocalEngine {
   }
 
   private failAll(e: Error): void {
+    this.dead ??= e;
     for (const p of this.pending.values()) p.reject(e);
     this.pending.clear();
   }
@@ -232,12 +237,17 @@ export class LocalEngine {
       else leaveLine?.(new EngineError('AbortError', 'the request was aborted'));
     };
     signal?.addEventListener('abort', onAbort, { once: true });
+    // A consumer that stops iterating (`break`) abandons the stream: stop or dequeue it, so it
+    // does not hold the engine up to max_tokens.
+    queue.onAbandon = onAbort;
     let first = true;
     const done = new Promise<void>((resolve, reject) => {
       leaveLine = reject;
       void before.then(resolve);
     })
       .then(() => {
+        // Aborted between its turn coming and this callback: the listener has fired already.
+        if (signal?.aborted) throw new EngineError('AbortError', 'the request was aborted');
         running = true;
         const cold = this.generations++ === 0;
         return this.call({ kind: 'generate', request }, (m) => {
@@ -341,6 +351,8 @@ class ChunkQueue implements AsyncIterable<ChatCompletionChunk> {
   private ended = false;
   private error: Error | undefined;
   private wake: (() => void) | undefined;
+  /** Called when the consumer stops iterating before the end. */
+  onAbandon: (() => void) | undefined;
 
   push(c: ChatCompletionChunk): void {
     this.items.push(c);
@@ -355,16 +367,20 @@ class ChunkQueue implements AsyncIterable<ChatCompletionChunk> {
     this.wake?.();
   }
   async *[Symbol.asyncIterator](): AsyncIterator<ChatCompletionChunk> {
-    for (;;) {
-      const c = this.items.shift();
-      if (c) {
-        yield c;
-        continue;
+    try {
+      for (;;) {
+        const c = this.items.shift();
+        if (c) {
+          yield c;
+          continue;
+        }
+        if (this.error) throw this.error;
+        if (this.ended) return;
+        await new Promise<void>((r) => (this.wake = r));
+        this.wake = undefined;
       }
-      if (this.error) throw this.error;
-      if (this.ended) return;
-      await new Promise<void>((r) => (this.wake = r));
-      this.wake = undefined;
+    } finally {
+      if (!this.ended && !this.error) this.onAbandon?.();
     }
   }
 }
