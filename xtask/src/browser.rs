@@ -173,12 +173,17 @@ fn webdriver_json() -> Result<PathBuf> {
 /// workspace optimises dev builds), while a release build would cost a fresh machine about
 /// seven more minutes. The timing benchmarks build release binaries of their own.
 fn test_binaries() -> Result<(PathBuf, PathBuf)> {
+    // Built as `cargo test --workspace` builds them (for the crates' own integration tests),
+    // not with `cargo build -p`: that resolves dependency features without the workspace's
+    // dev-dependencies, so it recompiled shared dependencies (3.4 min on a cold target) only
+    // to overwrite the same two binaries. After CI's test step this is a no-op.
     sh::run(Command::new(cargo()).current_dir(repo_root()).args([
-        "build",
-        "-p",
-        "tpsmeter-emulator",
-        "-p",
-        "tpsmeter-cli",
+        "test",
+        "--workspace",
+        "--lib",
+        "--bins",
+        "--tests",
+        "--no-run",
     ]))?;
     let dir = target_dir().join("debug");
     Ok((dir.join("tpsmeter-emulator"), dir.join("tpsmeter")))

@@ -272,7 +272,9 @@ async fn matmul_matches_twin_over_random_shapes() {
                 .collect();
             // Same bound as the matvec (f32 sums in another order than the f64 twin).
             assert_close(
-                &format!("matmul {f} {rows}x{cols} t={n_tokens} acc={accumulate} {store:?} {profile:?}"),
+                &format!(
+                    "matmul {f} {rows}x{cols} t={n_tokens} acc={accumulate} {store:?} {profile:?}"
+                ),
                 &yt.read_f32_async(ctx).await.unwrap(),
                 &want,
                 Some(&scale),

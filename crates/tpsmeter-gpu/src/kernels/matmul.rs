@@ -28,7 +28,10 @@ const TILE_TOKENS: u32 = 8;
 const CPU_ROWS: u32 = 4;
 const CPU_WORKGROUP: u32 = 8;
 const CPU_TOKENS: u64 = 4;
-const _: () = assert!(CPU_TOKENS == 4, "matmul_cpu.wgsl writes out exactly 4 token slots");
+const _: () = assert!(
+    CPU_TOKENS == 4,
+    "matmul_cpu.wgsl writes out exactly 4 token slots"
+);
 
 /// A prepared `y = x W^T` over `n_tokens` rows of `x` (`[n_tokens, cols]` → `[n_tokens, rows]`).
 #[derive(Debug, Clone)]
