@@ -150,11 +150,30 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
   }
 }
 
-async function generate(id: number, request: string): Promise<unknown> {
-  if (!engine) throw new EngineError('InvalidState', 'no model is loaded');
-  const result = await engine.generate(request, (text: string, token: number | undefined, t: number) =>
-    post({ id, kind: 'token', text, token, t }),
+/**
+ * The engine call in flight, if any: the wasm object is borrowed until it settles, and
+ * freeing it before then throws ("attempted to take ownership of Rust value while it was
+ * borrowed"), so `dispose` frees it after.
+ */
+let busy: Promise<unknown> | undefined;
+
+/** Runs one engine call, recorded as `busy` until it settles. */
+function engineCall<T>(run: (e: Engine) => Promise<T>): Promise<T> {
+  if (!engine) return Promise.reject(new EngineError('InvalidState', 'no model is loaded'));
+  const p = run(engine);
+  const settled = p.then(
+    () => undefined,
+    () => undefined,
   );
+  busy = settled;
+  void settled.then(() => {
+    if (busy === settled) busy = undefined;
+  });
+  return p;
+}
+
+async function generate(id: number, request: string): Promise<unknown> {
+  const result = await engineCall((e) => e.generate(request, (text: string, token: number | undefined, t: number) => post({ id, kind: 'token', text, token, t })));
   return JSON.parse(result) as unknown;
 }
 
@@ -176,10 +195,7 @@ scope.onmessage = (e: MessageEvent<ToWorker>): void => {
       break;
     case 'teacherForced':
       answer(
-        (async () => {
-          if (!engine) throw new EngineError('InvalidState', 'no model is loaded');
-          return JSON.parse(await engine.teacherForced(msg.prompt, Uint32Array.from(msg.tokens))) as unknown;
-        })(),
+        engineCall((e) => e.teacherForced(msg.prompt, Uint32Array.from(msg.tokens))).then((json) => JSON.parse(json) as unknown),
       );
       break;
     case 'probe':
@@ -204,10 +220,14 @@ scope.onmessage = (e: MessageEvent<ToWorker>): void => {
     case 'dispose':
       answer(
         Promise.resolve().then(() => {
-          engine?.cancel();
-          engine?.dispose();
-          engine?.free();
+          const e = engine;
           engine = undefined;
+          if (!e) return;
+          // The call in flight stops after its current token and drops the model's buffers.
+          e.cancel();
+          e.dispose();
+          if (busy) void busy.then(() => e.free());
+          else e.free();
         }),
       );
       break;
