@@ -321,12 +321,8 @@ impl JsEngine {
         let req: GenerateRequest = serde_json::from_str(&request).map_err(request_err)?;
         let (params, sampling) = parse_request(&req)?;
         let mut engine = self.take()?;
-        if let Some(lost) = engine.model().context().lost() {
-            *self.slot.borrow_mut() = Slot::Idle(engine);
-            return Err(lost_err(lost));
-        }
         self.cancel.reset();
-        let mut result = run(
+        let result = run(
             &mut engine,
             &req,
             &params,
@@ -335,20 +331,7 @@ impl JsEngine {
             &on_token,
         )
         .await;
-        if result.is_err() {
-            // A lost device fails the pending readback first; its `lost` event comes a task
-            // later. Wait for it so the caller learns the cause, not a generic map failure.
-            next_task().await;
-            if let Some(lost) = engine.model().context().lost() {
-                result = Err(lost_err(lost));
-            }
-        }
-        let mut slot = self.slot.borrow_mut();
-        // Disposed while generating: the engine is dropped here, freeing its buffers.
-        if !matches!(*slot, Slot::Disposed) {
-            *slot = Slot::Idle(engine);
-        }
-        result
+        self.put_back(engine, result).await
     }
 
     /// Teacher forcing, for checking this engine against another implementation: runs the
@@ -363,10 +346,7 @@ impl JsEngine {
         forced: Vec<u32>,
     ) -> Result<String, JsValue> {
         let mut engine = self.take()?;
-        let mut result = async {
-            if let Some(lost) = engine.model().context().lost() {
-                return Err(lost_err(lost));
-            }
+        let result = async {
             let ids = engine.encode(&prompt).map_err(gpu_err)?;
             let steps = engine
                 .teacher_forced(&ids, &forced)
@@ -375,18 +355,7 @@ impl JsEngine {
             serde_json::to_string(&steps).map_err(request_err)
         }
         .await;
-        if result.is_err() {
-            // As in `generate`: a lost device's event comes a task after the failed read.
-            next_task().await;
-            if let Some(lost) = engine.model().context().lost() {
-                result = Err(lost_err(lost));
-            }
-        }
-        let mut slot = self.slot.borrow_mut();
-        if !matches!(*slot, Slot::Disposed) {
-            *slot = Slot::Idle(engine);
-        }
-        result
+        self.put_back(engine, result).await
     }
 
     /// Stops the generation in flight after its current token.
@@ -406,10 +375,17 @@ impl JsEngine {
     /// Takes the engine out of its slot for one long call (the slot says `Busy` meanwhile).
     /// The slot's borrow ends before the other arms run: a `RefMut` held in a `match`
     /// scrutinee lives to the end of the match, and borrowing again there would panic.
+    /// A lost device fails here, before any work: nothing on it can succeed.
     fn take(&self) -> Result<Box<Engine>, JsValue> {
         let previous = std::mem::replace(&mut *self.slot.borrow_mut(), Slot::Busy);
         match previous {
-            Slot::Idle(engine) => Ok(engine),
+            Slot::Idle(engine) => match engine.model().context().lost() {
+                Some(lost) => {
+                    *self.slot.borrow_mut() = Slot::Idle(engine);
+                    Err(lost_err(lost))
+                }
+                None => Ok(engine),
+            },
             other => {
                 let busy = matches!(other, Slot::Busy);
                 *self.slot.borrow_mut() = other;
@@ -420,6 +396,29 @@ impl JsEngine {
                 }))
             }
         }
+    }
+
+    /// Ends a long call taken with [`JsEngine::take`]: a failure on a lost device is reported
+    /// as `DeviceLost` (the browser fails the pending readback a task before the device's
+    /// `lost` event, so wait for it: the caller learns the cause, not a generic map failure),
+    /// and the engine goes back to its slot, or is dropped, freeing its buffers, when it was
+    /// disposed meanwhile.
+    async fn put_back(
+        &self,
+        engine: Box<Engine>,
+        mut result: Result<String, JsValue>,
+    ) -> Result<String, JsValue> {
+        if result.is_err() {
+            next_task().await;
+            if let Some(lost) = engine.model().context().lost() {
+                result = Err(lost_err(lost));
+            }
+        }
+        let mut slot = self.slot.borrow_mut();
+        if !matches!(*slot, Slot::Disposed) {
+            *slot = Slot::Idle(engine);
+        }
+        result
     }
 
     fn with<T>(&self, f: impl FnOnce(&Engine) -> T) -> Result<T, JsValue> {
