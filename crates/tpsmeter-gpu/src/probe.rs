@@ -15,7 +15,7 @@ use crate::engine::readback::TokenReadback;
 use crate::error::Result;
 use crate::gpu::context::GpuContext;
 use crate::gpu::defines::Defines;
-use crate::kernels::dispatch::Dispatch;
+use crate::kernels::dispatch::{Dispatch, encode_pass};
 use crate::kernels::source::ShaderId;
 
 const WORKGROUP: u32 = 64;
@@ -177,15 +177,7 @@ async fn submit_and_wait(
     sync: &wgpu::Buffer,
 ) -> Result<()> {
     let mut enc = ctx.encoder("probe");
-    {
-        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("probe"),
-            timestamp_writes: None,
-        });
-        for d in dispatches {
-            d.encode(&mut pass);
-        }
-    }
+    encode_pass(&mut enc, "probe", dispatches);
     readback.encode(&mut enc, sync);
     ctx.submit(enc);
     readback.read(ctx).await.map(drop)

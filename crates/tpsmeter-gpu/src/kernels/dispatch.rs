@@ -27,18 +27,21 @@ impl Dispatch {
     }
 }
 
+/// Encodes `dispatches`, in order, in one compute pass of `enc`.
+pub fn encode_pass(enc: &mut wgpu::CommandEncoder, label: &str, dispatches: &[&Dispatch]) {
+    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+        label: Some(label),
+        timestamp_writes: None,
+    });
+    for d in dispatches {
+        d.encode(&mut pass);
+    }
+}
+
 /// Encodes `dispatches` in one compute pass of a new command buffer and submits it.
 pub fn run(ctx: &GpuContext, dispatches: &[&Dispatch]) {
     let mut enc = ctx.encoder("run");
-    {
-        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("run"),
-            timestamp_writes: None,
-        });
-        for d in dispatches {
-            d.encode(&mut pass);
-        }
-    }
+    encode_pass(&mut enc, "run", dispatches);
     ctx.submit(enc);
 }
 
