@@ -255,6 +255,42 @@ fn bad_tensor_infos_name_the_tensor() {
     );
 }
 
+/// A tensor offset near `u64::MAX` in a file cut anywhere in its data section is an
+/// error in both readers, never an arithmetic overflow (found by the proptest below).
+#[test]
+fn huge_offsets_in_a_cut_file_are_errors() {
+    let (bytes, layout) = small_gguf();
+    let header = GgufFile::parse(&bytes).unwrap().header;
+    for name in ["a.weight", "b.weight"] {
+        let n_bytes = header
+            .tensors
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap()
+            .n_bytes;
+        // `offset + n_bytes` fits in a u64 (the header accepts it); adding the data
+        // section's start does not.
+        let a = header.alignment;
+        let top = (u64::MAX - n_bytes) / a * a;
+        assert!(u64::MAX - top - n_bytes < header.data_offset);
+        for offset in [top, top - a, top - 64 * a] {
+            let mut b = bytes.clone();
+            patch_u64(&mut b, info_field(&layout, name, "offset"), offset);
+            for cut in layout.data_offset..=b.len() {
+                assert!(GgufFile::parse(&b[..cut]).is_err(), "{name} cut at {cut}");
+                let e = stream_err(&b[..cut]);
+                assert!(
+                    matches!(
+                        e,
+                        GpuError::TensorOutOfRange { .. } | GpuError::Truncated { .. }
+                    ),
+                    "{name} cut at {cut}: {e}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn bad_alignment_and_duplicates() {
     for a in [0u32, 3, 1 << 20] {

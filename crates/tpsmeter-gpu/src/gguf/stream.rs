@@ -163,11 +163,16 @@ impl GgufStreamParser {
         };
         if let Some(&i) = self.data.order.get(self.data.next) {
             let t = &header.tensors[i];
-            let end = header.data_offset + t.offset + t.n_bytes;
+            // Checked: a hostile offset near u64::MAX must give an error, not an overflow.
+            let end = header
+                .data_offset
+                .checked_add(t.offset)
+                .and_then(|start| start.checked_add(t.n_bytes))
+                .ok_or_else(|| out_of_range(t))?;
             return Err(GpuError::Truncated {
                 what: format!("data of tensor {:?}", t.name),
                 offset: self.data.pos,
-                needed: end - self.data.pos,
+                needed: end.saturating_sub(self.data.pos),
             });
         }
         Ok(header)
