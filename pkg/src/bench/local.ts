@@ -13,6 +13,16 @@ import type { RequestPainter } from '../paint.js';
 import type { FailClass } from '../types.js';
 import type { HttpRequest, Outcome, RequestSetup } from './request.js';
 
+/** The chat request `bench()` hands a local engine: the run's OpenAI chat body, streamed. */
+export interface BenchChatRequest {
+  messages: { role: string; content: string }[];
+  max_tokens?: number;
+  temperature?: number;
+  ignore_eos?: boolean;
+  stream: true;
+  signal?: AbortSignal;
+}
+
 /** What `bench()` needs of a local engine (a `LocalEngine` from `tpsmeter/engine`). */
 export interface BenchEngine {
   readonly name: string;
@@ -20,7 +30,9 @@ export interface BenchEngine {
   readonly sha256?: string;
   readonly chat: {
     completions: {
-      create(request: Record<string, unknown> & { stream: true; signal?: AbortSignal }): Promise<AsyncIterable<unknown>>;
+      // The request's own fields are the run's chat body; spelled out without an index
+      // signature so that `LocalEngine` (whose `ChatRequest` is an interface) is assignable.
+      create(request: BenchChatRequest): Promise<AsyncIterable<unknown>>;
     };
   };
 }
@@ -78,7 +90,7 @@ export async function runLocalRequest(s: LocalSetup): Promise<Outcome> {
   try {
     let chunks: AsyncIterable<unknown>;
     try {
-      chunks = await s.engine.chat.completions.create({ ...body, stream: true, signal: abort.signal });
+      chunks = await s.engine.chat.completions.create({ ...(body as unknown as BenchChatRequest), stream: true, signal: abort.signal });
     } catch (e) {
       return failed(performance.now(), e);
     }

@@ -1,0 +1,219 @@
+// The result charts, drawn by uPlot (a 50 KB canvas plotting library that draws 100k points
+// in milliseconds and is actively kept; Observable Plot would bring d3 and SVG nodes per
+// point for the token timelines). Colours come from the page's CSS variables when a chart is
+// built, so charts are rebuilt when the theme changes.
+
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import { el } from '../common/format';
+
+function cssVar(name: string): string {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || '#888';
+}
+
+function axes(xLabel: string, yLabel: string, y2Label?: string): uPlot.Axis[] {
+  const stroke = cssVar('--fg');
+  const grid = { stroke: cssVar('--border'), width: 1 };
+  const ticks = { stroke: cssVar('--border'), width: 1 };
+  const out: uPlot.Axis[] = [
+    { label: xLabel, stroke, grid, ticks },
+    { label: yLabel, stroke, grid, ticks, size: 60 },
+  ];
+  if (y2Label) out.push({ label: y2Label, stroke, grid: { show: false }, ticks, side: 1, scale: 'y2', size: 60 });
+  return out;
+}
+
+/** A chart in a <figure> with a caption and a text alternative; resizes with its box. */
+export interface Chart {
+  figure: HTMLElement;
+  /** Builds (or rebuilds, after a theme change) the plot. */
+  draw(): void;
+  destroy(): void;
+}
+
+function chart(caption: string, summary: string, build: (width: number) => uPlot.Options, data: uPlot.AlignedData): Chart {
+  const plot = el('div', { class: 'plot', role: 'img', 'aria-label': `${caption}. ${summary}` });
+  const figure = el('figure', { class: 'chart' }, el('figcaption', { text: caption }), plot);
+  let u: uPlot | undefined;
+  let observer: ResizeObserver | undefined;
+  const width = () => Math.max(260, plot.clientWidth || 460);
+  return {
+    figure,
+    draw() {
+      u?.destroy();
+      u = new uPlot(build(width()), data, plot);
+      observer ??= new ResizeObserver(() => {
+        const w = width();
+        if (u && Math.abs(u.width - w) > 4) u.setSize({ width: w, height: u.height });
+      });
+      observer.observe(plot);
+    },
+    destroy() {
+      observer?.disconnect();
+      u?.destroy();
+    },
+  };
+}
+
+export interface LevelPoint {
+  x: number;
+  perUser?: number | null;
+  aggregate?: number | null;
+  painted?: number | null;
+}
+
+/** Per-user and aggregate output TPS against load: the degradation curve. */
+export function degradationChart(points: LevelPoint[], xLabel: string): Chart {
+  const xs = points.map((p) => p.x);
+  const series: (number | null)[][] = [
+    points.map((p) => p.perUser ?? null),
+    points.map((p) => p.aggregate ?? null),
+    points.map((p) => p.painted ?? null),
+  ];
+  const hasPaint = series[2].some((v) => v !== null);
+  const summary = points
+    .map((p) => `${xLabel} ${p.x}: ${fmt(p.perUser)} tok/s per user, ${fmt(p.aggregate)} tok/s in all`)
+    .join('; ');
+  return chart(
+    'Output tokens per second against load',
+    summary,
+    (width) => ({
+      width,
+      height: 260,
+      scales: { x: { time: false }, y: { range: (_u, _min, max) => [0, niceMax(max)] }, y2: { range: (_u, _min, max) => [0, niceMax(max)] } },
+      axes: withSplits(axes(xLabel, 'tok/s per user', 'tok/s in all'), xs),
+      series: [
+        { label: xLabel },
+        { label: 'per user (p50)', stroke: cssVar('--series-1'), width: 2, points: { show: true, size: 7 } },
+        { label: 'aggregate', stroke: cssVar('--series-2'), width: 2, dash: [6, 4], scale: 'y2', points: { show: true, size: 7 } },
+        { label: 'painted per user (p50)', stroke: cssVar('--series-3'), width: 2, show: hasPaint, points: { show: true, size: 7 } },
+      ],
+    }),
+    [xs, ...series] as uPlot.AlignedData,
+  );
+}
+
+/** Ticks at the load levels themselves (1, 2, 4, 8), not at 1.5 or 2.5. */
+function withSplits(a: uPlot.Axis[], xs: number[]): uPlot.Axis[] {
+  a[0] = { ...a[0], splits: () => xs };
+  return a;
+}
+
+function fmt(v: number | null | undefined): string {
+  return v === null || v === undefined ? 'none' : v.toFixed(1);
+}
+
+function niceMax(max: number | null): number {
+  if (!max || !Number.isFinite(max) || max <= 0) return 1;
+  const p = 10 ** Math.floor(Math.log10(max));
+  return Math.ceil((max * 1.1) / p) * p;
+}
+
+/** A histogram of `values` (ms). */
+export function histogramChart(caption: string, values: number[], unit: string): Chart {
+  const v = values.filter(Number.isFinite);
+  const min = Math.min(...v);
+  const max = Math.max(...v);
+  const bins = Math.max(1, Math.min(40, Math.ceil(Math.sqrt(v.length)) + 1));
+  const step = max > min ? (max - min) / bins : 1;
+  const xs: number[] = [];
+  const counts: number[] = [];
+  for (let i = 0; i < bins; i++) {
+    xs.push(min + step * (i + 0.5));
+    counts.push(0);
+  }
+  for (const x of v) counts[Math.min(bins - 1, Math.floor((x - min) / step))]++;
+  const sorted = [...v].sort((a, b) => a - b);
+  const q = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * (sorted.length - 1)))];
+  const summary = `${v.length} values from ${min.toFixed(1)} to ${max.toFixed(1)} ${unit}; median ${q(0.5)?.toFixed(1)}, p90 ${q(0.9)?.toFixed(1)}`;
+  const bars = uPlot.paths.bars!({ size: [0.9, 80] });
+  return chart(
+    caption,
+    summary,
+    (width) => ({
+      width,
+      height: 220,
+      scales: { x: { time: false, range: (_u, lo, hi) => [lo - step / 2, hi + step / 2] }, y: { range: (_u, _lo, hi) => [0, Math.max(1, hi)] } },
+      axes: axes(unit, 'count'),
+      legend: { show: false },
+      series: [{ label: unit }, { label: 'count', fill: cssVar('--series-1'), stroke: cssVar('--series-1'), paths: bars, points: { show: false } }],
+    }),
+    [xs, counts],
+  );
+}
+
+export interface Timeline {
+  id: number;
+  /** ms after the request started, one per chunk. */
+  wire: number[];
+  /** Paint times of the painted chunks, ms after the request started (empty: not painted). */
+  paint: number[];
+}
+
+/** Cumulative chunks against time for a few requests: when they arrived and when they showed. */
+export function timelineChart(timelines: Timeline[]): Chart {
+  const tables: uPlot.AlignedData[] = [];
+  const series: uPlot.Series[] = [{ label: 'ms' }];
+  const colours = ['--series-1', '--series-2', '--series-3', '--series-4'];
+  const stepped = uPlot.paths.stepped!({ align: 1 });
+  timelines.forEach((t, i) => {
+    const colour = colours[i % colours.length];
+    tables.push([t.wire, t.wire.map((_, k) => k + 1)]);
+    series.push({ label: `#${t.id} wire`, stroke: cssVar(colour), width: 1.5, paths: stepped, spanGaps: true, points: { show: false } });
+    if (t.paint.length > 0) {
+      tables.push([t.paint, t.paint.map((_, k) => k + 1)]);
+      series.push({ label: `#${t.id} painted`, stroke: cssVar(colour), width: 1.5, dash: [4, 3], paths: stepped, spanGaps: true, points: { show: false } });
+    }
+  });
+  const data = uPlot.join(tables);
+  const painted = timelines.some((t) => t.paint.length > 0);
+  const summary = `${timelines.length} requests; chunks received over time${painted ? ' (solid) and painted (dashed)' : ''}`;
+  return chart(
+    painted ? 'Token timelines: received (solid) and painted (dashed)' : 'Token timelines: chunks received',
+    summary,
+    (width) => ({
+      width,
+      height: 260,
+      scales: { x: { time: false } },
+      axes: axes('ms since the request started', 'chunks'),
+      // One legend entry per series would be two per request: the caption says which is which.
+      legend: { show: false },
+      series,
+    }),
+    data,
+  );
+}
+
+/** Per-user output TPS against load for several runs on one chart. */
+export function degradationCompareChart(runs: { title: string; report: { levels: { level: unknown; summary: Record<string, unknown> }[] } }[]): Chart {
+  const colours = ['--series-1', '--series-2', '--series-3', '--series-4'];
+  const tables: uPlot.AlignedData[] = [];
+  const series: uPlot.Series[] = [{ label: 'load' }];
+  let open = false;
+  runs.forEach((r, i) => {
+    const xs: number[] = [];
+    const ys: (number | null)[] = [];
+    r.report.levels.forEach((l, k) => {
+      const level = l.level as { concurrency?: number; rate_per_s?: number };
+      if (level.rate_per_s !== undefined) open = true;
+      xs.push(level.concurrency ?? level.rate_per_s ?? k + 1);
+      ys.push((l.summary.output_tps as { p50?: number } | null)?.p50 ?? null);
+    });
+    const order = xs.map((_, k) => k).sort((a, b) => xs[a] - xs[b]);
+    tables.push([order.map((k) => xs[k]), order.map((k) => ys[k])]);
+    series.push({ label: r.title, stroke: cssVar(colours[i % colours.length]), width: 2, dash: i >= colours.length ? [6, 4] : undefined, spanGaps: true, points: { show: true, size: 7 } });
+  });
+  const summary = runs.map((r) => r.title).join(' vs ');
+  return chart(
+    'Output tokens per second per user against load',
+    summary,
+    (width) => ({
+      width,
+      height: 260,
+      scales: { x: { time: false }, y: { range: (_u, _min, max) => [0, niceMax(max)] } },
+      axes: withSplits(axes(open ? 'requests/s' : 'concurrency', 'tok/s per user (p50)'), [...new Set(tables.flatMap((t) => t[0] as number[]))].sort((a, b) => a - b)),
+      series,
+    }),
+    uPlot.join(tables),
+  );
+}

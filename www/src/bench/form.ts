@@ -1,0 +1,284 @@
+// The run form: provider presets, model, key, prompt, load levels. Its state (never the key)
+// is kept in localStorage so a reload restores it; query parameters (`?preset=local&model=`
+// from the demo page, or any field name) prefill it, and never start a run by themselves: a
+// link must not make a browser spend its owner's remembered key.
+
+import type { Api, RunSettings } from 'tpsmeter';
+import { el } from '../common/format';
+import { MODEL_PRESETS } from '../common/models';
+import { CUSTOM_PRESET, LOCAL_PRESET, PRESETS, SAME_ORIGIN_PRESET, preset } from '../common/presets';
+
+const SETTINGS_KEY = 'tpsmeter.bench.settings';
+const KEY_PREFIX = 'tpsmeter.key.';
+
+export const WIRE_FORMATS: { api: Api; label: string }[] = [
+  { api: 'openai-chat', label: 'OpenAI chat completions' },
+  { api: 'openai-completions', label: 'OpenAI completions' },
+  { api: 'openai-responses', label: 'OpenAI responses' },
+  { api: 'anthropic', label: 'Anthropic messages' },
+  { api: 'gemini', label: 'Gemini streamGenerateContent' },
+  { api: 'ollama-chat', label: 'Ollama /api/chat' },
+  { api: 'ollama-generate', label: 'Ollama /api/generate' },
+];
+
+/** What the form holds (the key aside). */
+export interface FormState {
+  preset: string;
+  api: Api;
+  url: string;
+  model: string;
+  /** Local engine: the GGUF URL. */
+  modelUrl: string;
+  promptKind: 'text' | 'synthetic';
+  prompt: string;
+  inputTokens: number;
+  maxTokens: number;
+  concurrency: string;
+  requests: number;
+  warmup: number;
+  slo: string;
+  render: boolean;
+}
+
+export const DEFAULTS: FormState = {
+  preset: 'openai',
+  api: 'openai-chat',
+  url: 'https://api.openai.com',
+  model: 'gpt-4o-mini',
+  modelUrl: MODEL_PRESETS[0]?.url ?? '',
+  promptKind: 'text',
+  prompt: 'Write a short story about a lighthouse keeper who finds a message in a bottle.',
+  inputTokens: 512,
+  maxTokens: 256,
+  concurrency: '1',
+  requests: 5,
+  warmup: 1,
+  slo: '',
+  render: true,
+};
+
+function field(label: string, control: HTMLElement, hint?: string, id?: string): HTMLElement {
+  return el('label', { class: 'field', id }, el('span', { text: label }), control, hint ? el('small', { text: hint }) : '');
+}
+
+/** Builds the form's controls inside `form` and returns accessors. */
+export class RunForm {
+  readonly preset = el('select', { name: 'preset', id: 'f-preset' });
+  readonly api = el('select', { name: 'api', id: 'f-api' });
+  readonly url = el('input', { name: 'url', id: 'f-url', type: 'url', inputmode: 'url', autocomplete: 'url', spellcheck: 'false' });
+  readonly model = el('input', { name: 'model', id: 'f-model', autocomplete: 'off', spellcheck: 'false' });
+  readonly modelUrl = el('input', { name: 'modelUrl', id: 'f-model-url', type: 'url', list: 'model-urls', spellcheck: 'false' });
+  readonly key = el('input', { name: 'key', id: 'f-key', type: 'password', autocomplete: 'off', spellcheck: 'false' });
+  readonly remember = el('input', { type: 'checkbox', id: 'f-remember' });
+  readonly promptText = el('input', { type: 'radio', name: 'promptKind', value: 'text', id: 'f-prompt-text' });
+  readonly promptSynthetic = el('input', { type: 'radio', name: 'promptKind', value: 'synthetic', id: 'f-prompt-synth' });
+  readonly prompt = el('textarea', { name: 'prompt', id: 'f-prompt', rows: 3 });
+  readonly inputTokens = el('input', { name: 'inputTokens', id: 'f-input-tokens', type: 'number', min: 1, max: 100000 });
+  readonly maxTokens = el('input', { name: 'maxTokens', id: 'f-max-tokens', type: 'number', min: 1, max: 100000 });
+  readonly concurrency = el('input', { name: 'concurrency', id: 'f-concurrency', inputmode: 'numeric', spellcheck: 'false' });
+  readonly requests = el('input', { name: 'requests', id: 'f-requests', type: 'number', min: 1, max: 10000 });
+  readonly warmup = el('input', { name: 'warmup', id: 'f-warmup', type: 'number', min: 0, max: 100 });
+  readonly slo = el('input', { name: 'slo', id: 'f-slo', placeholder: 'ttft=500ms,tpot=50ms', spellcheck: 'false' });
+  readonly render = el('input', { type: 'checkbox', id: 'f-render' });
+  readonly run = el('button', { type: 'submit', class: 'primary', id: 'run', text: 'Run benchmark' });
+  readonly stop = el('button', { type: 'button', id: 'stop', text: 'Stop', disabled: true });
+  readonly note = el('p', { class: 'hint', id: 'preset-note' });
+  readonly notices = el('div', { id: 'form-notices', 'aria-live': 'polite' });
+  private readonly keyField: HTMLElement;
+  private readonly remoteFields: HTMLElement[];
+  private readonly localFields: HTMLElement[];
+
+  constructor(readonly form: HTMLFormElement) {
+    for (const p of PRESETS) this.preset.append(el('option', { value: p.id, text: p.label }));
+    for (const w of WIRE_FORMATS) this.api.append(el('option', { value: w.api, text: `${w.label} (${w.api})` }));
+    const urls = el('datalist', { id: 'model-urls' }, ...MODEL_PRESETS.map((m) => el('option', { value: m.url, text: m.label })));
+    this.keyField = el(
+      'div',
+      { class: 'field' },
+      field('API key', this.key, 'Kept in this tab\'s memory only: never in results, exports, links or history.'),
+      el('label', { class: 'check' }, this.remember, 'Remember the key on this device (stored in this browser\'s localStorage, apart from results)'),
+    );
+    const urlField = field('Base URL', this.url, 'The API root, e.g. https://api.openai.com (the endpoint path is added).');
+    const modelField = field('Model', this.model);
+    const apiField = field('Wire format', this.api);
+    this.remoteFields = [apiField, urlField, modelField, this.keyField];
+    const modelUrlField = field('GGUF URL', this.modelUrl, 'The model the local engine downloads (cached after the first time).');
+    this.localFields = [modelUrlField];
+    const promptKind = el(
+      'fieldset',
+      { class: 'field' },
+      el('legend', { text: 'Input' }),
+      el('label', { class: 'check' }, this.promptText, 'A prompt'),
+      el('label', { class: 'check' }, this.promptSynthetic, 'Synthetic input of a given length'),
+    );
+    form.append(
+      el('div', { class: 'grid' }, field('Provider', this.preset), ...this.remoteFields, ...this.localFields),
+      this.note,
+      el('div', { class: 'grid' }, promptKind, field('Prompt', this.prompt, undefined, 'prompt-field'), field('Input tokens', this.inputTokens, 'About this many tokens of generated text.', 'input-tokens-field')),
+      el(
+        'div',
+        { class: 'grid' },
+        field('Max output tokens', this.maxTokens),
+        field('Concurrency levels', this.concurrency, 'Comma-separated, e.g. 1,2,4,8: one level each, requests kept in flight.'),
+        field('Requests per level', this.requests),
+        field('Warm-up requests per level', this.warmup, 'Run first, left out of the figures.'),
+        field('Service-level objectives (optional)', this.slo),
+      ),
+      el('label', { class: 'check' }, this.render, 'Show the text as it streams and measure when it is painted (perceived TPS)'),
+      urls,
+      this.notices,
+      el('div', { class: 'row' }, this.run, this.stop),
+    );
+    this.preset.addEventListener('change', () => this.applyPreset(this.preset.value, true));
+    this.promptText.addEventListener('change', () => this.syncPromptKind());
+    this.promptSynthetic.addEventListener('change', () => this.syncPromptKind());
+    this.remember.addEventListener('change', () => {
+      if (!this.remember.checked) localStorage.removeItem(KEY_PREFIX + this.preset.value);
+    });
+    form.addEventListener('input', () => this.save());
+  }
+
+  /** Shows the fields the preset needs; `fill` replaces URL and model with the preset's. */
+  applyPreset(id: string, fill: boolean): void {
+    const p = preset(id) ?? preset(CUSTOM_PRESET)!;
+    this.preset.value = p.id;
+    const local = p.id === LOCAL_PRESET;
+    for (const f of this.remoteFields) f.hidden = local;
+    for (const f of this.localFields) f.hidden = !local;
+    if (fill && !local) {
+      this.api.value = p.api;
+      this.url.value = p.id === SAME_ORIGIN_PRESET ? new URL('./', location.href).href.replace(/\/$/, '') : p.url;
+      if (p.model || p.id !== SAME_ORIGIN_PRESET) this.model.value = p.model;
+    }
+    this.keyField.hidden = local || (!p.key && p.id !== CUSTOM_PRESET);
+    this.note.textContent = p.note ?? '';
+    const saved = localStorage.getItem(KEY_PREFIX + p.id);
+    this.key.value = saved ?? (fill ? '' : this.key.value);
+    this.remember.checked = saved !== null;
+    this.save();
+  }
+
+  private syncPromptKind(): void {
+    const synthetic = this.promptSynthetic.checked;
+    document.getElementById('prompt-field')!.hidden = synthetic;
+    document.getElementById('input-tokens-field')!.hidden = !synthetic;
+  }
+
+  state(): FormState {
+    return {
+      preset: this.preset.value,
+      api: this.api.value as Api,
+      url: this.url.value.trim(),
+      model: this.model.value.trim(),
+      modelUrl: this.modelUrl.value.trim(),
+      promptKind: this.promptSynthetic.checked ? 'synthetic' : 'text',
+      prompt: this.prompt.value,
+      inputTokens: this.inputTokens.valueAsNumber,
+      maxTokens: this.maxTokens.valueAsNumber,
+      concurrency: this.concurrency.value.trim(),
+      requests: this.requests.valueAsNumber,
+      warmup: this.warmup.valueAsNumber,
+      slo: this.slo.value.trim(),
+      render: this.render.checked,
+    };
+  }
+
+  /** Fills the form: saved state, then the preset and fields named in the query over it. */
+  load(query: URLSearchParams): void {
+    let s: FormState = { ...DEFAULTS };
+    try {
+      s = { ...s, ...(JSON.parse(localStorage.getItem(SETTINGS_KEY) ?? '{}') as Partial<FormState>) };
+    } catch {
+      // A corrupt saved state is replaced by the defaults.
+    }
+    const here = new URL('./', location.href).href.replace(/\/$/, '');
+    const p = preset(query.get('preset') ?? '');
+    if (p) {
+      s.preset = p.id;
+      if (p.id !== LOCAL_PRESET) {
+        s.api = p.api;
+        s.url = p.id === SAME_ORIGIN_PRESET ? here : p.url;
+        s.model = p.model;
+      }
+    }
+    for (const [k, v] of query) {
+      if (!(k in DEFAULTS) || k === 'preset') continue;
+      // The demo page links here with the GGUF URL as `model`.
+      const name = k === 'model' && s.preset === LOCAL_PRESET ? 'modelUrl' : k;
+      const d = DEFAULTS[name as keyof FormState];
+      (s as unknown as Record<string, unknown>)[name] = typeof d === 'number' ? Number(v) : typeof d === 'boolean' ? v === 'true' || v === '1' : v;
+    }
+    if (!preset(s.preset)) s.preset = DEFAULTS.preset;
+    if (s.preset === SAME_ORIGIN_PRESET && !s.url) s.url = here;
+    this.preset.value = s.preset;
+    this.api.value = s.api;
+    this.url.value = s.url;
+    this.model.value = s.model;
+    this.modelUrl.value = s.modelUrl;
+    (s.promptKind === 'synthetic' ? this.promptSynthetic : this.promptText).checked = true;
+    this.prompt.value = s.prompt;
+    this.inputTokens.value = String(s.inputTokens);
+    this.maxTokens.value = String(s.maxTokens);
+    this.concurrency.value = s.concurrency;
+    this.requests.value = String(s.requests);
+    this.warmup.value = String(s.warmup);
+    this.slo.value = s.slo;
+    this.render.checked = s.render;
+    this.applyPreset(s.preset, false);
+    this.syncPromptKind();
+  }
+
+  save(): void {
+    localStorage.setItem(SETTINGS_KEY, JSON.stringify(this.state()));
+  }
+
+  /** The key typed (and, if asked, remembered on this device). */
+  apiKey(): string | undefined {
+    const k = this.key.value.trim();
+    if (this.remember.checked && k) localStorage.setItem(KEY_PREFIX + this.preset.value, k);
+    return k || undefined;
+  }
+
+  setRunning(running: boolean): void {
+    this.run.disabled = running;
+    this.stop.disabled = !running;
+    for (const c of this.form.querySelectorAll<HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement>('input, select, textarea')) c.disabled = running;
+  }
+}
+
+/** Problems with the form's state (empty: it can run). */
+export function validate(s: FormState): string[] {
+  const out: string[] = [];
+  const local = s.preset === LOCAL_PRESET;
+  if (!local) {
+    if (!s.url) out.push('Enter the API\'s base URL.');
+    if (!s.model && s.preset !== SAME_ORIGIN_PRESET) out.push('Enter a model name.');
+  } else if (!s.modelUrl) out.push('Enter the GGUF URL of the model to run.');
+  if (!levels(s.concurrency)) out.push('Concurrency levels must be whole numbers from 1 to 1024, comma-separated (e.g. 1,2,4).');
+  if (!(s.maxTokens >= 1)) out.push('Max output tokens must be at least 1.');
+  if (!(s.requests >= 1)) out.push('Requests per level must be at least 1.');
+  if (!(s.warmup >= 0)) out.push('Warm-up requests cannot be negative.');
+  if (s.promptKind === 'synthetic' && !(s.inputTokens >= 1)) out.push('Input tokens must be at least 1.');
+  return out;
+}
+
+export function levels(text: string): number[] | undefined {
+  const parts = text.split(',').map((p) => p.trim()).filter(Boolean);
+  if (parts.length === 0 || parts.length > 32) return undefined;
+  const out = parts.map(Number);
+  return out.every((n) => Number.isInteger(n) && n >= 1 && n <= 1024) ? out : undefined;
+}
+
+/** The run's settings (no key) for `bench()`. */
+export function settingsOf(s: FormState): Omit<RunSettings, 'apiKey'> {
+  const base = {
+    concurrency: levels(s.concurrency),
+    requests: s.requests,
+    warmup: s.warmup,
+    maxTokens: s.maxTokens,
+    ...(s.promptKind === 'synthetic' ? { inputTokens: s.inputTokens } : { prompt: s.prompt }),
+    ...(s.slo ? { slo: s.slo } : {}),
+  };
+  if (s.preset === LOCAL_PRESET) return { ...base, api: 'local', url: 'local:engine', model: '' };
+  return { ...base, api: s.api, url: s.url, model: s.model || 'default' };
+}

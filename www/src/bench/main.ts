@@ -1,0 +1,344 @@
+// The benchmark page: set up a run, watch it stream, read the results, keep and compare runs.
+
+import { wireThemeSwitch } from '../boot';
+import '../style.css';
+import { bench, validateReport, type Progress, type RequestRecord } from 'tpsmeter';
+import type { LocalEngine } from 'tpsmeter/engine';
+import { allowOrigin, isAllowed, originOf } from '../common/csp';
+import { download, importFile, reportToCsv, rowsToCsv } from '../common/files';
+import { date, el, num } from '../common/format';
+import { sameOriginModel } from '../common/models';
+import { decodeFragment, encodeReport } from '../common/permalink';
+import { LOCAL_PRESET, SAME_ORIGIN_PRESET, preset } from '../common/presets';
+import { deleteRun, getRun, holdRunLock, listRuns, markInterrupted, newId, putRecord, putRun, records, type StoredRun } from '../common/store';
+import { renderCompare } from './compare';
+import { RunForm, settingsOf, validate } from './form';
+import { headline, headlineOfRecords, renderRun, runRows, type ResultsView } from './results';
+
+wireThemeSwitch();
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+const form = new RunForm($('run-form') as HTMLFormElement);
+const live = $('live');
+const progressText = $('progress');
+const progressBar = $<HTMLProgressElement>('progress-bar');
+const answer = $('answer');
+const results = $('results');
+const resultsBody = $('results-body');
+const history = $('history');
+const compare = $('compare');
+const compareBody = $('compare-body');
+const compareButton = $<HTMLButtonElement>('compare-selected');
+
+let view: ResultsView | undefined;
+let compareView: { destroy(): void; redraw(): void } | undefined;
+let abort: AbortController | undefined;
+let engine: { url: string; engine: LocalEngine } | undefined;
+const selected = new Set<string>();
+
+function notice(text: string, kind: 'bad' | 'ok' | '' = '', ...extra: Node[]): HTMLElement {
+  return el('div', { class: `notice ${kind}`, role: kind === 'bad' ? 'alert' : 'status' }, text, ...extra);
+}
+
+/** Shows a stored run in the results panel. */
+async function show(run: StoredRun): Promise<void> {
+  view?.destroy();
+  const partial = run.report || run.rows ? [] : await records(run.id);
+  view = renderRun(run, partial);
+  resultsBody.replaceChildren(view.root, actions(run, partial));
+  results.hidden = false;
+  for (const c of view.charts) c.draw();
+}
+
+function actions(run: StoredRun, partial: RequestRecord[]): HTMLElement {
+  const row = el('div', { class: 'row', id: 'result-actions' });
+  const stem = `tpsmeter-${(run.settings?.model || 'run').replace(/[^\w.-]+/g, '_')}-${new Date(run.createdAt).toISOString().slice(0, 19).replace(/[:T]/g, '')}`;
+  if (run.report) {
+    const json = el('button', { type: 'button', text: 'Export JSON' });
+    json.addEventListener('click', () => download(`${stem}.json`, JSON.stringify(run.report, null, 2), 'application/json'));
+    row.append(json);
+  }
+  const csv = el('button', { type: 'button', text: 'Export CSV' });
+  csv.addEventListener('click', () => download(`${stem}.csv`, run.report ? reportToCsv(run.report) : rowsToCsv(runRows(run, partial)), 'text/csv'));
+  row.append(csv);
+  if (run.report) {
+    const link = el('button', { type: 'button', text: 'Copy permalink' });
+    const out = el('input', { type: 'url', readonly: true, id: 'permalink', 'aria-label': 'Permalink', hidden: true });
+    link.addEventListener('click', async () => {
+      const { fragment, trimmed } = await encodeReport(run.report!);
+      const url = `${location.origin}${location.pathname}#${fragment}`;
+      out.value = url;
+      out.hidden = false;
+      out.select();
+      try {
+        await navigator.clipboard.writeText(url);
+        link.textContent = trimmed ? 'Copied (per-chunk detail left out)' : 'Copied';
+      } catch {
+        link.textContent = 'Select the link and copy it';
+      }
+    });
+    row.append(link, out);
+  }
+  if (run.source === 'permalink') {
+    const save = el('button', { type: 'button', text: 'Save to history' });
+    save.addEventListener('click', async () => {
+      await putRun(run);
+      save.disabled = true;
+      await refreshHistory();
+    });
+    row.append(save);
+  }
+  return row;
+}
+
+function describeProgress(p: Progress, levels: string[]): string {
+  const level = levels[p.levelIndex] ?? '';
+  const of = p.target ? ` of ${p.target}` : '';
+  return `Level ${p.levelIndex + 1}/${p.levels} (${level})${p.warmup ? ', warming up' : ''}: ${p.completed}${of} done, ${p.inFlight} in flight, ${p.failed} failed · ${(p.elapsedMs / 1000).toFixed(1)} s`;
+}
+
+async function localEngine(url: string, signal: AbortSignal): Promise<LocalEngine> {
+  if (engine?.url === url) return engine.engine;
+  await engine?.engine.dispose().catch(() => undefined);
+  engine = undefined;
+  const { createEngine } = await import('tpsmeter/engine');
+  const e = await createEngine({
+    model: url,
+    signal,
+    onProgress: (p) => {
+      progressText.textContent = `Loading the model${p.fromCache ? ' from the cache' : ''}: ${p.percent !== undefined ? `${p.percent.toFixed(0)} %` : `${(p.loaded / 1e6).toFixed(0)} MB`}`;
+      if (p.percent !== undefined) progressBar.value = p.percent / 100;
+    },
+  });
+  engine = { url, engine: e };
+  return e;
+}
+
+async function run(): Promise<void> {
+  const s = form.state();
+  form.notices.replaceChildren();
+  const problems = validate(s);
+  if (problems.length > 0) {
+    form.notices.append(...problems.map((p) => notice(p, 'bad')));
+    return;
+  }
+  const target = s.preset === LOCAL_PRESET ? s.modelUrl : s.url;
+  if (!isAllowed(target)) {
+    const origin = originOf(target);
+    if (!origin) {
+      form.notices.append(notice(`${target} is not an http(s) URL.`, 'bad'));
+      return;
+    }
+    const allow = el('button', { type: 'button', text: `Allow ${origin} and reload` });
+    allow.addEventListener('click', () => {
+      allowOrigin(origin);
+      form.save();
+      location.reload();
+    });
+    form.notices.append(
+      notice(
+        `This page only connects to the API origins of its presets, to servers on this computer (localhost), and to origins you approve on this device; its Content-Security-Policy blocks everything else, so a script injected into it could not send your key elsewhere. ${origin} is not on the list yet. Approving it adds it to the policy, which takes a reload (your settings are kept; the key is not).`,
+        'bad',
+        el('div', { class: 'row' }, allow),
+      ),
+    );
+    return;
+  }
+  const settings = settingsOf(s);
+  const apiKey = form.apiKey();
+  abort = new AbortController();
+  const { signal } = abort;
+  form.setRunning(true);
+  live.hidden = false;
+  answer.replaceChildren();
+  progressBar.value = 0;
+  progressText.textContent = 'Starting…';
+  const levelNames = (settings.concurrency ?? [1]).map((c) => `c=${c}`);
+  let stored: StoredRun | undefined;
+  try {
+    const local = s.preset === LOCAL_PRESET ? await localEngine(s.modelUrl, signal) : undefined;
+    stored = {
+      id: newId(),
+      createdAt: Date.now(),
+      title: `${preset(s.preset)?.label ?? s.preset} · ${local ? local.name : settings.model}`,
+      source: 'browser',
+      status: 'running',
+      settings: { ...settings, model: local ? local.name : settings.model, preset: s.preset },
+    };
+    await putRun(stored);
+    const hooks = {
+      signal,
+      render: s.render ? answer : undefined,
+      onProgress: (p: Progress) => {
+        progressText.textContent = describeProgress(p, levelNames);
+        const perLevel = p.target ? Math.min(1, p.completed / p.target) : 0;
+        progressBar.value = Math.min(1, (p.levelsDone + (p.levelsDone > p.levelIndex ? 0 : perLevel)) / p.levels);
+      },
+      onRecord: (r: RequestRecord) => void putRecord(stored!.id, r),
+    };
+    const pending = local
+      ? bench({ ...settings, api: 'local', url: undefined, model: undefined, engine: local, ...hooks })
+      : bench({ ...settings, api: settings.api as Exclude<typeof settings.api, 'local'>, apiKey, ...hooks });
+    holdRunLock(stored.id, pending);
+    await refreshHistory();
+    const report = await pending;
+    stored.report = report;
+    stored.status = signal.aborted ? 'cancelled' : 'done';
+    await putRun(stored);
+    progressText.textContent = `Done: ${report.requests.length} requests.`;
+    progressBar.value = 1;
+    await show(stored);
+    results.scrollIntoView({ block: 'start', behavior: 'smooth' });
+  } catch (e) {
+    const name = e instanceof Error ? e.name : '';
+    const message = e instanceof Error ? e.message : String(e);
+    progressText.textContent = '';
+    form.notices.append(notice(name === 'AbortError' ? 'Stopped.' : `The run could not start: ${message}`, 'bad'));
+    if (stored && !stored.report) {
+      // Nothing finished: keep no empty run.
+      if ((await records(stored.id)).length === 0) await deleteRun(stored.id);
+      else {
+        stored.status = 'interrupted';
+        await putRun(stored);
+      }
+    }
+  } finally {
+    form.setRunning(false);
+    abort = undefined;
+    await refreshHistory();
+  }
+}
+
+async function refreshHistory(): Promise<void> {
+  const runs = await listRuns();
+  for (const id of [...selected]) if (!runs.some((r) => r.id === id)) selected.delete(id);
+  compareButton.disabled = selected.size < 2;
+  if (runs.length === 0) {
+    history.replaceChildren(el('p', { class: 'hint', text: 'No runs yet.' }));
+    return;
+  }
+  const table = el('table', { id: 'history-table' }, el('caption', { text: `${runs.length} runs` }));
+  table.append(el('thead', {}, el('tr', {}, ...['compare', 'run', 'when', 'status', 'tok/s per user', 'TTFT ms', ''].map((h) => el('th', { scope: 'col', text: h })))));
+  const body = el('tbody');
+  for (const r of runs) {
+    const h = r.report ? headline(r.report) : r.rows ? undefined : r.status !== 'running' ? headlineOfRecords(await records(r.id)) : undefined;
+    const check = el('input', { type: 'checkbox', 'aria-label': `Compare ${r.title}`, checked: selected.has(r.id) });
+    check.addEventListener('change', () => {
+      if (check.checked) selected.add(r.id);
+      else selected.delete(r.id);
+      compareButton.disabled = selected.size < 2;
+    });
+    const open = el('button', { type: 'button', class: 'link', text: r.title });
+    open.addEventListener('click', () => void show(r));
+    const del = el('button', { type: 'button', text: 'Delete', 'aria-label': `Delete ${r.title}` });
+    del.addEventListener('click', async () => {
+      await deleteRun(r.id);
+      selected.delete(r.id);
+      await refreshHistory();
+    });
+    body.append(
+      el(
+        'tr',
+        { 'data-run': r.id, 'data-status': r.status },
+        el('td', {}, check),
+        el('td', {}, open),
+        el('td', { text: date(r.createdAt) }),
+        el('td', { text: r.status + (r.source !== 'browser' ? ` (${r.source})` : '') }),
+        el('td', { class: 'num', text: num(h?.outputTps) }),
+        el('td', { class: 'num', text: num(h?.ttftMs) }),
+        el('td', {}, del),
+      ),
+    );
+  }
+  table.append(body);
+  history.replaceChildren(el('div', { class: 'table-wrap' }, table));
+}
+
+async function showCompare(): Promise<void> {
+  const runs = (await Promise.all([...selected].map((id) => getRun(id)))).filter((r): r is StoredRun => !!r);
+  compareView?.destroy();
+  const parts = await Promise.all(runs.map(async (r) => ({ run: r, partial: r.report || r.rows ? [] : await records(r.id) })));
+  compareView = renderCompare(compareBody, parts);
+  compare.hidden = false;
+  compare.scrollIntoView({ block: 'start', behavior: 'smooth' });
+}
+
+async function importSelected(input: HTMLInputElement): Promise<void> {
+  const file = input.files?.[0];
+  input.value = '';
+  if (!file) return;
+  const status = $('history');
+  try {
+    const imported = await importFile(file);
+    const run: StoredRun = {
+      id: newId(),
+      createdAt: Date.now(),
+      source: 'import',
+      status: 'done',
+      ...(imported.kind === 'report'
+        ? { report: imported.report, title: `${file.name} · ${String((imported.report.config as { model?: string }).model ?? '')}` }
+        : { rows: imported.rows, title: file.name }),
+    };
+    await putRun(run);
+    await refreshHistory();
+    await show(run);
+  } catch (e) {
+    status.prepend(notice(`Could not import ${file.name}: ${e instanceof Error ? e.message : String(e)}`, 'bad'));
+  }
+}
+
+async function openPermalink(): Promise<void> {
+  if (!location.hash.includes('r=')) return;
+  try {
+    const decoded = await decodeFragment(location.hash);
+    if (!decoded) return;
+    await validateReport(decoded.report);
+    const config = decoded.report.config as { api?: string; url?: string; model?: string };
+    const run: StoredRun = {
+      id: newId(),
+      createdAt: Date.now(),
+      title: `permalink · ${config.model ?? ''}`,
+      source: 'permalink',
+      status: 'done',
+      report: decoded.report,
+      trimmed: decoded.trimmed,
+    };
+    await show(run);
+  } catch (e) {
+    resultsBody.replaceChildren(notice(`This permalink could not be opened: ${e instanceof Error ? e.message : String(e)}`, 'bad'));
+    results.hidden = false;
+  }
+}
+
+form.form.addEventListener('submit', (e) => {
+  e.preventDefault();
+  void run();
+});
+form.stop.addEventListener('click', () => abort?.abort());
+compareButton.addEventListener('click', () => void showCompare());
+$<HTMLInputElement>('import').addEventListener('change', (e) => void importSelected(e.target as HTMLInputElement));
+window.addEventListener('tpsmeter-theme', () => {
+  for (const c of view?.charts ?? []) c.draw();
+  compareView?.redraw();
+});
+window.addEventListener('hashchange', () => void openPermalink());
+window.addEventListener('pagehide', () => void engine?.engine.dispose().catch(() => undefined));
+
+async function start(): Promise<void> {
+  const query = new URLSearchParams(location.search);
+  const hadSettings = localStorage.getItem('tpsmeter.bench.settings') !== null;
+  form.load(query);
+  // Served by `tpsmeter serve --www`: measure that server unless the user chose otherwise.
+  const server = await sameOriginModel();
+  if (server && !hadSettings && !query.has('preset')) form.applyPreset(SAME_ORIGIN_PRESET, true);
+  if (server && form.preset.value === SAME_ORIGIN_PRESET && !form.model.value) form.model.value = server.id;
+  if (server && form.preset.value === LOCAL_PRESET && !form.modelUrl.value) form.modelUrl.value = server.url;
+  const interrupted = await markInterrupted();
+  await refreshHistory();
+  if (location.hash.includes('r=')) await openPermalink();
+  else if (interrupted[0]) await show(interrupted[0]);
+  document.body.dataset.ready = 'true';
+}
+
+void start();
+

@@ -1,0 +1,176 @@
+// Export and import: the report as JSON (exactly what `tpsmeter bench --json` writes, so
+// either tool's file opens in the other's viewer) and the requests as CSV (one row per
+// request, for spreadsheets). Imports are validated: JSON against the report's JSON Schema
+// (the wasm core's `validateReport`), CSV against the column list.
+
+import { validateReport, type Report, type RequestRecord } from 'tpsmeter';
+import type { CsvRow } from './store';
+
+/** The CSV columns, in order. */
+export const CSV_COLUMNS = [
+  'id',
+  'level',
+  'warmup',
+  'start_ms',
+  'ttfb_ms',
+  'ttft_ms',
+  'ttfp_ms',
+  'e2e_ms',
+  'output_tokens',
+  'input_tokens',
+  'output_tps',
+  'painted_tps',
+  'tpot_ms',
+  'itl_p50_ms',
+  'queue_ms',
+  'http_status',
+  'http_version',
+  'tab_hidden',
+  'error_class',
+  'error_message',
+] as const;
+
+/** The most bytes an imported file may have. */
+export const MAX_IMPORT_BYTES = 64 << 20;
+
+export function levelLabel(level: unknown): string {
+  if (level && typeof level === 'object') {
+    const l = level as { concurrency?: number; rate_per_s?: number };
+    if (typeof l.concurrency === 'number') return `c=${l.concurrency}`;
+    if (typeof l.rate_per_s === 'number') return `${l.rate_per_s}/s`;
+  }
+  return String(level ?? '');
+}
+
+function p50(values: number[] | undefined): number | undefined {
+  if (!values || values.length === 0) return undefined;
+  const v = [...values].sort((a, b) => a - b);
+  const m = v.length >> 1;
+  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+export function paintOf(r: RequestRecord): { painted_tps?: number | null; ttfp_ms?: number | null; lag_ms?: number[]; tokens_per_frame?: number[]; empty_frames?: number } | undefined {
+  return (r.metrics?.paint ?? undefined) as ReturnType<typeof paintOf>;
+}
+
+export function csvRow(r: RequestRecord): CsvRow {
+  const m = r.metrics ?? {};
+  const paint = paintOf(r);
+  const v = (x: unknown) => (x === null || x === undefined ? '' : String(x));
+  return {
+    id: v(r.id),
+    level: levelLabel(r.level),
+    warmup: v(r.warmup),
+    start_ms: v(r.start_ms),
+    ttfb_ms: v(m.ttfb_ms),
+    ttft_ms: v(m.ttft_ms),
+    ttfp_ms: v(paint?.ttfp_ms ?? m.ttfp_ms),
+    e2e_ms: v(m.e2e_ms),
+    output_tokens: v(r.output_tokens),
+    input_tokens: v(r.input_tokens),
+    output_tps: v(m.output_tps),
+    painted_tps: v(paint?.painted_tps),
+    tpot_ms: v(m.tpot_ms),
+    itl_p50_ms: v(p50(m.itl_chunk_ms)),
+    queue_ms: v(r.queue_ms),
+    http_status: v(r.http_status),
+    http_version: v(r.http_version),
+    tab_hidden: v(r.tab_hidden),
+    error_class: v(r.error?.class),
+    error_message: v(r.error?.message),
+  };
+}
+
+function quote(s: string): string {
+  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+export function rowsToCsv(rows: CsvRow[]): string {
+  const lines = [CSV_COLUMNS.join(',')];
+  for (const row of rows) lines.push(CSV_COLUMNS.map((c) => quote(row[c] ?? '')).join(','));
+  return lines.join('\r\n') + '\r\n';
+}
+
+export function reportToCsv(report: Report): string {
+  return rowsToCsv(report.requests.map(csvRow));
+}
+
+/** RFC 4180 CSV → rows keyed by the header line; throws on a malformed file. */
+export function parseCsv(text: string): CsvRow[] {
+  const table: string[][] = [];
+  let row: string[] = [];
+  let field = '';
+  let quoted = false;
+  let i = 0;
+  const endField = () => {
+    row.push(field);
+    field = '';
+  };
+  while (i < text.length) {
+    const c = text[i];
+    if (quoted) {
+      if (c === '"') {
+        if (text[i + 1] === '"') {
+          field += '"';
+          i += 2;
+          continue;
+        }
+        quoted = false;
+      } else field += c;
+      i++;
+      continue;
+    }
+    if (c === '"' && field === '') quoted = true;
+    else if (c === ',') endField();
+    else if (c === '\n' || c === '\r') {
+      endField();
+      table.push(row);
+      row = [];
+      if (c === '\r' && text[i + 1] === '\n') i++;
+    } else field += c;
+    i++;
+  }
+  if (quoted) throw new Error('the CSV ends inside a quoted field');
+  if (field !== '' || row.length > 0) {
+    endField();
+    table.push(row);
+  }
+  const [header, ...body] = table.filter((r) => !(r.length === 1 && r[0] === ''));
+  if (!header) throw new Error('the CSV is empty');
+  const missing = ['id', 'ttft_ms', 'e2e_ms', 'output_tokens'].filter((c) => !header.includes(c));
+  if (missing.length) throw new Error(`not a tpsmeter CSV: no ${missing.join(', ')} column`);
+  return body.map((cells, n) => {
+    if (cells.length !== header.length) throw new Error(`CSV line ${n + 2} has ${cells.length} fields, the header ${header.length}`);
+    return Object.fromEntries(header.map((h, j) => [h, cells[j]]));
+  });
+}
+
+/** What a file import gives: a report (JSON) or request rows (CSV). */
+export type Imported = { kind: 'report'; report: Report; name: string } | { kind: 'rows'; rows: CsvRow[]; name: string };
+
+export async function importFile(file: File): Promise<Imported> {
+  if (file.size > MAX_IMPORT_BYTES) throw new Error(`${file.name} is ${Math.round(file.size / 2 ** 20)} MB; the limit is 64 MB`);
+  const text = await file.text();
+  if (file.name.toLowerCase().endsWith('.csv') || /^\s*id,/.test(text)) return { kind: 'rows', rows: parseCsv(text), name: file.name };
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`${file.name} is not JSON: ${e instanceof Error ? e.message : e}`);
+  }
+  if (!json || typeof json !== 'object') throw new Error(`${file.name} is not a tpsmeter report`);
+  await validateReport(json);
+  return { kind: 'report', report: json as Report, name: file.name };
+}
+
+/** Starts a download of `text` as `name`. */
+export function download(name: string, text: string, type: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}

@@ -1,0 +1,49 @@
+// tpsmeter's service worker: the site keeps working offline after its first load.
+// The build (vite.config.ts) replaces the two placeholders with this build's file list and a
+// hash of it, so a new deploy gets a new cache and the old one is deleted on activation.
+// Only this site's own files are answered here: API calls, model downloads and anything
+// cross-origin go to the network untouched (the engine caches models itself).
+
+const CACHE = 'tpsmeter-__VERSION__';
+const PRECACHE = '__PRECACHE__';
+
+const scope = new URL(self.registration.scope);
+const precached = new Set(PRECACHE.map((f) => new URL(f, scope).href));
+
+self.addEventListener('install', (event) => {
+  event.waitUntil(
+    caches
+      .open(CACHE)
+      .then((cache) => cache.addAll([...precached]))
+      .then(() => self.skipWaiting()),
+  );
+});
+
+self.addEventListener('activate', (event) => {
+  event.waitUntil(
+    caches
+      .keys()
+      .then((keys) => Promise.all(keys.filter((k) => k.startsWith('tpsmeter-') && k !== CACHE).map((k) => caches.delete(k))))
+      .then(() => self.clients.claim()),
+  );
+});
+
+self.addEventListener('fetch', (event) => {
+  const req = event.request;
+  if (req.method !== 'GET') return;
+  const url = new URL(req.url);
+  if (url.origin !== scope.origin) return;
+  const bare = url.origin + url.pathname;
+  if (req.mode === 'navigate' || url.pathname.endsWith('.html')) {
+    // Pages: the network first (a new deploy shows at once), the cached copy offline.
+    event.respondWith(
+      fetch(req).catch(() =>
+        caches.match(bare, { ignoreSearch: true }).then((r) => r ?? caches.match(new URL('./', scope).href)).then((r) => r ?? Response.error()),
+      ),
+    );
+    return;
+  }
+  if (!precached.has(bare)) return;
+  // Hashed build files never change under their name: the cache first.
+  event.respondWith(caches.match(bare).then((r) => r ?? fetch(req)));
+});
