@@ -1,13 +1,16 @@
 //! `cargo xtask demo`: the README's main job on its embedded default.
 //!
-//! Serves SmolLM2-135M with our own engine (`tpsmeter serve`: WGSL kernels through wgpu, on
-//! lavapipe when the machine has no GPU) on 127.0.0.1, benchmarks it with `tpsmeter bench`
-//! over the OpenAI chat API, then does the same against a real llama.cpp `llama-server` on
-//! the same model as the peer, and prints both tables. Extra arguments replace the bench
-//! settings of both runs (e.g. `--concurrency 1,4 --requests 8`).
+//! Builds the site (`www/`) and serves it with SmolLM2-135M on our own engine (`tpsmeter serve
+//! --www`: WGSL kernels through wgpu, on lavapipe when the machine has no GPU) on 127.0.0.1,
+//! and prints the URL. With a display it then waits (open the URL; Ctrl-C stops). Headless
+//! (no `DISPLAY` / `WAYLAND_DISPLAY`, or `--headless`) it drives the benchmark page in
+//! headless Chromium against that server and prints the summary the page shows, then runs
+//! `tpsmeter bench` with the same settings against the same server, then against a real
+//! llama.cpp `llama-server` on the same model as the peer. Extra arguments replace the bench
+//! settings (e.g. `--concurrency 1,4 --requests 8`); the page takes the ones its form has.
 
-use crate::assets;
 use crate::sh::{self, repo_root};
+use crate::{assets, pkg, www};
 use anyhow::{Context, Result, bail};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
@@ -26,7 +29,7 @@ impl Drop for Server {
 
 /// The bench settings of both runs: small enough that our engine on a CPU rasteriser
 /// (~20 tok/s) finishes in a couple of minutes, and two concurrency levels to show queueing.
-const DEFAULT_BENCH: &[&str] = &[
+const DEFAULT_BENCH_ARGS: &[&str] = &[
     "--concurrency",
     "1,2",
     "--requests",
@@ -39,7 +42,10 @@ const DEFAULT_BENCH: &[&str] = &[
     "Write a short story about a lighthouse keeper who finds a message in a bottle.",
 ];
 
-pub fn run(extra: &[String]) -> Result<()> {
+pub fn run(args: &[String]) -> Result<()> {
+    let headless = args.iter().any(|a| a == "--headless")
+        || (std::env::var_os("DISPLAY").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none());
+    let extra: Vec<String> = args.iter().filter(|a| *a != "--headless").cloned().collect();
     assets::setup_all()?;
     let root = repo_root();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -53,23 +59,53 @@ pub fn run(extra: &[String]) -> Result<()> {
         .map_or_else(|| root.join("target"), std::path::PathBuf::from);
     let tpsmeter = target_dir.join("release").join("tpsmeter");
     let model = assets::model_path();
+    pkg::build()?;
+    let site = www::build_site()?;
 
-    println!(
-        "== tpsmeter's own engine (tpsmeter serve: WGSL kernels on wgpu) serving {}",
-        model.display()
-    );
     let port = free_port()?;
     let ours = start(
         Command::new(&tpsmeter)
             .arg("serve")
             .arg("--model")
             .arg(&model)
+            .arg("--www")
+            .arg(&site)
             .args(["--port", &port.to_string()]),
         port,
         "tpsmeter serve",
     )?;
-    let result = bench(&tpsmeter, port, extra);
+    let url = format!("http://127.0.0.1:{port}/");
+    println!(
+        "\n== tpsmeter's site and its own engine (tpsmeter serve: WGSL kernels on wgpu) serving {}",
+        model.display()
+    );
+    println!("   benchmark page: {url}");
+    println!("   local-inference demo (WebGPU in your browser): {url}demo.html");
+    println!("   OpenAI-compatible API: {url}v1/chat/completions");
+    if !headless {
+        println!("\nOpen the page in a browser; Ctrl-C stops the server.");
+        let mut ours = ours;
+        let status = ours.0.wait()?;
+        bail!("tpsmeter serve exited with {status}");
+    }
+
+    println!("\n== the benchmark page, run in headless Chromium against that server");
+    let mut drive = Command::new("node");
+    drive
+        .current_dir(&root)
+        .arg("www/scripts/drive.mjs")
+        .arg(&url)
+        .args(if extra.is_empty() {
+            page_fields(DEFAULT_BENCH_ARGS)
+        } else {
+            page_fields(&extra)
+        });
+    let page = sh::run(&mut drive);
+
+    println!("\n== the CLI (tpsmeter bench), same settings, same server");
+    let result = bench(&tpsmeter, port, &extra);
     drop(ours);
+    page?;
     result?;
 
     println!("\n== peer: llama.cpp llama-server (CPU, 2 threads) on the same GGUF");
@@ -84,9 +120,40 @@ pub fn run(extra: &[String]) -> Result<()> {
         port,
         "llama-server",
     )?;
-    let result = bench(&tpsmeter, port, extra);
+    let result = bench(&tpsmeter, port, &extra);
     drop(llama);
     result
+}
+
+/// The page's form fields (`name=value`, see `www/scripts/drive.mjs`) for the CLI flags it
+/// has; the rest are the CLI's alone.
+fn page_fields<S: AsRef<str>>(args: &[S]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = args.iter().map(AsRef::as_ref);
+    while let Some(flag) = it.next() {
+        let (name, inline) = match flag.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_owned())),
+            None => (flag, None),
+        };
+        let field = match name {
+            "--concurrency" => "concurrency",
+            "--requests" => "requests",
+            "--warmup" => "warmup",
+            "--max-tokens" => "maxTokens",
+            "--prompt" => "prompt",
+            "--input-tokens" => "inputTokens",
+            "--slo" => "slo",
+            _ => continue,
+        };
+        let Some(value) = inline.or_else(|| it.next().map(str::to_owned)) else {
+            break;
+        };
+        if field == "inputTokens" {
+            out.push("promptKind=synthetic".to_owned());
+        }
+        out.push(format!("{field}={value}"));
+    }
+    out
 }
 
 /// `tpsmeter bench` against the OpenAI-compatible server on `port`.
@@ -96,7 +163,7 @@ fn bench(tpsmeter: &Path, port: u16, extra: &[String]) -> Result<()> {
     cmd.arg(format!("http://127.0.0.1:{port}"));
     cmd.args(["--model", "SmolLM2-135M-Instruct"]);
     if extra.is_empty() {
-        cmd.args(DEFAULT_BENCH);
+        cmd.args(DEFAULT_BENCH_ARGS);
     } else {
         cmd.args(extra);
     }

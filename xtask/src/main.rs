@@ -7,6 +7,7 @@
 //!   `-D warnings`, rustdoc with `-D warnings`, every test with the real assets required, and
 //!   `browser-test`.
 //! - `pkg`: the npm package (`pkg/`) built from scratch and packed into `target/npm/`.
+//! - `www`: the package, then the site (`www/`, Vite 7) into `target/www/`.
 //! - `browser-test`: the core's tests in headless Chromium, then the package's end-to-end
 //!   tests (`tests/browser/`).
 //! - `demo`: `setup`, then the README's main job: serve SmolLM2 with our engine and benchmark
@@ -24,6 +25,7 @@ mod llama_vulkan;
 mod pkg;
 mod sh;
 mod tools;
+mod www;
 
 use anyhow::{Result, bail};
 
@@ -40,6 +42,7 @@ fn main() -> Result<()> {
         "ci" => ci::run(rest),
         "demo" => demo::run(rest),
         "pkg" => pkg::run_pkg(),
+        "www" => www::run(),
         "browser-test" => browser::run(rest),
         "llama-vulkan" => llama_vulkan::build(),
         "-h" | "--help" | "help" => {
@@ -56,6 +59,7 @@ commands:
   assets  print the environment variables that point tests and tools at the cached assets
   ci      setup + fmt + clippy (native, wasm32) + doc + all tests + browser-test, as CI runs them
   pkg     build the npm package from scratch and pack it into target/npm/
+  www     build the npm package, then the site (benchmark page + local demo) into target/www/
   browser-test  the core's tests in headless Chromium, then pkg and the end-to-end browser tests
                 (--require-assets: fail instead of skipping when an asset is missing)
   demo    setup + serve SmolLM2 with our engine, benchmark it beside llama-server (the README's main job)
