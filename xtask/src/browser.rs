@@ -5,13 +5,13 @@
 //!    wasm32 and run in Chromium by `wasm-bindgen-test-runner` through chromedriver (the same
 //!    test functions as natively; see the top of each file in `crates/tpsmeter-core/tests/`
 //!    and `crates/tpsmeter-gpu/tests/common/mod.rs`);
-//! 2. `cargo xtask pkg` (the npm package, packed);
+//! 2. `cargo xtask pkg` (the npm package, packed), then the site (`www/`, built against it);
 //! 3. the `tpsmeter-emulator` and `tpsmeter` binaries (dev profile) the end-to-end tests talk to;
 //! 4. `npm ci` and `node --test` in `tests/browser/`, which drive Debian's Chromium through
 //!    playwright-core (never a browser of its own) against the packed package.
 
 use crate::assets::{self, cache_dir};
-use crate::pkg;
+use crate::{pkg, www};
 use crate::sh::{self, repo_root};
 use crate::tools::{self, CHROMEDRIVER, CHROMIUM, cargo, npm_install, target_dir};
 use anyhow::{Context, Result, bail};
@@ -55,9 +55,10 @@ pub fn run_browser_tests(require_assets: bool) -> Result<()> {
     timed("core tests in Chromium", wasm_tests)?;
     timed("kernel tests in Chromium (WebGPU)", gpu_wasm_tests)?;
     let tarball = timed("pkg", pkg::build)?;
+    let site = timed("site", www::build_site)?;
     let (emulator, cli) = timed("test binaries", test_binaries)?;
     timed("end-to-end tests", || {
-        node_tests(require_assets, &tarball, &emulator, &cli)
+        node_tests(require_assets, &tarball, &site, &emulator, &cli)
     })
 }
 
@@ -190,7 +191,13 @@ fn test_binaries() -> Result<(PathBuf, PathBuf)> {
 }
 
 /// `node --test tests/browser/` against the packed package and the test binaries.
-fn node_tests(require_assets: bool, tarball: &Path, emulator: &Path, cli: &Path) -> Result<()> {
+fn node_tests(
+    require_assets: bool,
+    tarball: &Path,
+    site: &Path,
+    emulator: &Path,
+    cli: &Path,
+) -> Result<()> {
     let root = repo_root();
     let dir = root.join("tests").join("browser");
     if !dir.join("package.json").exists() {
@@ -207,6 +214,9 @@ fn node_tests(require_assets: bool, tarball: &Path, emulator: &Path, cli: &Path)
         .env("TPSMETER_CHROMIUM", CHROMIUM)
         .env("TPSMETER_PKG_TARBALL", tarball)
         .env("TPSMETER_PKG_DIR", root.join("pkg"))
+        .env("TPSMETER_WWW_DIR", site)
+        // The site's screenshots (every view, desktop and phone, light and dark).
+        .env("TPSMETER_ARTIFACTS", root.join("target").join("artifacts"))
         .env("TPSMETER_EMULATOR_BIN", emulator)
         .env("TPSMETER_CLI_BIN", cli);
     for (k, v) in assets::asset_env() {

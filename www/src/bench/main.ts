@@ -47,6 +47,7 @@ async function show(run: StoredRun): Promise<void> {
   view = renderRun(run, partial);
   resultsBody.replaceChildren(view.root, actions(run, partial));
   results.hidden = false;
+  results.dataset.shown = run.id;
   for (const c of view.charts) c.draw();
 }
 
@@ -155,6 +156,10 @@ async function run(): Promise<void> {
   progressText.textContent = 'Starting…';
   const levelNames = (settings.concurrency ?? [1]).map((c) => `c=${c}`);
   let stored: StoredRun | undefined;
+  let saving = Promise.resolve();
+  let kept = 0;
+  const keptText = $('kept');
+  keptText.textContent = '';
   try {
     const local = s.preset === LOCAL_PRESET ? await localEngine(s.modelUrl, signal) : undefined;
     stored = {
@@ -174,7 +179,19 @@ async function run(): Promise<void> {
         const perLevel = p.target ? Math.min(1, p.completed / p.target) : 0;
         progressBar.value = Math.min(1, (p.levelsDone + (p.levelsDone > p.levelIndex ? 0 : perLevel)) / p.levels);
       },
-      onRecord: (r: RequestRecord) => void putRecord(stored!.id, r),
+      // Each record is in IndexedDB before the count of kept requests moves: what the page
+      // says is kept survives a reload.
+      onRecord: (r: RequestRecord) => {
+        saving = saving
+          .then(() => putRecord(stored!.id, r))
+          .then(() => {
+            kept++;
+            keptText.textContent = `${kept} finished requests kept in history`;
+          })
+          .catch((e: unknown) => {
+            keptText.textContent = `could not keep request ${r.id} in history: ${e instanceof Error ? e.message : String(e)}`;
+          });
+      },
     };
     const pending = local
       ? bench({ ...settings, api: 'local', url: undefined, model: undefined, engine: local, ...hooks })
@@ -182,6 +199,7 @@ async function run(): Promise<void> {
     holdRunLock(stored.id, pending);
     await refreshHistory();
     const report = await pending;
+    await saving;
     stored.report = report;
     stored.status = signal.aborted ? 'cancelled' : 'done';
     await putRun(stored);

@@ -1,0 +1,247 @@
+// The site (www/, built by `cargo xtask www`) in Chromium: the benchmark page end to end
+// against the fault-injection emulator, export / import / permalink round trips, a reload
+// in the middle of a run, the Content-Security-Policy, and offline use after the first load.
+
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { assertClean } from './support/browser.mjs';
+import { startEmulator } from './support/emulator.mjs';
+import { asset } from './support/env.mjs';
+import { assertNoConsoleErrors, cards, chartInk, downloadText, fillForm, ready, runAndWait, staticSite } from './support/site.mjs';
+
+const SECRET = 'sk-tpsmeter-test-SECRET-0123456789';
+
+async function emulator(t, opts) {
+  const bin = asset(t, 'TPSMETER_EMULATOR_BIN');
+  if (!bin) return undefined;
+  return startEmulator(bin, opts);
+}
+
+function figure(text) {
+  const v = Number.parseFloat(String(text).replace(/,/g, ''));
+  assert.ok(Number.isFinite(v), `not a number: ${text}`);
+  return v;
+}
+
+test('the benchmark page against the emulator, with injected faults', async (t) => {
+  const site = await staticSite(t);
+  if (!site) return;
+  t.after(() => site.close());
+  const emu = await emulator(t, { ttftMs: 20, itlMs: 4, tokens: 64 });
+  if (!emu) return;
+  t.after(() => emu.stop());
+
+  const page = await site.page('/');
+  await ready(page);
+  // Every third request of the run gets the emulator's HTTP 500 (its /fault/ path prefix):
+  // the run goes on, the failures are classified, the rest are measured.
+  let n = 0;
+  await page.route(`${emu.base}/v1/chat/completions`, (route) => {
+    if (route.request().method() !== 'POST') return route.continue();
+    n += 1;
+    if (n % 3 === 0) return route.continue({ url: `${emu.base}/fault/status:500/v1/chat/completions` });
+    return route.continue();
+  });
+  await fillForm(page, { preset: 'custom', url: emu.base, model: 'emu', key: SECRET, concurrency: '1,2', requests: 6, warmup: 0, maxTokens: 16 });
+  await runAndWait(page);
+
+  const summary = await cards(page);
+  assert.ok(figure(summary['output-tps'].value) > 0, JSON.stringify(summary));
+  assert.ok(figure(summary.ttft.value) >= 20, 'the emulator waits 20 ms before the first token');
+  assert.match(summary['output-tps'].detail, /tok\/s\)/, 'a reading-speed band');
+  assert.match(summary['output-tps'].detail, /3,000-word answer takes/);
+  const [, ok, failed] = /(\d+) ok, (\d+) failed/.exec(summary.e2e.detail);
+  assert.equal(Number(ok) + Number(failed), 12);
+  assert.ok(Number(failed) >= 1 && Number(ok) >= 6, summary.e2e.detail);
+  const errorRows = await page.locator('#error-table tbody tr').allInnerTexts();
+  assert.equal(errorRows.length, Number(failed));
+  assert.ok(errorRows.every((r) => r.includes('http_5xx') && r.includes('500')), errorRows.join('\n'));
+  assert.equal(await page.locator('#results table').first().locator('tbody tr').count(), 2, 'one row per level');
+  const ink = await chartInk(page);
+  assert.deepEqual(ink.map((c) => c.caption.split(':')[0]), ['Output tokens per second against load', 'Time to first token', 'Inter-token latency (gaps between chunks)', 'Token timelines']);
+  for (const c of ink) assert.ok(c.pixels > 40, `${c.caption} drew ${c.pixels} pixels of its series`);
+  assertNoConsoleErrors(page, [/status of 500/]);
+  await assertClean(page);
+
+  let exported;
+  await t.test('export JSON then import it gives the same report', async () => {
+    exported = await downloadText(page, () => page.getByRole('button', { name: 'Export JSON' }).click());
+    assert.ok(!exported.text.includes(SECRET), 'the key is in the export');
+    const report = JSON.parse(exported.text);
+    assert.equal(report.requests.length, 12);
+    await page.locator('#import').setInputFiles({ name: exported.name, mimeType: 'application/json', buffer: Buffer.from(exported.text) });
+    await page.waitForSelector('#results [data-status=done]');
+    assert.match(await page.locator('#results .hint').first().innerText(), /import/);
+    assert.deepEqual(await cards(page), summary);
+    const again = await downloadText(page, () => page.getByRole('button', { name: 'Export JSON' }).click());
+    assert.deepEqual(JSON.parse(again.text), report);
+  });
+
+  await t.test('export CSV then import it gives the same rows', async () => {
+    const csv = await downloadText(page, () => page.getByRole('button', { name: 'Export CSV' }).click());
+    assert.ok(!csv.text.includes(SECRET));
+    const lines = csv.text.trim().split('\r\n');
+    assert.equal(lines.length, 13, 'a header and 12 requests');
+    assert.ok(lines.filter((l) => l.includes('http_5xx')).length >= 1);
+    await page.locator('#import').setInputFiles({ name: csv.name, mimeType: 'text/csv', buffer: Buffer.from(csv.text) });
+    await page.waitForFunction(() => document.querySelector('#results .hint')?.textContent?.includes('.csv'));
+    const again = await downloadText(page, () => page.getByRole('button', { name: 'Export CSV' }).click());
+    assert.equal(again.text, csv.text);
+  });
+
+  await t.test('a permalink reproduces the view and holds no key', async () => {
+    // Open the browser run itself (the newest non-imported row).
+    await page.locator('#history-table tbody tr', { hasText: 'done' }).filter({ hasNotText: 'import' }).first().getByRole('button').first().click();
+    await page.getByRole('button', { name: 'Copy permalink' }).click();
+    await page.waitForFunction(() => document.querySelector('#permalink')?.value);
+    const link = await page.locator('#permalink').inputValue();
+    assert.match(link, /#r=/);
+    assert.ok(!link.includes(SECRET) && !link.includes(encodeURIComponent(SECRET)));
+    const decoded = await page.evaluate(async (link) => {
+      const b = atob(link.split('#r=')[1].replace(/-/g, '+').replace(/_/g, '/'));
+      const bytes = Uint8Array.from(b, (c) => c.charCodeAt(0));
+      return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate-raw'))).text();
+    }, link);
+    assert.ok(!decoded.includes(SECRET), 'the key is in the permalink report');
+    const other = await site.browser.newPage(link);
+    await ready(other);
+    await other.waitForSelector('#results [data-status=done]');
+    assert.deepEqual(await cards(other), summary);
+    const otherInk = await chartInk(other);
+    assert.equal(otherInk.length, 4);
+    assertNoConsoleErrors(other);
+    await other.close();
+  });
+
+  await t.test('runs compare side by side', async () => {
+    const boxes = page.locator('#history-table tbody input[type=checkbox]');
+    assert.ok((await boxes.count()) >= 2);
+    await boxes.nth(0).check();
+    await boxes.nth(1).check();
+    await page.getByRole('button', { name: 'Compare selected' }).click();
+    await page.waitForSelector('#compare-table');
+    const header = await page.locator('#compare-table thead th').allInnerTexts();
+    assert.equal(header.length, 3, header.join(' | '));
+    const ink = await chartInk(page, '#compare');
+    assert.equal(ink.length, 1);
+    assert.ok(ink[0].pixels > 40);
+  });
+
+  await t.test('nothing in this browser holds the key but memory', async () => {
+    const stored = await page.evaluate(async () => {
+      const out = [JSON.stringify({ ...localStorage })];
+      const db = await new Promise((res, rej) => {
+        const r = indexedDB.open('tpsmeter');
+        r.onsuccess = () => res(r.result);
+        r.onerror = () => rej(r.error);
+      });
+      for (const store of db.objectStoreNames) {
+        const all = await new Promise((res) => {
+          const r = db.transaction(store).objectStore(store).getAll();
+          r.onsuccess = () => res(r.result);
+        });
+        out.push(JSON.stringify(all));
+      }
+      return out.join('\n');
+    });
+    assert.ok(stored.length > 1000, 'history is in IndexedDB');
+    assert.ok(!stored.includes(SECRET), 'the key was stored without the opt-in');
+  });
+});
+
+test('a reload in the middle of a run keeps the finished requests', async (t) => {
+  const site = await staticSite(t);
+  if (!site) return;
+  t.after(() => site.close());
+  const emu = await emulator(t, {});
+  if (!emu) return;
+  t.after(() => emu.stop());
+  const page = await site.page('/');
+  await ready(page);
+  // ~1.2 s per request (30 tokens, 40 ms apart), so the reload lands mid-run.
+  await fillForm(page, { preset: 'custom', url: `${emu.base}/pace/5,40,30`, model: 'emu', concurrency: '1', requests: 8, warmup: 0, maxTokens: 30 });
+  await page.getByRole('button', { name: 'Run benchmark' }).click();
+  await page.waitForFunction(() => /^(2|3) finished requests kept/.test(document.querySelector('#kept')?.textContent ?? ''), null, { timeout: 60_000 });
+  const kept = Number.parseInt(await page.locator('#kept').innerText(), 10);
+  await page.reload();
+  await ready(page);
+  await page.waitForSelector('#results [data-status=interrupted]');
+  assert.match(await page.locator('#results .notice').first().innerText(), /interrupted/);
+  const summary = await cards(page);
+  const [, ok] = /(\d+) ok/.exec(summary.e2e.detail);
+  assert.ok(Number(ok) >= kept && Number(ok) < 8, `${ok} kept, ${kept} said kept before the reload`);
+  assert.ok(figure(summary['output-tps'].value) > 0);
+  assert.match(await page.locator('#history-table tbody tr').first().innerText(), /interrupted/);
+  await assertClean(page);
+});
+
+test('the Content-Security-Policy blocks an origin the user did not approve', async (t) => {
+  const site = await staticSite(t);
+  if (!site) return;
+  t.after(() => site.close());
+  const page = await site.page('/');
+  await ready(page);
+  // 127.0.0.2 is loopback too, but not on the list (the list has localhost and 127.0.0.1).
+  const offList = 'http://127.0.0.2:45678';
+  const tryFetch = (url) =>
+    page.evaluate(async (url) => {
+      const violations = [];
+      const listen = (e) => violations.push({ blocked: e.blockedURI, directive: e.effectiveDirective });
+      document.addEventListener('securitypolicyviolation', listen);
+      let error = '';
+      try {
+        await fetch(`${url}/v1/models`);
+      } catch (e) {
+        error = String(e);
+      }
+      // The violation event is queued as a task after the fetch fails.
+      await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+      document.removeEventListener('securitypolicyviolation', listen);
+      return { violations, error };
+    }, url);
+  const blocked = await tryFetch(offList);
+  assert.ok(blocked.error, 'the fetch failed');
+  assert.deepEqual(blocked.violations.map((v) => v.directive), ['connect-src']);
+  assert.match(blocked.violations[0].blocked, /127\.0\.0\.2/);
+
+  // The form explains the list and offers to add the origin.
+  await fillForm(page, { preset: 'custom', url: offList, model: 'm' });
+  await page.getByRole('button', { name: 'Run benchmark' }).click();
+  const allow = page.getByRole('button', { name: `Allow ${offList} and reload` });
+  await allow.waitFor();
+  assert.match(await page.locator('#form-notices').innerText(), /Content-Security-Policy/);
+  await Promise.all([page.waitForEvent('load'), allow.click()]);
+  await ready(page);
+  assert.equal(await page.getByLabel('Base URL').inputValue(), offList, 'the form survived the reload');
+  const csp = await page.evaluate(() => [...document.querySelectorAll('meta[http-equiv=Content-Security-Policy]')].map((m) => m.content).join('\n'));
+  assert.ok(csp.includes(offList), csp);
+  const allowed = await tryFetch(offList);
+  assert.deepEqual(allowed.violations, [], 'approved: no violation (the fetch fails only because nothing listens there)');
+  // Expected: the blocked attempt (named by the CSP message) and the approved one, refused
+  // because nothing listens there.
+  assertNoConsoleErrors(page, [/127\.0\.0\.2/, /ERR_CONNECTION_REFUSED/]);
+});
+
+test('the site keeps working offline after the first load', async (t) => {
+  const site = await staticSite(t);
+  if (!site) return;
+  t.after(() => site.close());
+  const page = await site.page('/');
+  await ready(page);
+  await page.evaluate(async () => {
+    await navigator.serviceWorker.ready;
+  });
+  // The worker controls pages loaded after it activated.
+  await page.reload();
+  await ready(page);
+  assert.ok(await page.evaluate(() => navigator.serviceWorker.controller !== null), 'a service worker controls the page');
+  await site.browser.context.setOffline(true);
+  for (const path of ['/', '/demo.html']) {
+    const p = await site.browser.newPage(`${site.origin}${path}`);
+    await p.waitForSelector('header.top', { timeout: 20_000 });
+    assert.equal(await p.locator('h1').count(), 1, `${path} rendered offline`);
+    if (path === '/') await ready(p);
+    await assertClean(p);
+    await p.close();
+  }
+});
