@@ -1,4 +1,5 @@
-//! A response body fed from a channel, so each generated piece is written as it arrives.
+//! A response body fed from a channel, so each generated piece (or file chunk) is written as
+//! it arrives.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -11,7 +12,16 @@ use tokio::sync::mpsc;
 #[derive(Debug)]
 pub struct ChannelBody {
     full: Option<Bytes>,
-    rx: Option<mpsc::UnboundedReceiver<Bytes>>,
+    rx: Option<Rx>,
+}
+
+/// Generated text is small and must never wait on a slow client (the GPU worker cannot
+/// block), so its channel is unbounded; a file is large and its reader should wait for the
+/// client instead of buffering the whole file, so its channel is bounded.
+#[derive(Debug)]
+enum Rx {
+    Unbounded(mpsc::UnboundedReceiver<Bytes>),
+    Bounded(mpsc::Receiver<Bytes>),
 }
 
 impl ChannelBody {
@@ -23,13 +33,35 @@ impl ChannelBody {
         }
     }
 
+    /// No body at all: for HEAD, where the headers (Content-Length included) describe a body
+    /// that is not sent.
+    pub fn empty() -> Self {
+        Self {
+            full: None,
+            rx: None,
+        }
+    }
+
     /// A streamed body and the sender that feeds it; it ends when the sender is dropped.
     pub fn channel() -> (Self, mpsc::UnboundedSender<Bytes>) {
         let (tx, rx) = mpsc::unbounded_channel();
         (
             Self {
                 full: None,
-                rx: Some(rx),
+                rx: Some(Rx::Unbounded(rx)),
+            },
+            tx,
+        )
+    }
+
+    /// A streamed body whose sender waits once `chunks` chunks are queued (back-pressure from
+    /// the client's reading); it ends when the sender is dropped.
+    pub fn bounded(chunks: usize) -> (Self, mpsc::Sender<Bytes>) {
+        let (tx, rx) = mpsc::channel(chunks);
+        (
+            Self {
+                full: None,
+                rx: Some(Rx::Bounded(rx)),
             },
             tx,
         )
@@ -47,10 +79,12 @@ impl Body for ChannelBody {
         if let Some(b) = self.full.take() {
             return Poll::Ready(Some(Ok(Frame::data(b))));
         }
-        match self.rx.as_mut() {
-            Some(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
-            None => Poll::Ready(None),
-        }
+        let next = match self.rx.as_mut() {
+            Some(Rx::Unbounded(rx)) => rx.poll_recv(cx),
+            Some(Rx::Bounded(rx)) => rx.poll_recv(cx),
+            None => return Poll::Ready(None),
+        };
+        next.map(|o| o.map(|b| Ok(Frame::data(b))))
     }
 
     fn is_end_stream(&self) -> bool {

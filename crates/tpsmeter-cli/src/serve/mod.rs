@@ -5,12 +5,20 @@
 //! `"stream": true`, usage with `stream_options.include_usage`), `GET /v1/models`,
 //! `GET /health`. One request runs on the GPU at a time; others wait in arrival order.
 //!
+//! With `--www DIR` it also serves a built web site (the project's page) from DIR and the
+//! loaded GGUF at `/models/<file name>`, so the page and its in-browser engine run on the
+//! API's own origin: any GET/HEAD that is not an API route is a file of DIR (see `site.rs`),
+//! and every response carries the headers that make the page cross-origin isolated
+//! (COOP/COEP) and locked down (nosniff, no referrer, a CSP on HTML). Site files carry no
+//! CORS headers: they are for this origin only, while the API keeps answering any origin.
+//!
 //! Built on hyper 1 (the HTTP implementation under axum, reqwest and most of the Rust
 //! ecosystem; already the workspace's server stack through the emulator): four routes need
 //! no framework.
 
 mod body;
 pub mod openai;
+mod site;
 mod worker;
 
 use std::convert::Infallible;
@@ -31,6 +39,7 @@ use tokio::net::TcpListener;
 
 use self::body::ChannelBody;
 use self::openai::{Api, Meta, SSE_DONE, sse};
+use self::site::Site;
 use self::worker::{Event, Job, Worker};
 use crate::exit::Status;
 
@@ -56,10 +65,16 @@ pub struct ServeArgs {
     /// Use the first GPU adapter whose name contains this.
     #[arg(long)]
     pub adapter: Option<String>,
+    /// Also serve this built web site (a directory with an index.html), and the model file
+    /// under /models/ by its file name, on the API's origin, cross-origin isolated.
+    #[arg(long, value_name = "DIR")]
+    pub www: Option<PathBuf>,
 }
 
 struct Shared {
     worker: Worker,
+    /// The web site, with `--www`.
+    site: Option<Site>,
     /// The id `/v1/models` lists (the file name without `.gguf`).
     model_id: String,
     next_id: AtomicU64,
@@ -72,6 +87,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Status> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "local".into());
+    // Before the model loads (seconds to minutes): a wrong --www fails at once.
+    let site = args
+        .www
+        .as_deref()
+        .map(|dir| Site::open(dir, Some(&args.model)))
+        .transpose()?;
     let worker = Worker::start(args.model.clone(), args.context, args.adapter.clone())?;
     eprintln!(
         "loaded {} ({}) on {}",
@@ -79,6 +100,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Status> {
     );
     let shared = Arc::new(Shared {
         worker,
+        site,
         model_id,
         next_id: AtomicU64::new(0),
     });
@@ -94,7 +116,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Status> {
                     .ok_or_else(|| std::io::Error::other(format!("cannot resolve {}", args.host)))
             })?;
         let listener = TcpListener::bind(addr).await?;
-        eprintln!("listening on http://{}", listener.local_addr()?);
+        let local = listener.local_addr()?;
+        eprintln!("listening on http://{local}");
+        if shared.site.is_some() {
+            eprintln!("site: http://{local}/");
+        }
         tokio::select! {
             r = serve(listener, shared) => r,
             _ = tokio::signal::ctrl_c() => Ok(Status::Interrupted),
@@ -174,8 +200,25 @@ async fn handle(
         .headers()
         .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
         .cloned();
+    if let Some(www) = &shared.site {
+        let path = req.uri().path();
+        if matches!(*req.method(), Method::GET | Method::HEAD) && !site::is_api(path) {
+            let r = match www.respond(req.method(), path).await {
+                Some(r) => r,
+                None => {
+                    let mut r = error(StatusCode::NOT_FOUND, "not found");
+                    site::isolate(r.headers_mut());
+                    r
+                }
+            };
+            return Ok(r);
+        }
+    }
     let mut r = route(req, &shared).await;
     cors(origin, req_headers, &mut r);
+    if shared.site.is_some() {
+        site::isolate(r.headers_mut());
+    }
     Ok(r)
 }
 

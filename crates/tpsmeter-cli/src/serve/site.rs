@@ -1,0 +1,661 @@
+//! `tpsmeter serve --www DIR`: the web site and the loaded model file, served from the API's
+//! own origin so the page (a Vite build) runs cross-origin isolated against the engine.
+//!
+//! What it does: maps a GET/HEAD path that is not an API route to a file under DIR (`/` and
+//! directories to their `index.html`), refusing anything that could name a file outside DIR;
+//! streams the file in chunks with Content-Type, Content-Length and Cache-Control; serves the
+//! GGUF the server loaded at `/models/<its file name>`; adds the isolation and lock-down
+//! headers.
+//!
+//! What it does not do: SPA fallback (an unknown path is a 404), directory listings, Range
+//! requests, compression, ETags, or hidden (dot) files.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::Context as _;
+use bytes::Bytes;
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hyper::{Method, Response};
+use tokio::io::AsyncReadExt;
+
+use super::body::ChannelBody;
+
+/// Bytes per body chunk: large enough that a model of hundreds of MB is a few thousand
+/// frames, small enough that a download holds little memory.
+const CHUNK_BYTES: usize = 256 << 10;
+
+/// Chunks read ahead of a slow client: 1 MiB per download in memory at most.
+const QUEUED_CHUNKS: usize = 4;
+
+/// The file a directory path serves.
+const INDEX: &str = "index.html";
+
+/// `Cross-Origin-Opener-Policy`. With COEP it makes the page cross-origin isolated, which is
+/// what gives it SharedArrayBuffer and a fine-grained `performance.now()` (the page times
+/// tokens with it); on its own it keeps pages it opens, or that open it, from scripting it.
+const COOP: (HeaderName, &str) = (
+    HeaderName::from_static("cross-origin-opener-policy"),
+    "same-origin",
+);
+
+/// `Cross-Origin-Embedder-Policy`: the other half of cross-origin isolation; the page loads
+/// only same-origin subresources and CORS fetches, both of which pass it.
+const COEP: (HeaderName, &str) = (
+    HeaderName::from_static("cross-origin-embedder-policy"),
+    "require-corp",
+);
+
+/// `Cross-Origin-Resource-Policy` on the site's files and the model: other origins' pages
+/// cannot embed them (no-cors loads); this origin's isolated page still can.
+const CORP: (HeaderName, &str) = (
+    HeaderName::from_static("cross-origin-resource-policy"),
+    "same-origin",
+);
+
+/// Browsers must trust our Content-Type rather than guess one (a guessed `text/html` on a
+/// file that was not meant as a page is how uploads turn into scripts).
+const NOSNIFF: (HeaderName, &str) = (header::X_CONTENT_TYPE_OPTIONS, "nosniff");
+
+/// The page's URL (which may carry an API URL in its query) goes to nobody it links to.
+const REFERRER_POLICY: (HeaderName, &str) = (header::REFERRER_POLICY, "no-referrer");
+
+/// `Content-Security-Policy` of HTML responses. It has no `connect-src` and no `default-src`
+/// (which `connect-src` would fall back to) on purpose: the page adds its own `connect-src`
+/// list (the APIs the user chose) through a `<meta>` CSP at boot, and a page's policies
+/// intersect, so a `connect-src` here would cap what the page may connect to.
+/// `'wasm-unsafe-eval'` lets the engine compile its WebAssembly; `blob:` workers and images
+/// are what the page makes itself.
+pub const CONTENT_SECURITY_POLICY: &str = "script-src 'self' 'wasm-unsafe-eval'; \
+     style-src 'self'; img-src 'self' data: blob:; font-src 'self'; worker-src 'self' blob:; \
+     object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// Files that are not content-hashed: a rebuild changes them under the same name, so the
+/// browser must revalidate every time.
+const NO_CACHE: &str = "no-cache";
+
+/// Vite's `assets/` output carries a content hash in every file name: a name never changes
+/// meaning, so the browser may keep it for a year without asking.
+const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+
+/// The GGUF model's Content-Type.
+const GGUF_TYPE: &str = "application/octet-stream";
+
+/// The site's files and the model the server loaded.
+#[derive(Debug)]
+pub struct Site {
+    /// DIR, canonical: every file served resolves to a path under it.
+    root: PathBuf,
+    model: Option<Model>,
+}
+
+#[derive(Debug)]
+struct Model {
+    /// The file name `/models/` serves it under.
+    name: OsString,
+    path: PathBuf,
+}
+
+impl Site {
+    /// The site in `dir`, which must have an `index.html`, and the model file `model`, served
+    /// at `/models/<file name>`.
+    pub fn open(dir: &Path, model: Option<&Path>) -> anyhow::Result<Self> {
+        let root = dir
+            .canonicalize()
+            .with_context(|| format!("--www {}", dir.display()))?;
+        anyhow::ensure!(
+            root.join(INDEX).is_file(),
+            "--www {}: no {INDEX} there (give the directory of a built site, e.g. target/www)",
+            dir.display()
+        );
+        let model = match model {
+            Some(m) => {
+                let path = m
+                    .canonicalize()
+                    .with_context(|| format!("--model {}", m.display()))?;
+                let name = path
+                    .file_name()
+                    .with_context(|| format!("--model {}: not a file", m.display()))?
+                    .to_owned();
+                Some(Model { name, path })
+            }
+            None => None,
+        };
+        Ok(Self { root, model })
+    }
+
+    /// The response to a GET or HEAD of `url_path` (not an API route), or `None` when there is
+    /// no such file (the caller answers 404).
+    pub async fn respond(&self, method: &Method, url_path: &str) -> Option<Response<ChannelBody>> {
+        let head = method == Method::HEAD;
+        if let Some(name) = url_path.strip_prefix("/models/") {
+            let model = self.model.as_ref()?;
+            if OsStr::new(&percent_decode(name)?) != model.name {
+                return None;
+            }
+            return send(&model.path, head, GGUF_TYPE, NO_CACHE).await;
+        }
+        let (file, rel) = self.resolve(relative(url_path)?).await?;
+        let content_type = mime(&rel);
+        let mut r = send(&file, head, content_type, cache_control(&rel)).await?;
+        if content_type.starts_with("text/html") {
+            r.headers_mut().insert(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+            );
+        }
+        Some(r)
+    }
+
+    /// The canonical file `rel` names and the path relative to the root it is served as
+    /// (`index.html` appended for a directory), if both stay under the root: this is what
+    /// refuses a symlink out of the site.
+    async fn resolve(&self, mut rel: PathBuf) -> Option<(PathBuf, PathBuf)> {
+        let mut file = self.inside(&self.root.join(&rel)).await?;
+        if tokio::fs::metadata(&file).await.ok()?.is_dir() {
+            rel.push(INDEX);
+            file = self.inside(&file.join(INDEX)).await?;
+        }
+        Some((file, rel))
+    }
+
+    async fn inside(&self, path: &Path) -> Option<PathBuf> {
+        let canonical = tokio::fs::canonicalize(path).await.ok()?;
+        canonical.starts_with(&self.root).then_some(canonical)
+    }
+}
+
+/// Adds the headers every response carries when the site is served: with them the page is
+/// cross-origin isolated, and neither sniffs types nor leaks its URL.
+pub fn isolate(headers: &mut HeaderMap) {
+    for (name, value) in [COOP, COEP, NOSNIFF, REFERRER_POLICY] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+}
+
+/// Whether `url_path` is one of the API's routes, which the site never shadows.
+pub fn is_api(url_path: &str) -> bool {
+    let p = url_path.trim_end_matches('/');
+    matches!(
+        p,
+        "/health" | "/v1" | "/models" | "/chat/completions" | "/completions"
+    ) || p.starts_with("/v1/")
+}
+
+/// The file a URL path names, relative to the site's root, or `None` for anything that could
+/// name a file outside it or a hidden one. Purely lexical (nothing on the file system is
+/// touched), so a hostile path is refused before any lookup.
+fn relative(url_path: &str) -> Option<PathBuf> {
+    let decoded = percent_decode(url_path)?;
+    // Backslashes are separators on Windows; NUL ends a C path; ':' starts a drive or an
+    // NTFS stream. None belongs in a built site's file names.
+    if decoded.contains(['\\', '\0', ':']) {
+        return None;
+    }
+    let rest = decoded.strip_prefix('/')?;
+    let mut rel = PathBuf::new();
+    let mut segments = rest.split('/').peekable();
+    while let Some(seg) = segments.next() {
+        if seg.is_empty() && segments.peek().is_none() {
+            break;
+        }
+        // An empty segment (`//etc`) would make the rest absolute; `.` and `..` are dot
+        // files too, and hidden files (`.env`, `.git`) are never part of a site.
+        if seg.is_empty() || seg.starts_with('.') {
+            return None;
+        }
+        let mut parts = Path::new(seg).components();
+        match (parts.next(), parts.next()) {
+            (Some(Component::Normal(n)), None) if n == OsStr::new(seg) => rel.push(seg),
+            _ => return None,
+        }
+    }
+    if rest.is_empty() || rest.ends_with('/') {
+        rel.push(INDEX);
+    }
+    Some(rel)
+}
+
+/// `%XX` decoding of a URL path (once: `%252e` is the file name `%2e`), or `None` for a
+/// malformed escape or bytes that are not UTF-8.
+fn percent_decode(s: &str) -> Option<String> {
+    fn hex(c: u8) -> Option<u8> {
+        char::from(c)
+            .to_digit(16)
+            .and_then(|d| u8::try_from(d).ok())
+    }
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        if b == b'%' {
+            let hi = hex(*bytes.get(i + 1)?)?;
+            let lo = hex(*bytes.get(i + 2)?)?;
+            out.push((hi << 4) | lo);
+            i += 3;
+        } else {
+            out.push(b);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Content-Type by extension; anything else is bytes (and with nosniff stays bytes).
+fn mime(rel: &Path) -> &'static str {
+    let ext = rel
+        .extension()
+        .and_then(OsStr::to_str)
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("html") => "text/html; charset=utf-8",
+        Some("js" | "mjs") => "text/javascript; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        Some("json" | "map") => "application/json",
+        Some("webmanifest") => "application/manifest+json",
+        Some("wasm") => "application/wasm",
+        Some("svg") => "image/svg+xml",
+        Some("png") => "image/png",
+        Some("ico") => "image/x-icon",
+        Some("txt") => "text/plain; charset=utf-8",
+        Some("woff2") => "font/woff2",
+        _ => GGUF_TYPE,
+    }
+}
+
+/// Cache-Control by the path served: hashed `assets/` files are immutable; everything else
+/// (pages, `sw.js`, the manifest) is revalidated, so a rebuild shows at the next load.
+fn cache_control(rel: &Path) -> &'static str {
+    let mut parts = rel.components();
+    let under_assets =
+        parts.next() == Some(Component::Normal(OsStr::new("assets"))) && parts.next().is_some();
+    let unhashed = rel.file_name() == Some(OsStr::new(INDEX)) || rel == Path::new("sw.js");
+    if under_assets && !unhashed {
+        IMMUTABLE
+    } else {
+        NO_CACHE
+    }
+}
+
+/// A response with `path`'s bytes (or, for HEAD, its headers only), or `None` when it is not
+/// a readable file.
+async fn send(
+    path: &Path,
+    head: bool,
+    content_type: &'static str,
+    cache_control: &'static str,
+) -> Option<Response<ChannelBody>> {
+    let file = tokio::fs::File::open(path).await.ok()?;
+    // The length of the file opened, not of whatever the path names by now.
+    let meta = file.metadata().await.ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let len = meta.len();
+    let body = if head {
+        ChannelBody::empty()
+    } else {
+        stream(file, len)
+    };
+    let mut r = Response::new(body);
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(cache_control),
+    );
+    h.insert(CORP.0, HeaderValue::from_static(CORP.1));
+    isolate(h);
+    Some(r)
+}
+
+/// The first `len` bytes of `file` as a body of chunks of [`CHUNK_BYTES`], read as the client
+/// takes them.
+fn stream(file: tokio::fs::File, len: u64) -> ChannelBody {
+    let (body, tx) = ChannelBody::bounded(QUEUED_CHUNKS);
+    tokio::spawn(async move {
+        let mut file = file.take(len);
+        loop {
+            let mut buf = vec![0; CHUNK_BYTES];
+            let mut filled = 0;
+            while filled < buf.len() {
+                match file.read(&mut buf[filled..]).await {
+                    Ok(0) => break,
+                    Ok(n) => filled += n,
+                    // Ending the body short of its Content-Length makes hyper abort the
+                    // connection: the client sees a failed download, never a short file
+                    // passed off as whole.
+                    Err(_) => return,
+                }
+            }
+            if filled == 0 {
+                return;
+            }
+            buf.truncate(filled);
+            let end = filled < CHUNK_BYTES;
+            // A send error means the client went away: stop reading.
+            if tx.send(Bytes::from(buf)).await.is_err() || end {
+                return;
+            }
+        }
+    });
+    body
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use http_body_util::BodyExt;
+
+    /// A fresh directory under the system's temp dir, removed when dropped.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(name: &str) -> Self {
+            let p =
+                std::env::temp_dir().join(format!("tpsmeter-site-{}-{name}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&p);
+            std::fs::create_dir_all(&p).unwrap();
+            Self(p)
+        }
+
+        fn write(&self, rel: &str, bytes: &[u8]) -> PathBuf {
+            let p = self.0.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, bytes).unwrap();
+            p
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// A site with `index.html`, `assets/app-1a2b.js`, `sw.js` and a model file beside it.
+    fn site(name: &str) -> (TempDir, Site) {
+        let tmp = TempDir::new(name);
+        tmp.write("www/index.html", b"<!doctype html><title>t</title>");
+        tmp.write("www/assets/app-1a2b.js", b"console.log(1)");
+        tmp.write("www/sw.js", b"self.x = 1");
+        tmp.write("www/docs/index.html", b"docs");
+        tmp.write("www/.env", b"SECRET=1");
+        let model = tmp.write("m/Tiny.Q4_1.gguf", b"GGUF\x03\0\0\0rest");
+        let site = Site::open(&tmp.0.join("www"), Some(&model)).unwrap();
+        (tmp, site)
+    }
+
+    fn header<'a>(r: &'a Response<ChannelBody>, name: &str) -> Option<&'a str> {
+        r.headers().get(name).map(|v| v.to_str().unwrap())
+    }
+
+    async fn body(r: Response<ChannelBody>) -> Vec<u8> {
+        r.into_body().collect().await.unwrap().to_bytes().to_vec()
+    }
+
+    #[test]
+    fn relative_maps_root_and_directories_to_index_html() {
+        let p = |s| relative(s).map(|p| p.to_string_lossy().into_owned());
+        assert_eq!(p("/").as_deref(), Some("index.html"));
+        assert_eq!(p("/docs/").as_deref(), Some("docs/index.html"));
+        assert_eq!(p("/assets/a.js").as_deref(), Some("assets/a.js"));
+        assert_eq!(p("/a%20b.txt").as_deref(), Some("a b.txt"));
+        // Decoded once: `%252e%252e` names a file literally called `%2e%2e`.
+        assert_eq!(p("/%252e%252e").as_deref(), Some("%2e%2e"));
+    }
+
+    #[test]
+    fn relative_refuses_every_way_out_of_the_root() {
+        for path in [
+            "/..",
+            "/../etc/passwd",
+            "/assets/../../etc/passwd",
+            "/%2e%2e/etc/passwd",
+            "/%2E%2E/etc/passwd",
+            "/.%2e/etc/passwd",
+            "/assets/..%2f..%2fetc/passwd",
+            "/%2f%2fetc/passwd",
+            "//etc/passwd",
+            "/assets//x.js",
+            "/..\\etc\\passwd",
+            "/%5c..%5cetc",
+            "/index.html%00.js",
+            "/C:/Windows/win.ini",
+            "/c%3a/x",
+            "/./index.html",
+            "/.env",
+            "/.git/config",
+            "etc/passwd",
+            "/%zz",
+            "/%2",
+            "/%ff%fe",
+        ] {
+            assert_eq!(relative(path), None, "{path}");
+        }
+    }
+
+    #[test]
+    fn content_types_by_extension() {
+        for (file, want) in [
+            ("index.html", "text/html; charset=utf-8"),
+            ("A.HTML", "text/html; charset=utf-8"),
+            ("a.js", "text/javascript; charset=utf-8"),
+            ("a.mjs", "text/javascript; charset=utf-8"),
+            ("a.css", "text/css; charset=utf-8"),
+            ("a.json", "application/json"),
+            ("a.js.map", "application/json"),
+            ("a.wasm", "application/wasm"),
+            ("a.svg", "image/svg+xml"),
+            ("a.png", "image/png"),
+            ("favicon.ico", "image/x-icon"),
+            ("manifest.webmanifest", "application/manifest+json"),
+            ("a.txt", "text/plain; charset=utf-8"),
+            ("a.woff2", "font/woff2"),
+            ("m.gguf", "application/octet-stream"),
+            ("no-extension", "application/octet-stream"),
+        ] {
+            assert_eq!(mime(Path::new(file)), want, "{file}");
+        }
+    }
+
+    #[test]
+    fn only_hashed_assets_are_immutable() {
+        for (rel, want) in [
+            ("assets/app-1a2b.js", IMMUTABLE),
+            ("assets/sub/x.wasm", IMMUTABLE),
+            ("assets/index.html", NO_CACHE),
+            ("assets", NO_CACHE),
+            ("index.html", NO_CACHE),
+            ("sw.js", NO_CACHE),
+            ("manifest.webmanifest", NO_CACHE),
+            ("docs/assets/x.js", NO_CACHE),
+        ] {
+            assert_eq!(cache_control(Path::new(rel)), want, "{rel}");
+        }
+    }
+
+    #[test]
+    fn api_routes_are_never_site_files() {
+        for p in [
+            "/health",
+            "/v1",
+            "/v1/models",
+            "/v1/anything",
+            "/models",
+            "/models/",
+            "/chat/completions",
+            "/completions",
+        ] {
+            assert!(is_api(p), "{p}");
+        }
+        for p in ["/", "/index.html", "/models/x.gguf", "/v1x", "/assets/a.js"] {
+            assert!(!is_api(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn open_requires_an_index_html() {
+        let tmp = TempDir::new("no-index");
+        let e = Site::open(&tmp.0, None).unwrap_err().to_string();
+        assert!(e.contains("no index.html"), "{e}");
+        assert!(Site::open(&tmp.0.join("missing"), None).is_err());
+    }
+
+    #[tokio::test]
+    async fn pages_and_assets_carry_their_headers() {
+        let (_tmp, site) = site("headers");
+        let r = site.respond(&Method::GET, "/").await.unwrap();
+        assert_eq!(header(&r, "content-type"), Some("text/html; charset=utf-8"));
+        assert_eq!(header(&r, "content-length"), Some("31"));
+        assert_eq!(header(&r, "cache-control"), Some(NO_CACHE));
+        assert_eq!(
+            header(&r, "content-security-policy"),
+            Some(CONTENT_SECURITY_POLICY)
+        );
+        assert_eq!(
+            header(&r, "cross-origin-opener-policy"),
+            Some("same-origin")
+        );
+        assert_eq!(
+            header(&r, "cross-origin-embedder-policy"),
+            Some("require-corp")
+        );
+        assert_eq!(
+            header(&r, "cross-origin-resource-policy"),
+            Some("same-origin")
+        );
+        assert_eq!(header(&r, "x-content-type-options"), Some("nosniff"));
+        assert_eq!(header(&r, "referrer-policy"), Some("no-referrer"));
+        assert_eq!(body(r).await, b"<!doctype html><title>t</title>");
+
+        let r = site
+            .respond(&Method::GET, "/assets/app-1a2b.js")
+            .await
+            .unwrap();
+        assert_eq!(
+            header(&r, "content-type"),
+            Some("text/javascript; charset=utf-8")
+        );
+        assert_eq!(header(&r, "cache-control"), Some(IMMUTABLE));
+        assert_eq!(header(&r, "content-security-policy"), None);
+        assert_eq!(body(r).await, b"console.log(1)");
+
+        let r = site.respond(&Method::GET, "/sw.js").await.unwrap();
+        assert_eq!(header(&r, "cache-control"), Some(NO_CACHE));
+
+        for dir in ["/docs", "/docs/"] {
+            let r = site.respond(&Method::GET, dir).await.unwrap();
+            assert_eq!(header(&r, "content-type"), Some("text/html; charset=utf-8"));
+            assert_eq!(body(r).await, b"docs");
+        }
+    }
+
+    #[tokio::test]
+    async fn missing_hidden_and_escaping_paths_are_not_found() {
+        let (tmp, site) = site("not-found");
+        // A file beside the root that a traversal would reach.
+        tmp.write("secret.txt", b"secret");
+        for path in [
+            "/nope.js",
+            "/nope",
+            "/assets/",
+            "/.env",
+            "/../secret.txt",
+            "/%2e%2e/secret.txt",
+            "/assets/%2e%2e/%2e%2e/secret.txt",
+        ] {
+            assert!(
+                site.respond(&Method::GET, path).await.is_none(),
+                "{path} was served"
+            );
+        }
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn symlinks_out_of_the_root_are_refused() {
+        let (tmp, site) = site("symlink");
+        let secret = tmp.write("secret.txt", b"secret");
+        let www = tmp.0.join("www");
+        std::os::unix::fs::symlink(&secret, www.join("out.txt")).unwrap();
+        std::os::unix::fs::symlink(&tmp.0, www.join("up")).unwrap();
+        std::os::unix::fs::symlink(www.join("sw.js"), www.join("in.js")).unwrap();
+        assert!(site.respond(&Method::GET, "/out.txt").await.is_none());
+        assert!(site.respond(&Method::GET, "/up/secret.txt").await.is_none());
+        // A link that stays inside the site is followed.
+        let r = site.respond(&Method::GET, "/in.js").await.unwrap();
+        assert_eq!(body(r).await, b"self.x = 1");
+    }
+
+    #[tokio::test]
+    async fn models_serves_only_the_loaded_model() {
+        let (_tmp, site) = site("model");
+        for path in ["/models/Tiny.Q4_1.gguf", "/models/Tiny%2EQ4_1.gguf"] {
+            let r = site.respond(&Method::GET, path).await.unwrap();
+            assert_eq!(header(&r, "content-type"), Some("application/octet-stream"));
+            assert_eq!(header(&r, "content-length"), Some("12"));
+            assert_eq!(
+                header(&r, "cross-origin-resource-policy"),
+                Some("same-origin")
+            );
+            assert_eq!(body(r).await, b"GGUF\x03\0\0\0rest");
+        }
+        for path in [
+            "/models/other.gguf",
+            "/models/Tiny.Q4_1",
+            "/models/../m/Tiny.Q4_1.gguf",
+            "/models/index.html",
+        ] {
+            assert!(site.respond(&Method::GET, path).await.is_none(), "{path}");
+        }
+        let (_tmp, no_model) = {
+            let tmp = TempDir::new("no-model");
+            tmp.write("index.html", b"x");
+            let s = Site::open(&tmp.0, None).unwrap();
+            (tmp, s)
+        };
+        assert!(
+            no_model
+                .respond(&Method::GET, "/models/Tiny.Q4_1.gguf")
+                .await
+                .is_none()
+        );
+    }
+
+    #[tokio::test]
+    async fn head_has_the_length_but_no_body() {
+        let (_tmp, site) = site("head");
+        let r = site
+            .respond(&Method::HEAD, "/models/Tiny.Q4_1.gguf")
+            .await
+            .unwrap();
+        assert_eq!(header(&r, "content-length"), Some("12"));
+        assert!(hyper::body::Body::is_end_stream(r.body()));
+        assert!(body(r).await.is_empty());
+    }
+
+    /// Chunks of a file several chunks long (and not a whole number of them) come through the
+    /// bounded channel in order, none lost or repeated, none larger than a chunk.
+    #[tokio::test]
+    async fn a_file_larger_than_a_chunk_streams_byte_identical() {
+        let tmp = TempDir::new("stream");
+        let len = 3 * CHUNK_BYTES + 12_345;
+        let data: Vec<u8> = (0..len).map(|i| (i * 7 + i / 251) as u8).collect();
+        let path = tmp.write("big.bin", &data);
+        let file = tokio::fs::File::open(&path).await.unwrap();
+        let mut b = stream(file, len as u64);
+        let mut got = Vec::new();
+        let mut frames = 0;
+        while let Some(f) = b.frame().await {
+            let chunk = f.unwrap().into_data().unwrap();
+            assert!(chunk.len() <= CHUNK_BYTES);
+            got.extend_from_slice(&chunk);
+            frames += 1;
+        }
+        assert_eq!(frames, 4);
+        assert!(got == data, "streamed bytes differ from the file");
+    }
+}
