@@ -74,6 +74,9 @@ pub const CONTENT_SECURITY_POLICY: &str = "script-src 'self' 'wasm-unsafe-eval';
 /// browser must revalidate every time.
 const NO_CACHE: &str = "no-cache";
 
+/// The path the page reads to learn whether `tpsmeter serve` serves it (see `site_json`).
+const SITE_JSON: &str = "/site.json";
+
 /// Vite's `assets/` output carries a content hash in every file name: a name never changes
 /// meaning, so the browser may keep it for a year without asking.
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
@@ -128,6 +131,9 @@ impl Site {
     /// no such file (the caller answers 404).
     pub async fn respond(&self, method: &Method, url_path: &str) -> Option<Response<ChannelBody>> {
         let head = method == Method::HEAD;
+        if url_path == SITE_JSON {
+            return Some(self.site_json(head));
+        }
         if let Some(name) = url_path.strip_prefix("/models/") {
             let model = self.model.as_ref()?;
             if OsStr::new(&percent_decode(name)?) != model.name {
@@ -145,6 +151,34 @@ impl Site {
             );
         }
         Some(r)
+    }
+
+    /// `/site.json`: tells the page it is served by `tpsmeter serve` and where the model is.
+    /// The built site ships this path saying there is no server, so on a static host the
+    /// page's probe finds a file, not a 404 (a console error on every visit).
+    fn site_json(&self, head: bool) -> Response<ChannelBody> {
+        let model = self.model.as_ref().map(|m| {
+            let name = m.name.to_string_lossy();
+            let id = name.strip_suffix(".gguf").unwrap_or(&name).to_owned();
+            serde_json::json!({ "id": id, "url": format!("models/{}", percent_encode(&name)) })
+        });
+        let body = serde_json::json!({ "server": "tpsmeter serve", "model": model }).to_string();
+        let len = body.len();
+        let mut r = Response::new(if head {
+            ChannelBody::empty()
+        } else {
+            ChannelBody::full(body)
+        });
+        let h = r.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static(NO_CACHE));
+        h.insert(CORP.0, HeaderValue::from_static(CORP.1));
+        isolate(h);
+        r
     }
 
     /// The canonical file `rel` names and the path relative to the root it is served as
@@ -218,6 +252,20 @@ fn relative(url_path: &str) -> Option<PathBuf> {
 
 /// `%XX` decoding of a URL path (once: `%252e` is the file name `%2e`), or `None` for a
 /// malformed escape or bytes that are not UTF-8.
+/// `s` with every byte outside RFC 3986's unreserved set percent-encoded (a file name as
+/// one URL path segment).
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 fn percent_decode(s: &str) -> Option<String> {
     fn hex(c: u8) -> Option<u8> {
         char::from(c)
@@ -588,6 +636,21 @@ mod tests {
         // A link that stays inside the site is followed.
         let r = site.respond(&Method::GET, "/in.js").await.unwrap();
         assert_eq!(body(r).await, b"self.x = 1");
+    }
+
+    #[tokio::test]
+    async fn site_json_names_the_server_and_the_model_url() {
+        let (_tmp, site) = site("site-json");
+        let r = site.respond(&Method::GET, "/site.json").await.unwrap();
+        assert_eq!(header(&r, "content-type"), Some("application/json"));
+        assert_eq!(header(&r, "cache-control"), Some("no-cache"));
+        let v: serde_json::Value = serde_json::from_slice(&body(r).await).unwrap();
+        assert_eq!(v["server"], "tpsmeter serve");
+        assert_eq!(v["model"]["id"], "Tiny.Q4_1");
+        // The URL the page fetches is one the model route answers.
+        let url = format!("/{}", v["model"]["url"].as_str().unwrap());
+        assert!(site.respond(&Method::GET, &url).await.is_some(), "{url}");
+        assert_eq!(percent_encode("a b+c.gguf"), "a%20b%2Bc.gguf");
     }
 
     #[tokio::test]
