@@ -3,11 +3,13 @@
 // in the middle of a run, the Content-Security-Policy, and offline use after the first load.
 
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import test from 'node:test';
-import { assertClean } from './support/browser.mjs';
+import { assertClean, launchBrowser } from './support/browser.mjs';
 import { startEmulator } from './support/emulator.mjs';
 import { asset } from './support/env.mjs';
-import { assertNoConsoleErrors, cards, chartInk, downloadText, fillForm, ready, runAndWait, staticSite } from './support/site.mjs';
+import { freePort, startServer } from './support/servers.mjs';
+import { assertNoConsoleErrors, cards, chartInk, downloadText, fillForm, ready, runAndWait, siteDir, staticSite } from './support/site.mjs';
 
 const SECRET = 'sk-tpsmeter-test-SECRET-0123456789';
 
@@ -244,4 +246,31 @@ test('the site keeps working offline after the first load', async (t) => {
     await assertClean(p);
     await p.close();
   }
+});
+
+test('the benchmark page served by tpsmeter serve --www measures that server, cross-origin isolated', async (t) => {
+  const dir = siteDir(t);
+  const cli = asset(t, 'TPSMETER_CLI_BIN');
+  const model = asset(t, 'TPSMETER_MODEL');
+  if (!dir || !cli || !model) return;
+  const port = await freePort();
+  const server = await startServer(cli, ['serve', '--model', model, '--www', dir, '--port', String(port)], port, '/health');
+  t.after(() => server.stop());
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  t.after(() => browser.close());
+  const page = await browser.newPage(`${server.base}/`);
+  await ready(page);
+  // A fresh profile on tpsmeter serve's page starts on that server, with its model.
+  assert.equal(await page.getByLabel('Provider').inputValue(), 'this-server');
+  assert.equal(await page.getByLabel('Model', { exact: true }).inputValue(), path.basename(model, '.gguf'));
+  await fillForm(page, { concurrency: '1', requests: 2, warmup: 0, maxTokens: 8 });
+  await runAndWait(page, 300_000);
+  const summary = await cards(page);
+  assert.ok(figure(summary['output-tps'].value) > 0, JSON.stringify(summary));
+  assert.match(summary.e2e.detail, /2 ok, 0 failed/);
+  assert.match(await page.locator('#results .hint').nth(1).innerText(), /cross-origin isolated: true/);
+  assert.ok(await page.evaluate(() => crossOriginIsolated));
+  assertNoConsoleErrors(page);
+  await assertClean(page);
 });

@@ -84,6 +84,8 @@ export class RunForm {
   readonly stop = el('button', { type: 'button', id: 'stop', text: 'Stop', disabled: true });
   readonly note = el('p', { class: 'hint', id: 'preset-note' });
   readonly notices = el('div', { id: 'form-notices', 'aria-live': 'polite' });
+  /** The model of the `tpsmeter serve` this page came from ('' when none). */
+  serverModel = '';
   private readonly keyField: HTMLElement;
   private readonly remoteFields: HTMLElement[];
   private readonly localFields: HTMLElement[];
@@ -148,7 +150,7 @@ export class RunForm {
     if (fill && !local) {
       this.api.value = p.api;
       this.url.value = p.id === SAME_ORIGIN_PRESET ? new URL('./', location.href).href.replace(/\/$/, '') : p.url;
-      if (p.model || p.id !== SAME_ORIGIN_PRESET) this.model.value = p.model;
+      this.model.value = p.id === SAME_ORIGIN_PRESET ? this.serverModel : p.model;
     }
     this.keyField.hidden = local || (!p.key && p.id !== CUSTOM_PRESET);
     this.note.textContent = p.note ?? '';

@@ -348,6 +348,7 @@ async function start(): Promise<void> {
   form.load(query);
   // Served by `tpsmeter serve --www`: measure that server unless the user chose otherwise.
   const server = await sameOriginModel();
+  form.serverModel = server?.id ?? '';
   if (server && !hadSettings && !query.has('preset')) form.applyPreset(SAME_ORIGIN_PRESET, true);
   if (server && form.preset.value === SAME_ORIGIN_PRESET && !form.model.value) form.model.value = server.id;
   if (server && form.preset.value === LOCAL_PRESET && !form.modelUrl.value) form.modelUrl.value = server.url;
