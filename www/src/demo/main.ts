@@ -1,0 +1,268 @@
+// The local-inference demo page: pick a GGUF model, load it into the engine's Worker
+// (WebGPU), chat with it, and read the meter. boot must be the first import: it installs the
+// page's connect-src before any module can fetch.
+import '../boot';
+import '../style.css';
+import { wireThemeSwitch } from '../boot';
+import { createEngine, type LoadProgress, type LocalEngine } from 'tpsmeter/engine';
+import { CacheView } from './cache';
+import { ChatView } from './chat';
+import { byId, fill, h } from './dom';
+import { explain, type Explained } from './errors';
+import { duration, mb } from './format';
+import { LiveMeter } from './meter';
+import { ModelPicker, type Source } from './picker';
+import { checkSupport, showSupport, type Support } from './support';
+
+wireThemeSwitch();
+
+const modelForm = byId<HTMLFormElement>('model-form');
+const loadButton = byId<HTMLButtonElement>('load');
+const cancelButton = byId<HTMLButtonElement>('cancel-load');
+const loadBlocked = byId('load-blocked');
+const progressBox = byId('load-progress');
+const bar = byId<HTMLProgressElement>('load-bar');
+const loadStatus = byId('load-status');
+const loadError = byId('load-error');
+const engineInfo = byId('engine-info');
+const probeButton = byId<HTMLButtonElement>('probe');
+const probeResult = byId('probe-result');
+
+const picker = new ModelPicker();
+const cache = new CacheView();
+const meter = new LiveMeter();
+const chat = new ChatView(meter);
+
+let support: Support | undefined;
+let engine: LocalEngine | undefined;
+/**
+ * The load in progress. `started`: a progress report came, so the Worker's download is under
+ * way and will see an abort; the Worker drops an abort that arrives before that (while it
+ * compiles the wasm and opens the device), so a cancel then waits for the first report.
+ */
+let loading: { abort: AbortController; cancelled: boolean; started: boolean } | undefined;
+let lastSource: Source | undefined;
+let probing = false;
+
+function updateLoadButton(): void {
+  loadButton.disabled = !support?.ok || loading !== undefined;
+  let why: string | undefined;
+  if (!support) why = 'Checking this browser…';
+  else if (!support.ok) why = 'Loading is off: this browser cannot run the engine (see “Your browser”).';
+  else if (!loading) why = picker.blocked();
+  loadBlocked.textContent = why ?? '';
+}
+
+function updateProbeButton(): void {
+  probeButton.disabled = !engine || chat.busy || probing;
+}
+
+function showProgress(p: LoadProgress): void {
+  if (p.percent !== undefined) bar.value = p.percent / 100;
+  else bar.removeAttribute('value');
+  const parts: string[] = [];
+  if (p.percent !== undefined) parts.push(`${p.percent.toFixed(0)} %`);
+  parts.push(p.total !== undefined ? `${mb(p.loaded)} of ${mb(p.total)} MB` : `${mb(p.loaded)} MB`);
+  if (p.bytesPerSecond > 0) parts.push(`${mb(p.bytesPerSecond)} MB/s`);
+  if (p.etaSeconds !== undefined && p.percent !== undefined && p.percent < 100) parts.push(`${duration(p.etaSeconds)} left`);
+  let text = parts.join(' · ');
+  if (p.fromCache) text += ' (from cache)';
+  if (p.percent !== undefined && p.percent >= 100) text += ' · preparing the GPU…';
+  loadStatus.textContent = text;
+}
+
+/** An engine failure that leaves no usable engine: say why where the user is, offer a reload. */
+function showFailure(where: HTMLElement, why: Explained, source: Source | undefined): void {
+  const actions: HTMLElement[] = [];
+  if (why.reload && source) {
+    const b = h('button', { type: 'button' }, 'Reload model');
+    b.addEventListener('click', () => void load(source));
+    actions.push(b);
+  }
+  if (why.noCache && source) {
+    const b = h('button', { type: 'button' }, 'Load without keeping a copy');
+    b.addEventListener('click', () => void load(source, false));
+    actions.push(b);
+  }
+  fill(where, h('div', { class: 'notice bad' }, h('p', {}, why.text), actions.length ? h('div', { class: 'row' }, ...actions) : ''));
+}
+
+function dropEngine(): void {
+  const old = engine;
+  engine = undefined;
+  chat.setEngine(undefined);
+  updateProbeButton();
+  // A lost device or a dead Worker answers dispose with an error: nothing more to free.
+  void old?.dispose().catch(() => {});
+}
+
+async function load(source: Source, keepCopy = true): Promise<void> {
+  if (loading) return;
+  const job = { abort: new AbortController(), cancelled: false, started: false };
+  loading = job;
+  lastSource = source;
+  fill(loadError);
+  fill(engineInfo);
+  progressBox.hidden = false;
+  bar.removeAttribute('value');
+  cancelButton.hidden = false;
+  cancelButton.disabled = false;
+  updateLoadButton();
+  // Load is disabled now; Cancel is what the keyboard user may want next.
+  cancelButton.focus();
+  const old = engine;
+  if (old) {
+    engine = undefined;
+    chat.setEngine(undefined);
+    updateProbeButton();
+    loadStatus.textContent = 'Freeing the previous model…';
+    // Two models at once could exhaust GPU memory that one fits in.
+    await old.dispose().catch(() => {});
+  }
+  loadStatus.textContent = 'Starting the engine…';
+  const started = performance.now();
+  let bytes = 0;
+  let fromCache = false;
+  try {
+    const e = await createEngine({
+      model: source.kind === 'url' ? source.url : source.file,
+      signal: job.abort.signal,
+      cache: keepCopy,
+      onProgress: (p) => {
+        job.started = true;
+        if (job.cancelled) {
+          job.abort.abort();
+          return;
+        }
+        bytes = p.loaded;
+        fromCache = p.fromCache;
+        showProgress(p);
+      },
+    });
+    if (job.cancelled) {
+      // Cancelled too late to stop (the last bytes were in): undo the load.
+      await e.dispose().catch(() => {});
+      throw Object.assign(new Error('the model load was cancelled'), { name: 'AbortError' });
+    }
+    engine = e;
+    bar.value = 1;
+    const seconds = (performance.now() - started) / 1000;
+    loadStatus.textContent = `Done: ${mb(bytes)} MB ${fromCache ? 'read from this browser’s copy' : 'loaded'} in ${seconds.toFixed(1)} s.`;
+    const info = e.info;
+    fill(
+      engineInfo,
+      h(
+        'p',
+        { class: 'notice ok' },
+        'Loaded ',
+        h('strong', {}, source.label),
+        // The file's own general.name, which is often not what the file is known by.
+        e.name && e.name !== source.label ? ` (“${e.name}”)` : '',
+        e.fromCache ? ' from this browser’s copy' : '',
+        '.',
+        info ? ` Adapter: ${info.adapter}; ${info.profile === 'cpu' ? 'CPU' : 'GPU'} kernel shapes, ${info.shaderF16 ? 'f16' : 'f32'} arithmetic; context up to ${info.maxContext} tokens.` : '',
+      ),
+    );
+    chat.setEngine(e);
+    fill(probeResult, 'Probing measures this GPU’s memory read speed (a few seconds), so later answers can be set against the fastest decode it allows.');
+  } catch (err) {
+    // Whatever failed after a cancel, the user asked to stop: say that.
+    const why: Explained = job.cancelled ? { text: 'Cancelled.', quiet: true } : explain(err);
+    progressBox.hidden = true;
+    if (why.quiet) fill(engineInfo, h('p', {}, 'Loading cancelled.'));
+    else showFailure(loadError, why, source);
+  } finally {
+    loading = undefined;
+    cancelButton.hidden = true;
+    updateLoadButton();
+    updateProbeButton();
+    if (document.activeElement === cancelButton || document.activeElement === document.body || document.activeElement === null) {
+      if (engine) byId('message').focus();
+      else loadButton.focus();
+    }
+    void cache.refresh();
+  }
+}
+
+modelForm.addEventListener('submit', (e) => {
+  e.preventDefault();
+  if (loading || !support?.ok) return;
+  const blocked = picker.blocked();
+  const source = picker.source();
+  if (blocked || !source) {
+    picker.focusMissing();
+    return;
+  }
+  void load(source);
+});
+
+cancelButton.addEventListener('click', () => {
+  if (!loading) return;
+  loading.cancelled = true;
+  if (loading.started) loading.abort.abort();
+  cancelButton.disabled = true;
+  loadStatus.textContent = 'Cancelling…';
+});
+
+probeButton.addEventListener('click', () => {
+  const e = engine;
+  if (!e || chat.busy || probing) return;
+  probing = true;
+  chat.setHeld(true);
+  updateProbeButton();
+  probeResult.textContent = 'Probing the GPU…';
+  e.probe()
+    .then((report) => fill(probeResult, ...LiveMeter.describeProbe(report, e)))
+    .catch((err: unknown) => {
+      const why = explain(err);
+      if (why.reload) {
+        dropEngine();
+        showFailure(loadError, why, lastSource);
+        probeResult.textContent = 'The probe failed: see “Load a model” above.';
+      } else {
+        probeResult.textContent = `The probe failed: ${why.text}`;
+      }
+    })
+    .finally(() => {
+      probing = false;
+      chat.setHeld(false);
+      updateProbeButton();
+      if (document.activeElement === document.body) probeButton.focus();
+    });
+});
+
+chat.onBusy = () => updateProbeButton();
+chat.onEngineFailed = (why, where) => {
+  dropEngine();
+  showFailure(where, why, lastSource);
+};
+picker.onChange = updateLoadButton;
+cache.onList = (models) => picker.setCachedUrls(models.map((m) => m.sourceUrl));
+
+// Leaving the page frees the GPU memory now rather than when the tab's process ends; a page
+// restored from the back/forward cache starts without a model.
+window.addEventListener('pagehide', () => {
+  if (loading) {
+    loading.cancelled = true;
+    if (loading.started) loading.abort.abort();
+  }
+  if (engine) dropEngine();
+});
+window.addEventListener('pageshow', (e) => {
+  if (e.persisted && !engine) {
+    progressBox.hidden = true;
+    fill(engineInfo, h('p', {}, 'The model was unloaded when you left the page: load it again to go on.'));
+  }
+});
+
+updateLoadButton();
+const supported = checkSupport().then((s) => {
+  support = s;
+  showSupport(byId('support'), s);
+  updateLoadButton();
+});
+// body[data-ready] (as on the benchmark page): the support check, the default model and the
+// cache list are in place, for scripts and tests that drive the page.
+void Promise.all([supported, picker.ready, cache.refresh()]).then(() => {
+  document.body.dataset.ready = 'true';
+});
