@@ -9,7 +9,7 @@ import { assertClean, launchBrowser } from './support/browser.mjs';
 import { startEmulator } from './support/emulator.mjs';
 import { asset } from './support/env.mjs';
 import { freePort, startServer } from './support/servers.mjs';
-import { assertNoConsoleErrors, cards, chartInk, downloadText, fillForm, ready, runAndWait, siteDir, staticSite } from './support/site.mjs';
+import { assertNoConsoleErrors, cards, checkView, chartInk, downloadText, fillForm, ready, runAndWait, siteDir, staticSite } from './support/site.mjs';
 
 const SECRET = 'sk-tpsmeter-test-SECRET-0123456789';
 
@@ -271,6 +271,32 @@ test('the benchmark page served by tpsmeter serve --www measures that server, cr
   assert.match(summary.e2e.detail, /2 ok, 0 failed/);
   assert.match(await page.locator('#results .hint').nth(1).innerText(), /cross-origin isolated: true/);
   assert.ok(await page.evaluate(() => crossOriginIsolated));
+  assertNoConsoleErrors(page);
+  await assertClean(page);
+});
+
+test('every view of the benchmark page: accessible, responsive, light and dark (screenshots saved)', async (t) => {
+  const site = await staticSite(t);
+  if (!site) return;
+  t.after(() => site.close());
+  const emu = await emulator(t, { ttftMs: 10, itlMs: 3, tokens: 32 });
+  if (!emu) return;
+  t.after(() => emu.stop());
+  const page = await site.page('/');
+  await ready(page);
+  const problems = [...(await checkView(page, 'bench-start'))];
+  await fillForm(page, { preset: 'custom', url: emu.base, model: 'emu', concurrency: '1,2,4', requests: 4, warmup: 0, maxTokens: 24 });
+  await runAndWait(page);
+  problems.push(...(await checkView(page, 'bench-results')));
+  await fillForm(page, { concurrency: '1,2' });
+  await runAndWait(page);
+  const boxes = page.locator('#history-table tbody input[type=checkbox]');
+  await boxes.nth(0).check();
+  await boxes.nth(1).check();
+  await page.getByRole('button', { name: 'Compare selected' }).click();
+  await page.waitForSelector('#compare-table');
+  problems.push(...(await checkView(page, 'bench-compare')));
+  assert.deepEqual(problems, []);
   assertNoConsoleErrors(page);
   await assertClean(page);
 });

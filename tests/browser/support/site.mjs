@@ -4,6 +4,7 @@
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { launchBrowser } from './browser.mjs';
 import { env } from './env.mjs';
@@ -128,3 +129,44 @@ export async function downloadText(page, click) {
   const file = await download.path();
   return { name: download.suggestedFilename(), text: fs.readFileSync(file, 'utf8') };
 }
+
+/** Runs axe-core in the page; resolves to its serious and critical violations. */
+export async function axeViolations(page) {
+  // Evaluated through the DevTools protocol, which the page's CSP does not govern (a
+  // <script> tag would be blocked by script-src 'self', as it should be).
+  await page.evaluate(AXE_SOURCE);
+  const result = await page.evaluate(() =>
+    window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice'] } }),
+  );
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`);
+}
+
+const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+export const VIEWPORTS = { desktop: { width: 1280, height: 900 }, phone: { width: 390, height: 844 } };
+
+/**
+ * Every combination of width and colour scheme: a full-page screenshot into the artifacts,
+ * no horizontal scrolling, and axe-core's serious / critical findings (none allowed).
+ */
+export async function checkView(page, name) {
+  const problems = [];
+  for (const [width, viewport] of Object.entries(VIEWPORTS)) {
+    for (const scheme of ['light', 'dark']) {
+      await page.setViewportSize(viewport);
+      await page.emulateMedia({ colorScheme: scheme });
+      // Charts resize on the next frame; two frames settle layout before measuring.
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      await page.screenshot({ path: path.join(artifactsDir(), `${name}-${width}-${scheme}.png`), fullPage: true });
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      if (overflow > 1) problems.push(`${name} ${width} ${scheme}: ${overflow} px wider than the window`);
+      for (const v of await axeViolations(page)) problems.push(`${name} ${width} ${scheme}: ${v}`);
+    }
+  }
+  await page.setViewportSize(VIEWPORTS.desktop);
+  await page.emulateMedia({ colorScheme: 'light' });
+  return problems;
+}
+

@@ -3,7 +3,7 @@
 // runs that have levels, on one chart.
 
 import type { RequestRecord } from 'tpsmeter';
-import { date, el, num } from '../common/format';
+import { date, el, num, tableWrap } from '../common/format';
 import type { StoredRun } from '../common/store';
 import { degradationCompareChart, type Chart } from './charts';
 import { headline, headlineOfRecords, type Headline } from './results';
@@ -46,7 +46,7 @@ export function renderCompare(container: HTMLElement, runs: { run: StoredRun; pa
   const charts: Chart[] = [];
   const withLevels = runs.filter(({ run }) => run.report && run.report.levels.length > 0);
   if (withLevels.length > 0) charts.push(degradationCompareChart(withLevels.map(({ run }) => ({ title: run.title, report: run.report! }))));
-  container.replaceChildren(el('div', { class: 'table-wrap' }, table), ...(charts.length ? [el('div', { class: 'charts' }, ...charts.map((c) => c.figure))] : []));
+  container.replaceChildren(tableWrap(table, 'Runs side by side'), ...(charts.length ? [el('div', { class: 'charts' }, ...charts.map((c) => c.figure))] : []));
   for (const c of charts) c.draw();
   return {
     destroy: () => charts.forEach((c) => c.destroy()),

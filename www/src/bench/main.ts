@@ -6,7 +6,7 @@ import { bench, validateReport, type Progress, type RequestRecord } from 'tpsmet
 import type { LocalEngine } from 'tpsmeter/engine';
 import { allowOrigin, isAllowed, originOf } from '../common/csp';
 import { download, importFile, reportToCsv, rowsToCsv } from '../common/files';
-import { date, el, num } from '../common/format';
+import { date, el, num, tableWrap } from '../common/format';
 import { sameOriginModel } from '../common/models';
 import { decodeFragment, encodeReport } from '../common/permalink';
 import { LOCAL_PRESET, SAME_ORIGIN_PRESET, preset } from '../common/presets';
@@ -269,7 +269,7 @@ async function refreshHistory(): Promise<void> {
     );
   }
   table.append(body);
-  history.replaceChildren(el('div', { class: 'table-wrap' }, table));
+  history.replaceChildren(tableWrap(table, 'Run history'));
 }
 
 async function showCompare(): Promise<void> {

@@ -3,7 +3,7 @@
 // report, or (a run cut short by a reload, a CSV import) the per-request rows that exist.
 
 import type { Report, RequestRecord } from 'tpsmeter';
-import { answerSeconds, date, duration, el, median, ms, num, readingBand } from '../common/format';
+import { answerSeconds, date, duration, el, median, ms, num, readingBand, tableWrap } from '../common/format';
 import { csvRow, levelLabel, paintOf } from '../common/files';
 import type { CsvRow, StoredRun } from '../common/store';
 import { degradationChart, histogramChart, timelineChart, type Chart, type LevelPoint, type Timeline } from './charts';
@@ -167,7 +167,7 @@ function levelTable(report: Report): HTMLElement {
     body.append(el('tr', {}, el('th', { scope: 'row', text: cells[0] }), ...cells.slice(1).map((c) => el('td', { class: 'num', text: c }))));
   }
   table.append(body);
-  return el('div', { class: 'table-wrap' }, table);
+  return tableWrap(table, 'Per load level');
 }
 
 function errorTable(records: RequestRecord[]): HTMLElement | undefined {
@@ -190,7 +190,7 @@ function errorTable(records: RequestRecord[]): HTMLElement | undefined {
     );
   }
   table.append(body);
-  return el('div', { class: 'table-wrap' }, table);
+  return tableWrap(table, 'Errors');
 }
 
 function rowsTable(rows: CsvRow[]): HTMLElement {
@@ -200,7 +200,7 @@ function rowsTable(rows: CsvRow[]): HTMLElement {
   const body = el('tbody');
   for (const r of rows.slice(0, 500)) body.append(el('tr', {}, ...cols.map((c) => el('td', { text: r[c] ?? '' }))));
   table.append(body);
-  return el('div', { class: 'table-wrap' }, table);
+  return tableWrap(table, 'Requests');
 }
 
 const WARNING_HINTS: Record<string, string> = {

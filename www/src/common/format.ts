@@ -73,3 +73,11 @@ export function el<K extends keyof HTMLElementTagNameMap>(
   for (const c of children) if (c !== null && c !== undefined && c !== false) e.append(c);
   return e;
 }
+
+/**
+ * A table in a box that scrolls sideways on narrow screens. The box is focusable and named,
+ * so keyboard users can scroll it too (WCAG 2.1.1).
+ */
+export function tableWrap(table: HTMLTableElement, label: string): HTMLElement {
+  return el('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': label }, table);
+}
