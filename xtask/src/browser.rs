@@ -11,9 +11,9 @@
 //!    playwright-core (never a browser of its own) against the packed package.
 
 use crate::assets::{self, cache_dir};
-use crate::{pkg, www};
 use crate::sh::{self, repo_root};
 use crate::tools::{self, CHROMEDRIVER, CHROMIUM, cargo, npm_install, target_dir};
+use crate::{pkg, www};
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::Command;

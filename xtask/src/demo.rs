@@ -45,7 +45,11 @@ const DEFAULT_BENCH_ARGS: &[&str] = &[
 pub fn run(args: &[String]) -> Result<()> {
     let headless = args.iter().any(|a| a == "--headless")
         || (std::env::var_os("DISPLAY").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none());
-    let extra: Vec<String> = args.iter().filter(|a| *a != "--headless").cloned().collect();
+    let extra: Vec<String> = args
+        .iter()
+        .filter(|a| *a != "--headless")
+        .cloned()
+        .collect();
     assets::setup_all()?;
     let root = repo_root();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
