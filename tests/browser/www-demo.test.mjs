@@ -1,0 +1,89 @@
+// The site's local-inference demo (www/demo.html) in Chromium on WebGPU (SwiftShader here):
+// served by `tpsmeter serve --www`, it loads SmolLM2 from that server's URL, streams a chat
+// and shows the meter; Stop ends an answer; every view passes axe-core at desktop and phone
+// width, light and dark (screenshots saved). Without WebGPU it says why and loads nothing.
+
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { assertClean, launchBrowser } from './support/browser.mjs';
+import { asset } from './support/env.mjs';
+import { freePort, startServer } from './support/servers.mjs';
+import { assertNoConsoleErrors, checkView, siteDir, staticSite } from './support/site.mjs';
+
+function metric(page, name) {
+  return page.locator(`[data-metric="${name}"]`).first().innerText();
+}
+
+async function numberOf(page, name) {
+  const text = await metric(page, name);
+  const v = Number.parseFloat(text);
+  assert.ok(Number.isFinite(v), `${name} shows ${JSON.stringify(text)}`);
+  return v;
+}
+
+test('the demo loads SmolLM2 from the server, streams a chat and meters it', async (t) => {
+  const dir = siteDir(t);
+  const cli = asset(t, 'TPSMETER_CLI_BIN');
+  const model = asset(t, 'TPSMETER_MODEL');
+  if (!dir || !cli || !model) return;
+  const port = await freePort();
+  const server = await startServer(cli, ['serve', '--model', model, '--www', dir, '--port', String(port)], port, '/health');
+  t.after(() => server.stop());
+  const browser = await launchBrowser(t, { webgpu: true });
+  if (!browser) return;
+  t.after(() => browser.close());
+  const page = await browser.newPage(`${server.base}/demo.html`);
+  await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
+  // Served by tpsmeter serve: its own model is offered first, from this origin.
+  assert.equal(await page.getByLabel('Model', { exact: true }).inputValue(), 'same-origin');
+  await page.getByRole('button', { name: 'Load model' }).click();
+  await page.waitForFunction(() => /Loaded/.test(document.querySelector('#engine-info')?.textContent ?? ''), null, { timeout: 180_000 });
+  assert.match(await page.locator('#engine-info').innerText(), /SmolLM2/i);
+
+  await page.getByText('Sampling').click();
+  await page.getByLabel('Max tokens').fill('16');
+  await page.getByLabel('Temperature').fill('0');
+  await page.getByLabel('Message').fill('What is the capital of France?');
+  await page.getByRole('button', { name: 'Send' }).click();
+  // The engine's own figures appear when the answer is complete.
+  await page.waitForFunction(() => Number.isFinite(Number.parseFloat(document.querySelector('[data-metric="engine-decode-tps"]')?.textContent ?? '')), null, { timeout: 180_000 });
+  const answer = await page.locator('#messages .msg.assistant .text').last().innerText();
+  assert.ok(answer.trim().length > 0, 'the answer streamed into the page');
+  assert.match(answer, /Paris/, 'greedy SmolLM2 answers the capital');
+  assert.ok((await numberOf(page, 'ttft-ms')) > 0);
+  assert.ok((await numberOf(page, 'decode-tps')) > 0);
+  assert.ok((await numberOf(page, 'tokens-per-frame')) >= 1, 'each painted frame showed at least one token');
+  assert.ok((await numberOf(page, 'engine-decode-tps')) > 0);
+  assert.ok((await numberOf(page, 'prefill-tps')) > 0);
+  assert.ok((await numberOf(page, 'completion-tokens')) > 0);
+
+  await t.test('Stop ends an answer within a token or so', async () => {
+    await page.getByLabel('Max tokens').fill('400');
+    await page.getByLabel('Message').fill('Write a long story about a lighthouse.');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.waitForFunction(() => (document.querySelector('#messages .msg.assistant:last-child .text')?.textContent ?? '').length > 0, null, { timeout: 120_000 });
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await page.waitForFunction(() => /Stopped/.test(document.querySelector('#messages .msg.assistant:last-child .msg-note')?.textContent ?? ''), null, { timeout: 60_000 });
+    const tokens = await numberOf(page, 'tokens');
+    assert.ok(tokens < 400, `${tokens} tokens: the stop did not end the generation`);
+  });
+
+  await t.test('the demo with a model loaded and a chat: accessible, responsive, light and dark', async () => {
+    assert.deepEqual(await checkView(page, 'demo-chat'), []);
+  });
+  assertNoConsoleErrors(page);
+  await assertClean(page);
+});
+
+test('without WebGPU the demo says why and loads nothing', async (t) => {
+  const site = await staticSite(t);
+  if (!site) return;
+  t.after(() => site.close());
+  const page = await site.page('/demo.html');
+  await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
+  assert.match(await page.locator('#support').innerText(), /WebGPU/);
+  assert.ok(await page.getByRole('button', { name: 'Load model' }).isDisabled());
+  assert.deepEqual(await checkView(page, 'demo-no-webgpu'), []);
+  assertNoConsoleErrors(page);
+  await assertClean(page);
+});
