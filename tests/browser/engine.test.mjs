@@ -134,7 +134,7 @@ test('createEngine: bad files, a cancelled download and an aborted generation gi
   const fx = await fixture(t, {
     emulator: false,
     webgpu: true,
-    mounts: { '/models/': path.dirname(model), '/bad/': bad },
+    mounts: { '/models/': path.dirname(model), '/early/': path.dirname(model), '/bad/': bad },
   });
   if (!fx) return;
   t.after(() => fx.close());
@@ -160,6 +160,12 @@ test('createEngine: bad files, a cancelled download and an aborted generation gi
       errors.cancelled = await failure(
         createEngine({ model: url, signal: abort.signal, onProgress: (p) => p.loaded > 0 && abort.abort() }),
       );
+      // Cancel before the download starts (the Worker is still compiling the wasm and
+      // opening the device): the load stops there, and the model is never requested.
+      const early = new AbortController();
+      const earlyLoad = createEngine({ model: url.replace('/models/', '/early/'), signal: early.signal });
+      early.abort();
+      errors.cancelledEarly = await failure(earlyLoad);
       // After all that, a good load works, and an abort stops a generation within one token.
       const engine = await createEngine({ model: url });
       const stop = new AbortController();
@@ -190,6 +196,8 @@ test('createEngine: bad files, a cancelled download and an aborted generation gi
   assert.match(out.errors.notGguf, /^InvalidModel: not a GGUF file/);
   assert.match(out.errors.missing, /^DownloadError: .*404/);
   assert.match(out.errors.cancelled, /^AbortError: /);
+  assert.match(out.errors.cancelledEarly, /^AbortError: /);
+  assert.ok(!fx.requests.some((r) => r.startsWith('GET /early/')), 'the early-cancelled model was downloaded');
   assert.equal(out.aborted.finish, 'cancelled');
   // Aborted after the third streamed token: at most one more was generated.
   assert.ok(out.aborted.tokens >= 3 && out.aborted.tokens <= 4, `${out.aborted.tokens} tokens`);

@@ -75,12 +75,26 @@ const PROGRESS_EVERY_MS = 100;
 
 async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promise<unknown> {
   if (engine) throw new EngineError('InvalidState', 'this engine already has a model');
-  const wasm = await loadEngineWasm();
-  const adapter = await adapterChoice();
-  const profile = msg.profile ?? adapter.profile;
-  const loader = await wasm.EngineLoader.create({ profile, maxContext: msg.maxContext });
+  // The controller exists before the first await: a cancel that arrives while the wasm
+  // compiles or the device opens must stop the load, not be dropped (the download would
+  // then run to its end).
   loadAbort = new AbortController();
   const signal = loadAbort.signal;
+  const cancelled = (): EngineError => new EngineError('AbortError', 'the model load was cancelled');
+  let loader: EngineModule['EngineLoader']['prototype'];
+  let adapter: AdapterChoice;
+  let profile: 'cpu' | 'gpu';
+  try {
+    const wasm = await loadEngineWasm();
+    if (signal.aborted) throw cancelled();
+    adapter = await adapterChoice();
+    if (signal.aborted) throw cancelled();
+    profile = msg.profile ?? adapter.profile;
+    loader = await wasm.EngineLoader.create({ profile, maxContext: msg.maxContext });
+  } catch (e) {
+    loadAbort = undefined;
+    throw e;
+  }
   // URLs are cached; a File or Blob is already on this machine.
   const sourceUrl = msg.cache && typeof msg.model === 'string' ? msg.model : undefined;
   let writer: CacheWriter | undefined;
@@ -107,7 +121,7 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
     for (;;) {
       if (signal.aborted) {
         await reader.cancel().catch(() => {});
-        throw new EngineError('AbortError', 'the model load was cancelled');
+        throw cancelled();
       }
       const r = await reader.read();
       if (r.done) break;
