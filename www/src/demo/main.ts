@@ -35,12 +35,8 @@ const chat = new ChatView(meter);
 
 let support: Support | undefined;
 let engine: LocalEngine | undefined;
-/**
- * The load in progress. `started`: a progress report came, so the Worker's download is under
- * way and will see an abort; the Worker drops an abort that arrives before that (while it
- * compiles the wasm and opens the device), so a cancel then waits for the first report.
- */
-let loading: { abort: AbortController; cancelled: boolean; started: boolean } | undefined;
+/** The load in progress; `cancelled` also undoes a load that finished as Cancel was pressed. */
+let loading: { abort: AbortController; cancelled: boolean } | undefined;
 let lastSource: Source | undefined;
 let probing = false;
 
@@ -98,7 +94,7 @@ function dropEngine(): void {
 
 async function load(source: Source, keepCopy = true): Promise<void> {
   if (loading) return;
-  const job = { abort: new AbortController(), cancelled: false, started: false };
+  const job = { abort: new AbortController(), cancelled: false };
   loading = job;
   lastSource = source;
   fill(loadError);
@@ -129,11 +125,7 @@ async function load(source: Source, keepCopy = true): Promise<void> {
       signal: job.abort.signal,
       cache: keepCopy,
       onProgress: (p) => {
-        job.started = true;
-        if (job.cancelled) {
-          job.abort.abort();
-          return;
-        }
+        if (job.cancelled) return;
         bytes = p.loaded;
         fromCache = p.fromCache;
         showProgress(p);
@@ -199,7 +191,7 @@ modelForm.addEventListener('submit', (e) => {
 cancelButton.addEventListener('click', () => {
   if (!loading) return;
   loading.cancelled = true;
-  if (loading.started) loading.abort.abort();
+  loading.abort.abort();
   cancelButton.disabled = true;
   loadStatus.textContent = 'Cancelling…';
 });
@@ -244,7 +236,7 @@ cache.onList = (models) => picker.setCachedUrls(models.map((m) => m.sourceUrl));
 window.addEventListener('pagehide', () => {
   if (loading) {
     loading.cancelled = true;
-    if (loading.started) loading.abort.abort();
+    loading.abort.abort();
   }
   if (engine) dropEngine();
 });
