@@ -5,10 +5,8 @@
 
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { assertClean, launchBrowser } from './support/browser.mjs';
-import { asset } from './support/env.mjs';
-import { freePort, startServer } from './support/servers.mjs';
-import { assertNoConsoleErrors, checkView, siteDir, staticSite } from './support/site.mjs';
+import { assertClean } from './support/browser.mjs';
+import { assertNoConsoleErrors, checkView, servedSite, staticSite } from './support/site.mjs';
 
 function metric(page, name) {
   return page.locator(`[data-metric="${name}"]`).first().innerText();
@@ -22,16 +20,9 @@ async function numberOf(page, name) {
 }
 
 test('the demo loads SmolLM2 from the server, streams a chat and meters it', async (t) => {
-  const dir = siteDir(t);
-  const cli = asset(t, 'TPSMETER_CLI_BIN');
-  const model = asset(t, 'TPSMETER_MODEL');
-  if (!dir || !cli || !model) return;
-  const port = await freePort();
-  const server = await startServer(cli, ['serve', '--model', model, '--www', dir, '--port', String(port)], port, '/health');
-  t.after(() => server.stop());
-  const browser = await launchBrowser(t, { webgpu: true });
-  if (!browser) return;
-  t.after(() => browser.close());
+  const served = await servedSite(t, { webgpu: true });
+  if (!served) return;
+  const { server, browser } = served;
   const page = await browser.newPage(`${server.base}/demo.html`);
   await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
   // Served by tpsmeter serve: its own model is offered first, from this origin.

@@ -5,11 +5,10 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import test from 'node:test';
-import { assertClean, launchBrowser } from './support/browser.mjs';
+import { assertClean } from './support/browser.mjs';
 import { startEmulator } from './support/emulator.mjs';
 import { asset } from './support/env.mjs';
-import { freePort, startServer } from './support/servers.mjs';
-import { assertNoConsoleErrors, cards, checkView, chartInk, downloadText, fillForm, ready, runAndWait, siteDir, staticSite } from './support/site.mjs';
+import { assertNoConsoleErrors, cards, checkView, chartInk, downloadText, fillForm, ready, runAndWait, servedSite, staticSite } from './support/site.mjs';
 
 const SECRET = 'sk-tpsmeter-test-SECRET-0123456789';
 
@@ -249,16 +248,9 @@ test('the site keeps working offline after the first load', async (t) => {
 });
 
 test('the benchmark page served by tpsmeter serve --www measures that server, cross-origin isolated', async (t) => {
-  const dir = siteDir(t);
-  const cli = asset(t, 'TPSMETER_CLI_BIN');
-  const model = asset(t, 'TPSMETER_MODEL');
-  if (!dir || !cli || !model) return;
-  const port = await freePort();
-  const server = await startServer(cli, ['serve', '--model', model, '--www', dir, '--port', String(port)], port, '/health');
-  t.after(() => server.stop());
-  const browser = await launchBrowser(t);
-  if (!browser) return;
-  t.after(() => browser.close());
+  const served = await servedSite(t);
+  if (!served) return;
+  const { model, server, browser } = served;
   const page = await browser.newPage(`${server.base}/`);
   await ready(page);
   // A fresh profile on tpsmeter serve's page starts on that server, with its model.

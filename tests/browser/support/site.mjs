@@ -7,7 +7,8 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { launchBrowser } from './browser.mjs';
-import { env } from './env.mjs';
+import { asset, env } from './env.mjs';
+import { freePort, startServer } from './servers.mjs';
 import { serveStatic } from './server.mjs';
 
 /** The built site's directory, or undefined after skipping (failing, in CI) `t`. */
@@ -39,6 +40,25 @@ export async function staticSite(t, opts = {}) {
       await server.close();
     },
   };
+}
+
+/**
+ * The site served by `tpsmeter serve --www` beside SmolLM2 on our engine, and a browser
+ * (opts: launchBrowser's). Both stop after `t`. Resolves to { model, server, browser }, or
+ * undefined after skipping `t`.
+ */
+export async function servedSite(t, opts = {}) {
+  const dir = siteDir(t);
+  const cli = asset(t, 'TPSMETER_CLI_BIN');
+  const model = asset(t, 'TPSMETER_MODEL');
+  if (!dir || !cli || !model) return undefined;
+  const port = await freePort();
+  const server = await startServer(cli, ['serve', '--model', model, '--www', dir, '--port', String(port)], port, '/health');
+  t.after(() => server.stop());
+  const browser = await launchBrowser(t, opts);
+  if (!browser) return undefined;
+  t.after(() => browser.close());
+  return { model, server, browser };
 }
 
 /** Where screenshots go (CI keeps target/artifacts). */
