@@ -3,7 +3,11 @@
 // in the middle of a run, the Content-Security-Policy, and offline use after the first load.
 
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import test from 'node:test';
 import { assertClean } from './support/browser.mjs';
 import { startEmulator } from './support/emulator.mjs';
@@ -11,6 +15,7 @@ import { asset } from './support/env.mjs';
 import { assertNoConsoleErrors, cards, checkView, chartInk, downloadText, fillForm, ready, runAndWait, servedSite, staticSite } from './support/site.mjs';
 
 const SECRET = 'sk-tpsmeter-test-SECRET-0123456789';
+const run = promisify(execFile);
 
 async function emulator(t, opts) {
   const bin = asset(t, 'TPSMETER_EMULATOR_BIN');
@@ -148,6 +153,79 @@ test('the benchmark page against the emulator, with injected faults', async (t) 
     assert.ok(stored.length > 1000, 'history is in IndexedDB');
     assert.ok(!stored.includes(SECRET), 'the key was stored without the opt-in');
   });
+});
+
+test('a sweep of synthetic input lengths runs one benchmark per length and compares them', async (t) => {
+  const site = await staticSite(t);
+  if (!site) return;
+  t.after(() => site.close());
+  const emu = await emulator(t, { ttftMs: 5, itlMs: 2, tokens: 16 });
+  if (!emu) return;
+  t.after(() => emu.stop());
+  const page = await site.page('/');
+  await ready(page);
+  await fillForm(page, { preset: 'custom', url: emu.base, model: 'emu', concurrency: '1', requests: 2, warmup: 0, maxTokens: 8 });
+  await page.getByLabel('Synthetic inputs of given lengths').check();
+  await page.getByLabel('Input lengths (tokens)').fill('64,512');
+  await page.getByRole('button', { name: 'Run benchmark' }).click();
+  await page.waitForSelector('#compare:not([hidden]) #compare-table', { timeout: 120_000 });
+  const header = await page.locator('#compare-table thead th').allInnerTexts();
+  assert.deepEqual(header.slice(1).map((h) => /(\d+) input tokens/.exec(h)?.[1]), ['64', '512']);
+  // Each run's report says what it sent: a synthesised prompt of that many tokens.
+  const prompts = await page.evaluate(async () => {
+    const db = await new Promise((res, rej) => {
+      const r = indexedDB.open('tpsmeter');
+      r.onsuccess = () => res(r.result);
+      r.onerror = () => rej(r.error);
+    });
+    const runs = await new Promise((res) => {
+      const r = db.transaction('runs').objectStore('runs').getAll();
+      r.onsuccess = () => res(r.result);
+    });
+    return runs.map((run) => run.report.config.prompt).sort((a, b) => a.input_tokens - b.input_tokens);
+  });
+  assert.deepEqual(prompts.map((p) => [p.kind, p.input_tokens]), [['synthetic', 64], ['synthetic', 512]]);
+  assertNoConsoleErrors(page);
+  await assertClean(page);
+});
+
+test("a CLI report (tpsmeter bench --json) opens in the page and compares with a browser run", async (t) => {
+  const site = await staticSite(t);
+  if (!site) return;
+  t.after(() => site.close());
+  const cli = asset(t, 'TPSMETER_CLI_BIN');
+  const emu = cli && (await emulator(t, { ttftMs: 10, itlMs: 3, tokens: 16 }));
+  if (!emu) return;
+  t.after(() => emu.stop());
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpsmeter-cli-report-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const json = path.join(dir, 'cli.json');
+  await run(cli, ['bench', '--api', 'openai-chat', '--url', emu.base, '--model', 'emu', '--concurrency', '1,2', '--requests', '4', '--max-tokens', '16', '--json', json]);
+  const report = JSON.parse(fs.readFileSync(json, 'utf8'));
+
+  const page = await site.page('/');
+  await ready(page);
+  await fillForm(page, { preset: 'custom', url: emu.base, model: 'emu', concurrency: '1,2', requests: 4, warmup: 0, maxTokens: 16 });
+  await runAndWait(page);
+  await page.locator('#import').setInputFiles(json);
+  await page.waitForFunction(() => document.querySelector('#results .hint')?.textContent?.includes('cli.json'));
+  const summary = await cards(page);
+  const [, ok] = /(\d+) ok/.exec(summary.e2e.detail);
+  assert.equal(Number(ok), report.requests.filter((r) => !r.error && !r.warmup).length);
+  // The card shows the CLI's own p50 at three significant digits.
+  const p50 = report.levels[0].summary.ttft_ms.p50;
+  assert.ok(Math.abs(figure(summary.ttft.value) - p50) <= 0.005 * p50 + 0.05, `${summary.ttft.value} vs ${p50}`);
+  assert.match(summary['painted-tps'].detail, /Not measured/, 'a CLI run has no paint times');
+  const boxes = page.locator('#history-table tbody input[type=checkbox]');
+  await boxes.nth(0).check();
+  await boxes.nth(1).check();
+  await page.getByRole('button', { name: 'Compare selected' }).click();
+  await page.waitForSelector('#compare-table');
+  const sources = await page.locator('#compare-table tbody tr').first().locator('td').allInnerTexts();
+  assert.equal(sources.length, 2);
+  assert.ok(sources.some((s) => s.startsWith('CLI')) && sources.includes('this browser'), sources.join(' | '));
+  assertNoConsoleErrors(page);
+  await assertClean(page);
 });
 
 test('a reload in the middle of a run keeps the finished requests', async (t) => {

@@ -6,9 +6,10 @@
 import type { Api, RunSettings } from 'tpsmeter';
 import { el } from '../common/format';
 import { MODEL_PRESETS } from '../common/models';
-import { CUSTOM_PRESET, LOCAL_PRESET, PRESETS, SAME_ORIGIN_PRESET, preset } from '../common/presets';
+import { CUSTOM_PRESET, LOCAL_PRESET, PRESETS, PROMPT_SET, SAME_ORIGIN_PRESET, preset } from '../common/presets';
 
 const SETTINGS_KEY = 'tpsmeter.bench.settings';
+const DEFAULTS_KINDS = { set: 1, text: 1, synthetic: 1 };
 const KEY_PREFIX = 'tpsmeter.key.';
 
 export const WIRE_FORMATS: { api: Api; label: string }[] = [
@@ -29,9 +30,12 @@ export interface FormState {
   model: string;
   /** Local engine: the GGUF URL. */
   modelUrl: string;
-  promptKind: 'text' | 'synthetic';
+  promptKind: 'set' | 'text' | 'synthetic';
+  /** The id of a prompt of PROMPT_SET. */
+  promptSet: string;
   prompt: string;
-  inputTokens: number;
+  /** Comma-separated input lengths, tokens: one run each. */
+  inputLengths: string;
   maxTokens: number;
   concurrency: string;
   requests: number;
@@ -46,9 +50,10 @@ export const DEFAULTS: FormState = {
   url: 'https://api.openai.com',
   model: 'gpt-4o-mini',
   modelUrl: MODEL_PRESETS[0]?.url ?? '',
-  promptKind: 'text',
+  promptKind: 'set',
+  promptSet: 'story',
   prompt: 'Write a short story about a lighthouse keeper who finds a message in a bottle.',
-  inputTokens: 512,
+  inputLengths: '128,1024',
   maxTokens: 256,
   concurrency: '1',
   requests: 5,
@@ -70,10 +75,12 @@ export class RunForm {
   readonly modelUrl = el('input', { name: 'modelUrl', id: 'f-model-url', type: 'url', list: 'model-urls', spellcheck: 'false' });
   readonly key = el('input', { name: 'key', id: 'f-key', type: 'password', autocomplete: 'off', spellcheck: 'false' });
   readonly remember = el('input', { type: 'checkbox', id: 'f-remember' });
+  readonly promptFromSet = el('input', { type: 'radio', name: 'promptKind', value: 'set', id: 'f-prompt-set' });
   readonly promptText = el('input', { type: 'radio', name: 'promptKind', value: 'text', id: 'f-prompt-text' });
   readonly promptSynthetic = el('input', { type: 'radio', name: 'promptKind', value: 'synthetic', id: 'f-prompt-synth' });
+  readonly promptSet = el('select', { name: 'promptSet', id: 'f-prompt-set-id' });
   readonly prompt = el('textarea', { name: 'prompt', id: 'f-prompt', rows: 3 });
-  readonly inputTokens = el('input', { name: 'inputTokens', id: 'f-input-tokens', type: 'number', min: 1, max: 100000 });
+  readonly inputLengths = el('input', { name: 'inputLengths', id: 'f-input-lengths', inputmode: 'numeric', spellcheck: 'false' });
   readonly maxTokens = el('input', { name: 'maxTokens', id: 'f-max-tokens', type: 'number', min: 1, max: 100000 });
   readonly concurrency = el('input', { name: 'concurrency', id: 'f-concurrency', inputmode: 'numeric', spellcheck: 'false' });
   readonly requests = el('input', { name: 'requests', id: 'f-requests', type: 'number', min: 1, max: 10000 });
@@ -110,13 +117,21 @@ export class RunForm {
       'fieldset',
       { class: 'field' },
       el('legend', { text: 'Input' }),
-      el('label', { class: 'check' }, this.promptText, 'A prompt'),
-      el('label', { class: 'check' }, this.promptSynthetic, 'Synthetic input of a given length'),
+      el('label', { class: 'check' }, this.promptFromSet, 'A prompt from the set'),
+      el('label', { class: 'check' }, this.promptText, 'My own prompt'),
+      el('label', { class: 'check' }, this.promptSynthetic, 'Synthetic inputs of given lengths'),
     );
     form.append(
       el('div', { class: 'grid' }, field('Provider', this.preset), ...this.remoteFields, ...this.localFields),
       this.note,
-      el('div', { class: 'grid' }, promptKind, field('Prompt', this.prompt, undefined, 'prompt-field'), field('Input tokens', this.inputTokens, 'About this many tokens of generated text.', 'input-tokens-field')),
+      el(
+        'div',
+        { class: 'grid' },
+        promptKind,
+        field('Prompt from the set', this.promptSet, undefined, 'prompt-set-field'),
+        field('Prompt', this.prompt, undefined, 'prompt-field'),
+        field('Input lengths (tokens)', this.inputLengths, 'Comma-separated, e.g. 128,1024,4096: one run each, compared when done (TTFT grows with the prompt).', 'input-lengths-field'),
+      ),
       el(
         'div',
         { class: 'grid' },
@@ -132,6 +147,8 @@ export class RunForm {
       el('div', { class: 'row' }, this.run, this.stop),
     );
     this.preset.addEventListener('change', () => this.applyPreset(this.preset.value, true));
+    for (const p of PROMPT_SET) this.promptSet.append(el('option', { value: p.id, text: p.label }));
+    this.promptFromSet.addEventListener('change', () => this.syncPromptKind());
     this.promptText.addEventListener('change', () => this.syncPromptKind());
     this.promptSynthetic.addEventListener('change', () => this.syncPromptKind());
     this.remember.addEventListener('change', () => {
@@ -161,9 +178,9 @@ export class RunForm {
   }
 
   private syncPromptKind(): void {
-    const synthetic = this.promptSynthetic.checked;
-    document.getElementById('prompt-field')!.hidden = synthetic;
-    document.getElementById('input-tokens-field')!.hidden = !synthetic;
+    document.getElementById('prompt-set-field')!.hidden = !this.promptFromSet.checked;
+    document.getElementById('prompt-field')!.hidden = !this.promptText.checked;
+    document.getElementById('input-lengths-field')!.hidden = !this.promptSynthetic.checked;
   }
 
   state(): FormState {
@@ -173,9 +190,10 @@ export class RunForm {
       url: this.url.value.trim(),
       model: this.model.value.trim(),
       modelUrl: this.modelUrl.value.trim(),
-      promptKind: this.promptSynthetic.checked ? 'synthetic' : 'text',
+      promptKind: this.promptSynthetic.checked ? 'synthetic' : this.promptText.checked ? 'text' : 'set',
+      promptSet: this.promptSet.value,
       prompt: this.prompt.value,
-      inputTokens: this.inputTokens.valueAsNumber,
+      inputLengths: this.inputLengths.value.trim(),
       maxTokens: this.maxTokens.valueAsNumber,
       concurrency: this.concurrency.value.trim(),
       requests: this.requests.valueAsNumber,
@@ -204,11 +222,17 @@ export class RunForm {
       }
     }
     for (const [k, v] of query) {
-      if (!(k in DEFAULTS) || k === 'preset') continue;
-      // The demo page links here with the GGUF URL as `model`.
-      const name = k === 'model' && s.preset === LOCAL_PRESET ? 'modelUrl' : k;
+      if (!(k in DEFAULTS || k === 'inputTokens') || k === 'preset') continue;
+      // The demo page links here with the GGUF URL as `model`; the CLI's name for one input
+      // length is `inputTokens`.
+      const name = k === 'model' && s.preset === LOCAL_PRESET ? 'modelUrl' : k === 'inputTokens' ? 'inputLengths' : k;
       const d = DEFAULTS[name as keyof FormState];
       (s as unknown as Record<string, unknown>)[name] = typeof d === 'number' ? Number(v) : typeof d === 'boolean' ? v === 'true' || v === '1' : v;
+    }
+    // A prompt or input lengths in the query say which kind of input the link means.
+    if (!query.has('promptKind')) {
+      if (query.has('prompt')) s.promptKind = 'text';
+      else if (query.has('inputLengths') || query.has('inputTokens')) s.promptKind = 'synthetic';
     }
     if (!preset(s.preset)) s.preset = DEFAULTS.preset;
     if (s.preset === SAME_ORIGIN_PRESET && !s.url) s.url = here;
@@ -217,9 +241,10 @@ export class RunForm {
     this.url.value = s.url;
     this.model.value = s.model;
     this.modelUrl.value = s.modelUrl;
-    (s.promptKind === 'synthetic' ? this.promptSynthetic : this.promptText).checked = true;
+    ({ set: this.promptFromSet, text: this.promptText, synthetic: this.promptSynthetic })[s.promptKind in DEFAULTS_KINDS ? s.promptKind : 'set'].checked = true;
+    this.promptSet.value = PROMPT_SET.some((p) => p.id === s.promptSet) ? s.promptSet : DEFAULTS.promptSet;
     this.prompt.value = s.prompt;
-    this.inputTokens.value = String(s.inputTokens);
+    this.inputLengths.value = s.inputLengths;
     this.maxTokens.value = String(s.maxTokens);
     this.concurrency.value = s.concurrency;
     this.requests.value = String(s.requests);
@@ -260,8 +285,16 @@ export function validate(s: FormState): string[] {
   if (!(s.maxTokens >= 1)) out.push('Max output tokens must be at least 1.');
   if (!(s.requests >= 1)) out.push('Requests per level must be at least 1.');
   if (!(s.warmup >= 0)) out.push('Warm-up requests cannot be negative.');
-  if (s.promptKind === 'synthetic' && !(s.inputTokens >= 1)) out.push('Input tokens must be at least 1.');
+  if (s.promptKind === 'synthetic' && !inputLengths(s.inputLengths)) out.push('Input lengths must be whole numbers of tokens from 1 to 2,000,000, comma-separated (e.g. 128,1024), at most 8.');
   return out;
+}
+
+/** The input lengths of a synthetic-input run (one benchmark each). */
+export function inputLengths(text: string): number[] | undefined {
+  const parts = text.split(',').map((p) => p.trim()).filter(Boolean);
+  if (parts.length === 0 || parts.length > 8) return undefined;
+  const out = parts.map(Number);
+  return out.every((n) => Number.isInteger(n) && n >= 1 && n <= 2_000_000) ? out : undefined;
 }
 
 export function levels(text: string): number[] | undefined {
@@ -271,14 +304,25 @@ export function levels(text: string): number[] | undefined {
   return out.every((n) => Number.isInteger(n) && n >= 1 && n <= 1024) ? out : undefined;
 }
 
-/** The run's settings (no key) for `bench()`. */
-export function settingsOf(s: FormState): Omit<RunSettings, 'apiKey'> {
+/**
+ * The settings (no key) of each `bench()` the form asks for: one, or one per input length
+ * of a synthetic-input sweep.
+ */
+export function settingsOf(s: FormState): Omit<RunSettings, 'apiKey'>[] {
+  const prompts: ({ prompt: string } | { inputTokens: number })[] =
+    s.promptKind === 'synthetic'
+      ? (inputLengths(s.inputLengths) ?? []).map((n) => ({ inputTokens: n }))
+      : [{ prompt: s.promptKind === 'set' ? (PROMPT_SET.find((p) => p.id === s.promptSet) ?? PROMPT_SET[0]).text : s.prompt }];
+  return prompts.map((p) => oneRun(s, p));
+}
+
+function oneRun(s: FormState, prompt: { prompt: string } | { inputTokens: number }): Omit<RunSettings, 'apiKey'> {
   const base = {
     concurrency: levels(s.concurrency),
     requests: s.requests,
     warmup: s.warmup,
     maxTokens: s.maxTokens,
-    ...(s.promptKind === 'synthetic' ? { inputTokens: s.inputTokens } : { prompt: s.prompt }),
+    ...prompt,
     ...(s.slo ? { slo: s.slo } : {}),
   };
   if (s.preset === LOCAL_PRESET) return { ...base, api: 'local', url: 'local:engine', model: '' };

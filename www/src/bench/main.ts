@@ -12,7 +12,7 @@ import { decodeFragment, encodeReport } from '../common/permalink';
 import { LOCAL_PRESET, SAME_ORIGIN_PRESET, preset } from '../common/presets';
 import { deleteRun, getRun, holdRunLock, listRuns, markInterrupted, newId, putRecord, putRun, records, type StoredRun } from '../common/store';
 import { renderCompare } from './compare';
-import { RunForm, settingsOf, validate } from './form';
+import { DEFAULTS, RunForm, settingsOf, validate } from './form';
 import { headline, headlineOfRecords, renderRun, runRows, type ResultsView } from './results';
 
 wireThemeSwitch();
@@ -145,7 +145,7 @@ async function run(): Promise<void> {
     );
     return;
   }
-  const settings = settingsOf(s);
+  const runs = settingsOf(s);
   const apiKey = form.apiKey();
   abort = new AbortController();
   const { signal } = abort;
@@ -154,45 +154,90 @@ async function run(): Promise<void> {
   answer.replaceChildren();
   progressBar.value = 0;
   progressText.textContent = 'Starting…';
+  const done: StoredRun[] = [];
+  try {
+    const local = s.preset === LOCAL_PRESET ? await localEngine(s.modelUrl, signal) : undefined;
+    for (const [i, settings] of runs.entries()) {
+      if (signal.aborted) break;
+      // A sweep of input lengths: one run per length, named by it.
+      const step = runs.length > 1 ? { label: `input ${i + 1}/${runs.length} (${settings.inputTokens} tokens)`, suffix: ` · ${settings.inputTokens} input tokens` } : undefined;
+      const stored = await runOne(s.preset, settings, apiKey, local, s.render, signal, step);
+      if (stored) done.push(stored);
+    }
+    const last = done.at(-1);
+    if (last) {
+      if (done.length > 1) {
+        selected.clear();
+        for (const r of done) selected.add(r.id);
+        await refreshHistory();
+        await showCompare();
+      }
+      await show(last);
+      (done.length > 1 ? compare : results).scrollIntoView({ block: 'start', behavior: 'smooth' });
+    }
+  } catch (e) {
+    const name = e instanceof Error ? e.name : '';
+    const message = e instanceof Error ? e.message : String(e);
+    progressText.textContent = '';
+    form.notices.append(notice(name === 'AbortError' ? 'Stopped.' : `The run could not start: ${message}`, 'bad'));
+  } finally {
+    form.setRunning(false);
+    abort = undefined;
+    await refreshHistory();
+  }
+}
+
+/**
+ * One `bench()`: stored as `running` from the start, each record kept as it finishes, the
+ * report when it ends. Resolves to the stored run, or undefined when nothing finished.
+ */
+async function runOne(
+  presetId: string,
+  settings: ReturnType<typeof settingsOf>[number],
+  apiKey: string | undefined,
+  local: LocalEngine | undefined,
+  render: boolean,
+  signal: AbortSignal,
+  step: { label: string; suffix: string } | undefined,
+): Promise<StoredRun | undefined> {
   const levelNames = (settings.concurrency ?? [1]).map((c) => `c=${c}`);
-  let stored: StoredRun | undefined;
+  const model = local ? local.name : settings.model;
+  const stored: StoredRun = {
+    id: newId(),
+    createdAt: Date.now(),
+    title: `${preset(presetId)?.label ?? presetId} · ${model}${step?.suffix ?? ''}`,
+    source: 'browser',
+    status: 'running',
+    settings: { ...settings, model, preset: presetId },
+  };
   let saving = Promise.resolve();
   let kept = 0;
   const keptText = $('kept');
   keptText.textContent = '';
+  await putRun(stored);
+  const hooks = {
+    signal,
+    render: render ? answer : undefined,
+    onProgress: (p: Progress) => {
+      progressText.textContent = (step ? `${step.label} · ` : '') + describeProgress(p, levelNames);
+      const perLevel = p.target ? Math.min(1, p.completed / p.target) : 0;
+      progressBar.value = Math.min(1, (p.levelsDone + (p.levelsDone > p.levelIndex ? 0 : perLevel)) / p.levels);
+    },
+    // Each record is in IndexedDB before the count of kept requests moves: what the page
+    // says is kept survives a reload.
+    onRecord: (r: RequestRecord) => {
+      saving = saving
+        .then(() => putRecord(stored.id, r))
+        .then(() => {
+          kept++;
+          keptText.textContent = `${kept} finished requests kept in history`;
+        })
+        .catch((e: unknown) => {
+          keptText.textContent = `could not keep request ${r.id} in history: ${e instanceof Error ? e.message : String(e)}`;
+        });
+    },
+  };
   try {
-    const local = s.preset === LOCAL_PRESET ? await localEngine(s.modelUrl, signal) : undefined;
-    stored = {
-      id: newId(),
-      createdAt: Date.now(),
-      title: `${preset(s.preset)?.label ?? s.preset} · ${local ? local.name : settings.model}`,
-      source: 'browser',
-      status: 'running',
-      settings: { ...settings, model: local ? local.name : settings.model, preset: s.preset },
-    };
-    await putRun(stored);
-    const hooks = {
-      signal,
-      render: s.render ? answer : undefined,
-      onProgress: (p: Progress) => {
-        progressText.textContent = describeProgress(p, levelNames);
-        const perLevel = p.target ? Math.min(1, p.completed / p.target) : 0;
-        progressBar.value = Math.min(1, (p.levelsDone + (p.levelsDone > p.levelIndex ? 0 : perLevel)) / p.levels);
-      },
-      // Each record is in IndexedDB before the count of kept requests moves: what the page
-      // says is kept survives a reload.
-      onRecord: (r: RequestRecord) => {
-        saving = saving
-          .then(() => putRecord(stored!.id, r))
-          .then(() => {
-            kept++;
-            keptText.textContent = `${kept} finished requests kept in history`;
-          })
-          .catch((e: unknown) => {
-            keptText.textContent = `could not keep request ${r.id} in history: ${e instanceof Error ? e.message : String(e)}`;
-          });
-      },
-    };
     const pending = local
       ? bench({ ...settings, api: 'local', url: undefined, model: undefined, engine: local, ...hooks })
       : bench({ ...settings, api: settings.api as Exclude<typeof settings.api, 'local'>, apiKey, ...hooks });
@@ -205,25 +250,16 @@ async function run(): Promise<void> {
     await putRun(stored);
     progressText.textContent = `Done: ${report.requests.length} requests.`;
     progressBar.value = 1;
-    await show(stored);
-    results.scrollIntoView({ block: 'start', behavior: 'smooth' });
+    return stored;
   } catch (e) {
-    const name = e instanceof Error ? e.name : '';
-    const message = e instanceof Error ? e.message : String(e);
-    progressText.textContent = '';
-    form.notices.append(notice(name === 'AbortError' ? 'Stopped.' : `The run could not start: ${message}`, 'bad'));
-    if (stored && !stored.report) {
-      // Nothing finished: keep no empty run.
-      if ((await records(stored.id)).length === 0) await deleteRun(stored.id);
-      else {
-        stored.status = 'interrupted';
-        await putRun(stored);
-      }
+    await saving;
+    // Nothing finished: keep no empty run.
+    if ((await records(stored.id)).length === 0) await deleteRun(stored.id);
+    else {
+      stored.status = 'interrupted';
+      await putRun(stored);
     }
-  } finally {
-    form.setRunning(false);
-    abort = undefined;
-    await refreshHistory();
+    throw e;
   }
 }
 
@@ -351,7 +387,11 @@ async function start(): Promise<void> {
   form.serverModel = server?.id ?? '';
   if (server && !hadSettings && !query.has('preset')) form.applyPreset(SAME_ORIGIN_PRESET, true);
   if (server && form.preset.value === SAME_ORIGIN_PRESET && !form.model.value) form.model.value = server.id;
-  if (server && form.preset.value === LOCAL_PRESET && !form.modelUrl.value) form.modelUrl.value = server.url;
+  // The local engine loads the server's own copy of the model unless the user chose another.
+  if (server && (!hadSettings || form.modelUrl.value === DEFAULTS.modelUrl)) {
+    form.modelUrl.value = server.url;
+    form.save();
+  }
   const interrupted = await markInterrupted();
   await refreshHistory();
   if (location.hash.includes('r=')) await openPermalink();

@@ -278,7 +278,7 @@ export function renderRun(run: StoredRun, partial: RequestRecord[] = []): Result
   const report = run.report;
   const s = run.settings ?? (report?.config as StoredRun['settings']);
   const what = s ? `${s.api} · ${s.url} · ${s.model}` : run.title;
-  root.append(el('p', { class: 'hint', text: `${what} · ${date(run.createdAt)} · ${run.source === 'browser' ? 'run in this browser' : run.source}` }));
+  root.append(el('p', { class: 'hint', text: `${what} · ${date(run.createdAt)} · ${run.source === 'browser' ? 'run in this browser' : run.source === 'import' ? `imported from ${run.title}` : 'opened from a permalink'}` }));
   if (run.status === 'interrupted') root.append(el('div', { class: 'notice', role: 'note', text: `This run was interrupted (the page was reloaded or closed). The ${partial.length} requests that finished are kept below.` }));
   if (run.status === 'cancelled') root.append(el('div', { class: 'notice', role: 'note', text: 'This run was stopped before it finished; the report covers what ran.' }));
   if (run.trimmed) root.append(el('div', { class: 'notice', role: 'note', text: 'Opened from a permalink that left out per-chunk times to stay short: distributions and timelines need the exported JSON.' }));

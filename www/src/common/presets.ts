@@ -54,3 +54,28 @@ export function presetOrigins(): string[] {
   }
   return [...out];
 }
+
+/** A prompt of the built-in set: each stresses another part of the speed people see. */
+export interface SetPrompt {
+  id: string;
+  label: string;
+  text: string;
+}
+
+export const PROMPT_SET: SetPrompt[] = [
+  { id: 'chat', label: 'Short question, short answer (TTFT dominates)', text: 'What is the capital of France? Answer in one sentence.' },
+  { id: 'story', label: 'Short story (a typical chat answer)', text: 'Write a short story about a lighthouse keeper who finds a message in a bottle.' },
+  { id: 'essay', label: 'Long essay (decode speed dominates)', text: 'Write a detailed essay about the history of lighthouses and the people who kept them.' },
+  { id: 'code', label: 'Code with explanations', text: 'Write a Python function that reads a CSV file and returns the mean of every numeric column. Explain each step in comments.' },
+  {
+    id: 'summary',
+    label: 'Summarise a passage (longer input)',
+    text:
+      'Summarise the following passage in three sentences.\n\n' +
+      'Lighthouses were built along dangerous coasts to guide ships safely into harbour. Early towers burned wood or coal in open fires, which were hard to see in rain and fog. ' +
+      'In the eighteenth century oil lamps with reflectors made the light far brighter, and in 1822 Augustin Fresnel designed a lens of concentric glass rings that focused the light into a beam visible for more than twenty miles. ' +
+      'Each lighthouse was given its own pattern of flashes so that sailors could tell one from another at night. Keepers lived at the stations with their families, trimming wicks, winding the clockwork that turned the lens, and keeping logs of the weather and passing ships. ' +
+      'Storms could cut a station off for weeks, and keepers were known for rescues of shipwrecked crews. During the twentieth century electric lamps and automatic controls replaced most keepers, and satellite navigation later made many lights less essential, ' +
+      'yet hundreds still operate, and many old towers have become museums that tell the story of the people who kept them.',
+  },
+];
