@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { assertClean } from './support/browser.mjs';
-import { assertNoConsoleErrors, checkView, servedSite, staticSite } from './support/site.mjs';
+import { assertNoConsoleErrors, cards, checkView, fillForm, runAndWait, servedSite, staticSite } from './support/site.mjs';
 
 function metric(page, name) {
   return page.locator(`[data-metric="${name}"]`).first().innerText();
@@ -75,6 +75,35 @@ test('without WebGPU the demo says why and loads nothing', async (t) => {
   assert.match(await page.locator('#support').innerText(), /WebGPU/);
   assert.ok(await page.getByRole('button', { name: 'Load model' }).isDisabled());
   assert.deepEqual(await checkView(page, 'demo-no-webgpu'), []);
+  assertNoConsoleErrors(page);
+  await assertClean(page);
+});
+
+test("the benchmark page measures this browser's GPU and compares it with the server", async (t) => {
+  const served = await servedSite(t, { webgpu: true });
+  if (!served) return;
+  const { server, browser } = served;
+  const page = await browser.newPage(`${server.base}/?preset=local`);
+  await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
+  // Served by tpsmeter serve, the local engine loads that server's copy of the model.
+  assert.match(await page.getByLabel('GGUF URL').inputValue(), /\/models\/SmolLM2-135M-Instruct\.Q4_1\.gguf$/);
+  await fillForm(page, { concurrency: '1', requests: 2, warmup: 0, maxTokens: 8 });
+  await runAndWait(page, 300_000);
+  const local = await cards(page);
+  assert.ok(Number.parseFloat(local['output-tps'].value) > 0, JSON.stringify(local));
+  assert.match(local.e2e.detail, /2 ok, 0 failed/);
+  assert.match(await page.locator('#results').innerText(), /adapter google swiftshader/i);
+
+  await page.getByLabel('Provider').selectOption('this-server');
+  await runAndWait(page, 300_000);
+  const boxes = page.locator('#history-table tbody input[type=checkbox]');
+  await boxes.nth(0).check();
+  await boxes.nth(1).check();
+  await page.getByRole('button', { name: 'Compare selected' }).click();
+  await page.waitForSelector('#compare-table');
+  const titles = await page.locator('#compare-table thead th').allInnerTexts();
+  assert.ok(titles.some((h) => /GPU/.test(h)) && titles.some((h) => /This server/.test(h)), titles.join(' | '));
+  assert.equal(await page.locator('#compare-table tbody tr', { hasText: 'vs the first' }).count(), 1);
   assertNoConsoleErrors(page);
   await assertClean(page);
 });
