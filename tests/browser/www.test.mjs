@@ -153,6 +153,20 @@ test('the benchmark page against the emulator, with injected faults', async (t) 
     assert.ok(stored.length > 1000, 'history is in IndexedDB');
     assert.ok(!stored.includes(SECRET), 'the key was stored without the opt-in');
   });
+
+  await t.test('remembering the key is an opt-in, kept apart from results', async () => {
+    await page.getByLabel(/Remember the key/).check();
+    await runAndWait(page);
+    const where = await page.evaluate(() => Object.entries(localStorage).filter(([, v]) => v.includes('SECRET')).map(([k]) => k));
+    assert.deepEqual(where, ['tpsmeter.key.custom']);
+    const exported = await downloadText(page, () => page.getByRole('button', { name: 'Export JSON' }).click());
+    assert.ok(!exported.text.includes(SECRET));
+    await page.reload();
+    await ready(page);
+    assert.equal(await page.getByLabel('API key').inputValue(), SECRET, 'remembered across a reload');
+    await page.getByLabel(/Remember the key/).uncheck();
+    assert.equal(await page.evaluate(() => localStorage.getItem('tpsmeter.key.custom')), null, 'forgotten when unticked');
+  });
 });
 
 test('a sweep of synthetic input lengths runs one benchmark per length and compares them', async (t) => {
