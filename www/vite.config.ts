@@ -2,47 +2,48 @@
 // worker whose precache list is this build's own output, so the site works offline after
 // the first visit. `cargo xtask www` runs it into target/www/.
 
-import { readdirSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { defineConfig, type Plugin } from 'vite';
 
 /**
- * Emits `sw.js` with the list of every file of the build. A hand-written worker plus this
- * plugin instead of Workbox (vite-plugin-pwa): the whole policy is "precache this build,
- * cache-first for hashed assets, network-first for pages", about 60 lines, where Workbox
- * would add its build chain (Babel, a second Rollup) to a site that needs none of it.
+ * Writes `sw.js` into the finished build with the list of every file it holds (pages, hashed
+ * assets, public files) and a hash of their contents, so any change to any file makes a new
+ * worker and a new cache. Runs after the build is on disk: the bundle Vite hands plugins
+ * before that lacks the HTML pages. A hand-written worker plus this plugin instead of
+ * Workbox (vite-plugin-pwa): the whole policy is "precache this build, cache-first for
+ * hashed assets, network-first for pages", about 60 lines, where Workbox would add its build
+ * chain (Babel, a second Rollup) to a site that needs none of it.
  */
 function serviceWorker(): Plugin {
+  let outDir = '';
   return {
     name: 'tpsmeter-sw',
     apply: 'build',
-    generateBundle(_options, bundle) {
-      const files = Object.keys(bundle).filter((f) => !f.endsWith('.map'));
-      // public/ is copied as is, outside the bundle; site.json is the server's to answer.
-      files.push(...readdirSync(resolve(__dirname, 'public')).filter((f) => f !== 'site.json'));
-      files.push('./');
+    configResolved(config) {
+      outDir = resolve(config.root, config.build.outDir);
+    },
+    closeBundle() {
+      // site.json is the server's to answer (tpsmeter serve says what it serves there).
+      const files = walk(outDir).filter((f) => f !== 'sw.js' && f !== 'site.json' && !f.endsWith('.map'));
       files.sort();
-      const source = readFileSync(resolve(__dirname, 'src/sw.js'), 'utf8');
-      const version = hash(files.join('\n'));
-      this.emitFile({
-        type: 'asset',
-        fileName: 'sw.js',
-        source: source
-          .replace("'__PRECACHE__'", JSON.stringify(files))
-          .replace('__VERSION__', version),
-      });
+      const hash = createHash('sha256');
+      for (const f of files) hash.update(f).update('\0').update(readFileSync(join(outDir, f)));
+      const source = readFileSync(resolve(__dirname, 'src/sw.js'), 'utf8')
+        .replace("'__PRECACHE__'", JSON.stringify(['./', ...files]))
+        .replace('__VERSION__', hash.digest('hex').slice(0, 16));
+      writeFileSync(join(outDir, 'sw.js'), source);
     },
   };
 }
 
-/** FNV-1a of the file list: the cache name changes whenever any hashed file does. */
-function hash(s: string): string {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h.toString(36);
+/** Every file under `dir`, as paths relative to it with '/' separators. */
+function walk(dir: string, prefix = ''): string[] {
+  return readdirSync(join(dir, prefix), { withFileTypes: true }).flatMap((e) => {
+    const rel = prefix ? `${prefix}/${e.name}` : e.name;
+    return e.isDirectory() ? walk(dir, rel) : [rel];
+  });
 }
 
 export default defineConfig({

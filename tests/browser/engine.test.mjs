@@ -462,6 +462,7 @@ test('a lost GPU device rejects the pending generation with DeviceLost, never a 
     async ({ url }) => {
       const outcome = await window.outcome;
       const tokens = window.tokens;
+      const failure = window.engine.failure ? `${window.engine.failure.name}` : 'none';
       let later = 'resolved';
       try {
         await window.engine.completions.create({ prompt: 'x', max_tokens: 2 });
@@ -472,7 +473,7 @@ test('a lost GPU device rejects the pending generation with DeviceLost, never a 
       const fresh = await createEngine({ model: url });
       const again = await fresh.completions.create({ prompt: 'Hello', max_tokens: 4, temperature: 0 });
       await fresh.dispose();
-      return { outcome, tokens, later, again: again.usage.completion_tokens, fromCache: fresh.fromCache };
+      return { outcome, tokens, later, failure, freshFailure: fresh.failure ?? 'none', again: again.usage.completion_tokens, fromCache: fresh.fromCache };
     },
     { url },
   );
@@ -480,5 +481,7 @@ test('a lost GPU device rejects the pending generation with DeviceLost, never a 
   assert.match(out.outcome, /^DeviceLost: .*create the engine again/);
   assert.ok(out.tokens < 3000, 'the generation stopped');
   assert.match(out.later, /^DeviceLost: /, 'the lost engine keeps saying why');
+  assert.equal(out.failure, 'DeviceLost', 'engine.failure says the engine cannot run');
+  assert.equal(out.freshFailure, 'none');
   assert.equal(out.again, 4, 'a new engine generates');
 });

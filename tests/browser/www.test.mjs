@@ -128,6 +128,12 @@ test('the benchmark page against the emulator, with injected faults', async (t) 
     await page.waitForSelector('#compare-table');
     const header = await page.locator('#compare-table thead th').allInnerTexts();
     assert.equal(header.length, 3, header.join(' | '));
+    // Both the CSV import and the JSON import show their figures (the same requests).
+    const ttft = await page.locator('#compare-table tbody tr', { hasText: 'TTFT ms' }).locator('td').allInnerTexts();
+    assert.equal(ttft.length, 2);
+    for (const v of ttft) assert.ok(figure(v) >= 20, ttft.join(' | '));
+    const okFailed = await page.locator('#compare-table tbody tr', { hasText: 'ok / failed' }).locator('td').allInnerTexts();
+    assert.equal(okFailed[0], okFailed[1], 'the CSV rows and the report count the same requests');
     const ink = await chartInk(page, '#compare');
     assert.equal(ink.length, 1);
     assert.ok(ink[0].pixels > 40);
@@ -158,14 +164,24 @@ test('the benchmark page against the emulator, with injected faults', async (t) 
     await page.getByLabel(/Remember the key/).check();
     await runAndWait(page);
     const where = await page.evaluate(() => Object.entries(localStorage).filter(([, v]) => v.includes('SECRET')).map(([k]) => k));
-    assert.deepEqual(where, ['tpsmeter.key.custom']);
+    assert.deepEqual(where, [`tpsmeter.key.${emu.base}`], 'remembered for the API origin it goes to');
     const exported = await downloadText(page, () => page.getByRole('button', { name: 'Export JSON' }).click());
     assert.ok(!exported.text.includes(SECRET));
     await page.reload();
     await ready(page);
     assert.equal(await page.getByLabel('API key').inputValue(), SECRET, 'remembered across a reload');
+    // The key never follows the URL to another server (a link or an edit that changes it).
+    await page.getByLabel('Base URL').fill('http://127.0.0.1:1');
+    assert.equal(await page.getByLabel('API key').inputValue(), '', 'the key stayed with its origin');
+    await page.goto(`${site.origin}/?preset=custom&url=${encodeURIComponent('https://api.openai.com')}`);
+    await ready(page);
+    assert.equal(await page.getByLabel('API key').inputValue(), '');
+    assert.match(await page.locator('#form-notices').innerText(), /link you opened filled in/);
+    await page.goto(`${site.origin}/?url=${encodeURIComponent(emu.base)}`);
+    await ready(page);
+    assert.equal(await page.getByLabel('API key').inputValue(), SECRET, 'back on its own origin');
     await page.getByLabel(/Remember the key/).uncheck();
-    assert.equal(await page.evaluate(() => localStorage.getItem('tpsmeter.key.custom')), null, 'forgotten when unticked');
+    assert.equal(await page.evaluate((k) => localStorage.getItem(k), `tpsmeter.key.${emu.base}`), null, 'forgotten when unticked');
   });
 });
 
@@ -276,22 +292,33 @@ test('the Content-Security-Policy blocks an origin the user did not approve', as
   await ready(page);
   // 127.0.0.2 is loopback too, but not on the list (the list has localhost and 127.0.0.1).
   const offList = 'http://127.0.0.2:45678';
+  // Fetches `url`, then an origin that is always off the list (the sentinel): violations are
+  // reported in order, so once the sentinel's arrives, any for `url` has arrived too.
+  const sentinel = 'http://127.0.0.3:45678';
   const tryFetch = (url) =>
-    page.evaluate(async (url) => {
-      const violations = [];
-      const listen = (e) => violations.push({ blocked: e.blockedURI, directive: e.effectiveDirective });
-      document.addEventListener('securitypolicyviolation', listen);
-      let error = '';
-      try {
-        await fetch(`${url}/v1/models`);
-      } catch (e) {
-        error = String(e);
-      }
-      // The violation event is queued as a task after the fetch fails.
-      await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
-      document.removeEventListener('securitypolicyviolation', listen);
-      return { violations, error };
-    }, url);
+    page.evaluate(
+      async ({ url, sentinel }) => {
+        const violations = [];
+        let sawSentinel;
+        const seen = new Promise((r) => (sawSentinel = r));
+        const listen = (e) => {
+          if (e.blockedURI.includes('127.0.0.3')) sawSentinel();
+          else violations.push({ blocked: e.blockedURI, directive: e.effectiveDirective });
+        };
+        document.addEventListener('securitypolicyviolation', listen);
+        let error = '';
+        try {
+          await fetch(`${url}/v1/models`);
+        } catch (e) {
+          error = String(e);
+        }
+        await fetch(`${sentinel}/x`).catch(() => {});
+        await seen;
+        document.removeEventListener('securitypolicyviolation', listen);
+        return { violations, error };
+      },
+      { url, sentinel },
+    );
   const blocked = await tryFetch(offList);
   assert.ok(blocked.error, 'the fetch failed');
   assert.deepEqual(blocked.violations.map((v) => v.directive), ['connect-src']);
@@ -312,7 +339,7 @@ test('the Content-Security-Policy blocks an origin the user did not approve', as
   assert.deepEqual(allowed.violations, [], 'approved: no violation (the fetch fails only because nothing listens there)');
   // Expected: the blocked attempt (named by the CSP message) and the approved one, refused
   // because nothing listens there.
-  assertNoConsoleErrors(page, [/127\.0\.0\.2/, /ERR_CONNECTION_REFUSED/]);
+  assertNoConsoleErrors(page, [/127\.0\.0\.[23]/, /ERR_CONNECTION_REFUSED/]);
 });
 
 test('the site keeps working offline after the first load', async (t) => {
@@ -329,11 +356,10 @@ test('the site keeps working offline after the first load', async (t) => {
   await ready(page);
   assert.ok(await page.evaluate(() => navigator.serviceWorker.controller !== null), 'a service worker controls the page');
   await site.browser.context.setOffline(true);
-  for (const path of ['/', '/demo.html']) {
+  for (const [path, h1] of [['/', /measured where you read them/], ['/demo.html', /on your own GPU/]]) {
     const p = await site.browser.newPage(`${site.origin}${path}`);
-    await p.waitForSelector('header.top', { timeout: 20_000 });
-    assert.equal(await p.locator('h1').count(), 1, `${path} rendered offline`);
-    if (path === '/') await ready(p);
+    await p.waitForSelector('body[data-ready=true]', { timeout: 20_000 });
+    assert.match(await p.locator('h1').innerText(), h1, `${path} is itself offline`);
     await assertClean(p);
     await p.close();
   }

@@ -10,21 +10,21 @@ const PRECACHE = '__PRECACHE__';
 const scope = new URL(self.registration.scope);
 const precached = new Set(PRECACHE.map((f) => new URL(f, scope).href));
 
+// A new build's worker waits (no skipWaiting) until no tab runs the old build: an open tab
+// still loads the old build's lazy files (the engine, its wasm) from the old cache, which is
+// deleted only on activation, when no such tab is left.
 self.addEventListener('install', (event) => {
   event.waitUntil(
-    caches
-      .open(CACHE)
-      .then((cache) => cache.addAll([...precached]))
-      .then(() => self.skipWaiting()),
+    caches.open(CACHE).then((cache) =>
+      // Past the HTTP cache: an old copy of a page must not be precached as this build's.
+      cache.addAll([...precached].map((u) => new Request(u, { cache: 'reload' }))),
+    ),
   );
 });
 
 self.addEventListener('activate', (event) => {
   event.waitUntil(
-    caches
-      .keys()
-      .then((keys) => Promise.all(keys.filter((k) => k.startsWith('tpsmeter-') && k !== CACHE).map((k) => caches.delete(k))))
-      .then(() => self.clients.claim()),
+    caches.keys().then((keys) => Promise.all(keys.filter((k) => k.startsWith('tpsmeter-') && k !== CACHE).map((k) => caches.delete(k)))),
   );
 });
 
@@ -36,11 +36,8 @@ self.addEventListener('fetch', (event) => {
   const bare = url.origin + url.pathname;
   if (req.mode === 'navigate' || url.pathname.endsWith('.html')) {
     // Pages: the network first (a new deploy shows at once), the cached copy offline.
-    event.respondWith(
-      fetch(req).catch(() =>
-        caches.match(bare, { ignoreSearch: true }).then((r) => r ?? caches.match(new URL('./', scope).href)).then((r) => r ?? Response.error()),
-      ),
-    );
+    // Offline, a page is the cached copy of that very page (never another page in its place).
+    event.respondWith(fetch(req).catch(() => caches.match(bare, { ignoreSearch: true }).then((r) => r ?? Response.error())));
     return;
   }
   if (!precached.has(bare)) return;

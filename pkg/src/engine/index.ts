@@ -91,6 +91,16 @@ export class LocalEngine {
   private turn: Promise<void> = Promise.resolve();
   /** Set once the Worker is gone (disposed, terminated, crashed): every later call fails with it. */
   private dead: Error | undefined;
+  /** The first DeviceLost a call failed with: the Worker lives, but its engine cannot run again. */
+  private lostWith: Error | undefined;
+
+  /**
+   * Why this engine can no longer run: its Worker stopped (disposed, crashed) or its GPU
+   * device was lost. `undefined` while it can; otherwise create a new engine.
+   */
+  get failure(): Error | undefined {
+    return this.dead ?? this.lostWith;
+  }
 
   readonly chat = {
     completions: {
@@ -204,7 +214,9 @@ export class LocalEngine {
       p.resolve(m.value);
     } else if (m.kind === 'error') {
       this.pending.delete(m.id);
-      p.reject(new EngineError(m.name, m.message));
+      const err = new EngineError(m.name, m.message);
+      if (m.name === 'DeviceLost') this.lostWith ??= err;
+      p.reject(err);
     } else {
       p.onMessage?.(m);
     }

@@ -194,9 +194,9 @@ export function degradationCompareChart(runs: { title: string; report: { levels:
     const xs: number[] = [];
     const ys: (number | null)[] = [];
     r.report.levels.forEach((l, k) => {
-      const level = l.level as { concurrency?: number; rate_per_s?: number };
-      if (level.rate_per_s !== undefined) open = true;
-      xs.push(level.concurrency ?? level.rate_per_s ?? k + 1);
+      const level = l.level as { concurrency?: number; rate?: number };
+      if (level.rate !== undefined) open = true;
+      xs.push(level.concurrency ?? level.rate ?? k + 1);
       ys.push((l.summary.output_tps as { p50?: number } | null)?.p50 ?? null);
     });
     const order = xs.map((_, k) => k).sort((a, b) => xs[a] - xs[b]);

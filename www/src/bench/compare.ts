@@ -6,10 +6,10 @@ import type { RequestRecord } from 'tpsmeter';
 import { date, el, num, tableWrap } from '../common/format';
 import type { StoredRun } from '../common/store';
 import { degradationCompareChart, type Chart } from './charts';
-import { headline, headlineOfRecords, type Headline } from './results';
+import { headline, headlineOfRecords, headlineOfRows, type Headline } from './results';
 
 export function renderCompare(container: HTMLElement, runs: { run: StoredRun; partial: RequestRecord[] }[]): { destroy(): void; redraw(): void } {
-  const heads: Headline[] = runs.map(({ run, partial }) => (run.report ? headline(run.report) : headlineOfRecords(partial)));
+  const heads: Headline[] = runs.map(({ run, partial }) => (run.report ? headline(run.report) : run.rows ? headlineOfRows(run.rows) : headlineOfRecords(partial)));
   const table = el('table', { id: 'compare-table' }, el('caption', { text: `${runs.length} runs side by side (p50 at each run's lightest level)` }));
   const origin = (r: StoredRun) => {
     const tool = (r.report?.tool as { name?: string } | undefined)?.name;

@@ -5,12 +5,23 @@
 
 import type { Api, RunSettings } from 'tpsmeter';
 import { el } from '../common/format';
+import { originOf } from '../common/csp';
 import { MODEL_PRESETS } from '../common/models';
 import { CUSTOM_PRESET, LOCAL_PRESET, PRESETS, PROMPT_SET, SAME_ORIGIN_PRESET, preset } from '../common/presets';
 
 const SETTINGS_KEY = 'tpsmeter.bench.settings';
 const DEFAULTS_KINDS = { set: 1, text: 1, synthetic: 1 };
+/**
+ * Remembered keys are stored per API origin (`tpsmeter.key.https://api.openai.com`), never
+ * per provider name: a key goes only to the server it was remembered for, so a link that
+ * changes the Base URL (or a user who edits it) gets an empty key field, not the old key.
+ */
 const KEY_PREFIX = 'tpsmeter.key.';
+
+function keyName(url: string): string | undefined {
+  const origin = originOf(url);
+  return origin ? KEY_PREFIX + origin : undefined;
+}
 
 export const WIRE_FORMATS: { api: Api; label: string }[] = [
   { api: 'openai-chat', label: 'OpenAI chat completions' },
@@ -151,8 +162,13 @@ export class RunForm {
     this.promptFromSet.addEventListener('change', () => this.syncPromptKind());
     this.promptText.addEventListener('change', () => this.syncPromptKind());
     this.promptSynthetic.addEventListener('change', () => this.syncPromptKind());
+    // A key typed for one server never follows the URL to another.
+    this.url.addEventListener('input', () => {
+      if (originOf(this.url.value.trim()) !== this.keyOrigin) this.restoreKey();
+    });
     this.remember.addEventListener('change', () => {
-      if (!this.remember.checked) localStorage.removeItem(KEY_PREFIX + this.preset.value);
+      const name = keyName(this.url.value.trim());
+      if (!this.remember.checked && name) localStorage.removeItem(name);
     });
     form.addEventListener('input', () => this.save());
   }
@@ -171,9 +187,7 @@ export class RunForm {
     }
     this.keyField.hidden = local || (!p.key && p.id !== CUSTOM_PRESET);
     this.note.textContent = p.note ?? '';
-    const saved = localStorage.getItem(KEY_PREFIX + p.id);
-    this.key.value = saved ?? (fill ? '' : this.key.value);
-    this.remember.checked = saved !== null;
+    this.restoreKey();
     this.save();
   }
 
@@ -203,8 +217,12 @@ export class RunForm {
     };
   }
 
-  /** Fills the form: saved state, then the preset and fields named in the query over it. */
-  load(query: URLSearchParams): void {
+  /**
+   * Fills the form: saved state, then the preset and fields named in the query over it.
+   * Returns the fields the query set (the page tells the user a link filled them).
+   */
+  load(query: URLSearchParams): string[] {
+    const fromQuery: string[] = [];
     let s: FormState = { ...DEFAULTS };
     try {
       s = { ...s, ...(JSON.parse(localStorage.getItem(SETTINGS_KEY) ?? '{}') as Partial<FormState>) };
@@ -226,6 +244,7 @@ export class RunForm {
       // The demo page links here with the GGUF URL as `model`; the CLI's name for one input
       // length is `inputTokens`.
       const name = k === 'model' && s.preset === LOCAL_PRESET ? 'modelUrl' : k === 'inputTokens' ? 'inputLengths' : k;
+      fromQuery.push(name);
       const d = DEFAULTS[name as keyof FormState];
       (s as unknown as Record<string, unknown>)[name] = typeof d === 'number' ? Number(v) : typeof d === 'boolean' ? v === 'true' || v === '1' : v;
     }
@@ -253,16 +272,32 @@ export class RunForm {
     this.render.checked = s.render;
     this.applyPreset(s.preset, false);
     this.syncPromptKind();
+    if (p) fromQuery.unshift('preset');
+    return fromQuery;
   }
 
   save(): void {
     localStorage.setItem(SETTINGS_KEY, JSON.stringify(this.state()));
   }
 
-  /** The key typed (and, if asked, remembered on this device). */
+  /** The origin the key field's key belongs to. */
+  private keyOrigin: string | undefined;
+
+  /** Fills the key field with the key remembered for the URL's origin, or empties it. */
+  restoreKey(): void {
+    const url = this.url.value.trim();
+    const name = keyName(url);
+    const saved = name ? localStorage.getItem(name) : null;
+    this.key.value = saved ?? '';
+    this.remember.checked = saved !== null;
+    this.keyOrigin = originOf(url);
+  }
+
+  /** The key typed (and, if asked, remembered on this device for this URL's origin). */
   apiKey(): string | undefined {
     const k = this.key.value.trim();
-    if (this.remember.checked && k) localStorage.setItem(KEY_PREFIX + this.preset.value, k);
+    const name = keyName(this.url.value.trim());
+    if (this.remember.checked && k && name) localStorage.setItem(name, k);
     return k || undefined;
   }
 
@@ -281,27 +316,33 @@ export function validate(s: FormState): string[] {
     if (!s.url) out.push('Enter the API\'s base URL.');
     if (!s.model && s.preset !== SAME_ORIGIN_PRESET) out.push('Enter a model name.');
   } else if (!s.modelUrl) out.push('Enter the GGUF URL of the model to run.');
-  if (!levels(s.concurrency)) out.push('Concurrency levels must be whole numbers from 1 to 1024, comma-separated (e.g. 1,2,4).');
-  if (!(s.maxTokens >= 1)) out.push('Max output tokens must be at least 1.');
-  if (!(s.requests >= 1)) out.push('Requests per level must be at least 1.');
-  if (!(s.warmup >= 0)) out.push('Warm-up requests cannot be negative.');
-  if (s.promptKind === 'synthetic' && !inputLengths(s.inputLengths)) out.push('Input lengths must be whole numbers of tokens from 1 to 2,000,000, comma-separated (e.g. 128,1024), at most 8.');
+  if (!levels(s.concurrency)) out.push(`Concurrency levels must be whole numbers from 1 to ${LIMITS.concurrency}, comma-separated (e.g. 1,2,4).`);
+  if (!(s.maxTokens >= 1 && s.maxTokens <= LIMITS.maxTokens)) out.push(`Max output tokens must be 1 to ${LIMITS.maxTokens.toLocaleString('en-US')}.`);
+  if (!(s.requests >= 1 && s.requests <= LIMITS.requests)) out.push(`Requests per level must be 1 to ${LIMITS.requests.toLocaleString('en-US')}.`);
+  if (!(s.warmup >= 0 && s.warmup <= LIMITS.warmup)) out.push(`Warm-up requests must be 0 to ${LIMITS.warmup}.`);
+  if (s.promptKind === 'synthetic' && !inputLengths(s.inputLengths)) out.push(`Input lengths must be whole numbers of tokens from 1 to ${LIMITS.inputTokens.toLocaleString('en-US')}, comma-separated (e.g. 128,1024), at most ${LIMITS.inputLengths}.`);
   return out;
 }
+
+/**
+ * Caps on what one click can start: a link can prefill the form, and a remembered key pays
+ * for whatever runs, so the page refuses runs larger than these (the CLI is for more).
+ */
+export const LIMITS = { maxTokens: 32_768, requests: 1_000, warmup: 100, concurrency: 256, inputTokens: 200_000, inputLengths: 8 };
 
 /** The input lengths of a synthetic-input run (one benchmark each). */
 export function inputLengths(text: string): number[] | undefined {
   const parts = text.split(',').map((p) => p.trim()).filter(Boolean);
-  if (parts.length === 0 || parts.length > 8) return undefined;
+  if (parts.length === 0 || parts.length > LIMITS.inputLengths) return undefined;
   const out = parts.map(Number);
-  return out.every((n) => Number.isInteger(n) && n >= 1 && n <= 2_000_000) ? out : undefined;
+  return out.every((n) => Number.isInteger(n) && n >= 1 && n <= LIMITS.inputTokens) ? out : undefined;
 }
 
 export function levels(text: string): number[] | undefined {
   const parts = text.split(',').map((p) => p.trim()).filter(Boolean);
   if (parts.length === 0 || parts.length > 32) return undefined;
   const out = parts.map(Number);
-  return out.every((n) => Number.isInteger(n) && n >= 1 && n <= 1024) ? out : undefined;
+  return out.every((n) => Number.isInteger(n) && n >= 1 && n <= LIMITS.concurrency) ? out : undefined;
 }
 
 /**

@@ -10,10 +10,11 @@ import { date, el, num, tableWrap } from '../common/format';
 import { sameOriginModel } from '../common/models';
 import { decodeFragment, encodeReport } from '../common/permalink';
 import { LOCAL_PRESET, SAME_ORIGIN_PRESET, preset } from '../common/presets';
+import { redactUrl } from '../common/files';
 import { deleteRun, getRun, holdRunLock, listRuns, markInterrupted, newId, putRecord, putRun, records, type StoredRun } from '../common/store';
 import { renderCompare } from './compare';
 import { DEFAULTS, RunForm, settingsOf, validate } from './form';
-import { headline, headlineOfRecords, renderRun, runRows, type ResultsView } from './results';
+import { headline, headlineOfRecords, headlineOfRows, renderRun, runRows, type ResultsView } from './results';
 
 wireThemeSwitch();
 
@@ -98,8 +99,18 @@ function describeProgress(p: Progress, levels: string[]): string {
   return `Level ${p.levelIndex + 1}/${p.levels} (${level})${p.warmup ? ', warming up' : ''}: ${p.completed}${of} done, ${p.inFlight} in flight, ${p.failed} failed · ${(p.elapsedMs / 1000).toFixed(1)} s`;
 }
 
+let lastPhase = '';
+/** Tells screen readers when a level starts (the counts change too often to read out). */
+function announcePhase(p: Progress, levels: string[], step: string | undefined): void {
+  const phase = `${step ? `${step}, ` : ''}level ${p.levelIndex + 1} of ${p.levels} (${levels[p.levelIndex] ?? ''})${p.warmup ? ', warming up' : ''}`;
+  if (phase === lastPhase) return;
+  lastPhase = phase;
+  $('announce').textContent = `Running ${phase}.`;
+}
+
 async function localEngine(url: string, signal: AbortSignal): Promise<LocalEngine> {
-  if (engine?.url === url) return engine.engine;
+  // A lost device or a stopped Worker cannot run again: load a new engine.
+  if (engine?.url === url && !engine.engine.failure) return engine.engine;
   await engine?.engine.dispose().catch(() => undefined);
   engine = undefined;
   const { createEngine } = await import('tpsmeter/engine');
@@ -138,7 +149,7 @@ async function run(): Promise<void> {
     });
     form.notices.append(
       notice(
-        `This page only connects to the API origins of its presets, to servers on this computer (localhost), and to origins you approve on this device; its Content-Security-Policy blocks everything else, so a script injected into it could not send your key elsewhere. ${origin} is not on the list yet. Approving it adds it to the policy, which takes a reload (your settings are kept; the key is not).`,
+        `This page only connects to the API origins of its presets, to servers on this computer (localhost), and to origins you approve on this device; its Content-Security-Policy blocks everything else, so the page cannot be made to send requests, with or without your key, to a server you did not choose. ${origin} is not on the list yet. Approving it adds it to the policy, which takes a reload (your settings are kept; the key is not).`,
         'bad',
         el('div', { class: 'row' }, allow),
       ),
@@ -150,6 +161,8 @@ async function run(): Promise<void> {
   abort = new AbortController();
   const { signal } = abort;
   form.setRunning(true);
+  // Run is disabled under the keyboard user's focus: Stop is what they may want next.
+  form.stop.focus();
   live.hidden = false;
   answer.replaceChildren();
   progressBar.value = 0;
@@ -173,7 +186,9 @@ async function run(): Promise<void> {
         await showCompare();
       }
       await show(last);
-      (done.length > 1 ? compare : results).scrollIntoView({ block: 'start', behavior: 'smooth' });
+      const target = done.length > 1 ? compare : results;
+      target.scrollIntoView({ block: 'start', behavior: 'smooth' });
+      target.querySelector<HTMLElement>('h2')?.focus({ preventScroll: true });
     }
   } catch (e) {
     const name = e instanceof Error ? e.name : '';
@@ -183,6 +198,7 @@ async function run(): Promise<void> {
   } finally {
     form.setRunning(false);
     abort = undefined;
+    if (document.activeElement === form.stop || document.activeElement === document.body) form.run.focus();
     await refreshHistory();
   }
 }
@@ -208,18 +224,26 @@ async function runOne(
     title: `${preset(presetId)?.label ?? presetId} · ${model}${step?.suffix ?? ''}`,
     source: 'browser',
     status: 'running',
-    settings: { ...settings, model, preset: presetId },
+    // Stored without credentials (user:password@, key=... parameters); the report's own
+    // config, redacted by the package, replaces it when the run ends.
+    settings: { ...settings, url: redactUrl(settings.url), model, preset: presetId },
   };
   let saving = Promise.resolve();
   let kept = 0;
   const keptText = $('kept');
   keptText.textContent = '';
+  // The run's lock is held before it is stored as running, so no page (this one included)
+  // can take it for an interrupted run.
+  let settle!: () => void;
+  const finished = new Promise<void>((r) => (settle = r));
+  await holdRunLock(stored.id, finished);
   await putRun(stored);
   const hooks = {
     signal,
     render: render ? answer : undefined,
     onProgress: (p: Progress) => {
       progressText.textContent = (step ? `${step.label} · ` : '') + describeProgress(p, levelNames);
+      announcePhase(p, levelNames, step?.label);
       const perLevel = p.target ? Math.min(1, p.completed / p.target) : 0;
       progressBar.value = Math.min(1, (p.levelsDone + (p.levelsDone > p.levelIndex ? 0 : perLevel)) / p.levels);
     },
@@ -241,17 +265,21 @@ async function runOne(
     const pending = local
       ? bench({ ...settings, api: 'local', url: undefined, model: undefined, engine: local, ...hooks })
       : bench({ ...settings, api: settings.api as Exclude<typeof settings.api, 'local'>, apiKey, ...hooks });
-    holdRunLock(stored.id, pending);
+    void pending.then(settle, settle);
     await refreshHistory();
     const report = await pending;
     await saving;
     stored.report = report;
+    stored.settings = { ...stored.settings!, url: String(report.config.url ?? stored.settings!.url) };
     stored.status = signal.aborted ? 'cancelled' : 'done';
     await putRun(stored);
     progressText.textContent = `Done: ${report.requests.length} requests.`;
+    $('announce').textContent = `Run finished: ${report.requests.length} requests.`;
+    lastPhase = '';
     progressBar.value = 1;
     return stored;
   } catch (e) {
+    settle();
     await saving;
     // Nothing finished: keep no empty run.
     if ((await records(stored.id)).length === 0) await deleteRun(stored.id);
@@ -275,7 +303,7 @@ async function refreshHistory(): Promise<void> {
   table.append(el('thead', {}, el('tr', {}, ...['compare', 'run', 'when', 'status', 'tok/s per user', 'TTFT ms', ''].map((h) => el('th', { scope: 'col', text: h })))));
   const body = el('tbody');
   for (const r of runs) {
-    const h = r.report ? headline(r.report) : r.rows ? undefined : r.status !== 'running' ? headlineOfRecords(await records(r.id)) : undefined;
+    const h = r.report ? headline(r.report) : r.rows ? headlineOfRows(r.rows) : r.status !== 'running' ? headlineOfRecords(await records(r.id)) : undefined;
     const check = el('input', { type: 'checkbox', 'aria-label': `Compare ${r.title}`, checked: selected.has(r.id) });
     check.addEventListener('change', () => {
       if (check.checked) selected.add(r.id);
@@ -289,6 +317,8 @@ async function refreshHistory(): Promise<void> {
       await deleteRun(r.id);
       selected.delete(r.id);
       await refreshHistory();
+      // The row (and the focused button) is gone: continue from the section's heading.
+      $('history-h').focus();
     });
     body.append(
       el(
@@ -376,23 +406,31 @@ window.addEventListener('tpsmeter-theme', () => {
   compareView?.redraw();
 });
 window.addEventListener('hashchange', () => void openPermalink());
-window.addEventListener('pagehide', () => void engine?.engine.dispose().catch(() => undefined));
+window.addEventListener('pagehide', () => {
+  // A page restored from the back/forward cache loads a new engine.
+  const e = engine;
+  engine = undefined;
+  void e?.engine.dispose().catch(() => undefined);
+});
 
 async function start(): Promise<void> {
   const query = new URLSearchParams(location.search);
   const hadSettings = localStorage.getItem('tpsmeter.bench.settings') !== null;
-  form.load(query);
+  const filled = form.load(query);
+  if (filled.length > 0) {
+    form.notices.append(notice(`The link you opened filled in ${filled.join(', ')}. Check the settings before you run: a remembered key goes only to the server it was remembered for.`));
+  }
   // Served by `tpsmeter serve --www`: measure that server unless the user chose otherwise.
   const server = await sameOriginModel();
   form.serverModel = server?.id ?? '';
   if (server && !hadSettings && !query.has('preset')) form.applyPreset(SAME_ORIGIN_PRESET, true);
   if (server && form.preset.value === SAME_ORIGIN_PRESET && !form.model.value) form.model.value = server.id;
   // The local engine loads the server's own copy of the model unless the user chose another.
-  if (server && (!hadSettings || form.modelUrl.value === DEFAULTS.modelUrl)) {
+  if (server && !query.has('model') && !query.has('modelUrl') && (!hadSettings || form.modelUrl.value === DEFAULTS.modelUrl)) {
     form.modelUrl.value = server.url;
     form.save();
   }
-  const interrupted = await markInterrupted();
+  const interrupted = await markInterrupted(() => void refreshHistory());
   await refreshHistory();
   if (location.hash.includes('r=')) await openPermalink();
   else if (interrupted[0]) await show(interrupted[0]);

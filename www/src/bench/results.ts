@@ -4,7 +4,7 @@
 
 import type { Report, RequestRecord } from 'tpsmeter';
 import { answerSeconds, date, duration, el, median, ms, num, readingBand, tableWrap } from '../common/format';
-import { csvRow, levelLabel, paintOf } from '../common/files';
+import { csvRow, levelLabel, paintOf, type LevelSpec } from '../common/files';
 import type { CsvRow, StoredRun } from '../common/store';
 import { degradationChart, histogramChart, timelineChart, type Chart, type LevelPoint, type Timeline } from './charts';
 
@@ -73,7 +73,7 @@ export function headlineOfRecords(records: RequestRecord[]): Headline {
   };
 }
 
-function headlineOfRows(rows: CsvRow[]): Headline {
+export function headlineOfRows(rows: CsvRow[]): Headline {
   const ok = rows.filter((r) => !r.error_class && r.warmup !== 'true');
   const pick = (c: string) => median(ok.map((r) => Number.parseFloat(r[c] ?? '')).filter(Number.isFinite));
   return {
@@ -234,12 +234,12 @@ function timelines(records: RequestRecord[]): Timeline[] {
 }
 
 function levelPoints(report: Report): { points: LevelPoint[]; xLabel: string } {
-  const open = report.levels.some((l) => (l.level as { rate_per_s?: number })?.rate_per_s !== undefined);
+  const open = report.levels.some((l) => (l.level as LevelSpec)?.rate !== undefined);
   const points = report.levels.map((l, i) => {
-    const level = l.level as { concurrency?: number; rate_per_s?: number };
+    const level = l.level as LevelSpec;
     const s = l.summary as Summary;
     return {
-      x: level.concurrency ?? level.rate_per_s ?? i + 1,
+      x: level.concurrency ?? level.rate ?? i + 1,
       perUser: s.output_tps?.p50 ?? null,
       aggregate: s.aggregate_output_tps ?? null,
       painted: s.paint?.painted_tps?.p50 ?? null,

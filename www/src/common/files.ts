@@ -33,13 +33,36 @@ export const CSV_COLUMNS = [
 /** The most bytes an imported file may have. */
 export const MAX_IMPORT_BYTES = 64 << 20;
 
+/** A load level as the report writes it: `{ concurrency: n }` or `{ rate: per second }`. */
+export interface LevelSpec {
+  concurrency?: number;
+  rate?: number;
+}
+
 export function levelLabel(level: unknown): string {
   if (level && typeof level === 'object') {
-    const l = level as { concurrency?: number; rate_per_s?: number };
+    const l = level as LevelSpec;
     if (typeof l.concurrency === 'number') return `c=${l.concurrency}`;
-    if (typeof l.rate_per_s === 'number') return `${l.rate_per_s}/s`;
+    if (typeof l.rate === 'number') return `${l.rate}/s`;
   }
-  return String(level ?? '');
+  return typeof level === 'string' || typeof level === 'number' ? String(level) : '';
+}
+
+/** Query parameter names that carry credentials (as the package redacts them). */
+const SECRET_PARAM = /key|token|secret|password|passwd|auth|sig|credential/i;
+
+/** `url` without `user:password@` and with credential-like query values replaced. */
+export function redactUrl(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return url;
+  }
+  u.username = '';
+  u.password = '';
+  for (const name of [...u.searchParams.keys()]) if (SECRET_PARAM.test(name)) u.searchParams.set(name, 'REDACTED');
+  return u.href.replace(/\/$/, url.endsWith('/') ? '/' : '');
 }
 
 function p50(values: number[] | undefined): number | undefined {

@@ -1,7 +1,6 @@
 // Permalinks: a run's report in the URL fragment (`#r=`), deflated and base64url-encoded.
 // The fragment never reaches a server, and the report never holds a key (the package keeps
-// keys out of reports); `assertNoSecret` checks the encoded form anyway before a link is
-// made. Reports too long for a comfortable URL drop their per-chunk arrays (the summaries,
+// keys out of reports, and redacts credentials in URLs). Reports too long for a comfortable URL drop their per-chunk arrays (the summaries,
 // per-request metrics and errors stay) and say so.
 
 import type { Report } from 'tpsmeter';

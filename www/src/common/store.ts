@@ -88,40 +88,68 @@ export async function deleteRun(id: string): Promise<void> {
 
 /**
  * Runs left `running` by a page that is gone (reloaded, crashed, closed) become
- * `interrupted`; their finished records stay. Called once at page start, with the ids this
- * page is running itself (none yet at start).
+ * `interrupted`; their finished records stay, and one with none is deleted. A run whose
+ * lock another page still holds is left alone now and marked when that lock is released
+ * (that page ended, or a reload's old document let go of it); `onChange` then runs.
+ * Resolves to the runs marked now.
  */
-export async function markInterrupted(): Promise<StoredRun[]> {
+export async function markInterrupted(onChange: () => void): Promise<StoredRun[]> {
   const out: StoredRun[] = [];
   for (const run of await listRuns()) {
-    if (run.status === 'running' && !isMine(run.id) && !(await runningElsewhere(run.id))) {
-      run.status = 'interrupted';
-      await putRun(run);
-      out.push(run);
+    if (run.status !== 'running' || mine.has(run.id)) continue;
+    if (!('locks' in navigator)) {
+      if (await interrupt(run)) out.push(run);
+      continue;
     }
+    const name = lockName(run.id);
+    const free = await navigator.locks.request(name, { ifAvailable: true }, async (lock) => (lock ? interrupt(run) : 'held'));
+    if (free === 'held') {
+      // Held by a live page (or a reloaded page's old document, released shortly): mark the
+      // run when the lock comes free, if it is still running then.
+      void navigator.locks.request(name, async () => {
+        const now = await getRun(run.id);
+        if (now?.status === 'running' && (await interrupt(now)) !== undefined) onChange();
+      });
+    } else if (free) out.push(run);
   }
   return out;
+}
+
+/** Marks `run` interrupted (or deletes it when no request finished); whether it is kept. */
+async function interrupt(run: StoredRun): Promise<boolean> {
+  if ((await records(run.id)).length === 0) {
+    await deleteRun(run.id);
+    return false;
+  }
+  run.status = 'interrupted';
+  await putRun(run);
+  return true;
 }
 
 // Another tab of this site may be running a benchmark right now: a Web Lock held for the
 // run's life says so, and such a run is left alone.
 const mine = new Set<string>();
-function isMine(id: string): boolean {
-  return mine.has(id);
+
+function lockName(id: string): string {
+  return `tpsmeter-run-${id}`;
 }
 
-/** Holds a lock named after the run until `done` settles (other tabs see it running). */
-export function holdRunLock(id: string, done: Promise<unknown>): void {
+/**
+ * Holds the run's lock until `done` settles, so other pages (and this one) see it running.
+ * Resolves once the lock is held: store the run as running only after that.
+ */
+export function holdRunLock(id: string, done: Promise<unknown>): Promise<void> {
   mine.add(id);
-  if ('locks' in navigator) {
-    void navigator.locks.request(`tpsmeter-run-${id}`, () => done.catch(() => undefined));
-  }
-  void done.finally(() => mine.delete(id));
-}
-
-/** Whether some tab still holds the run's lock. */
-export async function runningElsewhere(id: string): Promise<boolean> {
-  if (!('locks' in navigator)) return false;
-  const state = await navigator.locks.query();
-  return (state.held ?? []).some((l) => l.name === `tpsmeter-run-${id}`);
+  const release = () => mine.delete(id);
+  void done.then(release, release);
+  if (!('locks' in navigator)) return Promise.resolve();
+  return new Promise<void>((held) => {
+    void navigator.locks.request(lockName(id), () => {
+      held();
+      return done.then(
+        () => undefined,
+        () => undefined,
+      );
+    });
+  });
 }

@@ -206,6 +206,11 @@ probeButton.addEventListener('click', () => {
   e.probe()
     .then((report) => fill(probeResult, ...LiveMeter.describeProbe(report, e)))
     .catch((err: unknown) => {
+      // A model loaded meanwhile freed the probed engine: its failure is not news.
+      if (engine !== e) {
+        probeResult.textContent = '';
+        return;
+      }
       const why = explain(err);
       if (why.reload) {
         dropEngine();
