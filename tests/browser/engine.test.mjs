@@ -472,8 +472,10 @@ test('a lost GPU device rejects the pending generation with DeviceLost, never a 
       const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
       const fresh = await createEngine({ model: url });
       const again = await fresh.completions.create({ prompt: 'Hello', max_tokens: 4, temperature: 0 });
+      const freshFailure = fresh.failure ? fresh.failure.name : 'none';
       await fresh.dispose();
-      return { outcome, tokens, later, failure, freshFailure: fresh.failure ?? 'none', again: again.usage.completion_tokens, fromCache: fresh.fromCache };
+      const disposedFailure = fresh.failure ? fresh.failure.name : 'none';
+      return { outcome, tokens, later, failure, freshFailure, disposedFailure, again: again.usage.completion_tokens, fromCache: fresh.fromCache };
     },
     { url },
   );
@@ -483,5 +485,6 @@ test('a lost GPU device rejects the pending generation with DeviceLost, never a 
   assert.match(out.later, /^DeviceLost: /, 'the lost engine keeps saying why');
   assert.equal(out.failure, 'DeviceLost', 'engine.failure says the engine cannot run');
   assert.equal(out.freshFailure, 'none');
+  assert.equal(out.disposedFailure, 'InvalidState', 'a disposed engine cannot run either');
   assert.equal(out.again, 4, 'a new engine generates');
 });
