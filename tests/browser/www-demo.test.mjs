@@ -59,6 +59,28 @@ test('the demo loads SmolLM2 from the server, streams a chat and meters it', asy
     assert.ok(tokens < 400, `${tokens} tokens: the stop did not end the generation`);
   });
 
+  await t.test('after Probe GPU an answer states decode as a share of the probed ceiling', async () => {
+    await page.getByRole('button', { name: 'Probe GPU' }).click();
+    await page.waitForFunction(() => Number.parseFloat(document.querySelector('[data-metric="read-gbps"]')?.textContent ?? '') > 0, null, { timeout: 120_000 });
+    await page.getByLabel('Max tokens').fill('4');
+    await page.getByLabel('Message').fill('Hi');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.waitForFunction(() => Number.parseFloat(document.querySelector('[data-metric="ceiling-share"]')?.textContent ?? '') > 0, null, { timeout: 120_000 });
+    const share = await numberOf(page, 'ceiling-share');
+    assert.ok(share > 0 && share <= 100, `${share} %`);
+  });
+
+  await t.test('the cache manager lists the kept model with its size and deletes it', async () => {
+    const row = page.locator('.cache-table tbody tr', { hasText: 'SmolLM2-135M-Instruct' });
+    await row.first().waitFor();
+    assert.match(await row.first().innerText(), /98\.4/, 'its size in MB');
+    const name = (await row.first().getByRole('button').getAttribute('aria-label')).replace(/^Delete /, '');
+    await row.first().getByRole('button', { name: `Delete ${name}` }).click();
+    await page.waitForFunction((name) => ![...document.querySelectorAll('.cache-table tbody tr')].some((r) => r.textContent.includes(name)), name);
+    // The list is re-read from storage after a delete (listCachedModels), so the row's
+    // absence is the model's.
+  });
+
   await t.test('the demo with a model loaded and a chat: accessible, responsive, light and dark', async () => {
     assert.deepEqual(await checkView(page, 'demo-chat'), []);
   });
