@@ -47,3 +47,47 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         }
     }
 }
+
+// Eight token slots (groups of 5 to 8 tokens): each weight sub-block is fetched once for
+// all eight, halving the passes over the weights that `main` makes for a long prompt. The
+// dots stay separate calls: lavapipe's LLVM shares their weight unpack once inlined, and a
+// fused call taking the inputs by value made SwiftShader copy them through memory.
+@compute @workgroup_size(WG)
+fn main8(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let inv = gid.x + gid.y * nwg.x * WG;
+    let r0 = inv * ROWS;
+    if (r0 >= p.rows) {
+        return;
+    }
+    let last = p.n_tokens - 1u;
+    let row_vec4s = p.nsub * 8u;
+    var acc_a: array<vec4<f32>, ROWS>;
+    var acc_b: array<vec4<f32>, ROWS>;
+    for (var s = 0u; s < p.nsub; s++) {
+        let xb0 = load_x_at(0u, s);
+        let xb1 = load_x_at(row_vec4s, s);
+        let xb2 = load_x_at(2u * row_vec4s, s);
+        let xb3 = load_x_at(3u * row_vec4s, s);
+        let xb4 = load_x_at(4u * row_vec4s, s);
+        let xb5 = load_x_at(min(5u, last) * row_vec4s, s);
+        let xb6 = load_x_at(min(6u, last) * row_vec4s, s);
+        let xb7 = load_x_at(min(7u, last) * row_vec4s, s);
+        for (var r = 0u; r < ROWS; r++) {
+            let row = min(r0 + r, p.rows - 1u);
+            acc_a[r] += vec4<f32>(block_dot(row, s, xb0), block_dot(row, s, xb1), block_dot(row, s, xb2), block_dot(row, s, xb3));
+            acc_b[r] += vec4<f32>(block_dot(row, s, xb4), block_dot(row, s, xb5), block_dot(row, s, xb6), block_dot(row, s, xb7));
+        }
+    }
+    for (var r = 0u; r < ROWS; r++) {
+        if (r0 + r < p.rows) {
+            for (var t = 0u; t < p.n_tokens; t++) {
+                let o = (p.t0 + t) * p.y_stride + p.row_offset + r0 + r;
+                var v = select(acc_b[r][t & 3u], acc_a[r][t & 3u], t < 4u);
+                if (p.accumulate != 0u) {
+                    v += f32(y[o]);
+                }
+                y[o] = act(v);
+            }
+        }
+    }
+}
