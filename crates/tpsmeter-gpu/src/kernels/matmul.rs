@@ -6,8 +6,9 @@
 //! a workgroup barrier costs 5-100x, get `matmul_cpu.wgsl`: several rows per invocation, no
 //! barriers, the format's `block_dot` applied to up to 8 tokens per dispatch whose inputs sit
 //! in a uniform binding (entry `main8` for groups of 5-8, `main` for up to 4). Eight slots
-//! halve the passes over the weights: the 64-token prefill's matmuls went from ~940 to
-//! ~700 ms on lavapipe, unchanged on SwiftShader. Measured and rejected: a decode-once-per-8-
+//! halve the passes over the weights: at 4 rows per invocation the 64-token prefill's
+//! matmuls went from ~940 to ~700 ms on lavapipe, unchanged on SwiftShader (then 16 rows per
+//! invocation: see `CPU_ROWS`). Measured and rejected: a decode-once-per-8-
 //! tokens version (2.3x slower on SwiftShader, which keeps the 32 decoded floats in memory,
 //! 1.5x on lavapipe); a fused four-token `block_dot4` taking four inputs by value (no gain on
 //! lavapipe, whose LLVM already shares the unpack between the four inlined calls; 3.6x
@@ -30,9 +31,13 @@ const TILE_TOKENS: u32 = 8;
 
 /// CPU-type path: rows per invocation, invocations per workgroup, and the most tokens per
 /// dispatch (each weight sub-block is fetched once per this many tokens; the inputs of that
-/// many tokens must fit the 64 KiB uniform binding). The slots are written out in
-/// `matmul_cpu.wgsl`.
-const CPU_ROWS: u32 = 4;
+/// many tokens must fit the 64 KiB uniform binding; the slots are written out in
+/// `matmul_cpu.wgsl`). 16 rows per invocation share each sub-block's token inputs across
+/// more weights: warm 64-token prefill (`cargo bench -p tpsmeter-gpu --bench engine --
+/// prefill`, medians of 7, three rounds, load ~2) went from 70-77 tok/s at 4 rows to 109-132
+/// at 16 on lavapipe (8 rows: 79-100, 32 rows: 117-123), and from 9.0 to 13.7-14.1 on
+/// SwiftShader (32 rows: 13.0).
+const CPU_ROWS: u32 = 16;
 const CPU_WORKGROUP: u32 = 8;
 const CPU_TOKENS: u64 = 8;
 const _: () = assert!(
