@@ -312,17 +312,28 @@ async fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
     };
     let mut rng = Rng::new(17);
     for dt in dtypes(ctx) {
-        for (n_tokens, n_heads, n_kv, head_dim, window) in [
-            (1, 9, 3, 64, 0),
-            (7, 4, 1, 32, 0),
-            (5, 8, 8, 16, 4),
-            (1, 4, 2, 128, 0),
+        for (n_tokens, n_heads, n_kv, head_dim, window, long) in [
+            (1, 9, 3, 64, 0, false),
+            (7, 4, 1, 32, 0, false),
+            (5, 8, 8, 16, 4, false),
+            (1, 4, 2, 128, 0, false),
             // Gemma 3's head size, and one the CPU kernel's vec4s cannot take.
-            (3, 4, 1, 256, 0),
-            (2, 2, 1, 6, 0),
+            (3, 4, 1, 256, 0, false),
+            (2, 2, 1, 6, 0, false),
+            // Decode over caches longer than the split kernel's chunk (CPU type: split along
+            // the keys and combined), with and without a sliding window.
+            (1, 9, 3, 64, 0, true),
+            (1, 4, 1, 256, 300, true),
+            (1, 8, 2, 32, 0, true),
         ] {
-            let max_ctx = rng.range(n_tokens + 1, 200);
-            let pos0 = rng.range(0, max_ctx - n_tokens + 1) as u32;
+            let max_ctx = if long {
+                rng.range(attention::SPLIT_CHUNK + 2, 1200)
+            } else {
+                rng.range(n_tokens + 1, 200)
+            };
+            // Long caches: a position in the second half, so most chunks hold keys.
+            let lo = if long { max_ctx / 2 } else { 0 };
+            let pos0 = rng.range(lo, max_ctx - n_tokens + 1) as u32;
             let kv_dim = n_kv * head_dim;
             let q = stored(rng.vec(n_tokens * n_heads * head_dim, 1.0), dt);
             let k = stored(rng.vec(max_ctx * kv_dim, 1.0), dt);
@@ -370,7 +381,7 @@ async fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
                     &out,
                 )
                 .unwrap();
-                run(ctx, &[&d]);
+                run(ctx, &d.iter().collect::<Vec<_>>());
                 assert_close(
                     &format!(
                         "attention texture KV t={n_tokens} h={n_heads}/{n_kv} d={head_dim} w={window} ctx={max_ctx} pos={pos0}"
@@ -385,7 +396,7 @@ async fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
             for profile in PROFILES {
                 let op =
                     Attention::with_profile(ctx, profile, &cfg, &pos, &qt, &kt, &vt, &out).unwrap();
-                run(ctx, &[op.dispatch()]);
+                run(ctx, &op.dispatches().iter().collect::<Vec<_>>());
                 // Outputs are convex combinations of |v| <= 1: absolute tolerance 1e-5
                 // (f32 exp and sums), f16 adds output rounding.
                 let (r, a) = tol(dt);

@@ -240,7 +240,7 @@ pub fn layers(
         };
         d.push(kv_app(k, &s.kv.k[l], cfg.k_dim())?.dispatch().clone());
         d.push(kv_app(&a.v, &s.kv.v[l], cfg.v_dim())?.dispatch().clone());
-        d.push(crate::kernels::attention::prepare(
+        d.extend(crate::kernels::attention::prepare(
             ctx,
             ctx.profile,
             &att,

@@ -3,7 +3,11 @@
 //!
 //! GPUs get a workgroup per (head, token) with tree reductions over a scores scratch
 //! (`attention.wgsl`); CPU-type adapters get one invocation per (head, token) with an online
-//! softmax and no barriers (`attention_cpu.wgsl`), which ignores the scratch.
+//! softmax and no barriers (`attention_cpu.wgsl`). There, decode over more than
+//! [`SPLIT_CHUNK`] cached positions is split along the keys (flash-decoding): one invocation
+//! per (head, chunk of keys) writes its softmax state to the scratch, and a second dispatch
+//! combines the chunks per head. One invocation per head left most of the machine idle: on
+//! SmolLM2 (9 heads) that is 9 SIMD lanes, one core of two.
 
 use crate::error::{GpuError, Result};
 use crate::gpu::context::{AdapterProfile, GpuContext};
@@ -45,13 +49,13 @@ struct Params {
     max_ctx: u32,
     window: u32,
     scale: f32,
-    _pad: u32,
+    chunk: u32,
 }
 
 /// A prepared attention: `out[t, h] = softmax(q[t, h] K^T * scale) V` over the visible keys.
 #[derive(Debug, Clone)]
 pub struct Attention {
-    dispatch: Dispatch,
+    dispatches: Vec<Dispatch>,
     /// Scratch for scores, `n_tokens * n_heads * max_ctx` f32 (allocated once).
     pub scores: wgpu::Buffer,
 }
@@ -89,20 +93,29 @@ impl Attention {
             KvSlab::Buffer(k_cache.clone()),
             KvSlab::Buffer(v_cache.clone()),
         );
-        let dispatch = prepare(ctx, profile, cfg, pos, q, (&k, &v), &scores, out)?;
-        Ok(Attention { dispatch, scores })
+        let dispatches = prepare(ctx, profile, cfg, pos, q, (&k, &v), &scores, out)?;
+        Ok(Attention { dispatches, scores })
     }
 
-    /// The dispatch to record.
-    pub fn dispatch(&self) -> &Dispatch {
-        &self.dispatch
+    /// The dispatches to record, in order (two for a split decode).
+    pub fn dispatches(&self) -> &[Dispatch] {
+        &self.dispatches
     }
 }
 
 /// Bytes of scores scratch an attention of this shape needs: `n_tokens * n_heads * max_ctx`
 /// f32.
+/// Keys per chunk of the split decode kernel. Large enough that a chunk's state (head_dim
+/// + 4 floats) is small against its keys; small enough that a 512-key context already
+/// spreads over several invocations per head.
+pub const SPLIT_CHUNK: usize = 128;
+
+/// Bytes of scratch an attention call needs: the GPU kernel's scores, or the split decode
+/// kernel's per-chunk states, whichever is larger.
 pub fn scratch_bytes(cfg: &AttentionConfig) -> u64 {
-    (cfg.n_tokens * cfg.n_heads * cfg.max_ctx * 4) as u64
+    let scores = cfg.n_tokens * cfg.n_heads * cfg.max_ctx;
+    let chunks = cfg.n_heads * cfg.max_ctx.div_ceil(SPLIT_CHUNK) * (cfg.head_dim + 4);
+    (scores.max(chunks) * 4) as u64
 }
 
 /// The attention dispatch over a caller-owned `scores` scratch (at least
@@ -119,7 +132,7 @@ pub fn prepare(
     (k_cache, v_cache): (&KvSlab, &KvSlab),
     scores: &wgpu::Buffer,
     out: &Tensor,
-) -> Result<Dispatch> {
+) -> Result<Vec<Dispatch>> {
     const OP: &str = "attention";
     if cfg.n_kv_heads == 0 || !cfg.n_heads.is_multiple_of(cfg.n_kv_heads) {
         return Err(GpuError::ShapeMismatch {
@@ -180,7 +193,7 @@ pub fn prepare(
         max_ctx: cfg.max_ctx as u32,
         window: cfg.window as u32,
         scale: cfg.scale,
-        _pad: 0,
+        chunk: SPLIT_CHUNK as u32,
     };
     let mut entries = vec![
         (1, pos.buffer.as_entire_binding()),
@@ -224,13 +237,42 @@ pub fn prepare(
             [cfg.n_heads as u32, cfg.n_tokens as u32, 1],
         )
     };
-    let pipeline = ctx.pipeline(shader, "main", defines);
     let params = ctx.uniform("attention params", &p);
     entries.push((0, params.as_entire_binding()));
-    Ok(Dispatch {
+    if cpu && cfg.n_tokens == 1 && cfg.max_ctx > SPLIT_CHUNK {
+        // Split decode: `split` reads q, the cache and writes the chunk states; `combine`
+        // reads them and writes out (each pipeline's layout has only the bindings it uses).
+        let split = ctx.pipeline(shader, "split", defines);
+        let combine = ctx.pipeline(shader, "combine", defines);
+        let invocations = (cfg.n_heads * cfg.max_ctx.div_ceil(SPLIT_CHUNK)) as u32;
+        let mut split_entries: Vec<_> = entries.iter().filter(|(b, _)| *b != 6).cloned().collect();
+        split_entries.push((5, scores.as_entire_binding()));
+        let combine_entries = vec![
+            (0, params.as_entire_binding()),
+            (1, pos.buffer.as_entire_binding()),
+            (5, scores.as_entire_binding()),
+            (6, out.buffer.as_entire_binding()),
+        ];
+        return Ok(vec![
+            Dispatch {
+                bind_group: ctx.bind_resources(&split, split_entries),
+                pipeline: split,
+                workgroups: ctx.grid(invocations.div_ceil(CPU_WORKGROUP)),
+                label: "attention_split",
+            },
+            Dispatch {
+                bind_group: ctx.bind_resources(&combine, combine_entries),
+                pipeline: combine,
+                workgroups: [(cfg.n_heads as u32).div_ceil(CPU_WORKGROUP), 1, 1],
+                label: "attention_combine",
+            },
+        ]);
+    }
+    let pipeline = ctx.pipeline(shader, "main", defines);
+    Ok(vec![Dispatch {
         bind_group: ctx.bind_resources(&pipeline, entries),
         pipeline,
         workgroups: grid,
         label: shader.name(),
-    })
+    }])
 }

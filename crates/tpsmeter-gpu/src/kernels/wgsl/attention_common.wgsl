@@ -10,7 +10,8 @@ struct Params {
     max_ctx: u32,
     window: u32, // 0: no sliding window
     scale: f32,
-    _pad: u32,
+    // Keys per chunk of the split decode kernels (attention_cpu.wgsl `split` / `combine`).
+    chunk: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;

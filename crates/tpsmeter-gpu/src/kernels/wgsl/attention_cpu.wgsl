@@ -12,29 +12,23 @@
 // BLOCK.
 const HD4: u32 = BLOCK;
 
-@compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i >= p.n_heads * p.n_tokens) {
-        return;
-    }
-    let h = i % p.n_heads;
-    let t = i / p.n_heads;
-    let kvh = h / (p.n_heads / p.n_kv_heads);
-    let keys = visible(t);
-    let start = keys.x;
-    let end = keys.y;
-    let qb = (t * p.n_heads + h) * HD4;
+// The running softmax state of one invocation (module-scope private: the one-pass kernel
+// and the split decode kernel share `attend`).
+var<private> acc: array<vec4<f32>, HD4>;
+var<private> m_run: f32;
+var<private> l_run: f32;
 
+// Streams keys [start, end) of kv head `kvh` for the query at `qb` into acc / m_run / l_run.
+fn attend(qb: u32, kvh: u32, start: u32, end: u32) {
     var qv: array<vec4<f32>, HD4>;
     for (var d = 0u; d < HD4; d++) {
         qv[d] = vec4<f32>(q[qb + d]) * p.scale;
+        acc[d] = vec4<f32>(0.0);
     }
-    var acc: array<vec4<f32>, HD4>;
     var m = -3.0e38;
     var l = 0.0;
+    let c0 = kvh * HD4;
     for (var j = start; j < end; j++) {
-        let c0 = kvh * HD4;
         var s = 0.0;
         for (var d = 0u; d < HD4; d++) {
             s += dot(qv[d], k_at(j, c0 + d));
@@ -54,8 +48,90 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             acc[d] += e * v_at(j, c0 + d);
         }
     }
-    let inv = 1.0 / l;
+    m_run = m;
+    l_run = l;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= p.n_heads * p.n_tokens) {
+        return;
+    }
+    let h = i % p.n_heads;
+    let t = i / p.n_heads;
+    let kvh = h / (p.n_heads / p.n_kv_heads);
+    let keys = visible(t);
+    let qb = (t * p.n_heads + h) * HD4;
+    attend(qb, kvh, keys.x, keys.y);
+    let inv = 1.0 / l_run;
     for (var d = 0u; d < HD4; d++) {
         out[qb + d] = vec4<act>(acc[d] * inv);
+    }
+}
+
+// Decode over a long context, split along the keys (flash-decoding): `main` gives each
+// query head one invocation, so a 2048-key context kept one of 2 cores and most SIMD lanes
+// idle. `split` gives each (head, chunk of p.chunk keys) one invocation, writing its softmax
+// state (max, sum, unnormalised weighted values) to `part`; `combine` rescales the chunks
+// to their common maximum and normalises. One query token (decode) only.
+@group(0) @binding(5) var<storage, read_write> part: array<vec4<f32>>;
+
+fn chunks() -> u32 {
+    return (p.max_ctx + p.chunk - 1u) / p.chunk;
+}
+
+@compute @workgroup_size(WG)
+fn split(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let nch = chunks();
+    let i = gid.x;
+    if (i >= p.n_heads * nch) {
+        return;
+    }
+    let h = i % p.n_heads;
+    let c = i / p.n_heads;
+    let keys = visible(0u);
+    let start = keys.x + c * p.chunk;
+    // Chunks past the visible keys are idle (the grid covers the whole cache: positions
+    // advance on the GPU, the dispatch is recorded once); `combine` never reads them.
+    if (start >= keys.y) {
+        return;
+    }
+    let end = min(start + p.chunk, keys.y);
+    attend(h * HD4, h / (p.n_heads / p.n_kv_heads), start, end);
+    let pb = (h * nch + c) * (HD4 + 1u);
+    part[pb] = vec4<f32>(m_run, l_run, 0.0, 0.0);
+    for (var d = 0u; d < HD4; d++) {
+        part[pb + 1u + d] = acc[d];
+    }
+}
+
+@compute @workgroup_size(WG)
+fn combine(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let h = gid.x;
+    if (h >= p.n_heads) {
+        return;
+    }
+    let nch = chunks();
+    let keys = visible(0u);
+    let n = (keys.y - keys.x + p.chunk - 1u) / p.chunk;
+    var mx = -3.0e38;
+    for (var c = 0u; c < n; c++) {
+        mx = max(mx, part[(h * nch + c) * (HD4 + 1u)].x);
+    }
+    var l = 0.0;
+    var sum: array<vec4<f32>, HD4>;
+    for (var c = 0u; c < n; c++) {
+        let pb = (h * nch + c) * (HD4 + 1u);
+        let ml = part[pb];
+        let w = exp(ml.x - mx);
+        l += ml.y * w;
+        for (var d = 0u; d < HD4; d++) {
+            sum[d] += w * part[pb + 1u + d];
+        }
+    }
+    let inv = 1.0 / l;
+    for (var d = 0u; d < HD4; d++) {
+        out[h * HD4 + d] = vec4<act>(sum[d] * inv);
     }
 }
