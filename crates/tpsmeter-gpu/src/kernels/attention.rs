@@ -103,15 +103,13 @@ impl Attention {
     }
 }
 
-/// Bytes of scores scratch an attention of this shape needs: `n_tokens * n_heads * max_ctx`
-/// f32.
-/// Keys per chunk of the split decode kernel. Large enough that a chunk's state (head_dim
-/// + 4 floats) is small against its keys; small enough that a 512-key context already
+/// Keys per chunk of the split decode kernel. Large enough that a chunk's state (`head_dim
+/// + 4` floats) is small against its keys; small enough that a 512-key context already
 /// spreads over several invocations per head.
 pub const SPLIT_CHUNK: usize = 128;
 
-/// Bytes of scratch an attention call needs: the GPU kernel's scores, or the split decode
-/// kernel's per-chunk states, whichever is larger.
+/// Bytes of scratch an attention call needs: the GPU kernel's scores (`n_tokens * n_heads *
+/// max_ctx` f32) or the split decode kernel's per-chunk states, whichever is larger.
 pub fn scratch_bytes(cfg: &AttentionConfig) -> u64 {
     let scores = cfg.n_tokens * cfg.n_heads * cfg.max_ctx;
     let chunks = cfg.n_heads * cfg.max_ctx.div_ceil(SPLIT_CHUNK) * (cfg.head_dim + 4);
