@@ -103,9 +103,9 @@ impl Attention {
     }
 }
 
-/// Keys per chunk of the split decode kernel. Large enough that a chunk's state (`head_dim
-/// + 4` floats) is small against its keys; small enough that a 512-key context already
-/// spreads over several invocations per head.
+/// Keys per chunk of the split decode kernel. Large enough that a chunk's state
+/// (`head_dim + 4` floats) is small against its keys; small enough that a 512-key context
+/// already spreads over several invocations per head.
 pub const SPLIT_CHUNK: usize = 128;
 
 /// Bytes of scratch an attention call needs: the GPU kernel's scores (`n_tokens * n_heads *
