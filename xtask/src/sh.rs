@@ -36,9 +36,21 @@ pub fn describe(cmd: &Command) -> String {
 }
 
 /// The repository root (xtask lives one level below it).
+///
+/// Read at run time, never baked in with `env!`: cargo keeps path packages' fingerprints
+/// relative to the workspace, so a build cache shared by two checkouts (CI's clone and a
+/// worktree, one `CARGO_TARGET_DIR`) can run an xtask binary compiled in the other checkout,
+/// whose compiled-in path may no longer exist. `cargo run` sets `CARGO_MANIFEST_DIR` for the
+/// process; without it, the nearest ancestor of the working directory holding `xtask/`.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
+    if let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") {
+        if let Some(root) = Path::new(&dir).parent() {
+            return root.to_path_buf();
+        }
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    cwd.ancestors()
+        .find(|d| d.join("xtask").join("Cargo.toml").is_file())
         .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
+        .unwrap_or(cwd)
 }
