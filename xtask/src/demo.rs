@@ -18,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Kills a server however the demo ends.
-struct Server(Child);
+pub(crate) struct Server(Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -174,13 +174,13 @@ fn bench(tpsmeter: &Path, port: u16, extra: &[String]) -> Result<()> {
     sh::run(&mut cmd)
 }
 
-fn free_port() -> Result<u16> {
+pub(crate) fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
 /// Spawns a server and waits until its `/health` answers 200 (both servers load the model
 /// before they answer it).
-fn start(cmd: &mut Command, port: u16, what: &str) -> Result<Server> {
+pub(crate) fn start(cmd: &mut Command, port: u16, what: &str) -> Result<Server> {
     let child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::null())

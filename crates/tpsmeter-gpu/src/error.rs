@@ -183,6 +183,10 @@ pub enum GpuError {
     /// Generation was asked to continue an empty prompt.
     #[error("the prompt has no tokens: generation needs at least one")]
     EmptyPrompt,
+    /// A batched-decoding call out of order (a step for a slot with no prompt, a read with
+    /// nothing submitted): a bug in the caller's scheduling.
+    #[error("batched decoding: {reason}")]
+    BatchState { reason: &'static str },
 }
 
 impl GpuError {
@@ -229,9 +233,11 @@ impl GpuError {
             DeviceLost { .. } => "DeviceLost",
             Validation { .. } | Readback { .. } | ShapeMismatch { .. } => "GpuError",
             ContextFull { .. } => "ContextFull",
-            TokenOutOfRange { .. } | Tokenizer { .. } | ChatTemplate { .. } | EmptyPrompt => {
-                "InvalidRequest"
-            }
+            TokenOutOfRange { .. }
+            | Tokenizer { .. }
+            | ChatTemplate { .. }
+            | EmptyPrompt
+            | BatchState { .. } => "InvalidRequest",
         }
     }
 }

@@ -209,7 +209,7 @@ pub async fn probe(
     drop(words);
     let most = invocations(ReadPattern::Strided);
     let out = ctx.storage_zeroed("probe out", u64::from(most) * 4)?;
-    let readback = TokenReadback::new(ctx);
+    let readback = TokenReadback::new(ctx, 1);
 
     let bandwidth = |pattern: ReadPattern| {
         let d = read_dispatch(ctx, pattern, &data, &out, n_vec4, invocations(pattern));

@@ -12,7 +12,8 @@ use tpsmeter_gpu::kernels::attention;
 use tpsmeter_gpu::kernels::dispatch::run;
 use tpsmeter_gpu::kernels::{
     Add, Attention, AttentionConfig, Embed, Glu, GluKind, KvAppend, KvSlab, KvStore, QWeight,
-    RmsNorm, Rope, RopeConfig, RopeLayout, Softmax, Tensor, WeightFormat, WeightStore, cpu,
+    RmsNorm, Rope, RopeConfig, RopeLayout, Softmax, Tensor, WeightFormat, WeightStore,
+    batch_positions, cpu, positions,
 };
 
 fn dtypes(ctx: &GpuContext) -> Vec<DType> {
@@ -137,6 +138,18 @@ async fn rope_matches_twin_in_both_layouts() {
                 let n_heads = rng.range(1, 10);
                 let n_tokens = rng.range(1, 6);
                 let pos0 = rng.range(0, 4000) as u32;
+                // Consecutive positions (a prompt chunk), or each token its own (a batched
+                // decode step over several sequences).
+                let batch = rng.range(0, 2) == 0;
+                let places: Vec<u32> = (0..n_tokens)
+                    .map(|t| {
+                        if batch {
+                            rng.range(0, 4000) as u32
+                        } else {
+                            pos0 + t as u32
+                        }
+                    })
+                    .collect();
                 let cfg = RopeConfig {
                     n_tokens,
                     n_heads,
@@ -148,7 +161,8 @@ async fn rope_matches_twin_in_both_layouts() {
                 };
                 let x = stored(rng.vec(n_tokens * n_heads * head_dim, 2.0), dt);
                 let xt = Tensor::from_f32(ctx, "x", &x, dt).unwrap();
-                let pos = Tensor::from_u32(ctx, "pos", &[pos0]).unwrap();
+                let pairs: Vec<(usize, usize)> = places.iter().map(|&p| (p as usize, 0)).collect();
+                let pos = Tensor::from_u32(ctx, "pos", &batch_positions(&pairs)).unwrap();
                 // Every other case with Llama 3.x-like frequency factors in [1, 8).
                 let factors: Option<Vec<f32>> = (rng.range(0, 2) == 0).then(|| {
                     (0..rope_dim / 2)
@@ -161,25 +175,27 @@ async fn rope_matches_twin_in_both_layouts() {
                 let op = Rope::with_factors(ctx, &cfg, &pos, &xt, ft.as_ref()).unwrap();
                 run(ctx, &[op.dispatch()]);
                 let mut want = x.clone();
-                cpu::rope(
-                    &mut want,
-                    n_tokens,
-                    n_heads,
-                    head_dim,
-                    rope_dim,
-                    layout == RopeLayout::Neox,
-                    10000.0,
-                    1.0,
-                    pos0,
-                    factors.as_deref(),
-                );
+                for (t, row) in want.chunks_mut(n_heads * head_dim).enumerate() {
+                    cpu::rope(
+                        row,
+                        1,
+                        n_heads,
+                        head_dim,
+                        rope_dim,
+                        layout == RopeLayout::Neox,
+                        10000.0,
+                        1.0,
+                        places[t],
+                        factors.as_deref(),
+                    );
+                }
                 // The angle pos * inv_freq is formed in f32 on the GPU: its absolute error
                 // is ~pos * 2^-24 rad (2.4e-4 at 4000), plus sin/cos error; the pair's
                 // magnitude (<= 2 * sqrt 2) scales it. atol 2e-3 covers positions < 4096.
                 let (_, a) = tol(dt);
                 assert_close(
                     &format!(
-                        "rope {layout:?} {n_tokens}x{n_heads}x{head_dim}/{rope_dim} pos={pos0} {dt:?} factors={}",
+                        "rope {layout:?} {n_tokens}x{n_heads}x{head_dim}/{rope_dim} pos={places:?} {dt:?} factors={}",
                         factors.is_some()
                     ),
                     &xt.read_f32_async(ctx).await.unwrap(),
@@ -200,20 +216,39 @@ async fn kv_append_writes_rows_at_the_buffered_position() {
     };
     let mut rng = Rng::new(14);
     for dt in dtypes(ctx) {
+        // Two sequences of 37 positions: the second's rows start at 37.
         let (kv_dim, max_ctx) = (rng.range(1, 200), 37);
-        let mut cache = stored(rng.vec(max_ctx * kv_dim, 1.0), dt);
+        let mut cache = stored(rng.vec(2 * max_ctx * kv_dim, 1.0), dt);
         let ct = Tensor::from_f32(ctx, "cache", &cache, dt).unwrap();
-        for (n_tokens, pos0) in [(1usize, 0u32), (5, 3), (4, 35)] {
+        // (position, base) per token: prompt chunks (the last one past the end: dropped), then
+        // a batched step with one token of each sequence.
+        let cases: [Vec<(usize, usize)>; 4] = [
+            vec![(0, 0)],
+            (3..8).map(|p| (p, max_ctx)).collect(),
+            (35..39).map(|p| (p, 0)).collect(),
+            vec![(9, max_ctx), (20, 0), (36, max_ctx)],
+        ];
+        for places in cases {
+            let n_tokens = places.len();
             let src = stored(rng.vec(n_tokens * kv_dim, 1.0), dt);
             let st = Tensor::from_f32(ctx, "src", &src, dt).unwrap();
-            let pos = Tensor::from_u32(ctx, "pos", &[pos0]).unwrap();
+            let pos = Tensor::from_u32(ctx, "pos", &batch_positions(&places)).unwrap();
             let slab = KvSlab::Buffer(ct.clone());
             let op = KvAppend::new(ctx, &pos, &st, &slab, n_tokens, kv_dim, max_ctx).unwrap();
             run(ctx, &[op.dispatch()]);
-            cpu::kv_append(&src, &mut cache, n_tokens, kv_dim, max_ctx, pos0);
+            for (t, &(p, base)) in places.iter().enumerate() {
+                cpu::kv_append(
+                    &src[t * kv_dim..(t + 1) * kv_dim],
+                    &mut cache[base * kv_dim..(base + max_ctx) * kv_dim],
+                    1,
+                    kv_dim,
+                    max_ctx,
+                    p as u32,
+                );
+            }
             // A copy: exact.
             assert_close(
-                &format!("kv_append n={n_tokens} pos={pos0} {dt:?}"),
+                &format!("kv_append {places:?} {dt:?}"),
                 &ct.read_f32_async(ctx).await.unwrap(),
                 &cache,
                 None,
@@ -305,6 +340,115 @@ async fn softmax_matches_twin() {
     }
 }
 
+/// A batched decode step: each query token is the next token of its own sequence, at its
+/// own position, over its own rows of one cache (sequence `s` from row `s * max_ctx`). Each
+/// token's output must be the twin's for that sequence alone, on both kernels, over short
+/// caches and over caches long enough for the CPU-type kernel's split, both KV stores.
+#[gpu_test]
+async fn attention_batched_decode_reads_each_sequences_own_rows() {
+    let Some(ctx) = gpu("attention_batched_decode_reads_each_sequences_own_rows").await else {
+        return;
+    };
+    let mut rng = Rng::new(23);
+    for dt in dtypes(ctx) {
+        for (n_seq, n_heads, n_kv, head_dim, window, long) in [
+            (3, 9, 3, 64, 0, false),
+            (5, 4, 1, 32, 0, true),
+            (2, 4, 2, 64, 150, true),
+        ] {
+            let max_ctx = if long {
+                rng.range(attention::SPLIT_CHUNK + 2, 600)
+            } else {
+                rng.range(8, 100)
+            };
+            let slots = n_seq + 1;
+            let kv_dim = n_kv * head_dim;
+            // Token t belongs to sequence (t + 1) % slots (slot 0 left out of the order), at
+            // a random position.
+            let places: Vec<(usize, usize)> = (0..n_seq)
+                .map(|t| (rng.range(0, max_ctx), ((t + 1) % slots) * max_ctx))
+                .collect();
+            let q = stored(rng.vec(n_seq * n_heads * head_dim, 1.0), dt);
+            let k = stored(rng.vec(slots * max_ctx * kv_dim, 1.0), dt);
+            let v = stored(rng.vec(slots * max_ctx * kv_dim, 1.0), dt);
+            let scale = 1.0 / (head_dim as f32).sqrt();
+            let cfg = AttentionConfig {
+                n_tokens: n_seq,
+                n_heads,
+                n_kv_heads: n_kv,
+                head_dim,
+                max_ctx,
+                window,
+                scale,
+                decode: true,
+            };
+            let mut want = Vec::new();
+            for (t, &(p, base)) in places.iter().enumerate() {
+                let rows = base * kv_dim..(base + max_ctx) * kv_dim;
+                want.extend(cpu::attention(
+                    &q[t * n_heads * head_dim..(t + 1) * n_heads * head_dim],
+                    &k[rows.clone()],
+                    &v[rows],
+                    1,
+                    n_heads,
+                    n_kv,
+                    head_dim,
+                    max_ctx,
+                    window,
+                    scale,
+                    p as u32,
+                ));
+            }
+            let qt = Tensor::from_f32(ctx, "q", &q, dt).unwrap();
+            let kt = Tensor::from_f32(ctx, "k", &k, dt).unwrap();
+            let vt = Tensor::from_f32(ctx, "v", &v, dt).unwrap();
+            let pos = Tensor::from_u32(ctx, "pos", &batch_positions(&places)).unwrap();
+            let scores = ctx
+                .storage_zeroed("scores", attention::scratch_bytes(&cfg))
+                .unwrap();
+            let total = slots * max_ctx;
+            let mut stores = vec![(
+                "buffer",
+                KvSlab::Buffer(kt.clone()),
+                KvSlab::Buffer(vt.clone()),
+            )];
+            if dt == DType::F32 {
+                let all = Tensor::from_u32(ctx, "all rows", &positions(0, total, 0)).unwrap();
+                let slab = |src: &Tensor| {
+                    let s = KvSlab::new(ctx, "kv", total, kv_dim, dt, KvStore::Texture).unwrap();
+                    let op = KvAppend::new(ctx, &all, src, &s, total, kv_dim, total).unwrap();
+                    run(ctx, &[op.dispatch()]);
+                    s
+                };
+                stores.push(("texture", slab(&kt), slab(&vt)));
+            }
+            for (store, ks, vs) in &stores {
+                for profile in PROFILES {
+                    if *store == "texture" && profile == AdapterProfile::Gpu {
+                        continue;
+                    }
+                    let out = Tensor::zeros(ctx, "out", q.len(), dt).unwrap();
+                    let d =
+                        attention::prepare(ctx, profile, &cfg, &pos, &qt, (ks, vs), &scores, &out)
+                            .unwrap();
+                    run(ctx, &d.iter().collect::<Vec<_>>());
+                    let (r, a) = tol(dt);
+                    assert_close(
+                        &format!(
+                            "batched attention {store} {profile:?} seqs={n_seq} h={n_heads}/{n_kv} d={head_dim} w={window} ctx={max_ctx} at {places:?} {dt:?}"
+                        ),
+                        &out.read_f32_async(ctx).await.unwrap(),
+                        &want,
+                        None,
+                        r,
+                        a.max(1e-5),
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[gpu_test]
 async fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
     let Some(ctx) = gpu("attention_matches_twin_for_decode_prefill_gqa_and_window").await else {
@@ -347,19 +491,20 @@ async fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
                 max_ctx,
                 window,
                 scale,
+                decode: n_tokens == 1,
             };
             let qt = Tensor::from_f32(ctx, "q", &q, dt).unwrap();
             let kt = Tensor::from_f32(ctx, "k", &k, dt).unwrap();
             let vt = Tensor::from_f32(ctx, "v", &v, dt).unwrap();
             let out = Tensor::zeros(ctx, "out", q.len(), dt).unwrap();
-            let pos = Tensor::from_u32(ctx, "pos", &[pos0]).unwrap();
+            let pos = Tensor::from_u32(ctx, "pos", &positions(pos0 as usize, n_tokens, 0)).unwrap();
             let want = cpu::attention(
                 &q, &k, &v, n_tokens, n_heads, n_kv, head_dim, max_ctx, window, scale, pos0,
             );
             // The CPU-type kernel over a texture cache (f32 only), filled through the
             // texture append from position 0: checks both.
             if dt == DType::F32 && head_dim % 4 == 0 {
-                let zero = Tensor::from_u32(ctx, "pos0", &[0]).unwrap();
+                let zero = Tensor::from_u32(ctx, "pos0", &positions(0, max_ctx, 0)).unwrap();
                 let slab = |src: &Tensor| {
                     let s = KvSlab::new(ctx, "kv", max_ctx, kv_dim, dt, KvStore::Texture).unwrap();
                     let op = KvAppend::new(ctx, &zero, src, &s, max_ctx, kv_dim, max_ctx).unwrap();

@@ -3,7 +3,9 @@
 //!
 //! Endpoints: `POST /v1/chat/completions`, `POST /v1/completions` (streamed with
 //! `"stream": true`, usage with `stream_options.include_usage`), `GET /v1/models`,
-//! `GET /health`. One request runs on the GPU at a time; others wait in arrival order.
+//! `GET /health`. Requests in flight are decoded together as one batch (continuous batching:
+//! a request joins at the next step and leaves when done), up to `--parallel` of them; more
+//! wait in arrival order, and the wait is reported apart (`timings.queue_ms`).
 //!
 //! With `--www DIR` it also serves a built web site (the project's page) from DIR and the
 //! loaded GGUF at `/models/<file name>`, so the page and its in-browser engine run on the
@@ -18,6 +20,7 @@
 
 mod body;
 pub mod openai;
+mod scheduler;
 mod site;
 mod worker;
 
@@ -40,7 +43,7 @@ use tokio::net::TcpListener;
 use self::body::ChannelBody;
 use self::openai::{Api, Meta, SSE_DONE, sse};
 use self::site::Site;
-use self::worker::{Event, Job, Worker};
+use self::worker::{Event, Job, KvPlan, Worker};
 use crate::exit::Status;
 
 /// Largest request body accepted: chats of a few hundred KiB are plenty for a small local
@@ -59,9 +62,16 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
-    /// KV cache positions.
+    /// KV cache positions per request.
     #[arg(long, default_value_t = tpsmeter_gpu::engine::DEFAULT_MAX_CONTEXT)]
     pub context: usize,
+    /// Requests decoded together (continuous batching); more wait in a queue.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=tpsmeter_gpu::engine::MAX_SLOTS as i64))]
+    pub parallel: u16,
+    /// Most MiB the KV cache may take for all requests together: positions per request
+    /// shrink to fit it.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub kv_budget_mib: u64,
     /// Use the first GPU adapter whose name contains this.
     #[arg(long)]
     pub adapter: Option<String>,
@@ -93,10 +103,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Status> {
         .as_deref()
         .map(|dir| Site::open(dir, Some(&args.model)))
         .transpose()?;
-    let worker = Worker::start(args.model.clone(), args.context, args.adapter.clone())?;
+    let plan = KvPlan {
+        slots: usize::from(args.parallel),
+        context: args.context,
+        budget_bytes: args.kv_budget_mib << 20,
+    };
+    let worker = Worker::start(args.model.clone(), plan, args.adapter.clone())?;
     eprintln!(
-        "loaded {} ({}) on {}",
-        worker.model_name, model_id, worker.adapter
+        "loaded {} ({}) on {}: {} requests at once, {} positions each",
+        worker.model_name, model_id, worker.adapter, worker.slots, worker.context
     );
     let shared = Arc::new(Shared {
         worker,
@@ -284,6 +299,7 @@ async fn complete(api: Api, req: Request<Incoming>, shared: &Shared) -> Response
         params: parsed.params,
         sampling: parsed.sampling,
         events: tx,
+        arrived: std::time::Instant::now(),
     };
     if let Err(e) = shared.worker.submit(job) {
         return error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());

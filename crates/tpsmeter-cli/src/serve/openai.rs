@@ -183,6 +183,8 @@ fn timings(s: &Summary) -> Value {
         "predicted_n": f.generated_tokens,
         "predicted_ms": decode_ms,
         "predicted_per_second": f.decode_tps,
+        // Not in llama-server's shape: the wait for a free slot, before prompt_ms.
+        "queue_ms": s.queued_s * 1e3,
     })
 }
 

@@ -2,8 +2,10 @@
 //! list of dispatches that runs every layer on them, built once per batch size at load (or on
 //! first use) and encoded as is for every step.
 //!
-//! Decode (`n == 1`) uses the matrix-vector kernels; prefill (`n > 1`) the tiled matrix-matrix
-//! kernels, which dequantize each weight block once per tile of tokens.
+//! One token uses the matrix-vector kernels; several (a prompt chunk, or a batched decode
+//! step: one token of each of several sequences) the tiled matrix-matrix kernels, which
+//! dequantize each weight block once per tile of tokens. Where each token sits (position and
+//! cache rows) comes from the `pos` buffer, per token (see [`crate::kernels::positions`]).
 
 use crate::error::Result;
 use crate::gpu::context::GpuContext;
@@ -66,27 +68,38 @@ impl Activations {
     }
 }
 
-/// The static KV cache: per layer, keys and values for `max_ctx` positions, in buffers or
-/// (CPU-type adapters) textures.
+/// The static KV cache: per layer, keys and values for `slots` sequences of `max_ctx`
+/// positions each (sequence `s` in rows `s * max_ctx ..`), in buffers or (CPU-type adapters)
+/// textures.
 #[derive(Debug)]
 pub struct KvCache {
     pub k: Vec<KvSlab>,
     pub v: Vec<KvSlab>,
+    /// Positions per sequence.
     pub max_ctx: usize,
+    /// Sequences.
+    pub slots: usize,
 }
 
 impl KvCache {
     /// Allocates the whole cache once (nothing is allocated per token).
-    pub fn new(ctx: &GpuContext, cfg: &ModelConfig, max_ctx: usize, dt: DType) -> Result<Self> {
+    pub fn new(
+        ctx: &GpuContext,
+        cfg: &ModelConfig,
+        max_ctx: usize,
+        slots: usize,
+        dt: DType,
+    ) -> Result<Self> {
         let (kd, vd) = (cfg.k_dim(), cfg.v_dim());
-        let store = KvStore::for_context(ctx, max_ctx, cfg.head_dim, kd.max(vd), dt);
+        let rows = max_ctx * slots;
+        let store = KvStore::for_context(ctx, rows, cfg.head_dim, kd.max(vd), dt);
         let mut k = Vec::with_capacity(cfg.n_layers);
         let mut v = Vec::with_capacity(cfg.n_layers);
         for l in 0..cfg.n_layers {
             k.push(KvSlab::new(
                 ctx,
                 &format!("k_cache.{l}"),
-                max_ctx,
+                rows,
                 kd,
                 dt,
                 store,
@@ -94,22 +107,33 @@ impl KvCache {
             v.push(KvSlab::new(
                 ctx,
                 &format!("v_cache.{l}"),
-                max_ctx,
+                rows,
                 vd,
                 dt,
                 store,
             )?);
         }
-        Ok(Self { k, v, max_ctx })
+        Ok(Self {
+            k,
+            v,
+            max_ctx,
+            slots,
+        })
     }
 
     /// Bytes of keys and values per position (all layers).
     pub fn bytes_per_position(&self) -> u64 {
+        let rows = self.max_ctx * self.slots;
         self.k
             .iter()
             .chain(&self.v)
-            .map(|s| s.bytes_per_position(self.max_ctx))
+            .map(|s| s.bytes_per_position(rows))
             .sum()
+    }
+
+    /// The first cache row of sequence `slot`.
+    pub fn base(&self, slot: usize) -> usize {
+        slot * self.max_ctx
     }
 }
 
@@ -119,7 +143,7 @@ pub struct Shared<'a> {
     pub cfg: &'a ModelConfig,
     pub weights: &'a GpuWeights,
     pub kv: &'a KvCache,
-    /// Position of the batch's first token (u32).
+    /// Per token of a step, its (position, cache row base) pair (u32).
     pub pos: &'a Tensor,
     /// Attention scores scratch.
     pub scores: &'a wgpu::Buffer,
@@ -156,12 +180,15 @@ fn linear(
 }
 
 /// The dispatches of embedding lookup plus every layer for `n` tokens (`n <= a.n`) at the
-/// position held in `s.pos`; the result is the residual stream `a.x`.
+/// places held in `s.pos`; the result is the residual stream `a.x`. `decode`: each token is
+/// the next of its own sequence (a decode step, batched or not), else they are consecutive
+/// tokens of one prompt.
 pub fn layers(
     ctx: &GpuContext,
     s: &Shared<'_>,
     a: &Activations,
     n: usize,
+    decode: bool,
 ) -> Result<Vec<Dispatch>> {
     let cfg = s.cfg;
     let e = cfg.n_embd;
@@ -207,6 +234,7 @@ pub fn layers(
                 _ => 0,
             },
             scale: cfg.attention_scale,
+            decode,
         };
 
         d.push(norm(&a.x, &lw.attn_norm, &a.h, n, e)?);
@@ -315,12 +343,14 @@ fn residual(
     }
 }
 
-/// The output norm and head on one residual row `x`, writing `logits`.
+/// The output norm and head on the first `rows` residual rows of `x`, writing `rows` rows of
+/// `logits`.
 pub fn head(
     ctx: &GpuContext,
     s: &Shared<'_>,
     a: &Activations,
     logits: &Tensor,
+    rows: usize,
 ) -> Result<Vec<Dispatch>> {
     let mut d = vec![
         RmsNorm::new(
@@ -328,14 +358,14 @@ pub fn head(
             &a.x,
             &s.weights.output_norm,
             &a.h,
-            1,
+            rows,
             s.cfg.n_embd,
             s.cfg.rms_eps,
         )?
         .dispatch()
         .clone(),
     ];
-    linear(ctx, s.weights.head(), &a.h, logits, 1, false, &mut d)?;
+    linear(ctx, s.weights.head(), &a.h, logits, rows, false, &mut d)?;
     Ok(d)
 }
 

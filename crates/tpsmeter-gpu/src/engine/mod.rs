@@ -6,9 +6,13 @@
 //! the GPU, and drives the generation loop ([`crate::generate`]) with its tokenizer and chat
 //! template ([`Engine`]), from a whole file or from a download as it arrives ([`EngineLoader`]).
 //!
+//! It also decodes several sequences as one batch, each in its own slot of the KV cache
+//! (`batch.rs`), for a server to schedule.
+//!
 //! What it does not do: load files or read clocks itself (callers pass bytes and a clock),
-//! batch several requests, or serve HTTP (the CLI does).
+//! choose which requests share a batch, or serve HTTP (the CLI does).
 
+mod batch;
 mod forced;
 pub mod graph;
 mod loader;
@@ -18,6 +22,6 @@ mod session;
 
 pub use forced::ForcedStep;
 pub use loader::EngineLoader;
-pub use model::{DEFAULT_MAX_CONTEXT, GpuModel, ModelOptions, PREFILL_CHUNK, StepStats};
+pub use model::{DEFAULT_MAX_CONTEXT, GpuModel, MAX_SLOTS, ModelOptions, PREFILL_CHUNK, StepStats};
 pub use readback::TOKEN_BYTES;
-pub use session::Engine;
+pub use session::{Engine, Prompts};

@@ -14,7 +14,7 @@ use crate::gguf::GgufFile;
 use crate::gpu::context::GpuContext;
 use crate::gpu::defines::DType;
 use crate::kernels::attention::AttentionConfig;
-use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor};
+use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor, positions};
 use crate::model::config::ModelConfig;
 use crate::model::llama::GpuWeights;
 
@@ -29,11 +29,19 @@ pub const PREFILL_CHUNK: usize = 64;
 /// 2048-token decode, small enough that the f32 cache of a 1B model stays under 1 GiB.
 pub const DEFAULT_MAX_CONTEXT: usize = 4096;
 
+/// Most sequences one model decodes as a batch (the `pos` buffer, the repeated biases and
+/// the batch activations are sized for it; beyond a few dozen a small model's step is bound
+/// by compute, not by the weight reads batching shares).
+pub const MAX_SLOTS: usize = 32;
+
 /// How to load a model.
 #[derive(Debug, Clone)]
 pub struct ModelOptions {
-    /// KV cache positions (capped at the model's trained context).
+    /// KV cache positions per sequence (capped at the model's trained context).
     pub max_context: usize,
+    /// Sequences the KV cache holds at once, each with `max_context` positions: 1 for one
+    /// conversation, more for batched serving (see `batch.rs`). At most [`MAX_SLOTS`].
+    pub slots: usize,
     /// Sampling settings until [`GpuModel::set_sampling`] changes them.
     pub sampling: SamplerConfig,
 }
@@ -42,6 +50,7 @@ impl Default for ModelOptions {
     fn default() -> Self {
         Self {
             max_context: DEFAULT_MAX_CONTEXT,
+            slots: 1,
             sampling: SamplerConfig::default(),
         }
     }
@@ -63,30 +72,32 @@ pub struct StepStats {
 /// A model on the GPU, ready to run tokens.
 #[derive(Debug)]
 pub struct GpuModel {
-    ctx: Arc<GpuContext>,
-    cfg: ModelConfig,
-    weights: GpuWeights,
-    kv: KvCache,
-    pos: Tensor,
-    scores: wgpu::Buffer,
-    biases: Vec<[Tensor; 3]>,
-    decode_act: Activations,
-    prefill_act: Activations,
-    logits: Tensor,
+    pub(super) ctx: Arc<GpuContext>,
+    pub(super) cfg: ModelConfig,
+    pub(super) weights: GpuWeights,
+    pub(super) kv: KvCache,
+    pub(super) pos: Tensor,
+    pub(super) scores: wgpu::Buffer,
+    pub(super) biases: Vec<[Tensor; 3]>,
+    pub(super) decode_act: Activations,
+    pub(super) prefill_act: Activations,
+    pub(super) logits: Tensor,
     /// Embedding and layers for one token.
-    decode: Vec<Dispatch>,
+    pub(super) decode: Vec<Dispatch>,
     /// Output norm and head on `decode_act.x`.
-    head: Vec<Dispatch>,
+    pub(super) head: Vec<Dispatch>,
     /// Embedding and layers per prefill chunk size.
-    prefill: HashMap<usize, Vec<Dispatch>>,
-    sampler: Sampler,
-    sampling: SamplerConfig,
-    readback: TokenReadback,
+    pub(super) prefill: HashMap<usize, Vec<Dispatch>>,
+    pub(super) sampler: Sampler,
+    pub(super) sampling: SamplerConfig,
+    pub(super) readback: TokenReadback,
     /// Tokens whose keys and values the cache holds, by position.
-    history: Vec<u32>,
+    pub(super) history: Vec<u32>,
     /// The id returned by the last step, to recognise a decode continuation.
-    last_sampled: Option<u32>,
-    stats: StepStats,
+    pub(super) last_sampled: Option<u32>,
+    pub(super) stats: StepStats,
+    /// Batched decoding's buffers and per-sequence state, made on first use (`batch.rs`).
+    pub(super) batch: Option<super::batch::BatchState>,
 }
 
 impl GpuModel {
@@ -108,18 +119,23 @@ impl GpuModel {
         opts: &ModelOptions,
     ) -> Result<Self> {
         let max_ctx = opts.max_context.clamp(1, cfg.context_length);
+        let slots = opts.slots.clamp(1, MAX_SLOTS);
         let dt = DType::F32;
-        let kv = KvCache::new(&ctx, &cfg, max_ctx, dt)?;
-        let pos = Tensor::from_u32(&ctx, "position", &[0])?;
-        let scratch = crate::kernels::attention::scratch_bytes(&AttentionConfig {
-            n_tokens: PREFILL_CHUNK,
-            n_heads: cfg.n_head,
-            n_kv_heads: cfg.n_head_kv,
-            head_dim: cfg.head_dim,
-            max_ctx,
-            window: 0,
-            scale: 1.0,
-        });
+        let kv = KvCache::new(&ctx, &cfg, max_ctx, slots, dt)?;
+        let pos = Tensor::from_u32(&ctx, "positions", &vec![0; 2 * PREFILL_CHUNK.max(slots)])?;
+        let scratch = |n_tokens: usize, decode: bool| {
+            crate::kernels::attention::scratch_bytes(&AttentionConfig {
+                n_tokens,
+                n_heads: cfg.n_head,
+                n_kv_heads: cfg.n_head_kv,
+                head_dim: cfg.head_dim,
+                max_ctx,
+                window: 0,
+                scale: 1.0,
+                decode,
+            })
+        };
+        let scratch = scratch(PREFILL_CHUNK, false).max(scratch(slots, true));
         let scores = ctx.storage_zeroed("attention scores", scratch)?;
         let biases = graph::repeated_biases(&ctx, &weights, PREFILL_CHUNK)?;
         let decode_act = Activations::new(&ctx, &cfg, 1, dt)?;
@@ -133,10 +149,10 @@ impl GpuModel {
             scores: &scores,
             biases: &biases,
         };
-        let decode = graph::layers(&ctx, &shared, &decode_act, 1)?;
-        let head = graph::head(&ctx, &shared, &decode_act, &logits)?;
+        let decode = graph::layers(&ctx, &shared, &decode_act, 1, true)?;
+        let head = graph::head(&ctx, &shared, &decode_act, &logits, 1)?;
         let sampler = Sampler::new(&ctx, &opts.sampling, &logits, cfg.vocab_size)?;
-        let readback = TokenReadback::new(&ctx);
+        let readback = TokenReadback::new(&ctx, slots);
         ctx.take_error()?;
         Ok(Self {
             ctx,
@@ -158,6 +174,7 @@ impl GpuModel {
             history: Vec::new(),
             last_sampled: None,
             stats: StepStats::default(),
+            batch: None,
         })
     }
 
@@ -171,7 +188,7 @@ impl GpuModel {
         &self.ctx
     }
 
-    /// Positions the KV cache holds.
+    /// Positions the KV cache holds per sequence.
     pub fn max_context(&self) -> usize {
         self.kv.max_ctx
     }
@@ -218,7 +235,7 @@ impl GpuModel {
         Ok(())
     }
 
-    fn prefill_graph(&mut self, n: usize) -> Result<()> {
+    pub(super) fn prefill_graph(&mut self, n: usize) -> Result<()> {
         if !self.prefill.contains_key(&n) {
             let shared = Shared {
                 cfg: &self.cfg,
@@ -228,14 +245,14 @@ impl GpuModel {
                 scores: &self.scores,
                 biases: &self.biases,
             };
-            let g = graph::layers(&self.ctx, &shared, &self.prefill_act, n)?;
+            let g = graph::layers(&self.ctx, &shared, &self.prefill_act, n, false)?;
             self.prefill.insert(n, g);
         }
         Ok(())
     }
 
     /// Chunk sizes a prompt of `n` tokens runs in: powers of two up to [`PREFILL_CHUNK`].
-    fn chunks(mut n: usize) -> Vec<usize> {
+    pub(super) fn chunks(mut n: usize) -> Vec<usize> {
         let mut out = Vec::new();
         while n > 0 {
             let c = if n >= PREFILL_CHUNK {
@@ -250,16 +267,7 @@ impl GpuModel {
     }
 
     fn record(&mut self, enc: &mut wgpu::CommandEncoder, dispatches: &[&[Dispatch]]) {
-        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("step"),
-            timestamp_writes: None,
-        });
-        for list in dispatches {
-            for d in *list {
-                d.encode(&mut pass);
-            }
-            self.stats.dispatches += list.len() as u64;
-        }
+        record(&mut self.stats, enc, dispatches);
     }
 
     /// Runs `tokens` at positions `start..` and submits the work that samples the next id;
@@ -289,13 +297,21 @@ impl GpuModel {
             && self.last_sampled == Some(tokens[0]);
         self.history.truncate(start);
         self.history.extend_from_slice(tokens);
+        // Slot 0's rows are this path's rows: what batched decoding kept there is gone.
+        if let Some(b) = self.batch.as_mut() {
+            b.forget_slot(0);
+        }
         if !continuation {
             self.sampler.reset(&self.ctx, 0, &self.history);
         }
         self.last_sampled = None;
         let q = &self.ctx.queue;
         if tokens.len() == 1 {
-            q.write_buffer(&self.pos.buffer, 0, bytemuck::bytes_of(&(start as u32)));
+            q.write_buffer(
+                &self.pos.buffer,
+                0,
+                bytemuck::cast_slice(&positions(start, 1, 0)),
+            );
             q.write_buffer(
                 &self.decode_act.tokens.buffer,
                 0,
@@ -320,7 +336,7 @@ impl GpuModel {
                 q.write_buffer(
                     &self.pos.buffer,
                     0,
-                    bytemuck::bytes_of(&((start + at) as u32)),
+                    bytemuck::cast_slice(&positions(start + at, c, 0)),
                 );
                 q.write_buffer(
                     &self.prefill_act.tokens.buffer,
@@ -484,6 +500,24 @@ impl GpuModel {
     #[cfg(not(target_arch = "wasm32"))]
     pub fn read_logits(&self) -> Result<Vec<f32>> {
         pollster::block_on(self.read_logits_async())
+    }
+}
+
+/// Records `dispatches` into one compute pass of `enc`, counting them.
+pub(super) fn record(
+    stats: &mut StepStats,
+    enc: &mut wgpu::CommandEncoder,
+    dispatches: &[&[Dispatch]],
+) {
+    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+        label: Some("step"),
+        timestamp_writes: None,
+    });
+    for list in dispatches {
+        for d in *list {
+            d.encode(&mut pass);
+        }
+        stats.dispatches += list.len() as u64;
     }
 }
 

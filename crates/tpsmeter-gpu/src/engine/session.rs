@@ -71,7 +71,7 @@ impl Engine {
 
     /// Token ids of a raw prompt (BOS added when the model asks for it).
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
-        self.tokenizer.encode(text, true)
+        self.prompts().encode(text)
     }
 
     /// Renders `messages` with the model's chat template (ending with the assistant header)
@@ -81,24 +81,27 @@ impl Engine {
         messages: &[ChatMessage],
         now_unix_seconds: Option<i64>,
     ) -> Result<Vec<u32>> {
-        match &self.chat {
-            Some(t) => {
-                let text = t.render(
-                    messages,
-                    &RenderOptions {
-                        add_generation_prompt: true,
-                        now_unix_seconds,
-                        ..Default::default()
-                    },
-                )?;
-                // The template writes BOS itself where the model wants one.
-                self.tokenizer.encode(&text, false)
-            }
-            None => {
-                let text: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
-                self.encode(&text.join("\n"))
-            }
+        self.prompts().encode_chat(messages, now_unix_seconds)
+    }
+
+    /// The prompt side (tokenizer and chat template), borrowed.
+    pub fn prompts(&self) -> Prompts<'_> {
+        Prompts {
+            tokenizer: &self.tokenizer,
+            chat: self.chat.as_ref(),
         }
+    }
+
+    /// The prompt side and the model apart, for a caller that drives the model itself while
+    /// encoding and detokenizing (a server's batched decoding: see `batch.rs`).
+    pub fn split_mut(&mut self) -> (Prompts<'_>, &mut GpuModel) {
+        (
+            Prompts {
+                tokenizer: &self.tokenizer,
+                chat: self.chat.as_ref(),
+            },
+            self.generator.model_mut(),
+        )
     }
 
     /// Generates from `prompt` with `sampling`, calling `on_event` for every token as its
@@ -137,5 +140,49 @@ impl Engine {
     /// measure prefill every time).
     pub fn forget_cache(&mut self) {
         self.generator.forget_cache();
+    }
+}
+
+/// An engine's tokenizer and chat template: prompts to ids, ids to text.
+#[derive(Debug, Clone, Copy)]
+pub struct Prompts<'e> {
+    tokenizer: &'e Tokenizer,
+    chat: Option<&'e ChatTemplate>,
+}
+
+impl<'e> Prompts<'e> {
+    pub fn tokenizer(&self) -> &'e Tokenizer {
+        self.tokenizer
+    }
+
+    /// See [`Engine::encode`].
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
+        self.tokenizer.encode(text, true)
+    }
+
+    /// See [`Engine::encode_chat`].
+    pub fn encode_chat(
+        &self,
+        messages: &[ChatMessage],
+        now_unix_seconds: Option<i64>,
+    ) -> Result<Vec<u32>> {
+        match self.chat {
+            Some(t) => {
+                let text = t.render(
+                    messages,
+                    &RenderOptions {
+                        add_generation_prompt: true,
+                        now_unix_seconds,
+                        ..Default::default()
+                    },
+                )?;
+                // The template writes BOS itself where the model wants one.
+                self.tokenizer.encode(&text, false)
+            }
+            None => {
+                let text: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+                self.encode(&text.join("\n"))
+            }
+        }
     }
 }

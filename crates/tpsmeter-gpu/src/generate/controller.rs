@@ -2,9 +2,8 @@
 
 use super::cancel::CancelToken;
 use super::prefix::reusable_prefix;
+use super::sequence::Sequence;
 use super::step::TokenStep;
-use super::stop::StopMatcher;
-use crate::detok::Detokenizer;
 use crate::tokenizer::Tokenizer;
 use crate::{GpuError, Result};
 
@@ -143,28 +142,11 @@ impl<M: TokenStep> Generator<M> {
                 vocab: tokenizer.vocab_size(),
             });
         }
-        let mut stops = StopMatcher::new(&params.stop_strings)?;
-        let mut detok = Detokenizer::new(tokenizer);
         let keep = reusable_prefix(&self.cached, prompt);
         let start = clock();
-        let mut out = Generation {
-            prompt_tokens: prompt.len(),
-            reused_tokens: keep,
-            tokens: Vec::new(),
-            token_times: Vec::new(),
-            text: String::new(),
-            stop: StopReason::MaxTokens,
-            start,
-            end: start,
-        };
-        if params.max_tokens == 0 || cancel.is_cancelled() {
-            out.stop = if cancel.is_cancelled() {
-                StopReason::Cancelled
-            } else {
-                StopReason::MaxTokens
-            };
-            out.end = clock();
-            return Ok(out);
+        let mut seq = Sequence::new(tokenizer, params, prompt.len(), keep, start)?;
+        if seq.end_early(cancel.is_cancelled()) {
+            return Ok(seq.finish(clock()).1);
         }
 
         // Entries past `keep` are about to be overwritten: forget them first, so an error in
@@ -173,69 +155,23 @@ impl<M: TokenStep> Generator<M> {
         let mut next = self.model.step(&prompt[keep..], keep).await?;
         self.cached.extend_from_slice(&prompt[keep..]);
 
-        let mut matched = false;
         loop {
             let token = next;
             let time = clock();
-            out.tokens.push(token);
-            out.token_times.push(time);
-            let ends = !params.ignore_eos && tokenizer.is_end_of_generation(token)
-                || params.stop_tokens.contains(&token);
-            if ends {
-                out.stop = StopReason::EndOfGeneration { token };
-                break;
-            }
-            let (text, hit) = stops.push(&detok.push(token)?);
-            out.text.push_str(&text);
-            on_event(&TokenEvent {
-                token: Some(token),
-                text,
-                time,
-            });
-            if let Some(index) = hit {
-                out.stop = StopReason::StopString { index };
-                matched = true;
-                break;
-            }
-            if out.tokens.len() >= params.max_tokens {
-                out.stop = StopReason::MaxTokens;
-                break;
-            }
-            if cancel.is_cancelled() {
-                out.stop = StopReason::Cancelled;
-                break;
+            if let Some(event) = seq.push(token, time)? {
+                on_event(&event);
             }
             let position = self.cached.len();
-            if position >= limit {
-                out.stop = StopReason::ContextFull;
+            if !seq.check(cancel.is_cancelled(), position, limit) {
                 break;
             }
             next = self.model.step(&[token], position).await?;
             self.cached.push(token);
         }
-
-        if !matched {
-            // The stream is over: an unfinished character and text held for a stop string
-            // that can no longer complete are shown now.
-            let (tail, hit) = stops.push(&detok.finish());
-            let tail = if hit.is_some() {
-                tail
-            } else {
-                tail + &stops.finish()
-            };
-            if let Some(index) = hit {
-                out.stop = StopReason::StopString { index };
-            }
-            if !tail.is_empty() {
-                out.text.push_str(&tail);
-                on_event(&TokenEvent {
-                    token: None,
-                    text: tail,
-                    time: out.token_times.last().copied().unwrap_or(start),
-                });
-            }
+        let (flush, out) = seq.finish(clock());
+        if let Some(event) = flush {
+            on_event(&event);
         }
-        out.end = clock();
         Ok(out)
     }
 }

@@ -12,11 +12,13 @@
 mod cancel;
 mod controller;
 mod prefix;
+mod sequence;
 mod step;
 mod stop;
 
 pub use cancel::CancelToken;
 pub use controller::{GenerateParams, Generation, Generator, StopReason, TokenEvent};
 pub use prefix::reusable_prefix;
+pub use sequence::Sequence;
 pub use step::TokenStep;
 pub use stop::StopMatcher;

@@ -37,6 +37,11 @@ pub struct AttentionConfig {
     pub window: usize,
     /// Score scale, usually `1 / sqrt(head_dim)`.
     pub scale: f32,
+    /// Decode: every query token is the next token of its own sequence (one, or a batch of
+    /// sequences each in its own cache rows). The CPU-type kernel then splits caches longer
+    /// than [`SPLIT_CHUNK`] along the keys; a prefill chunk's tokens (one sequence) already
+    /// give it enough invocations.
+    pub decode: bool,
 }
 
 #[repr(C)]
@@ -62,7 +67,7 @@ pub struct Attention {
 
 impl Attention {
     /// `q`/`out`: `[n_tokens, n_heads, head_dim]`; caches: `[max_ctx, n_kv_heads, head_dim]`;
-    /// `pos`: u32 position of the first query token. The workgroup size follows the
+    /// `pos`: per query token a u32 (position, cache row base) pair (see [`crate::kernels::positions`]). The workgroup size follows the
     /// adapter's profile.
     pub fn new(
         ctx: &GpuContext,
@@ -112,7 +117,8 @@ pub const SPLIT_CHUNK: usize = 128;
 /// max_ctx` f32) or the split decode kernel's per-chunk states, whichever is larger.
 pub fn scratch_bytes(cfg: &AttentionConfig) -> u64 {
     let scores = cfg.n_tokens * cfg.n_heads * cfg.max_ctx;
-    let chunks = cfg.n_heads * cfg.max_ctx.div_ceil(SPLIT_CHUNK) * (cfg.head_dim + 4);
+    let chunks =
+        cfg.n_tokens * cfg.n_heads * cfg.max_ctx.div_ceil(SPLIT_CHUNK) * (cfg.head_dim + 4);
     (scores.max(chunks) * 4) as u64
 }
 
@@ -172,7 +178,7 @@ pub fn prepare(
             detail: "a texture KV cache needs f32, the CPU-type kernel and both slabs alike".into(),
         });
     }
-    pos.expect(OP, "pos", 1, DType::F32)?;
+    pos.expect(OP, "pos", 2 * cfg.n_tokens, DType::F32)?;
     if scores.size() < scratch_bytes(cfg) {
         return Err(GpuError::ShapeMismatch {
             op: OP,
@@ -237,12 +243,12 @@ pub fn prepare(
     };
     let params = ctx.uniform("attention params", &p);
     entries.push((0, params.as_entire_binding()));
-    if cpu && cfg.n_tokens == 1 && cfg.max_ctx > SPLIT_CHUNK {
+    if cpu && cfg.decode && cfg.max_ctx > SPLIT_CHUNK {
         // Split decode: `split` reads q, the cache and writes the chunk states; `combine`
         // reads them and writes out (each pipeline's layout has only the bindings it uses).
         let split = ctx.pipeline(shader, "split", defines);
         let combine = ctx.pipeline(shader, "combine", defines);
-        let invocations = (cfg.n_heads * cfg.max_ctx.div_ceil(SPLIT_CHUNK)) as u32;
+        let invocations = (cfg.n_tokens * cfg.n_heads * cfg.max_ctx.div_ceil(SPLIT_CHUNK)) as u32;
         let mut split_entries: Vec<_> = entries.iter().filter(|(b, _)| *b != 6).cloned().collect();
         split_entries.push((5, scores.as_entire_binding()));
         let combine_entries = vec![
@@ -261,7 +267,11 @@ pub fn prepare(
             Dispatch {
                 bind_group: ctx.bind_resources(&combine, combine_entries),
                 pipeline: combine,
-                workgroups: [(cfg.n_heads as u32).div_ceil(CPU_WORKGROUP), 1, 1],
+                workgroups: [
+                    ((cfg.n_heads * cfg.n_tokens) as u32).div_ceil(CPU_WORKGROUP),
+                    1,
+                    1,
+                ],
                 label: "attention_combine",
             },
         ]);

@@ -22,15 +22,17 @@ struct Params {
     _pad: u32,
 }
 
-/// `cache[pos[0] + t, :] = src[t, :]` for `t < n_tokens`.
+/// `cache[pos[2t + 1] + pos[2t], :] = src[t, :]` for `t < n_tokens` (a base row plus a
+/// position below `max_ctx` per token: see [`crate::kernels::positions`]).
 #[derive(Debug, Clone)]
 pub struct KvAppend {
     dispatch: Dispatch,
 }
 
 impl KvAppend {
-    /// `cache` holds `max_ctx * kv_dim` values, `src` holds `n_tokens * kv_dim`, same dtype
-    /// (f32 for a texture cache).
+    /// `cache` holds at least `max_ctx * kv_dim` values (a sequence's rows; the caller keeps
+    /// every base plus `max_ctx` inside the cache), `src` holds `n_tokens * kv_dim`, same
+    /// dtype (f32 for a texture cache).
     pub fn new(
         ctx: &GpuContext,
         pos: &Tensor,
@@ -42,6 +44,7 @@ impl KvAppend {
     ) -> Result<Self> {
         const OP: &str = "kv_append";
         src.expect(OP, "src", n_tokens * kv_dim, src.dtype)?;
+        pos.expect(OP, "pos", 2 * n_tokens, DType::F32)?;
         let p = Params {
             n_tokens: n_tokens as u32,
             kv_dim: kv_dim as u32,

@@ -53,14 +53,15 @@ struct Params {
 }
 
 /// A prepared in-place RoPE on `x` (`[n_tokens, n_heads, head_dim]`); token `t` is at
-/// position `pos[0] + t`.
+/// position `pos[2t]` (see [`crate::kernels::positions`]).
 #[derive(Debug, Clone)]
 pub struct Rope {
     dispatch: Dispatch,
 }
 
 impl Rope {
-    /// Checks shapes and prepares the dispatch. `pos` is a u32 tensor.
+    /// Checks shapes and prepares the dispatch. `pos` is a u32 tensor of (position, base)
+    /// pairs, one per token.
     pub fn new(ctx: &GpuContext, cfg: &RopeConfig, pos: &Tensor, x: &Tensor) -> Result<Self> {
         Self::with_factors(ctx, cfg, pos, x, None)
     }
@@ -85,7 +86,7 @@ impl Rope {
             });
         }
         x.expect(OP, "x", cfg.n_tokens * cfg.n_heads * cfg.head_dim, x.dtype)?;
-        pos.expect(OP, "pos", 1, crate::gpu::DType::F32)?;
+        pos.expect(OP, "pos", 2 * cfg.n_tokens, crate::gpu::DType::F32)?;
         if let Some(f) = factors {
             f.expect(OP, "factors", cfg.rope_dim / 2, crate::gpu::DType::F32)?;
         }

@@ -17,6 +17,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let t = wid.y;
     let kvh = h / (p.n_heads / p.n_kv_heads);
     let keys = visible(t);
+    let row0 = base_row(t);
     let start = keys.x;
     let end = keys.y;
     let hd = p.head_dim;
@@ -26,7 +27,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     var m = -3.0e38;
     for (var j = start + lid; j < end; j += WG) {
-        let kb = j * kv_dim + kvh * hd;
+        let kb = (row0 + j) * kv_dim + kvh * hd;
         var s = 0.0;
         for (var d = 0u; d < hd; d++) {
             s += f32(q[qb + d]) * f32(kc[kb + d]);
@@ -51,7 +52,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var d = lid; d < hd; d += WG) {
         var acc = 0.0;
         for (var j = start; j < end; j++) {
-            acc += scores[srow + j] * f32(vc[j * kv_dim + kvh * hd + d]);
+            acc += scores[srow + j] * f32(vc[(row0 + j) * kv_dim + kvh * hd + d]);
         }
         out[qb + d] = act(acc * inv);
     }

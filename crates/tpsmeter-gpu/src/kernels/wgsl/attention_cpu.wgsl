@@ -18,8 +18,9 @@ var<private> acc: array<vec4<f32>, HD4>;
 var<private> m_run: f32;
 var<private> l_run: f32;
 
-// Streams keys [start, end) of kv head `kvh` for the query at `qb` into acc / m_run / l_run.
-fn attend(qb: u32, kvh: u32, start: u32, end: u32) {
+// Streams keys [start, end) of kv head `kvh`, stored from cache row `row0` on, for the query
+// at `qb` into acc / m_run / l_run.
+fn attend(qb: u32, kvh: u32, row0: u32, start: u32, end: u32) {
     var qv: array<vec4<f32>, HD4>;
     for (var d = 0u; d < HD4; d++) {
         qv[d] = vec4<f32>(q[qb + d]) * p.scale;
@@ -31,7 +32,7 @@ fn attend(qb: u32, kvh: u32, start: u32, end: u32) {
     for (var j = start; j < end; j++) {
         var s = 0.0;
         for (var d = 0u; d < HD4; d++) {
-            s += dot(qv[d], k_at(j, c0 + d));
+            s += dot(qv[d], k_at(row0 + j, c0 + d));
         }
         if (s > m) {
             // Rescale what was summed under the old maximum (exp(-inf) = 0 on the first key).
@@ -45,7 +46,7 @@ fn attend(qb: u32, kvh: u32, start: u32, end: u32) {
         let e = exp(s - m);
         l += e;
         for (var d = 0u; d < HD4; d++) {
-            acc[d] += e * v_at(j, c0 + d);
+            acc[d] += e * v_at(row0 + j, c0 + d);
         }
     }
     m_run = m;
@@ -63,7 +64,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let kvh = h / (p.n_heads / p.n_kv_heads);
     let keys = visible(t);
     let qb = (t * p.n_heads + h) * HD4;
-    attend(qb, kvh, keys.x, keys.y);
+    attend(qb, kvh, base_row(t), keys.x, keys.y);
     let inv = 1.0 / l_run;
     for (var d = 0u; d < HD4; d++) {
         out[qb + d] = vec4<act>(acc[d] * inv);
@@ -72,9 +73,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 // Decode over a long context, split along the keys (flash-decoding): `main` gives each
 // query head one invocation, so a 2048-key context kept one of 2 cores and most SIMD lanes
-// idle. `split` gives each (head, chunk of p.chunk keys) one invocation, writing its softmax
-// state (max, sum, unnormalised weighted values) to `part`; `combine` rescales the chunks
-// to their common maximum and normalises. One query token (decode) only.
+// idle. `split` gives each (token, head, chunk of p.chunk keys) one invocation, writing its
+// softmax state (max, sum, unnormalised weighted values) to `part`; `combine` rescales the
+// chunks to their common maximum and normalises, one invocation per (token, head). For
+// decode: each query token is the next token of its own sequence (one, or a batch of them).
 @group(0) @binding(5) var<storage, read_write> part: array<vec4<f32>>;
 
 fn chunks() -> u32 {
@@ -82,15 +84,16 @@ fn chunks() -> u32 {
 }
 
 @compute @workgroup_size(WG)
-fn split(@builtin(global_invocation_id) gid: vec3<u32>) {
+fn split(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let nch = chunks();
-    let i = gid.x;
-    if (i >= p.n_heads * nch) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if (i >= p.n_heads * nch * p.n_tokens) {
         return;
     }
     let h = i % p.n_heads;
-    let c = i / p.n_heads;
-    let keys = visible(0u);
+    let c = (i / p.n_heads) % nch;
+    let t = i / (p.n_heads * nch);
+    let keys = visible(t);
     let start = keys.x + c * p.chunk;
     // Chunks past the visible keys are idle (the grid covers the whole cache: positions
     // advance on the GPU, the dispatch is recorded once); `combine` never reads them.
@@ -98,8 +101,9 @@ fn split(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let end = min(start + p.chunk, keys.y);
-    attend(h * HD4, h / (p.n_heads / p.n_kv_heads), start, end);
-    let pb = (h * nch + c) * (HD4 + 1u);
+    let th = t * p.n_heads + h;
+    attend(th * HD4, h / (p.n_heads / p.n_kv_heads), base_row(t), start, end);
+    let pb = (th * nch + c) * (HD4 + 1u);
     part[pb] = vec4<f32>(m_run, l_run, 0.0, 0.0);
     for (var d = 0u; d < HD4; d++) {
         part[pb + 1u + d] = acc[d];
@@ -108,21 +112,21 @@ fn split(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 @compute @workgroup_size(WG)
 fn combine(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let h = gid.x;
-    if (h >= p.n_heads) {
+    let th = gid.x;
+    if (th >= p.n_heads * p.n_tokens) {
         return;
     }
     let nch = chunks();
-    let keys = visible(0u);
+    let keys = visible(th / p.n_heads);
     let n = (keys.y - keys.x + p.chunk - 1u) / p.chunk;
     var mx = -3.0e38;
     for (var c = 0u; c < n; c++) {
-        mx = max(mx, part[(h * nch + c) * (HD4 + 1u)].x);
+        mx = max(mx, part[(th * nch + c) * (HD4 + 1u)].x);
     }
     var l = 0.0;
     var sum: array<vec4<f32>, HD4>;
     for (var c = 0u; c < n; c++) {
-        let pb = (h * nch + c) * (HD4 + 1u);
+        let pb = (th * nch + c) * (HD4 + 1u);
         let ml = part[pb];
         let w = exp(ml.x - mx);
         l += ml.y * w;
@@ -132,6 +136,6 @@ fn combine(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let inv = 1.0 / l;
     for (var d = 0u; d < HD4; d++) {
-        out[h * HD4 + d] = vec4<act>(sum[d] * inv);
+        out[th * HD4 + d] = vec4<act>(sum[d] * inv);
     }
 }

@@ -8,8 +8,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let i0 = (gid.x + gid.y * nwg.x * WG) * ROWS;
     let n = p.n_tokens * p.kv_dim;
     for (var i = i0; i < min(i0 + ROWS, n); i++) {
-        let row = pos[0] + i / p.kv_dim;
-        if (row < p.max_ctx) {
+        let row = cache_row(i / p.kv_dim);
+        if (row != 0xffffffffu) {
             cache[row * p.kv_dim + i % p.kv_dim] = src[i];
         }
     }

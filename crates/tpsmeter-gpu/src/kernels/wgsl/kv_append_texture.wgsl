@@ -11,8 +11,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (i >= p.n_tokens * w4) {
         return;
     }
-    let row = pos[0] + i / w4;
-    if (row < p.max_ctx) {
+    let row = cache_row(i / w4);
+    if (row != 0xffffffffu) {
         textureStore(cache, vec2<u32>(i % w4, row), src[i]);
     }
 }

@@ -1,6 +1,8 @@
 // Rotary position embedding, in place on x laid out [n_tokens, n_heads, head_dim].
-// Token t sits at position pos[0] + t (pos is a buffer so a recorded decode step reads the
-// current position without re-recording). One invocation per rotated pair.
+// Token t sits at position pos[2t] (pos holds a (position, cache row base) pair per token, in
+// a buffer so a recorded step reads the current positions without re-recording; a batched
+// decode step's tokens belong to different sequences, each at its own position). One
+// invocation per rotated pair.
 //   mode 0 ("normal", llama GGUFs): pairs (2i, 2i + 1)
 //   mode 1 (NEOX, qwen2 / gemma):   pairs (i, i + rope_dim / 2)
 // Llama 3.x divides the angle of pair i by factors[i] (`rope_freqs.weight`); without factors
@@ -46,7 +48,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (p.has_factors != 0u) {
         inv_freq /= factors[i];
     }
-    let theta = f32(pos[0] + t) * p.freq_scale * inv_freq;
+    let theta = f32(pos[2u * t]) * p.freq_scale * inv_freq;
     let c = cos(theta);
     let s = sin(theta);
     let a = f32(x[i0]);

@@ -1,0 +1,407 @@
+//! Batched decoding for serving: several sequences ("slots") share one model and one KV
+//! cache (slot `s` owns cache rows `s * max_context ..`), and one decode step runs the next
+//! token of each running sequence at once.
+//!
+//! Why: a decode step of a small model reads every weight once whatever the number of tokens
+//! it carries, so B sequences in one step cost little more than one (the matrix kernels
+//! dequantize each weight block once for all B rows). Per token, RoPE, the KV append and
+//! attention read each token's own position and cache rows from the `pos` buffer; sampling
+//! runs per slot with its own settings and state (each slot has its own sampler and a copy of
+//! its logits row).
+//!
+//! A slot's prompt runs in the same chunks, through the same prefill graphs, as
+//! [`GpuModel::submit_step`]; a step of one sequence runs the one-token decode graph, as
+//! `submit_step` does. A step of several runs the matrix-matrix kernels, whose per-row sums
+//! are those of the matrix-vector kernels (same block order, same f32 accumulation), so a
+//! sequence's tokens do not depend on what else is in the batch (tested against a run alone).
+//!
+//! What it does not do: choose which requests run (the caller schedules: see
+//! `tpsmeter serve`), or share a prefix between slots.
+
+use std::collections::HashMap;
+
+use crate::error::{GpuError, Result};
+use crate::gpu::defines::DType;
+use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor, batch_positions, positions};
+
+use super::graph::{self, Activations, Shared};
+use super::model::{GpuModel, record};
+use super::readback::TOKEN_BYTES;
+
+/// One sequence's state.
+#[derive(Debug)]
+struct Slot {
+    sampler: Sampler,
+    sampling: SamplerConfig,
+    /// The slot's copy of its logits row (the sampler's input).
+    logits: Tensor,
+    /// Tokens whose keys and values the slot's rows hold, by position.
+    history: Vec<u32>,
+    last_sampled: Option<u32>,
+}
+
+/// Buffers of batched decoding, made on first use (a model that never batches pays nothing).
+#[derive(Debug)]
+pub struct BatchState {
+    /// Activations for up to `slots` tokens.
+    act: Activations,
+    /// Logits of a batched step, `[slots, vocab]`.
+    logits: Tensor,
+    /// Per batch size (2 ..= slots): layers, then head.
+    graphs: HashMap<usize, (Vec<Dispatch>, Vec<Dispatch>)>,
+    slots: Vec<Option<Slot>>,
+    /// Slots of the last submitted step, in readback order.
+    pending: Vec<usize>,
+}
+
+impl BatchState {
+    /// Forgets what `slot` holds (its rows were overwritten by another path).
+    pub(super) fn forget_slot(&mut self, slot: usize) {
+        if let Some(Some(s)) = self.slots.get_mut(slot) {
+            s.history.clear();
+            s.last_sampled = None;
+        }
+    }
+}
+
+impl GpuModel {
+    /// Sequences the KV cache holds at once ([`super::ModelOptions::slots`]).
+    pub fn slots(&self) -> usize {
+        self.kv.slots
+    }
+
+    /// The tokens whose keys and values `slot` holds (empty for an unused slot).
+    pub fn slot_history(&self, slot: usize) -> &[u32] {
+        self.batch
+            .as_ref()
+            .and_then(|b| b.slots.get(slot))
+            .and_then(Option::as_ref)
+            .map_or(&[], |s| &s.history[..])
+    }
+
+    fn batch_state(&mut self) -> Result<&mut BatchState> {
+        if self.batch.is_none() {
+            let n = self.kv.slots;
+            let act = Activations::new(&self.ctx, &self.cfg, n, DType::F32)?;
+            let logits = Tensor::zeros(
+                &self.ctx,
+                "batch logits",
+                n * self.cfg.vocab_size,
+                DType::F32,
+            )?;
+            self.batch = Some(BatchState {
+                act,
+                logits,
+                graphs: HashMap::new(),
+                slots: (0..n).map(|_| None).collect(),
+                pending: Vec::new(),
+            });
+        }
+        self.batch.as_mut().ok_or(GpuError::BatchState {
+            reason: "batch state",
+        })
+    }
+
+    fn check_slot(&self, slot: usize) -> Result<()> {
+        if slot >= self.kv.slots {
+            return Err(GpuError::LimitExceeded {
+                what: "sequence slot".into(),
+                value: slot as u64,
+                limit: self.kv.slots as u64 - 1,
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs prompt `tokens` of `slot` at positions `start..` (entries from `start` on are
+    /// overwritten; `start` at most what the slot holds). With `sample`, the work that samples
+    /// the token after the last of them with `sampling` is submitted too, and
+    /// [`GpuModel::read_slots`] returns it; without, the call only fills the cache (a long
+    /// prompt's earlier chunks, run between decode steps so other sequences keep flowing).
+    pub fn submit_slot_prompt(
+        &mut self,
+        slot: usize,
+        tokens: &[u32],
+        start: usize,
+        sampling: &SamplerConfig,
+        sample: bool,
+    ) -> Result<()> {
+        self.check_slot(slot)?;
+        let end = start.saturating_add(tokens.len());
+        if tokens.is_empty() {
+            return Err(GpuError::EmptyPrompt);
+        }
+        let held = self.slot_history(slot).len();
+        if end > self.kv.max_ctx || start > held {
+            return Err(GpuError::ContextFull {
+                position: end.max(start),
+                limit: self.kv.max_ctx,
+            });
+        }
+        if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= self.cfg.vocab_size) {
+            return Err(GpuError::TokenOutOfRange {
+                token: bad,
+                vocab: self.cfg.vocab_size,
+            });
+        }
+        if slot == 0 {
+            // The single-sequence path shares slot 0's rows.
+            self.history.clear();
+            self.last_sampled = None;
+        }
+        let vocab = self.cfg.vocab_size;
+        let ctx = self.ctx.clone();
+        let b = self.batch_state()?;
+        let fresh = match &b.slots[slot] {
+            Some(s) => s.sampling != *sampling,
+            None => true,
+        };
+        if fresh {
+            let logits = match b.slots[slot].take() {
+                Some(s) => s.logits,
+                None => Tensor::zeros(&ctx, &format!("slot {slot} logits"), vocab, DType::F32)?,
+            };
+            let sampler = Sampler::new(&ctx, sampling, &logits, vocab)?;
+            b.slots[slot] = Some(Slot {
+                sampler,
+                sampling: *sampling,
+                logits,
+                history: Vec::new(),
+                last_sampled: None,
+            });
+        }
+        let Some(s) = b.slots[slot].as_mut() else {
+            return Err(GpuError::BatchState {
+                reason: "slot state",
+            });
+        };
+        s.history.truncate(start);
+        s.history.extend_from_slice(tokens);
+        s.last_sampled = None;
+        if sample {
+            s.sampler.reset(&ctx, 0, &s.history);
+        }
+        let base = self.kv.base(slot);
+        let chunks = Self::chunks(tokens.len());
+        let mut at = 0;
+        for (i, &c) in chunks.iter().enumerate() {
+            self.prefill_graph(c)?;
+            let q = &self.ctx.queue;
+            q.write_buffer(
+                &self.pos.buffer,
+                0,
+                bytemuck::cast_slice(&positions(start + at, c, base)),
+            );
+            q.write_buffer(
+                &self.prefill_act.tokens.buffer,
+                0,
+                bytemuck::cast_slice(&tokens[at..at + c]),
+            );
+            let mut enc = self.ctx.encoder("slot prompt");
+            let g = self.prefill.remove(&c).unwrap_or_default();
+            record(&mut self.stats, &mut enc, &[&g]);
+            self.prefill.insert(c, g);
+            if sample && i + 1 == chunks.len() {
+                // As `submit_step`: only the last row needs logits; the head runs on it in the
+                // one-token buffers, then the slot samples from its copy.
+                let row = (self.cfg.n_embd * self.decode_act.x.dtype.size()) as u64;
+                enc.copy_buffer_to_buffer(
+                    &self.prefill_act.x.buffer,
+                    (c as u64 - 1) * row,
+                    &self.decode_act.x.buffer,
+                    0,
+                    row,
+                );
+                record(&mut self.stats, &mut enc, &[&self.head]);
+                let logits = self.logits.buffer.clone();
+                self.sample_slots(&mut enc, &[slot], &logits)?;
+            }
+            self.ctx.submit(enc);
+            self.stats.submits += 1;
+            at += c;
+        }
+        self.stats.tokens += tokens.len() as u64;
+        Ok(())
+    }
+
+    /// Copies logits row `i` of `logits` to slot `slots[i]`'s copy, samples each slot and
+    /// copies the ids to the readback, in order.
+    fn sample_slots(
+        &mut self,
+        enc: &mut wgpu::CommandEncoder,
+        slots: &[usize],
+        logits: &wgpu::Buffer,
+    ) -> Result<()> {
+        let row = (self.cfg.vocab_size * 4) as u64;
+        let Some(b) = self.batch.as_mut() else {
+            return Err(GpuError::BatchState {
+                reason: "batch state",
+            });
+        };
+        let mut samplers = Vec::with_capacity(slots.len());
+        for (i, &slot) in slots.iter().enumerate() {
+            let Some(s) = b.slots[slot].as_ref() else {
+                return Err(GpuError::BatchState {
+                    reason: "slot state",
+                });
+            };
+            enc.copy_buffer_to_buffer(logits, i as u64 * row, &s.logits.buffer, 0, row);
+            samplers.push(s.sampler.dispatch().clone());
+        }
+        record(&mut self.stats, enc, &[&samplers]);
+        for (i, &slot) in slots.iter().enumerate() {
+            if let Some(s) = b.slots[slot].as_ref() {
+                self.readback.encode_at(enc, &s.sampler.token, i);
+            }
+        }
+        b.pending = slots.to_vec();
+        Ok(())
+    }
+
+    /// Submits one decode step: for each `(slot, token)`, `token` runs at the slot's next
+    /// position and the slot samples its next id; [`GpuModel::read_slots`] returns them in
+    /// this order. Each slot at most once; every slot must have had a prompt.
+    pub fn submit_slots(&mut self, steps: &[(usize, u32)]) -> Result<()> {
+        if steps.is_empty() {
+            return Err(GpuError::EmptyPrompt);
+        }
+        let n = steps.len();
+        let (max_ctx, vocab) = (self.kv.max_ctx, self.cfg.vocab_size);
+        let mut places = Vec::with_capacity(n);
+        for (i, &(slot, token)) in steps.iter().enumerate() {
+            self.check_slot(slot)?;
+            if steps[..i].iter().any(|&(s, _)| s == slot) {
+                return Err(GpuError::ShapeMismatch {
+                    op: "batched decode",
+                    detail: format!("slot {slot} appears twice in one step"),
+                });
+            }
+            if token as usize >= vocab {
+                return Err(GpuError::TokenOutOfRange { token, vocab });
+            }
+            let held = self.slot_history(slot).len();
+            if held == 0 {
+                return Err(GpuError::BatchState {
+                    reason: "decode step for a slot without a prompt",
+                });
+            }
+            if held >= max_ctx {
+                return Err(GpuError::ContextFull {
+                    position: held + 1,
+                    limit: max_ctx,
+                });
+            }
+            places.push((held, self.kv.base(slot)));
+        }
+        let ctx = self.ctx.clone();
+        let b = self.batch_state()?;
+        for &(slot, token) in steps {
+            let Some(s) = b.slots[slot].as_mut() else {
+                return Err(GpuError::BatchState {
+                    reason: "slot state",
+                });
+            };
+            let continuation = s.last_sampled == Some(token);
+            s.history.push(token);
+            s.last_sampled = None;
+            if !continuation {
+                s.sampler.reset(&ctx, 0, &s.history);
+            }
+        }
+        let pos = batch_positions(&places);
+        let tokens: Vec<u32> = steps.iter().map(|&(_, t)| t).collect();
+        let slots: Vec<usize> = steps.iter().map(|&(s, _)| s).collect();
+        if n > 1 {
+            self.batch_graph(n)?;
+        }
+        let q = &ctx.queue;
+        q.write_buffer(&self.pos.buffer, 0, bytemuck::cast_slice(&pos));
+        let mut enc = self.ctx.encoder("batched decode");
+        if n == 1 {
+            // One sequence: the one-token graph, exactly as `submit_step` runs it.
+            q.write_buffer(
+                &self.decode_act.tokens.buffer,
+                0,
+                bytemuck::cast_slice(&tokens),
+            );
+            record(&mut self.stats, &mut enc, &[&self.decode, &self.head]);
+            let logits = self.logits.buffer.clone();
+            self.sample_slots(&mut enc, &slots, &logits)?;
+        } else {
+            let Some(b) = self.batch.as_mut() else {
+                return Err(GpuError::BatchState {
+                    reason: "batch state",
+                });
+            };
+            q.write_buffer(&b.act.tokens.buffer, 0, bytemuck::cast_slice(&tokens));
+            let (layers, head) = b.graphs.remove(&n).unwrap_or_default();
+            let logits = b.logits.buffer.clone();
+            record(&mut self.stats, &mut enc, &[&layers, &head]);
+            if let Some(b) = self.batch.as_mut() {
+                b.graphs.insert(n, (layers, head));
+            }
+            self.sample_slots(&mut enc, &slots, &logits)?;
+        }
+        self.ctx.submit(enc);
+        self.stats.submits += 1;
+        self.stats.tokens += n as u64;
+        Ok(())
+    }
+
+    /// Prepares the layers and head for a batched step of `n` sequences.
+    fn batch_graph(&mut self, n: usize) -> Result<()> {
+        self.batch_state()?;
+        let Some(b) = self.batch.as_ref() else {
+            return Err(GpuError::BatchState {
+                reason: "batch state",
+            });
+        };
+        if b.graphs.contains_key(&n) {
+            return Ok(());
+        }
+        let shared = Shared {
+            cfg: &self.cfg,
+            weights: &self.weights,
+            kv: &self.kv,
+            pos: &self.pos,
+            scores: &self.scores,
+            biases: &self.biases,
+        };
+        let layers = graph::layers(&self.ctx, &shared, &b.act, n, true)?;
+        let head = graph::head(&self.ctx, &shared, &b.act, &b.logits, n)?;
+        if let Some(b) = self.batch.as_mut() {
+            b.graphs.insert(n, (layers, head));
+        }
+        Ok(())
+    }
+
+    /// Waits for the step submitted last ([`GpuModel::submit_slots`], or a prompt with
+    /// `sample`) and returns its sampled ids, in the order of its slots.
+    pub async fn read_slots(&mut self) -> Result<Vec<u32>> {
+        let pending = match self.batch.as_mut() {
+            Some(b) => std::mem::take(&mut b.pending),
+            None => Vec::new(),
+        };
+        if pending.is_empty() {
+            return Err(GpuError::BatchState {
+                reason: "no sampled tokens pending",
+            });
+        }
+        let ids = self.readback.read_n(&self.ctx, pending.len()).await?;
+        self.stats.readback_bytes += TOKEN_BYTES * ids.len() as u64;
+        if let Some(b) = self.batch.as_mut() {
+            for (&slot, &id) in pending.iter().zip(&ids) {
+                if let Some(s) = b.slots[slot].as_mut() {
+                    s.last_sampled = Some(id);
+                }
+            }
+        }
+        Ok(ids)
+    }
+
+    /// Native: [`GpuModel::read_slots`], blocking.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn read_slots_blocking(&mut self) -> Result<Vec<u32>> {
+        pollster::block_on(self.read_slots())
+    }
+}

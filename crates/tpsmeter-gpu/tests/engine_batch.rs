@@ -1,0 +1,168 @@
+//! Batched decoding (SmolLM2): sequences decoded together in slots of one KV cache give, token
+//! for token, what each gives run alone through `Engine::generate`, greedy and sampled, while
+//! others join and leave the batch around them (so batch sizes 1 to 4 all occur), in slots
+//! other than 0 and with prompts of unequal lengths (different positions in one step).
+#![allow(clippy::unwrap_used)]
+
+mod model_support;
+
+use model_support::{device, model_bytes};
+use tpsmeter_gpu::engine::{Engine, ModelOptions};
+use tpsmeter_gpu::generate::{CancelToken, GenerateParams};
+use tpsmeter_gpu::kernels::SamplerConfig;
+
+const STEPS: usize = 24;
+
+fn sampling(i: usize) -> SamplerConfig {
+    // Every other request sampled (seeded), the rest greedy.
+    if i % 2 == 1 {
+        SamplerConfig {
+            temperature: 0.9,
+            top_k: 40,
+            top_p: 0.95,
+            seed: 1234 + i as u64,
+            ..SamplerConfig::default()
+        }
+    } else {
+        SamplerConfig {
+            temperature: 0.0,
+            ..SamplerConfig::default()
+        }
+    }
+}
+
+fn alone(engine: &mut Engine, prompt: &[u32], sampling: &SamplerConfig) -> Vec<u32> {
+    let params = GenerateParams {
+        max_tokens: STEPS,
+        ignore_eos: true,
+        ..Default::default()
+    };
+    engine.forget_cache();
+    let mut clock = || 0.0;
+    engine
+        .generate(
+            prompt,
+            &params,
+            sampling,
+            &CancelToken::default(),
+            &mut clock,
+            &mut |_| {},
+        )
+        .unwrap()
+        .tokens
+}
+
+#[test]
+fn batched_sequences_equal_each_run_alone() {
+    let test = "batched_sequences_equal_each_run_alone";
+    let Some(bytes) = model_bytes(test) else {
+        return;
+    };
+    let Some(ctx) = device(test) else { return };
+    let opts = ModelOptions {
+        max_context: 512,
+        slots: 4,
+        ..ModelOptions::default()
+    };
+    let mut engine = Engine::load(ctx, &bytes, &opts).unwrap();
+    let texts = [
+        "The capital of France is",
+        "Write a short poem about the sea and the wind that carries ships across it.",
+        "1, 2, 3, 4,",
+        "Explain in one sentence why the sky is blue during the day and red at sunset, \
+         as a physicist would to a curious child who keeps asking why.",
+    ];
+    let prompts: Vec<Vec<u32>> = texts.iter().map(|t| engine.encode(t).unwrap()).collect();
+    let want: Vec<Vec<u32>> = prompts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| alone(&mut engine, p, &sampling(i)))
+        .collect();
+
+    // Request i joins at step 3 * i in slot 3 - i (slot 0 last), and leaves after STEPS ids.
+    let (_, model) = engine.split_mut();
+    let slot_of = |i: usize| 3 - i;
+    let mut got: Vec<Vec<u32>> = vec![Vec::new(); prompts.len()];
+    let mut sizes = Vec::new();
+    for step in 0.. {
+        for (i, p) in prompts.iter().enumerate() {
+            if step == 3 * i {
+                model
+                    .submit_slot_prompt(slot_of(i), p, 0, &sampling(i), true)
+                    .unwrap();
+                got[i].extend(model.read_slots_blocking().unwrap());
+            }
+        }
+        let running: Vec<usize> = (0..prompts.len())
+            .filter(|&i| !got[i].is_empty() && got[i].len() < STEPS)
+            .collect();
+        if running.is_empty() {
+            if got.iter().all(|g| g.len() == STEPS) {
+                break;
+            }
+            continue;
+        }
+        let steps: Vec<(usize, u32)> = running
+            .iter()
+            .map(|&i| (slot_of(i), *got[i].last().unwrap()))
+            .collect();
+        sizes.push(steps.len());
+        model.submit_slots(&steps).unwrap();
+        let ids = model.read_slots_blocking().unwrap();
+        assert_eq!(ids.len(), steps.len());
+        for (&i, id) in running.iter().zip(ids) {
+            got[i].push(id);
+        }
+    }
+    for n in 1..=4 {
+        assert!(sizes.contains(&n), "no step of {n} sequences: {sizes:?}");
+    }
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "request {i} ({:?}) batched vs alone", texts[i]);
+    }
+    // The slot's history is its prompt and every id fed back.
+    assert_eq!(
+        model.slot_history(slot_of(0)).len(),
+        prompts[0].len() + STEPS - 1
+    );
+}
+
+#[test]
+fn batched_decoding_rejects_misuse_with_typed_errors() {
+    let test = "batched_decoding_rejects_misuse_with_typed_errors";
+    let Some(bytes) = model_bytes(test) else {
+        return;
+    };
+    let Some(ctx) = device(test) else { return };
+    let opts = ModelOptions {
+        max_context: 64,
+        slots: 2,
+        ..ModelOptions::default()
+    };
+    let mut engine = Engine::load(ctx, &bytes, &opts).unwrap();
+    let prompt = engine.encode("Hello").unwrap();
+    let (_, model) = engine.split_mut();
+    let greedy = SamplerConfig::default();
+    // A slot past the cache's, a step for a slot with no prompt, a slot twice in one step,
+    // a read with nothing submitted, a prompt past the slot's positions.
+    assert!(
+        model
+            .submit_slot_prompt(2, &prompt, 0, &greedy, true)
+            .is_err()
+    );
+    assert!(model.submit_slots(&[(1, 5)]).is_err());
+    assert!(model.read_slots_blocking().is_err());
+    model
+        .submit_slot_prompt(0, &prompt, 0, &greedy, true)
+        .unwrap();
+    let first = model.read_slots_blocking().unwrap()[0];
+    assert!(model.submit_slots(&[(0, first), (0, first)]).is_err());
+    let long = vec![prompt[0]; 65];
+    let e = model
+        .submit_slot_prompt(1, &long, 0, &greedy, true)
+        .unwrap_err();
+    assert_eq!(e.kind(), "ContextFull", "{e}");
+    // After the errors, the slot still decodes.
+    model.submit_slots(&[(0, first)]).unwrap();
+    assert_eq!(model.read_slots_blocking().unwrap().len(), 1);
+}

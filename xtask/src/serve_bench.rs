@@ -1,0 +1,89 @@
+//! `cargo xtask serve-bench`: our engine's server against llama.cpp's under concurrency.
+//!
+//! Serves SmolLM2-135M with `tpsmeter serve --parallel 8` (continuous batching) and runs
+//! `tpsmeter bench` at concurrency 1, 2, 4 and 8, then the same against llama.cpp's
+//! `llama-server --parallel 8` on the same GGUF, one after the other (never at once: the
+//! machine's cores are the GPU of the one and the CPU of the other). Each bench prints, per
+//! level, TTFT percentiles, per-request and aggregate TPS. Extra arguments replace the bench
+//! settings.
+
+use crate::assets;
+use crate::demo::{free_port, start};
+use crate::sh::{self, repo_root};
+use anyhow::Result;
+use std::process::Command;
+
+/// Enough requests per level for a median at concurrency 8; a short answer so four levels of
+/// both servers finish in minutes on a CPU rasteriser.
+const BENCH_ARGS: &[&str] = &[
+    "--concurrency",
+    "1,2,4,8",
+    "--requests",
+    "16",
+    "--warmup",
+    "1",
+    "--max-tokens",
+    "64",
+    "--prompt",
+    "Write a short story about a lighthouse keeper who finds a message in a bottle.",
+];
+
+pub fn run(args: &[String]) -> Result<()> {
+    assets::setup_all()?;
+    let root = repo_root();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    sh::run(Command::new(&cargo).current_dir(&root).args([
+        "build",
+        "--release",
+        "-p",
+        "tpsmeter-cli",
+    ]))?;
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root.join("target"), std::path::PathBuf::from);
+    let tpsmeter = target_dir.join("release").join("tpsmeter");
+    let model = assets::model_path();
+    let bench_args: Vec<String> = if args.is_empty() {
+        BENCH_ARGS.iter().map(|s| (*s).to_owned()).collect()
+    } else {
+        args.to_vec()
+    };
+    let bench = |port: u16| {
+        let mut cmd = Command::new(&tpsmeter);
+        cmd.args(["bench", "--api", "openai-chat", "--url"])
+            .arg(format!("http://127.0.0.1:{port}"))
+            .args(["--model", "SmolLM2-135M-Instruct"])
+            .args(&bench_args);
+        sh::run(&mut cmd)
+    };
+
+    println!("\n== tpsmeter serve --parallel 8 (our engine, continuous batching)");
+    let port = free_port()?;
+    let ours = start(
+        Command::new(&tpsmeter)
+            .arg("serve")
+            .arg("--model")
+            .arg(&model)
+            .args(["--parallel", "8", "--context", "2048"])
+            .args(["--port", &port.to_string()]),
+        port,
+        "tpsmeter serve",
+    )?;
+    let result = bench(port);
+    drop(ours);
+    result?;
+
+    println!("\n== peer: llama.cpp llama-server --parallel 8 (CPU, 2 threads), same GGUF");
+    let port = free_port()?;
+    let llama = start(
+        Command::new(assets::llama_bin("llama-server"))
+            .arg("-m")
+            .arg(&model)
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--parallel", "8", "--ctx-size", "16384", "--threads", "2"]),
+        port,
+        "llama-server",
+    )?;
+    let result = bench(port);
+    drop(llama);
+    result
+}
