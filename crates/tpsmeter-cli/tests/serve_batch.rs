@@ -140,11 +140,13 @@ fn concurrent_requests_answer_as_alone_and_queue_beyond_the_slots() {
     for (i, ((a, _), (t, _))) in alone.iter().zip(&together).enumerate() {
         assert_eq!(a, t, "request {i} alone vs with others in flight");
     }
-    // Three requests, two slots: one waited for a slot, and says so.
+    // Three requests, two slots: one waited for a slot (most of another's answer), and says
+    // so; the others waited at most for the step under way when they arrived (a request
+    // joins at a step boundary).
     let mut queues: Vec<f64> = together.iter().map(|(_, q)| *q).collect();
     queues.sort_by(f64::total_cmp);
     assert!(
-        queues[2] > 50.0 && queues[2] > 10.0 * queues[1].max(1.0),
+        queues[2] > 50.0 && queues[2] > 2.0 * queues[1],
         "queue_ms {queues:?}"
     );
 }
