@@ -156,7 +156,10 @@ fn a_client_that_hangs_up_frees_its_slot_at_once() {
     let Some(model) = model() else { return };
     let (_server, port) = serve(&model, "1");
     // A long streamed answer on the only slot; read until text flows, then hang up.
-    let s = send(port, &body("Tell me a very long story about dragons.", 1000, true));
+    let s = send(
+        port,
+        &body("Tell me a very long story about dragons.", 1000, true),
+    );
     let mut r = BufReader::new(s);
     let mut line = String::new();
     loop {

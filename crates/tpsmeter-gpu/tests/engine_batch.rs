@@ -79,6 +79,30 @@ fn batched_sequences_equal_each_run_alone() {
         .map(|(i, p)| alone(&mut engine, p, &sampling(i)))
         .collect();
 
+    // Request 0 again on the engine, its prompt all but the last token kept in the cache:
+    // that token runs alone through the one-token graph.
+    let again = {
+        let params = GenerateParams {
+            max_tokens: STEPS,
+            ignore_eos: true,
+            ..Default::default()
+        };
+        let _ = alone(&mut engine, &prompts[0], &sampling(0));
+        let mut clock = || 0.0;
+        let g = engine
+            .generate(
+                &prompts[0],
+                &params,
+                &sampling(0),
+                &CancelToken::default(),
+                &mut clock,
+                &mut |_| {},
+            )
+            .unwrap();
+        assert_eq!(g.reused_tokens, prompts[0].len() - 1);
+        g.tokens
+    };
+
     // Request i joins at step 3 * i in slot 3 - i (slot 0 last), and leaves after STEPS ids.
     let (_, model) = engine.split_mut();
     let slot_of = |i: usize| 3 - i;
@@ -121,10 +145,23 @@ fn batched_sequences_equal_each_run_alone() {
         assert_eq!(g, w, "request {i} ({:?}) batched vs alone", texts[i]);
     }
     // The slot's history is its prompt and every id fed back.
-    assert_eq!(
-        model.slot_history(slot_of(0)).len(),
-        prompts[0].len() + STEPS - 1
-    );
+    let slot = slot_of(0);
+    assert_eq!(model.slot_history(slot).len(), prompts[0].len() + STEPS - 1);
+    // Request 0 again in its slot, reusing all of its prompt but the last token, as the
+    // engine did.
+    let keep = tpsmeter_gpu::generate::reusable_prefix(model.slot_history(slot), &prompts[0]);
+    assert_eq!(keep, prompts[0].len() - 1);
+    model
+        .submit_slot_prompt(slot, &prompts[0][keep..], keep, &sampling(0), true)
+        .unwrap();
+    let mut reused = model.read_slots_blocking().unwrap();
+    while reused.len() < STEPS {
+        model
+            .submit_slots(&[(slot, *reused.last().unwrap())])
+            .unwrap();
+        reused.extend(model.read_slots_blocking().unwrap());
+    }
+    assert_eq!(reused, again, "request 0 with its prompt reused");
 }
 
 #[test]

@@ -248,7 +248,9 @@ impl<'e> Scheduler<'e> {
             // A failed send: the client went away, and its slot is free from the next step on.
             gone = !ev.text.is_empty() && a.job.events.send(Event::Text(ev.text)).is_err();
         }
-        if a.seq.check(gone || a.job.events.is_closed(), position, limit) {
+        if a.seq
+            .check(gone || a.job.events.is_closed(), position, limit)
+        {
             a.next = Some(id);
         } else {
             self.finish(slot);

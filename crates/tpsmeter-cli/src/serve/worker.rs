@@ -89,7 +89,15 @@ impl Worker {
         std::thread::Builder::new()
             .name("tpsmeter-gpu".into())
             .spawn(move || {
-                let mut engine = match load_for_serving(&model, plan, adapter) {
+                // Every graph a request can need is made before the server answers, so no
+                // first request of a size pays for it (nor stalls the others).
+                let loaded = load_for_serving(&model, plan, adapter).and_then(|mut e| {
+                    let m = e.model_mut();
+                    m.warm_prefill()?;
+                    m.warm_batches()?;
+                    Ok(e)
+                });
+                let mut engine = match loaded {
                     Ok(e) => e,
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
