@@ -28,6 +28,7 @@ mod native {
     use tpsmeter_gpu::engine::{GpuModel, ModelOptions};
     use tpsmeter_gpu::gguf::GgufFile;
     use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
+    use tpsmeter_gpu::kernels::SamplerConfig;
 
     fn env_usize(key: &str, default: usize) -> usize {
         std::env::var(key)
@@ -114,6 +115,10 @@ mod native {
         let load_s = t_cold.elapsed().as_secs_f64();
         if std::env::args().any(|a| a == "profile") {
             profile(&mut m, runs);
+            return;
+        }
+        if std::env::args().any(|a| a == "batch") {
+            batch(&ctx, &file, runs, n_decode);
             return;
         }
         if std::env::args().any(|a| a == "prefill") {
@@ -208,7 +213,49 @@ mod native {
             wbytes as f64 * decode_64 / 1e9
         );
         profile(&mut m, runs);
+        drop(m);
+        batch(&ctx, &file, runs, n_decode);
         llama_cpp(&path.to_string_lossy(), decode_64);
+    }
+
+    /// Batched decode (what `tpsmeter serve` runs under concurrency): B sequences, each after
+    /// its own 64-token prompt in its own slot, decoded together; aggregate tok/s (B tokens per
+    /// step) and the step time, for B = 1, 2, 4, 8.
+    fn batch(ctx: &Arc<GpuContext>, file: &GgufFile<'_>, runs: usize, n_decode: usize) {
+        let opts = ModelOptions {
+            max_context: 64 + n_decode + 1,
+            slots: 8,
+            ..Default::default()
+        };
+        let mut m = GpuModel::load(ctx.clone(), file, &opts).unwrap();
+        m.warm_prefill().unwrap();
+        m.warm_batches().unwrap();
+        let vocab = m.config().vocab_size;
+        let greedy = SamplerConfig::default();
+        println!("-- batched decode (slots of one cache, one step for all; context 64)");
+        for b in [1usize, 2, 4, 8] {
+            let mut v = Vec::new();
+            let mut step_ms = Vec::new();
+            for _ in 0..runs {
+                let mut next = Vec::new();
+                for slot in 0..b {
+                    let ids: Vec<u32> = prompt(64 + slot, vocab)[slot..].to_vec();
+                    m.submit_slot_prompt(slot, &ids, 0, &greedy, true).unwrap();
+                    next.push(m.read_slots_blocking().unwrap()[0]);
+                }
+                let t = Instant::now();
+                for _ in 0..n_decode {
+                    let steps: Vec<(usize, u32)> = next.iter().copied().enumerate().collect();
+                    m.submit_slots(&steps).unwrap();
+                    next = m.read_slots_blocking().unwrap();
+                }
+                let s = t.elapsed().as_secs_f64();
+                v.push((b * n_decode) as f64 / s);
+                step_ms.push(s * 1e3 / n_decode as f64);
+            }
+            show(&format!("batch {b}: aggregate decode"), &v, "tok/s");
+            show(&format!("batch {b}: step"), &step_ms, "ms");
+        }
     }
 
     /// Where a decoded token's and a 64-token prefill's time goes, per kind of kernel.
