@@ -5,7 +5,8 @@
 //! Real GPUs get tiles staged in workgroup memory (`matmul.wgsl`). CPU-type adapters, where
 //! a workgroup barrier costs 5-100x, get `matmul_cpu.wgsl`: several rows per invocation, no
 //! barriers, the format's `block_dot` applied to up to 8 tokens per dispatch whose inputs sit
-//! in a uniform binding (entry `main8` for groups of 5-8, `main` for up to 4). Eight slots
+//! in a uniform binding (entry `main8` for groups of 5-8, `main` for 3-4, `main2` for 1-2:
+//! a batched decode step of two sequences cost as much as one of four with `main`). Eight slots
 //! halve the passes over the weights: at 4 rows per invocation the 64-token prefill's
 //! matmuls went from ~940 to ~700 ms on lavapipe, unchanged on SwiftShader (then 16 rows per
 //! invocation: see `CPU_ROWS`). Measured and rejected: a decode-once-per-8-
@@ -42,7 +43,7 @@ const CPU_WORKGROUP: u32 = 8;
 const CPU_TOKENS: u64 = 8;
 const _: () = assert!(
     CPU_TOKENS == 8,
-    "matmul_cpu.wgsl writes out 4 token slots (main) and 8 (main8)"
+    "matmul_cpu.wgsl writes out 2 token slots (main2), 4 (main) and 8 (main8)"
 );
 
 /// A prepared `y = x W^T` over `n_tokens` rows of `x` (`[n_tokens, cols]` → `[n_tokens, rows]`).
@@ -159,9 +160,13 @@ impl MatMul {
                 tokens: cnt as u32,
                 ..Defines::default()
             };
-            // Groups of 5-8 tokens take the 8-slot entry; up to 4, the 4-slot one (no
-            // slots computed for nothing).
-            let entry = if cnt > 4 { "main8" } else { "main" };
+            // Groups of 5-8 tokens take the 8-slot entry, 3-4 the 4-slot one, 1-2 the
+            // 2-slot one (few slots computed for nothing).
+            let entry = match cnt {
+                5.. => "main8",
+                3..=4 => "main",
+                _ => "main2",
+            };
             let pipeline = ctx.pipeline(ShaderId::MatMulCpu(w.format, w.store), entry, defines);
             for part in &w.parts {
                 let params = ctx.uniform(

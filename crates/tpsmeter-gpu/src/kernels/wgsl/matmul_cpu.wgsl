@@ -91,3 +91,38 @@ fn main8(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
         }
     }
 }
+
+// Two token slots (groups of 1 or 2 tokens: a batched decode step of two sequences, or a
+// prompt chunk's tail): `main` would compute four dots per row and sub-block, two of them
+// for nothing (a two-sequence step cost as much as four).
+@compute @workgroup_size(WG)
+fn main2(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let inv = gid.x + gid.y * nwg.x * WG;
+    let r0 = inv * ROWS;
+    if (r0 >= p.rows) {
+        return;
+    }
+    let last = p.n_tokens - 1u;
+    let x1 = min(1u, last) * p.nsub * 8u;
+    var acc: array<vec2<f32>, ROWS>;
+    for (var s = 0u; s < p.nsub; s++) {
+        let xb0 = load_x_at(0u, s);
+        let xb1 = load_x_at(x1, s);
+        for (var r = 0u; r < ROWS; r++) {
+            let row = min(r0 + r, p.rows - 1u);
+            acc[r] += vec2<f32>(block_dot(row, s, xb0), block_dot(row, s, xb1));
+        }
+    }
+    for (var r = 0u; r < ROWS; r++) {
+        if (r0 + r < p.rows) {
+            for (var t = 0u; t < p.n_tokens; t++) {
+                let o = (p.t0 + t) * p.y_stride + p.row_offset + r0 + r;
+                var v = acc[r][t];
+                if (p.accumulate != 0u) {
+                    v += f32(y[o]);
+                }
+                y[o] = act(v);
+            }
+        }
+    }
+}
