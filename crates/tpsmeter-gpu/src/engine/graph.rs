@@ -5,7 +5,7 @@
 //! One token uses the matrix-vector kernels; several (a prompt chunk, or a batched decode
 //! step: one token of each of several sequences) the tiled matrix-matrix kernels, which
 //! dequantize each weight block once per tile of tokens. Where each token sits (position and
-//! cache rows) comes from the `pos` buffer, per token (see [`crate::kernels::positions`]).
+//! cache rows) comes from the `pos` buffer, per token (see [`crate::kernels::positions()`]).
 
 use crate::error::Result;
 use crate::gpu::context::GpuContext;

@@ -67,8 +67,8 @@ pub struct Attention {
 
 impl Attention {
     /// `q`/`out`: `[n_tokens, n_heads, head_dim]`; caches: `[max_ctx, n_kv_heads, head_dim]`;
-    /// `pos`: per query token a u32 (position, cache row base) pair (see [`crate::kernels::positions`]). The workgroup size follows the
-    /// adapter's profile.
+    /// `pos`: per query token a u32 (position, cache row base) pair (see
+    /// [`crate::kernels::positions()`]). The workgroup size follows the adapter's profile.
     pub fn new(
         ctx: &GpuContext,
         cfg: &AttentionConfig,

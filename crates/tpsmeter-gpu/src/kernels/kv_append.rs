@@ -23,7 +23,7 @@ struct Params {
 }
 
 /// `cache[pos[2t + 1] + pos[2t], :] = src[t, :]` for `t < n_tokens` (a base row plus a
-/// position below `max_ctx` per token: see [`crate::kernels::positions`]).
+/// position below `max_ctx` per token: see [`crate::kernels::positions()`]).
 #[derive(Debug, Clone)]
 pub struct KvAppend {
     dispatch: Dispatch,

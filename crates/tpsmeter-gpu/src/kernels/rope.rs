@@ -53,7 +53,7 @@ struct Params {
 }
 
 /// A prepared in-place RoPE on `x` (`[n_tokens, n_heads, head_dim]`); token `t` is at
-/// position `pos[2t]` (see [`crate::kernels::positions`]).
+/// position `pos[2t]` (see [`crate::kernels::positions()`]).
 #[derive(Debug, Clone)]
 pub struct Rope {
     dispatch: Dispatch,
