@@ -52,16 +52,7 @@ pub fn run(args: &[String]) -> Result<()> {
         .collect();
     assets::setup_all()?;
     let root = repo_root();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    sh::run(Command::new(&cargo).current_dir(&root).args([
-        "build",
-        "--release",
-        "-p",
-        "tpsmeter-cli",
-    ]))?;
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| root.join("target"), std::path::PathBuf::from);
-    let tpsmeter = target_dir.join("release").join("tpsmeter");
+    let tpsmeter = release_cli()?;
     let model = assets::model_path();
     pkg::build()?;
     let site = www::build_site()?;
@@ -114,19 +105,50 @@ pub fn run(args: &[String]) -> Result<()> {
 
     println!("\n== peer: llama.cpp llama-server (CPU, 2 threads) on the same GGUF");
     let port = free_port()?;
-    let llama = start(
-        Command::new(assets::llama_bin("llama-server"))
-            .arg("-m")
-            .arg(&model)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            // Parallel slots so concurrent requests are batched, as a deployment would.
-            .args(["--parallel", "8", "--ctx-size", "8192", "--threads", "2"]),
-        port,
-        "llama-server",
-    )?;
+    let llama = llama_server(&model, port, 8, 1024)?;
     let result = bench(&tpsmeter, port, &extra);
     drop(llama);
     result
+}
+
+/// Builds the CLI (release) and returns its path.
+pub(crate) fn release_cli() -> Result<std::path::PathBuf> {
+    let root = repo_root();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    sh::run(Command::new(&cargo).current_dir(&root).args([
+        "build",
+        "--release",
+        "-p",
+        "tpsmeter-cli",
+    ]))?;
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root.join("target"), std::path::PathBuf::from);
+    Ok(target_dir.join("release").join("tpsmeter"))
+}
+
+/// llama.cpp's `llama-server` on `model` (CPU, 2 threads) with `parallel` slots of
+/// `context` positions each, so concurrent requests are batched as a deployment would.
+pub(crate) fn llama_server(
+    model: &Path,
+    port: u16,
+    parallel: usize,
+    context: usize,
+) -> Result<Server> {
+    start(
+        Command::new(assets::llama_bin("llama-server"))
+            .arg("-m")
+            .arg(model)
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--parallel", &parallel.to_string()])
+            .args([
+                "--ctx-size",
+                &(parallel * context).to_string(),
+                "--threads",
+                "2",
+            ]),
+        port,
+        "llama-server",
+    )
 }
 
 /// The page's form fields (`name=value`, see `www/scripts/drive.mjs`) for the CLI flags it

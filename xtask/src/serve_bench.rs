@@ -8,8 +8,8 @@
 //! settings.
 
 use crate::assets;
-use crate::demo::{free_port, start};
-use crate::sh::{self, repo_root};
+use crate::demo::{free_port, llama_server, release_cli, start};
+use crate::sh;
 use anyhow::Result;
 use std::process::Command;
 
@@ -30,17 +30,7 @@ const BENCH_ARGS: &[&str] = &[
 
 pub fn run(args: &[String]) -> Result<()> {
     assets::setup_all()?;
-    let root = repo_root();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    sh::run(Command::new(&cargo).current_dir(&root).args([
-        "build",
-        "--release",
-        "-p",
-        "tpsmeter-cli",
-    ]))?;
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| root.join("target"), std::path::PathBuf::from);
-    let tpsmeter = target_dir.join("release").join("tpsmeter");
+    let tpsmeter = release_cli()?;
     let model = assets::model_path();
     let bench_args: Vec<String> = if args.is_empty() {
         BENCH_ARGS.iter().map(|s| (*s).to_owned()).collect()
@@ -74,15 +64,7 @@ pub fn run(args: &[String]) -> Result<()> {
 
     println!("\n== peer: llama.cpp llama-server --parallel 8 (CPU, 2 threads), same GGUF");
     let port = free_port()?;
-    let llama = start(
-        Command::new(assets::llama_bin("llama-server"))
-            .arg("-m")
-            .arg(&model)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--parallel", "8", "--ctx-size", "16384", "--threads", "2"]),
-        port,
-        "llama-server",
-    )?;
+    let llama = llama_server(&model, port, 8, 2048)?;
     let result = bench(port);
     drop(llama);
     result

@@ -6,83 +6,40 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod server_support;
 
-use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 use common::{bench, measured};
+use server_support::Server;
 use tpsmeter_core::metrics::TokenCountSource;
 
-/// Kills the server however the test ends.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn asset(var: &str) -> Option<PathBuf> {
-    let p = PathBuf::from(std::env::var_os(var)?);
-    p.exists().then_some(p)
-}
-
 fn assets() -> Option<(PathBuf, PathBuf)> {
-    match (asset("TPSMETER_LLAMA_SERVER"), asset("TPSMETER_MODEL")) {
-        (Some(s), Some(m)) => Some((s, m)),
-        _ => {
-            let msg = "TPSMETER_LLAMA_SERVER and TPSMETER_MODEL must name an existing \
-                       llama-server binary and GGUF model";
-            assert!(
-                std::env::var("TPSMETER_REQUIRE_ASSETS").as_deref() != Ok("1"),
-                "{msg} (TPSMETER_REQUIRE_ASSETS=1)"
-            );
-            eprintln!("skipping llama-server interop test: {msg}");
-            None
-        }
-    }
+    let [server, model] = server_support::assets(
+        "llama-server interop",
+        ["TPSMETER_LLAMA_SERVER", "TPSMETER_MODEL"],
+    )?;
+    Some((server, model))
 }
 
 /// Starts llama-server on a free port and waits for `/health` to answer 200.
 async fn start(bin: &PathBuf, model: &PathBuf) -> (Server, String) {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(bin)
-        .arg("-m")
+    let port = server_support::free_port();
+    let mut cmd = Command::new(bin);
+    cmd.arg("-m")
         .arg(model)
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
         .args(["--parallel", "4", "--ctx-size", "4096", "--threads", "2"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut server = Server(child);
-    let url = format!("http://127.0.0.1:{port}");
-    let client = tpsmeter_cli::client::build(Duration::from_secs(2)).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        assert!(
-            server.0.try_wait().unwrap().is_none(),
-            "llama-server exited early"
-        );
-        if let Ok(r) = client.get(format!("{url}/health")).send().await {
-            if r.status().is_success() {
-                return (server, url);
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "llama-server not healthy in 120 s"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        .stderr(Stdio::null());
+    // The wait polls with blocking sleeps: off the runtime's threads.
+    let server =
+        tokio::task::spawn_blocking(move || server_support::start(&mut cmd, port, "llama-server"))
+            .await
+            .unwrap();
+    (server, format!("http://127.0.0.1:{port}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

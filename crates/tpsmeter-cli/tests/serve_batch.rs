@@ -7,72 +7,32 @@
 //! `TPSMETER_REQUIRE_ASSETS=1` (CI) and skips otherwise.
 #![allow(clippy::unwrap_used)]
 
+mod server_support;
+
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn model() -> Option<PathBuf> {
-    let p = std::env::var_os("TPSMETER_MODEL")
-        .map(PathBuf::from)
-        .filter(|p| p.exists());
-    if p.is_none() {
-        let msg = "TPSMETER_MODEL must name an existing GGUF model";
-        assert!(
-            std::env::var("TPSMETER_REQUIRE_ASSETS").as_deref() != Ok("1"),
-            "{msg} (TPSMETER_REQUIRE_ASSETS=1)"
-        );
-        eprintln!("skipping the batched serving test: {msg}");
-    }
-    p
-}
+use server_support::{Server, assets, free_port, start};
 
 fn serve(model: &PathBuf, parallel: &str) -> (Server, u16) {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(env!("CARGO_BIN_EXE_tpsmeter"))
-        .arg("serve")
-        .arg("--model")
-        .arg(model)
-        .args(["--parallel", parallel, "--context", "1024"])
-        .args(["--port", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut server = Server(child);
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        assert!(
-            server.0.try_wait().unwrap().is_none(),
-            "tpsmeter serve exited"
-        );
-        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
-            let _ = s.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-            let mut buf = String::new();
-            let _ = s.read_to_string(&mut buf);
-            if buf.starts_with("HTTP/1.1 200") {
-                return (server, port);
-            }
-        }
-        assert!(Instant::now() < deadline, "tpsmeter serve not healthy");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let port = free_port();
+    let server = start(
+        Command::new(env!("CARGO_BIN_EXE_tpsmeter"))
+            .arg("serve")
+            .arg("--model")
+            .arg(model)
+            .args(["--parallel", parallel, "--context", "1024"])
+            .args(["--port", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit()),
+        port,
+        "tpsmeter serve",
+    );
+    (server, port)
 }
 
 fn body(prompt: &str, max_tokens: usize, stream: bool) -> String {
@@ -123,7 +83,10 @@ const PROMPTS: [&str; 3] = [
 
 #[test]
 fn concurrent_requests_answer_as_alone_and_queue_beyond_the_slots() {
-    let Some(model) = model() else { return };
+    let test = "concurrent_requests_answer_as_alone_and_queue_beyond_the_slots";
+    let Some([model]) = assets(test, ["TPSMETER_MODEL"]) else {
+        return;
+    };
     let (_server, port) = serve(&model, "2");
     let alone: Vec<(String, f64)> = PROMPTS.iter().map(|p| complete(port, p)).collect();
     for (text, queue) in &alone {
@@ -153,7 +116,10 @@ fn concurrent_requests_answer_as_alone_and_queue_beyond_the_slots() {
 
 #[test]
 fn a_client_that_hangs_up_frees_its_slot_at_once() {
-    let Some(model) = model() else { return };
+    let test = "a_client_that_hangs_up_frees_its_slot_at_once";
+    let Some([model]) = assets(test, ["TPSMETER_MODEL"]) else {
+        return;
+    };
     let (_server, port) = serve(&model, "1");
     // A long streamed answer on the only slot; read until text flows, then hang up.
     let s = send(

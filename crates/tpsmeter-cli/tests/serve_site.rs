@@ -7,43 +7,22 @@
 //! out of a traversal attempt before sending it.
 #![allow(clippy::unwrap_used)]
 
+mod server_support;
+
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-/// Kills the server however the test ends.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use server_support::{assets, free_port, start};
 
 /// A fresh directory under Cargo's temp dir for integration tests.
 fn temp_dir(name: &str) -> PathBuf {
     let p = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("serve-site-{name}"));
     let _ = std::fs::remove_dir_all(&p);
     std::fs::create_dir_all(&p).unwrap();
-    p
-}
-
-fn model() -> Option<PathBuf> {
-    let p = std::env::var_os("TPSMETER_MODEL")
-        .map(PathBuf::from)
-        .filter(|p| p.exists());
-    if p.is_none() {
-        let msg = "TPSMETER_MODEL must name an existing GGUF model";
-        assert!(
-            std::env::var("TPSMETER_REQUIRE_ASSETS").as_deref() != Ok("1"),
-            "{msg} (TPSMETER_REQUIRE_ASSETS=1)"
-        );
-        eprintln!("skipping the serve --www end-to-end test: {msg}");
-    }
     p
 }
 
@@ -109,7 +88,12 @@ fn serve_www_without_index_html_fails_before_loading_the_model() {
 
 #[test]
 fn serve_www_serves_site_model_and_api_on_one_origin() {
-    let Some(model) = model() else { return };
+    let Some([model]) = assets(
+        "serve_www_serves_site_model_and_api_on_one_origin",
+        ["TPSMETER_MODEL"],
+    ) else {
+        return;
+    };
     let root = temp_dir("e2e");
     let www = root.join("www");
     std::fs::create_dir_all(www.join("assets")).unwrap();
@@ -117,36 +101,19 @@ fn serve_www_serves_site_model_and_api_on_one_origin() {
     std::fs::write(www.join("assets/app-1a2b.js"), "console.log(1)").unwrap();
     std::fs::write(root.join("secret.txt"), "secret").unwrap();
 
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = tpsmeter()
-        .arg("serve")
-        .arg("--model")
-        .arg(&model)
-        .args(["--port", &port.to_string(), "--context", "256", "--www"])
-        .arg(&www)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut server = Server(child);
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        assert!(
-            server.0.try_wait().unwrap().is_none(),
-            "tpsmeter serve exited early (its stderr is above)"
-        );
-        if TcpStream::connect(("127.0.0.1", port)).is_ok()
-            && request(port, "GET", "/health").status == 200
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "tpsmeter serve not healthy");
-        std::thread::sleep(Duration::from_millis(250));
-    }
+    let port = free_port();
+    let _server = start(
+        tpsmeter()
+            .arg("serve")
+            .arg("--model")
+            .arg(&model)
+            .args(["--port", &port.to_string(), "--context", "256", "--www"])
+            .arg(&www)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit()),
+        port,
+        "tpsmeter serve",
+    );
 
     let r = request(port, "GET", "/");
     assert_eq!(r.status, 200);

@@ -6,9 +6,8 @@
 
 mod model_support;
 
-use model_support::{device, model_bytes};
+use model_support::{device, generate, model_bytes};
 use tpsmeter_gpu::engine::{Engine, ModelOptions};
-use tpsmeter_gpu::generate::{CancelToken, GenerateParams};
 use tpsmeter_gpu::kernels::SamplerConfig;
 
 const STEPS: usize = 24;
@@ -32,24 +31,8 @@ fn sampling(i: usize) -> SamplerConfig {
 }
 
 fn alone(engine: &mut Engine, prompt: &[u32], sampling: &SamplerConfig) -> Vec<u32> {
-    let params = GenerateParams {
-        max_tokens: STEPS,
-        ignore_eos: true,
-        ..Default::default()
-    };
     engine.forget_cache();
-    let mut clock = || 0.0;
-    engine
-        .generate(
-            prompt,
-            &params,
-            sampling,
-            &CancelToken::default(),
-            &mut clock,
-            &mut |_| {},
-        )
-        .unwrap()
-        .tokens
+    generate(engine, prompt, STEPS, sampling).tokens
 }
 
 #[test]
@@ -82,23 +65,8 @@ fn batched_sequences_equal_each_run_alone() {
     // Request 0 again on the engine, its prompt all but the last token kept in the cache:
     // that token runs alone through the one-token graph.
     let again = {
-        let params = GenerateParams {
-            max_tokens: STEPS,
-            ignore_eos: true,
-            ..Default::default()
-        };
         let _ = alone(&mut engine, &prompts[0], &sampling(0));
-        let mut clock = || 0.0;
-        let g = engine
-            .generate(
-                &prompts[0],
-                &params,
-                &sampling(0),
-                &CancelToken::default(),
-                &mut clock,
-                &mut |_| {},
-            )
-            .unwrap();
+        let g = generate(&mut engine, &prompts[0], STEPS, &sampling(0));
         assert_eq!(g.reused_tokens, prompts[0].len() - 1);
         g.tokens
     };

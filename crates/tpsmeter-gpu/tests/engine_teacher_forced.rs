@@ -6,33 +6,16 @@
 
 mod model_support;
 
-use model_support::{device, model_bytes};
+use model_support::{device, generate, model_bytes};
 use tpsmeter_gpu::engine::{Engine, ModelOptions};
-use tpsmeter_gpu::generate::{CancelToken, GenerateParams};
 use tpsmeter_gpu::kernels::SamplerConfig;
 
 fn greedy(engine: &mut Engine, prompt: &[u32], n: usize) -> Vec<u32> {
-    let params = GenerateParams {
-        max_tokens: n,
-        ignore_eos: true,
-        ..Default::default()
-    };
     let sampling = SamplerConfig {
         temperature: 0.0,
         ..SamplerConfig::default()
     };
-    let mut clock = || 0.0;
-    engine
-        .generate(
-            prompt,
-            &params,
-            &sampling,
-            &CancelToken::default(),
-            &mut clock,
-            &mut |_| {},
-        )
-        .unwrap()
-        .tokens
+    generate(engine, prompt, n, &sampling).tokens
 }
 
 #[test]

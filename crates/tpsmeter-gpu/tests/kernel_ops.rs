@@ -340,6 +340,16 @@ async fn softmax_matches_twin() {
     }
 }
 
+/// A texture KV slab of `rows` rows holding `src` (`[rows, kv_dim]`, f32), filled through
+/// the texture append from row 0: the attention tests that read it check both.
+fn texture_slab(ctx: &GpuContext, src: &Tensor, rows: usize, kv_dim: usize) -> KvSlab {
+    let all = Tensor::from_u32(ctx, "all rows", &positions(0, rows, 0)).unwrap();
+    let s = KvSlab::new(ctx, "kv", rows, kv_dim, DType::F32, KvStore::Texture).unwrap();
+    let op = KvAppend::new(ctx, &all, src, &s, rows, kv_dim, rows).unwrap();
+    run(ctx, &[op.dispatch()]);
+    s
+}
+
 /// A batched decode step: each query token is the next token of its own sequence, at its
 /// own position, over its own rows of one cache (sequence `s` from row `s * max_ctx`). Each
 /// token's output must be the twin's for that sequence alone, on both kernels, over short
@@ -413,14 +423,11 @@ async fn attention_batched_decode_reads_each_sequences_own_rows() {
                 KvSlab::Buffer(vt.clone()),
             )];
             if dt == DType::F32 {
-                let all = Tensor::from_u32(ctx, "all rows", &positions(0, total, 0)).unwrap();
-                let slab = |src: &Tensor| {
-                    let s = KvSlab::new(ctx, "kv", total, kv_dim, dt, KvStore::Texture).unwrap();
-                    let op = KvAppend::new(ctx, &all, src, &s, total, kv_dim, total).unwrap();
-                    run(ctx, &[op.dispatch()]);
-                    s
-                };
-                stores.push(("texture", slab(&kt), slab(&vt)));
+                stores.push((
+                    "texture",
+                    texture_slab(ctx, &kt, total, kv_dim),
+                    texture_slab(ctx, &vt, total, kv_dim),
+                ));
             }
             for (store, ks, vs) in &stores {
                 for profile in PROFILES {
@@ -504,14 +511,10 @@ async fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
             // The CPU-type kernel over a texture cache (f32 only), filled through the
             // texture append from position 0: checks both.
             if dt == DType::F32 && head_dim % 4 == 0 {
-                let zero = Tensor::from_u32(ctx, "pos0", &positions(0, max_ctx, 0)).unwrap();
-                let slab = |src: &Tensor| {
-                    let s = KvSlab::new(ctx, "kv", max_ctx, kv_dim, dt, KvStore::Texture).unwrap();
-                    let op = KvAppend::new(ctx, &zero, src, &s, max_ctx, kv_dim, max_ctx).unwrap();
-                    run(ctx, &[op.dispatch()]);
-                    s
-                };
-                let (ks, vs) = (slab(&kt), slab(&vt));
+                let (ks, vs) = (
+                    texture_slab(ctx, &kt, max_ctx, kv_dim),
+                    texture_slab(ctx, &vt, max_ctx, kv_dim),
+                );
                 let scores = ctx
                     .storage_zeroed("scores", attention::scratch_bytes(&cfg))
                     .unwrap();

@@ -25,7 +25,7 @@ use crate::gpu::defines::DType;
 use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor, batch_positions, positions};
 
 use super::graph::{self, Activations, Shared};
-use super::model::{GpuModel, record};
+use super::model::{GpuModel, Sample, record};
 use super::readback::TOKEN_BYTES;
 
 /// One sequence's state.
@@ -205,51 +205,19 @@ impl GpuModel {
             self.stats.tokens += 1;
             return Ok(());
         }
-        let chunks = Self::chunks(tokens.len());
-        let mut at = 0;
-        for (i, &c) in chunks.iter().enumerate() {
-            self.prefill_graph(c)?;
-            let q = &self.ctx.queue;
-            q.write_buffer(
-                &self.pos.buffer,
-                0,
-                bytemuck::cast_slice(&positions(start + at, c, base)),
-            );
-            q.write_buffer(
-                &self.prefill_act.tokens.buffer,
-                0,
-                bytemuck::cast_slice(&tokens[at..at + c]),
-            );
-            let mut enc = self.ctx.encoder("slot prompt");
-            let g = self.prefill.remove(&c).unwrap_or_default();
-            record(&mut self.stats, &mut enc, &[&g]);
-            self.prefill.insert(c, g);
-            if sample && i + 1 == chunks.len() {
-                // As `submit_step`: only the last row needs logits; the head runs on it in the
-                // one-token buffers, then the slot samples from its copy.
-                let row = (self.cfg.n_embd * self.decode_act.x.dtype.size()) as u64;
-                enc.copy_buffer_to_buffer(
-                    &self.prefill_act.x.buffer,
-                    (c as u64 - 1) * row,
-                    &self.decode_act.x.buffer,
-                    0,
-                    row,
-                );
-                record(&mut self.stats, &mut enc, &[&self.head]);
-                let logits = self.logits.buffer.clone();
-                self.sample_slots(&mut enc, &[slot], &logits)?;
-            }
-            self.ctx.submit(enc);
-            self.stats.submits += 1;
-            at += c;
-        }
+        let who = if sample {
+            Sample::Slot(slot)
+        } else {
+            Sample::Nothing
+        };
+        self.submit_prompt(tokens, start, base, who)?;
         self.stats.tokens += tokens.len() as u64;
         Ok(())
     }
 
     /// Copies logits row `i` of `logits` to slot `slots[i]`'s copy, samples each slot and
     /// copies the ids to the readback, in order.
-    fn sample_slots(
+    pub(super) fn sample_slots(
         &mut self,
         enc: &mut wgpu::CommandEncoder,
         slots: &[usize],

@@ -328,48 +328,72 @@ impl GpuModel {
             self.ctx.submit(enc);
             self.stats.submits += 1;
         } else {
-            let chunks = Self::chunks(tokens.len());
-            let mut at = 0;
-            for (i, &c) in chunks.iter().enumerate() {
-                self.prefill_graph(c)?;
-                let q = &self.ctx.queue;
-                q.write_buffer(
-                    &self.pos.buffer,
-                    0,
-                    bytemuck::cast_slice(&positions(start + at, c, 0)),
-                );
-                q.write_buffer(
-                    &self.prefill_act.tokens.buffer,
-                    0,
-                    bytemuck::cast_slice(&tokens[at..at + c]),
-                );
-                let mut enc = self.ctx.encoder("prefill");
-                let g = self.prefill.remove(&c).unwrap_or_default();
-                self.record(&mut enc, &[&g]);
-                self.prefill.insert(c, g);
-                if i + 1 == chunks.len() {
-                    // Only the last row needs logits: move it to the decode residual and run
-                    // the head and the sampler there.
-                    let row = (self.cfg.n_embd * self.decode_act.x.dtype.size()) as u64;
-                    enc.copy_buffer_to_buffer(
-                        &self.prefill_act.x.buffer,
-                        (c as u64 - 1) * row,
-                        &self.decode_act.x.buffer,
-                        0,
-                        row,
-                    );
-                    let head = std::mem::take(&mut self.head);
-                    let sample = [self.sampler.dispatch().clone()];
-                    self.record(&mut enc, &[&head, &sample]);
-                    self.head = head;
-                    self.readback.encode(&mut enc, &self.sampler.token);
-                }
-                self.ctx.submit(enc);
-                self.stats.submits += 1;
-                at += c;
-            }
+            self.submit_prompt(tokens, start, 0, Sample::Model)?;
         }
         self.stats.tokens += tokens.len() as u64;
+        Ok(())
+    }
+
+    /// Runs prompt `tokens` at positions `start..` of the sequence whose cache rows start at
+    /// `base`, in chunks of [`PREFILL_CHUNK`] then powers of two; after the last chunk, only
+    /// the last row's logits are computed, and `sample` says who samples from them.
+    pub(super) fn submit_prompt(
+        &mut self,
+        tokens: &[u32],
+        start: usize,
+        base: usize,
+        sample: Sample,
+    ) -> Result<()> {
+        let chunks = Self::chunks(tokens.len());
+        let mut at = 0;
+        for (i, &c) in chunks.iter().enumerate() {
+            self.prefill_graph(c)?;
+            let q = &self.ctx.queue;
+            q.write_buffer(
+                &self.pos.buffer,
+                0,
+                bytemuck::cast_slice(&positions(start + at, c, base)),
+            );
+            q.write_buffer(
+                &self.prefill_act.tokens.buffer,
+                0,
+                bytemuck::cast_slice(&tokens[at..at + c]),
+            );
+            let mut enc = self.ctx.encoder("prefill");
+            let g = self.prefill.remove(&c).unwrap_or_default();
+            self.record(&mut enc, &[&g]);
+            self.prefill.insert(c, g);
+            if i + 1 == chunks.len() && !matches!(sample, Sample::Nothing) {
+                // Only the last row needs logits: move it to the decode residual and run
+                // the head there.
+                let row = (self.cfg.n_embd * self.decode_act.x.dtype.size()) as u64;
+                enc.copy_buffer_to_buffer(
+                    &self.prefill_act.x.buffer,
+                    (c as u64 - 1) * row,
+                    &self.decode_act.x.buffer,
+                    0,
+                    row,
+                );
+                let head = std::mem::take(&mut self.head);
+                self.record(&mut enc, &[&head]);
+                self.head = head;
+                match sample {
+                    Sample::Model => {
+                        let sampler = [self.sampler.dispatch().clone()];
+                        self.record(&mut enc, &[&sampler]);
+                        self.readback.encode(&mut enc, &self.sampler.token);
+                    }
+                    Sample::Slot(slot) => {
+                        let logits = self.logits.buffer.clone();
+                        self.sample_slots(&mut enc, &[slot], &logits)?;
+                    }
+                    Sample::Nothing => {}
+                }
+            }
+            self.ctx.submit(enc);
+            self.stats.submits += 1;
+            at += c;
+        }
         Ok(())
     }
 
@@ -501,6 +525,17 @@ impl GpuModel {
     pub fn read_logits(&self) -> Result<Vec<f32>> {
         pollster::block_on(self.read_logits_async())
     }
+}
+
+/// Who samples after a prompt's last chunk.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Sample {
+    /// Nobody: the chunks only fill the cache.
+    Nothing,
+    /// The model's own sampler (the one-sequence path).
+    Model,
+    /// A slot's sampler (batched decoding).
+    Slot(usize),
 }
 
 /// Records `dispatches` into one compute pass of `enc`, counting them.

@@ -4,8 +4,11 @@
 
 use std::sync::Arc;
 
+use tpsmeter_gpu::engine::Engine;
+use tpsmeter_gpu::generate::{CancelToken, GenerateParams, Generation};
 use tpsmeter_gpu::gguf::{GgufFile, GgufWriter, MetadataValue};
 use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
+use tpsmeter_gpu::kernels::SamplerConfig;
 use tpsmeter_gpu::model::config::ModelConfig;
 
 /// Whether missing assets are failures (CI) rather than skips.
@@ -169,4 +172,30 @@ pub fn with_rope_freqs(bytes: &[u8]) -> Vec<u8> {
         |_, _| None,
         &[("rope_freqs.weight".into(), vec![n as u64], rope_factors(n))],
     )
+}
+
+/// `n` tokens generated from `prompt` with `sampling`, end-of-generation ignored, on a zero
+/// clock; keys and values of a prefix shared with the last call are reused.
+pub fn generate(
+    engine: &mut Engine,
+    prompt: &[u32],
+    n: usize,
+    sampling: &SamplerConfig,
+) -> Generation {
+    let params = GenerateParams {
+        max_tokens: n,
+        ignore_eos: true,
+        ..Default::default()
+    };
+    let mut clock = || 0.0;
+    engine
+        .generate(
+            prompt,
+            &params,
+            sampling,
+            &CancelToken::default(),
+            &mut clock,
+            &mut |_| {},
+        )
+        .unwrap()
 }
