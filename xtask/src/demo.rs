@@ -39,8 +39,12 @@ const DEFAULT_BENCH_ARGS: &[&str] = &[
     "--max-tokens",
     "64",
     "--prompt",
-    "Write a short story about a lighthouse keeper who finds a message in a bottle.",
+    BENCH_PROMPT,
 ];
+
+/// The benchmarks' prompt: a short creative task, answered at length by a small model.
+pub(crate) const BENCH_PROMPT: &str =
+    "Write a short story about a lighthouse keeper who finds a message in a bottle.";
 
 pub fn run(args: &[String]) -> Result<()> {
     let headless = args.iter().any(|a| a == "--headless")

@@ -8,7 +8,7 @@
 //! settings.
 
 use crate::assets;
-use crate::demo::{free_port, llama_server, release_cli, start};
+use crate::demo::{BENCH_PROMPT, free_port, llama_server, release_cli, start};
 use crate::sh;
 use anyhow::Result;
 use std::process::Command;
@@ -25,7 +25,7 @@ const BENCH_ARGS: &[&str] = &[
     "--max-tokens",
     "64",
     "--prompt",
-    "Write a short story about a lighthouse keeper who finds a message in a bottle.",
+    BENCH_PROMPT,
 ];
 
 pub fn run(args: &[String]) -> Result<()> {

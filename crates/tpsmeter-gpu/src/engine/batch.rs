@@ -127,23 +127,7 @@ impl GpuModel {
         sample: bool,
     ) -> Result<()> {
         self.check_slot(slot)?;
-        let end = start.saturating_add(tokens.len());
-        if tokens.is_empty() {
-            return Err(GpuError::EmptyPrompt);
-        }
-        let held = self.slot_history(slot).len();
-        if end > self.kv.max_ctx || start > held {
-            return Err(GpuError::ContextFull {
-                position: end.max(start),
-                limit: self.kv.max_ctx,
-            });
-        }
-        if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= self.cfg.vocab_size) {
-            return Err(GpuError::TokenOutOfRange {
-                token: bad,
-                vocab: self.cfg.vocab_size,
-            });
-        }
+        self.check_tokens(tokens, start, self.slot_history(slot).len())?;
         if slot == 0 {
             // The single-sequence path shares slot 0's rows.
             self.history.clear();

@@ -273,22 +273,7 @@ impl GpuModel {
     /// Runs `tokens` at positions `start..` and submits the work that samples the next id;
     /// [`GpuModel::read_token`] returns it. Entries from `start` on are overwritten.
     pub fn submit_step(&mut self, tokens: &[u32], start: usize) -> Result<()> {
-        let end = start.saturating_add(tokens.len());
-        if tokens.is_empty() {
-            return Err(GpuError::EmptyPrompt);
-        }
-        if end > self.kv.max_ctx || start > self.history.len() {
-            return Err(GpuError::ContextFull {
-                position: end.max(start),
-                limit: self.kv.max_ctx,
-            });
-        }
-        if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= self.cfg.vocab_size) {
-            return Err(GpuError::TokenOutOfRange {
-                token: bad,
-                vocab: self.cfg.vocab_size,
-            });
-        }
+        self.check_tokens(tokens, start, self.history.len())?;
         // A continuation feeds back the id sampled last, right after the cache's end; anything
         // else starts a new generation, whose sampler state (step counter, recent tokens for
         // the repetition penalty) restarts from the context.
@@ -331,6 +316,28 @@ impl GpuModel {
             self.submit_prompt(tokens, start, 0, Sample::Model)?;
         }
         self.stats.tokens += tokens.len() as u64;
+        Ok(())
+    }
+
+    /// Checks that `tokens` (not empty, every id in the vocabulary) can run at positions
+    /// `start..` of a sequence whose cache holds `held` positions.
+    pub(super) fn check_tokens(&self, tokens: &[u32], start: usize, held: usize) -> Result<()> {
+        let end = start.saturating_add(tokens.len());
+        if tokens.is_empty() {
+            return Err(GpuError::EmptyPrompt);
+        }
+        if end > self.kv.max_ctx || start > held {
+            return Err(GpuError::ContextFull {
+                position: end.max(start),
+                limit: self.kv.max_ctx,
+            });
+        }
+        if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= self.cfg.vocab_size) {
+            return Err(GpuError::TokenOutOfRange {
+                token: bad,
+                vocab: self.cfg.vocab_size,
+            });
+        }
         Ok(())
     }
 
