@@ -24,7 +24,7 @@ use crate::error::{GpuError, Result};
 use crate::gpu::defines::DType;
 use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor, batch_positions, positions};
 
-use super::graph::{self, Activations, Shared};
+use super::graph::{self, Activations};
 use super::model::{GpuModel, Sample, record};
 use super::readback::TOKEN_BYTES;
 
@@ -344,14 +344,7 @@ impl GpuModel {
         if b.graphs.contains_key(&n) {
             return Ok(());
         }
-        let shared = Shared {
-            cfg: &self.cfg,
-            weights: &self.weights,
-            kv: &self.kv,
-            pos: &self.pos,
-            scores: &self.scores,
-            biases: &self.biases,
-        };
+        let shared = self.shared();
         let layers = graph::layers(&self.ctx, &shared, &b.act, n, true)?;
         let head = graph::head(&self.ctx, &shared, &b.act, &b.logits, n)?;
         if let Some(b) = self.batch.as_mut() {

@@ -235,17 +235,21 @@ impl GpuModel {
         Ok(())
     }
 
+    /// The buffers every graph of this model binds.
+    pub(super) fn shared(&self) -> Shared<'_> {
+        Shared {
+            cfg: &self.cfg,
+            weights: &self.weights,
+            kv: &self.kv,
+            pos: &self.pos,
+            scores: &self.scores,
+            biases: &self.biases,
+        }
+    }
+
     pub(super) fn prefill_graph(&mut self, n: usize) -> Result<()> {
         if !self.prefill.contains_key(&n) {
-            let shared = Shared {
-                cfg: &self.cfg,
-                weights: &self.weights,
-                kv: &self.kv,
-                pos: &self.pos,
-                scores: &self.scores,
-                biases: &self.biases,
-            };
-            let g = graph::layers(&self.ctx, &shared, &self.prefill_act, n, false)?;
+            let g = graph::layers(&self.ctx, &self.shared(), &self.prefill_act, n, false)?;
             self.prefill.insert(n, g);
         }
         Ok(())
