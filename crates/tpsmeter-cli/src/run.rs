@@ -103,21 +103,25 @@ pub fn load_engine(path: &Path, context: usize, adapter: Option<String>) -> anyh
         max_context: context,
         ..Default::default()
     };
-    load_engine_with(&bytes, path, opts, adapter)
+    load_engine_with(&bytes, path, opts, open_device(adapter)?)
 }
 
-/// [`load_engine`] from the file's bytes (read from `path`) with any options.
+/// The default (or named) adapter's device.
+pub fn open_device(adapter: Option<String>) -> anyhow::Result<Arc<GpuContext>> {
+    Ok(Arc::new(GpuContext::new_blocking(&ContextOptions {
+        adapter_name: adapter,
+        ..Default::default()
+    })?))
+}
+
+/// [`load_engine`] from the file's bytes (read from `path`) with any options, on `ctx`.
 pub fn load_engine_with(
     bytes: &[u8],
     path: &Path,
     opts: ModelOptions,
-    adapter: Option<String>,
+    ctx: Arc<GpuContext>,
 ) -> anyhow::Result<Engine> {
-    let ctx = GpuContext::new_blocking(&ContextOptions {
-        adapter_name: adapter,
-        ..Default::default()
-    })?;
-    Engine::load(Arc::new(ctx), bytes, &opts).with_context(|| format!("loading {}", path.display()))
+    Engine::load(ctx, bytes, &opts).with_context(|| format!("loading {}", path.display()))
 }
 
 /// Runs `tpsmeter run`.

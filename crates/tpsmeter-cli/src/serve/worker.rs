@@ -135,9 +135,9 @@ impl Worker {
 }
 
 /// Loads the model with as many slots and positions per slot as `plan` asks, within its KV
-/// budget and the device's limits: positions per slot shrink (to a multiple of 256, at least
-/// 256) before the budget is exceeded, and a slot count the device cannot hold is an error
-/// naming the limit.
+/// budget and the device's limits (one layer's keys for every slot are one binding):
+/// positions per slot shrink (to a multiple of 256, at least 256) before either is exceeded,
+/// and a slot count that cannot have 256 positions is an error naming the limit.
 fn load_for_serving(
     path: &std::path::Path,
     plan: KvPlan,
@@ -149,37 +149,93 @@ fn load_for_serving(
         .with_context(|| format!("reading {}", path.display()))?;
     let cfg = tpsmeter_gpu::model::config::ModelConfig::from_header(&file.header)
         .with_context(|| format!("reading {}", path.display()))?;
-    let slots = plan.slots.clamp(1, tpsmeter_gpu::engine::MAX_SLOTS);
+    drop(file);
+    let ctx = crate::run::open_device(adapter)?;
+    let slots = plan.slots.clamp(1, tpsmeter_gpu::engine::MAX_SLOTS) as u64;
     // The cache is f32: keys and values of every layer per position.
     let per_position = (cfg.n_layers * (cfg.k_dim() + cfg.v_dim()) * 4) as u64;
-    let context = plan.context.min(cfg.context_length).max(1);
-    let fits = (plan.budget_bytes / (per_position * slots as u64)) as usize;
-    let context = if context <= fits {
-        context
-    } else {
-        let c = fits / 256 * 256;
-        anyhow::ensure!(
-            c >= 256,
-            "{slots} slots of even 256 positions need {} MiB of KV cache, over the budget of {} MiB: \
-             lower --parallel or raise --kv-budget-mib",
-            (per_position * 256 * slots as u64) >> 20,
-            plan.budget_bytes >> 20
-        );
-        eprintln!(
-            "KV budget {} MiB: {c} positions per slot for {slots} slots (asked {context})",
-            plan.budget_bytes >> 20
-        );
-        c
-    };
-    drop(file);
+    let row = (cfg.k_dim().max(cfg.v_dim()) * 4) as u64;
+    let asked = plan.context.min(cfg.context_length).max(1);
+    let (context, bound) = fit_context(
+        asked,
+        &[
+            (
+                per_position * slots,
+                plan.budget_bytes,
+                "the KV budget (--kv-budget-mib)",
+            ),
+            (
+                row * slots,
+                ctx.max_binding(),
+                "the device's largest binding",
+            ),
+        ],
+    )?;
+    if let Some(what) = bound {
+        eprintln!("{context} positions per slot for {slots} slots (asked {asked}): {what}");
+    }
     crate::run::load_engine_with(
         &bytes,
         path,
         tpsmeter_gpu::engine::ModelOptions {
             max_context: context,
-            slots,
+            slots: slots as usize,
             ..Default::default()
         },
-        adapter,
+        ctx,
     )
+}
+
+/// The most positions per slot, up to `asked`, within every (bytes per position, limit,
+/// what) of `limits`, and the limit that bound it if one did: shrunk to a multiple of 256
+/// where a limit binds; an error naming the limit when not even 256 fit.
+fn fit_context<'a>(
+    asked: usize,
+    limits: &[(u64, u64, &'a str)],
+) -> anyhow::Result<(usize, Option<&'a str>)> {
+    let mut context = asked;
+    let mut bound = None;
+    for &(per_position, limit, what) in limits {
+        let fits = usize::try_from(limit / per_position.max(1)).unwrap_or(usize::MAX);
+        if context > fits {
+            let c = fits / 256 * 256;
+            anyhow::ensure!(
+                c >= 256,
+                "256 positions per slot need {} MiB, over {what} ({} MiB): lower --parallel",
+                (per_position * 256) >> 20,
+                limit >> 20
+            );
+            context = c;
+            bound = Some(what);
+        }
+    }
+    Ok((context, bound))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::fit_context;
+
+    #[test]
+    fn positions_shrink_to_the_tightest_limit_in_steps_of_256() {
+        // Fits both: unchanged (not rounded).
+        assert_eq!(
+            fit_context(1000, &[(10, 1 << 20, "a")]).unwrap(),
+            (1000, None)
+        );
+        // 10_000 / 4 = 2500 fit: 2304.
+        assert_eq!(
+            fit_context(4096, &[(4, 10_000, "a")]).unwrap(),
+            (2304, Some("a"))
+        );
+        // The second limit binds harder.
+        assert_eq!(
+            fit_context(4096, &[(4, 10_000, "a"), (8, 5_000, "b")]).unwrap(),
+            (512, Some("b"))
+        );
+        // Not even 256: an error naming the limit.
+        let e = fit_context(4096, &[(1 << 20, 100 << 20, "the KV budget")]).unwrap_err();
+        assert!(e.to_string().contains("the KV budget"), "{e}");
+    }
 }
