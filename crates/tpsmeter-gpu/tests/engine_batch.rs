@@ -35,19 +35,24 @@ fn alone(engine: &mut Engine, prompt: &[u32], sampling: &SamplerConfig) -> Vec<u
     generate(engine, prompt, STEPS, sampling).tokens
 }
 
-#[test]
-fn batched_sequences_equal_each_run_alone() {
-    let test = "batched_sequences_equal_each_run_alone";
-    let Some(bytes) = model_bytes(test) else {
-        return;
-    };
-    let Some(ctx) = device(test) else { return };
+/// SmolLM2 with `slots` sequences of `max_context` positions, or `None` (a skip) without
+/// the model or a device.
+fn load(test: &str, max_context: usize, slots: usize) -> Option<Engine> {
+    let bytes = model_bytes(test)?;
+    let ctx = device(test)?;
     let opts = ModelOptions {
-        max_context: 512,
-        slots: 4,
+        max_context,
+        slots,
         ..ModelOptions::default()
     };
-    let mut engine = Engine::load(ctx, &bytes, &opts).unwrap();
+    Some(Engine::load(ctx, &bytes, &opts).unwrap())
+}
+
+#[test]
+fn batched_sequences_equal_each_run_alone() {
+    let Some(mut engine) = load("batched_sequences_equal_each_run_alone", 512, 4) else {
+        return;
+    };
     let texts = [
         "The capital of France is",
         "Write a short poem about the sea and the wind that carries ships across it.",
@@ -134,17 +139,9 @@ fn batched_sequences_equal_each_run_alone() {
 
 #[test]
 fn batched_decoding_rejects_misuse_with_typed_errors() {
-    let test = "batched_decoding_rejects_misuse_with_typed_errors";
-    let Some(bytes) = model_bytes(test) else {
+    let Some(mut engine) = load("batched_decoding_rejects_misuse_with_typed_errors", 64, 2) else {
         return;
     };
-    let Some(ctx) = device(test) else { return };
-    let opts = ModelOptions {
-        max_context: 64,
-        slots: 2,
-        ..ModelOptions::default()
-    };
-    let mut engine = Engine::load(ctx, &bytes, &opts).unwrap();
     let prompt = engine.encode("Hello").unwrap();
     let (_, model) = engine.split_mut();
     let greedy = SamplerConfig::default();

@@ -166,28 +166,10 @@ impl GpuModel {
             s.sampler.reset(&ctx, 0, &s.history);
         }
         let base = self.kv.base(slot);
-        if tokens.len() == 1 && sample {
+        if let ([token], true) = (tokens, sample) {
             // One token (a prompt the slot held all but the last of): the one-token decode
             // graph, as `submit_step` runs a call of one token.
-            let q = &ctx.queue;
-            q.write_buffer(
-                &self.pos.buffer,
-                0,
-                bytemuck::cast_slice(&positions(start, 1, base)),
-            );
-            q.write_buffer(
-                &self.decode_act.tokens.buffer,
-                0,
-                bytemuck::cast_slice(tokens),
-            );
-            let mut enc = self.ctx.encoder("slot prompt");
-            record(&mut self.stats, &mut enc, &[&self.decode, &self.head]);
-            let logits = self.logits.buffer.clone();
-            self.sample_slots(&mut enc, &[slot], &logits)?;
-            self.ctx.submit(enc);
-            self.stats.submits += 1;
-            self.stats.tokens += 1;
-            return Ok(());
+            return self.submit_one(slot, *token, (start, base));
         }
         let who = if sample {
             Sample::Slot(slot)
@@ -196,6 +178,35 @@ impl GpuModel {
         };
         self.submit_prompt(tokens, start, base, who)?;
         self.stats.tokens += tokens.len() as u64;
+        Ok(())
+    }
+
+    /// Runs `token` of `slot` at `(position, base row)` through the one-token graph, as
+    /// `submit_step` runs a call of one token, and samples with the slot's sampler.
+    fn submit_one(
+        &mut self,
+        slot: usize,
+        token: u32,
+        (position, base): (usize, usize),
+    ) -> Result<()> {
+        let q = &self.ctx.queue;
+        q.write_buffer(
+            &self.pos.buffer,
+            0,
+            bytemuck::cast_slice(&positions(position, 1, base)),
+        );
+        q.write_buffer(
+            &self.decode_act.tokens.buffer,
+            0,
+            bytemuck::bytes_of(&token),
+        );
+        let mut enc = self.ctx.encoder("one token");
+        record(&mut self.stats, &mut enc, &[&self.decode, &self.head]);
+        let logits = self.logits.buffer.clone();
+        self.sample_slots(&mut enc, &[slot], &logits)?;
+        self.ctx.submit(enc);
+        self.stats.submits += 1;
+        self.stats.tokens += 1;
         Ok(())
     }
 
@@ -283,40 +294,30 @@ impl GpuModel {
                 s.sampler.reset(&ctx, 0, &s.history);
             }
         }
+        if let ([(slot, token)], [place]) = (steps, &places[..]) {
+            // One sequence: the one-token graph, exactly as `submit_step` runs it.
+            return self.submit_one(*slot, *token, *place);
+        }
         let pos = batch_positions(&places);
         let tokens: Vec<u32> = steps.iter().map(|&(_, t)| t).collect();
         let slots: Vec<usize> = steps.iter().map(|&(s, _)| s).collect();
-        if n > 1 {
-            self.batch_graph(n)?;
-        }
+        self.batch_graph(n)?;
+        let Some(b) = self.batch.as_mut() else {
+            return Err(GpuError::BatchState {
+                reason: "batch state",
+            });
+        };
         let q = &ctx.queue;
         q.write_buffer(&self.pos.buffer, 0, bytemuck::cast_slice(&pos));
+        q.write_buffer(&b.act.tokens.buffer, 0, bytemuck::cast_slice(&tokens));
+        let (layers, head) = b.graphs.remove(&n).unwrap_or_default();
+        let logits = b.logits.buffer.clone();
         let mut enc = self.ctx.encoder("batched decode");
-        if n == 1 {
-            // One sequence: the one-token graph, exactly as `submit_step` runs it.
-            q.write_buffer(
-                &self.decode_act.tokens.buffer,
-                0,
-                bytemuck::cast_slice(&tokens),
-            );
-            record(&mut self.stats, &mut enc, &[&self.decode, &self.head]);
-            let logits = self.logits.buffer.clone();
-            self.sample_slots(&mut enc, &slots, &logits)?;
-        } else {
-            let Some(b) = self.batch.as_mut() else {
-                return Err(GpuError::BatchState {
-                    reason: "batch state",
-                });
-            };
-            q.write_buffer(&b.act.tokens.buffer, 0, bytemuck::cast_slice(&tokens));
-            let (layers, head) = b.graphs.remove(&n).unwrap_or_default();
-            let logits = b.logits.buffer.clone();
-            record(&mut self.stats, &mut enc, &[&layers, &head]);
-            if let Some(b) = self.batch.as_mut() {
-                b.graphs.insert(n, (layers, head));
-            }
-            self.sample_slots(&mut enc, &slots, &logits)?;
+        record(&mut self.stats, &mut enc, &[&layers, &head]);
+        if let Some(b) = self.batch.as_mut() {
+            b.graphs.insert(n, (layers, head));
         }
+        self.sample_slots(&mut enc, &slots, &logits)?;
         self.ctx.submit(enc);
         self.stats.submits += 1;
         self.stats.tokens += n as u64;
