@@ -70,12 +70,7 @@ export class LiveMeter {
     // one per frame.
     this.root.setAttribute('aria-busy', 'true');
     const tick = (): void => {
-      if (this.pending > 0) {
-        this.frames++;
-        this.framed += this.pending;
-        this.maxPerFrame = Math.max(this.maxPerFrame, this.pending);
-        this.pending = 0;
-      }
+      this.countFrame();
       this.render();
       if (this.running) this.raf = requestAnimationFrame(tick);
     };
@@ -95,14 +90,18 @@ export class LiveMeter {
     this.running = false;
     this.stopFrames();
     // Deltas appended after the last frame callback are painted by the next frame: one more.
-    if (this.pending > 0) {
-      this.frames++;
-      this.framed += this.pending;
-      this.maxPerFrame = Math.max(this.maxPerFrame, this.pending);
-      this.pending = 0;
-    }
+    this.countFrame();
     this.render();
     this.root.setAttribute('aria-busy', 'false');
+  }
+
+  /** Counts a frame that paints the deltas appended since the last one, if any. */
+  private countFrame(): void {
+    if (this.pending === 0) return;
+    this.frames++;
+    this.framed += this.pending;
+    this.maxPerFrame = Math.max(this.maxPerFrame, this.pending);
+    this.pending = 0;
   }
 
   private stopFrames(): void {
