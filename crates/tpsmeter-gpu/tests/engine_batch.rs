@@ -67,14 +67,15 @@ fn batched_sequences_equal_each_run_alone() {
         .map(|(i, p)| alone(&mut engine, p, &sampling(i)))
         .collect();
 
-    // Request 0 again on the engine, its prompt all but the last token kept in the cache:
-    // that token runs alone through the one-token graph.
-    let again = {
-        let _ = alone(&mut engine, &prompts[0], &sampling(0));
-        let g = generate(&mut engine, &prompts[0], STEPS, &sampling(0));
-        assert_eq!(g.reused_tokens, prompts[0].len() - 1);
+    // Requests 0 and 2 again on the engine, each prompt all but its last token kept in the
+    // cache: that token runs alone through the one-token graph.
+    let mut again = |i: usize| {
+        let _ = alone(&mut engine, &prompts[i], &sampling(i));
+        let g = generate(&mut engine, &prompts[i], STEPS, &sampling(i));
+        assert_eq!(g.reused_tokens, prompts[i].len() - 1);
         g.tokens
     };
+    let (again, again_2) = (again(0), again(2));
 
     // Request i joins at step 3 * i in slot 3 - i (slot 0 last), and leaves after STEPS ids.
     let (_, model) = engine.split_mut();
@@ -135,6 +136,38 @@ fn batched_sequences_equal_each_run_alone() {
         reused.extend(model.read_slots_blocking().unwrap());
     }
     assert_eq!(reused, again, "request 0 with its prompt reused");
+
+    // Requests 0 and 2 again, each prompt's last token joining one decode step (the slots
+    // rewound to all but that token, as `tpsmeter serve` does for a repeated prompt), then
+    // decoded together: each equals its run alone.
+    let pair = [(slot_of(0), 0), (slot_of(2), 2)];
+    for &(slot, i) in &pair {
+        let keep = prompts[i].len() - 1;
+        assert!(model.slot_history(slot).starts_with(&prompts[i][..keep]));
+        model.rewind_slot(slot, keep, &sampling(i)).unwrap();
+        assert_eq!(model.slot_history(slot), &prompts[i][..keep]);
+    }
+    let mut joined: Vec<Vec<u32>> = vec![Vec::new(); 2];
+    let mut next: Vec<(usize, u32)> = pair
+        .iter()
+        .map(|&(slot, i)| (slot, *prompts[i].last().unwrap()))
+        .collect();
+    while joined[0].len() < STEPS {
+        model.submit_slots(&next).unwrap();
+        let ids = model.read_slots_blocking().unwrap();
+        for (k, id) in ids.into_iter().enumerate() {
+            joined[k].push(id);
+            next[k].1 = id;
+        }
+    }
+    assert_eq!(
+        joined[0], again,
+        "request 0, its last prompt token in a decode step"
+    );
+    assert_eq!(
+        joined[1], again_2,
+        "request 2, its last prompt token in a decode step"
+    );
 }
 
 #[test]
@@ -159,6 +192,9 @@ fn batched_decoding_rejects_misuse_with_typed_errors() {
         .unwrap();
     let first = model.read_slots_blocking().unwrap()[0];
     assert!(model.submit_slots(&[(0, first), (0, first)]).is_err());
+    // A rewind to nothing, or past what the slot holds.
+    assert!(model.rewind_slot(0, 0, &greedy).is_err());
+    assert!(model.rewind_slot(0, prompt.len() + 1, &greedy).is_err());
     let long = vec![prompt[0]; 65];
     let e = model
         .submit_slot_prompt(1, &long, 0, &greedy, true)

@@ -4,7 +4,9 @@
 //! the slots it queues, and the wait is reported apart as `queue_ms`). Every turn of the loop
 //! runs one chunk (at most [`PREFILL_CHUNK`] tokens) of the oldest unfinished prompt, then one
 //! decode step carrying the next token of every running request, so a long prompt never stalls
-//! the streams already flowing and a new request starts at the next step. A request leaves
+//! the streams already flowing and a new request starts at the next step. A prompt with only
+//! its last token left to run (the slot held the rest: a repeated prompt, a chat's next turn)
+//! runs that token in the decode step itself, so several such arrivals share one step. A request leaves
 //! its slot the step it ends; a client that went away ends its request at the next step it
 //! reaches (its channel is closed), freeing the slot at once.
 //!
@@ -173,16 +175,43 @@ impl<'e> Scheduler<'e> {
         Ok(prompt)
     }
 
-    /// Runs the next chunk of the oldest admitted prompt that is not done.
+    /// The part of `slot`'s prompt still to run, as `(from, n)`, while its first token is not
+    /// sampled yet. A prompt the slot holds in full still runs its last token, to sample from it.
+    fn prompt_left(&self, slot: usize) -> Option<(usize, usize)> {
+        let a = self.slots[slot].as_ref()?;
+        if a.next.is_some() || a.seq.is_done() {
+            return None;
+        }
+        let rest = a.prompt.len() - a.filled;
+        Some(if rest == 0 {
+            (a.prompt.len() - 1, 1)
+        } else {
+            (a.filled, rest.min(PREFILL_CHUNK))
+        })
+    }
+
+    /// Whether `slot`'s prompt has only its last token left to run, behind at least one held:
+    /// that token joins the next decode step (one step for every new arrival of a repeated
+    /// prompt or a chat's next turn, not a step each).
+    fn joins_decode(&self, slot: usize) -> bool {
+        match (self.prompt_left(slot), self.slots[slot].as_ref()) {
+            (Some((from, 1)), Some(a)) => from >= 1 && from + 1 == a.prompt.len(),
+            _ => false,
+        }
+    }
+
+    /// Runs the next chunk of the oldest admitted prompt that has more than its last token
+    /// left.
     fn prefill_one(&mut self) -> tpsmeter_gpu::Result<()> {
         let Some(slot) = (0..self.slots.len())
-            .filter_map(|s| {
-                let a = self.slots[s].as_ref()?;
-                (a.next.is_none() && !a.seq.is_done()).then_some((a.order, s))
-            })
+            .filter(|&s| self.prompt_left(s).is_some() && !self.joins_decode(s))
+            .filter_map(|s| Some((self.slots[s].as_ref()?.order, s)))
             .min()
             .map(|(_, s)| s)
         else {
+            return Ok(());
+        };
+        let Some((from, n)) = self.prompt_left(slot) else {
             return Ok(());
         };
         let Some(a) = self.slots[slot].as_mut() else {
@@ -195,13 +224,6 @@ impl<'e> Scheduler<'e> {
         }
         // Whole prompt chunks in order, as `submit_step` splits a prompt: a remainder under
         // PREFILL_CHUNK runs last, in its power-of-two pieces.
-        let rest = a.prompt.len() - a.filled;
-        // A prompt already held in full still runs its last token, to sample from it.
-        let (from, n) = if rest == 0 {
-            (a.prompt.len() - 1, 1)
-        } else {
-            (a.filled, rest.min(PREFILL_CHUNK))
-        };
         let last = from + n == a.prompt.len();
         let chunk = a.prompt[from..from + n].to_vec();
         let sampling = a.job.sampling;
@@ -219,11 +241,30 @@ impl<'e> Scheduler<'e> {
         Ok(())
     }
 
-    /// One decode step for every request with a sampled id waiting.
+    /// One decode step for every request with a sampled id waiting, and for every prompt with
+    /// only its last token left.
     fn decode_step(&mut self) -> tpsmeter_gpu::Result<()> {
-        let steps: Vec<(usize, u32)> = (0..self.slots.len())
-            .filter_map(|s| self.slots[s].as_ref().and_then(|a| a.next).map(|t| (s, t)))
-            .collect();
+        let mut steps = Vec::new();
+        for s in 0..self.slots.len() {
+            if let Some(t) = self.slots[s].as_ref().and_then(|a| a.next) {
+                steps.push((s, t));
+            } else if self.joins_decode(s) {
+                let Some(a) = self.slots[s].as_mut() else {
+                    continue;
+                };
+                if a.job.events.is_closed() {
+                    a.seq.cancel();
+                    self.finish(s);
+                    continue;
+                }
+                let from = a.prompt.len() - 1;
+                let token = a.prompt[from];
+                let sampling = a.job.sampling;
+                a.filled = a.prompt.len();
+                self.model.rewind_slot(s, from, &sampling)?;
+                steps.push((s, token));
+            }
+        }
         if steps.is_empty() {
             return Ok(());
         }

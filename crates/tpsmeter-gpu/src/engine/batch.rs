@@ -128,6 +128,59 @@ impl GpuModel {
     ) -> Result<()> {
         self.check_slot(slot)?;
         self.check_tokens(tokens, start, self.slot_history(slot).len())?;
+        let ctx = self.ctx.clone();
+        let s = self.claim_slot(slot, start, sampling)?;
+        s.history.extend_from_slice(tokens);
+        if sample {
+            s.sampler.reset(&ctx, 0, &s.history);
+        }
+        let base = self.kv.base(slot);
+        if let ([token], true) = (tokens, sample) {
+            // One token (a prompt the slot held all but the last of): the one-token decode
+            // graph, as `submit_step` runs a call of one token.
+            return self.submit_one(slot, *token, (start, base));
+        }
+        let who = if sample {
+            Sample::Slot(slot)
+        } else {
+            Sample::Nothing
+        };
+        self.submit_prompt(tokens, start, base, who)?;
+        self.stats.tokens += tokens.len() as u64;
+        Ok(())
+    }
+
+    /// Makes `slot` hold positions `..start` only and sample with `sampling` from then on,
+    /// so that its next [`GpuModel::submit_slots`] entry runs the token at position `start`
+    /// and samples the one after it: a prompt whose last token is all that is left to run
+    /// (a repeated prompt, a chat's next turn) joins a decode step instead of taking a step
+    /// of its own. `start` must be at least 1 and at most what the slot holds.
+    pub fn rewind_slot(
+        &mut self,
+        slot: usize,
+        start: usize,
+        sampling: &SamplerConfig,
+    ) -> Result<()> {
+        self.check_slot(slot)?;
+        let held = self.slot_history(slot).len();
+        if start == 0 || start > held {
+            return Err(GpuError::BatchState {
+                reason: "rewind to a position the slot does not hold",
+            });
+        }
+        self.claim_slot(slot, start, sampling)?;
+        Ok(())
+    }
+
+    /// The bookkeeping of a slot's new prompt from `start`: the slot's sampler matches
+    /// `sampling` (made anew when it changed), its history ends at `start`, nothing sampled
+    /// is pending; slot 0's rows are the single-sequence path's too, which forgets them.
+    fn claim_slot(
+        &mut self,
+        slot: usize,
+        start: usize,
+        sampling: &SamplerConfig,
+    ) -> Result<&mut Slot> {
         if slot == 0 {
             // The single-sequence path shares slot 0's rows.
             self.history.clear();
@@ -160,25 +213,8 @@ impl GpuModel {
             });
         };
         s.history.truncate(start);
-        s.history.extend_from_slice(tokens);
         s.last_sampled = None;
-        if sample {
-            s.sampler.reset(&ctx, 0, &s.history);
-        }
-        let base = self.kv.base(slot);
-        if let ([token], true) = (tokens, sample) {
-            // One token (a prompt the slot held all but the last of): the one-token decode
-            // graph, as `submit_step` runs a call of one token.
-            return self.submit_one(slot, *token, (start, base));
-        }
-        let who = if sample {
-            Sample::Slot(slot)
-        } else {
-            Sample::Nothing
-        };
-        self.submit_prompt(tokens, start, base, who)?;
-        self.stats.tokens += tokens.len() as u64;
-        Ok(())
+        Ok(s)
     }
 
     /// Runs `token` of `slot` at `(position, base row)` through the one-token graph, as
