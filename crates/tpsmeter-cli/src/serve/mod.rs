@@ -18,6 +18,7 @@
 //! ecosystem; already the workspace's server stack through the emulator): four routes need
 //! no framework.
 
+pub mod api_error;
 mod body;
 pub mod openai;
 mod scheduler;
@@ -37,18 +38,32 @@ use hyper::header::{self, HeaderValue};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 
+use self::api_error::ApiError;
 use self::body::ChannelBody;
 use self::openai::{Api, Meta, SSE_DONE, sse};
 use self::site::Site;
 use self::worker::{Event, Job, KvPlan, Worker};
 use crate::exit::Status;
 
-/// Largest request body accepted: chats of a few hundred KiB are plenty for a small local
-/// model, and the cap keeps a client from making the server buffer gigabytes.
-const MAX_BODY_BYTES: usize = 4 << 20;
+/// Largest request body accepted: a prompt filling a 32k context is ~150 KiB of text, and
+/// the cap (times [`MAX_CONNECTIONS`]) bounds what clients can make the server buffer. A
+/// body announced larger is refused before a byte of it is read.
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+
+/// Connections served at once; one more is answered 503 and closed at once. Each may hold
+/// a request body of up to [`MAX_BODY_BYTES`] and hyper's header buffer (~400 KiB), so this
+/// bounds the server's memory whatever clients do; requests beyond `--parallel` wait in
+/// the queue, which this bounds too.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// A client has this long to send its request headers (slow-header clients hold a
+/// connection for nothing) and, separately, its body.
+pub const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Arguments of `tpsmeter serve`.
 #[derive(Debug, clap::Args)]
@@ -144,17 +159,65 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Status> {
 }
 
 async fn serve(listener: TcpListener, shared: Arc<Shared>) -> anyhow::Result<Status> {
+    let open = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
-        let (stream, _) = listener.accept().await?;
+        let (mut stream, _) = match listener.accept().await {
+            Ok(c) => c,
+            // Out of file descriptors and the like: the listener itself is fine, so keep
+            // serving the connections already open and retry shortly.
+            Err(e) if is_transient(&e) => {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
         let _ = stream.set_nodelay(true);
+        let Ok(permit) = open.clone().try_acquire_owned() else {
+            // Answered without reading the request: the client learns why, the server spends
+            // nothing more on it.
+            tokio::spawn(async move {
+                let body = ApiError::status(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too_many_connections",
+                    format!("the server holds {MAX_CONNECTIONS} connections already; retry later"),
+                )
+                .body()
+                .to_string();
+                let head = format!(
+                    "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+                     content-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let write = async {
+                    stream.write_all(head.as_bytes()).await?;
+                    stream.write_all(body.as_bytes()).await?;
+                    stream.shutdown().await
+                };
+                let _ = tokio::time::timeout(READ_TIMEOUT, write).await;
+            });
+            continue;
+        };
         let shared = shared.clone();
         tokio::spawn(async move {
             let service = service_fn(move |req| handle(req, shared.clone()));
             let _ = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(READ_TIMEOUT)
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
+            drop(permit);
         });
     }
+}
+
+/// Accept errors that say nothing about the listener (a descriptor limit, a connection
+/// reset before it was accepted).
+fn is_transient(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionReset | Interrupted | WouldBlock
+    ) || e.raw_os_error().is_some_and(|c| c == 23 || c == 24) // ENFILE, EMFILE
 }
 
 fn response(
@@ -174,10 +237,22 @@ fn json(status: StatusCode, v: &serde_json::Value) -> Response<ChannelBody> {
 }
 
 fn error(status: StatusCode, message: &str) -> Response<ChannelBody> {
-    json(
-        status,
-        &serde_json::json!({"error": {"message": message, "type": "invalid_request_error", "code": status.as_u16()}}),
-    )
+    let code = match status {
+        StatusCode::NOT_FOUND => "not_found",
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        _ => "error",
+    };
+    refuse(&ApiError::status(status, code, message))
+}
+
+fn refuse(e: &ApiError) -> Response<ChannelBody> {
+    let mut r = json(e.status, &e.body());
+    if e.status == StatusCode::PAYLOAD_TOO_LARGE || e.status == StatusCode::REQUEST_TIMEOUT {
+        // The rest of the body was never read: the connection cannot carry another request.
+        r.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    r
 }
 
 /// CORS: echo the Origin (so credentials-free browser pages on any origin can call us),
@@ -263,22 +338,82 @@ async fn route(req: Request<Incoming>, shared: &Shared) -> Response<ChannelBody>
     }
 }
 
-async fn complete(api: Api, req: Request<Incoming>, shared: &Shared) -> Response<ChannelBody> {
-    let body = match Limited::new(req.into_body(), MAX_BODY_BYTES)
-        .collect()
-        .await
-    {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                &format!("could not read the body (limit {MAX_BODY_BYTES} bytes): {e}"),
-            );
+/// The request's body, within [`MAX_BODY_BYTES`] and [`READ_TIMEOUT`], if it is JSON (or
+/// unlabelled, or `text/plain`: a browser's `fetch` of a string sends that, to skip the
+/// CORS preflight).
+async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
+    if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
+        let mime = ct.to_str().unwrap_or("").split(';').next().unwrap_or("");
+        let mime = mime.trim().to_ascii_lowercase();
+        let json = mime == "application/json" || mime.ends_with("+json") || mime == "text/plain";
+        if !json {
+            return Err(ApiError::status(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                format!(
+                    "the body must be JSON (Content-Type: application/json), not {:?}",
+                    ct.to_str().unwrap_or("(not text)")
+                ),
+            ));
         }
+    }
+    let too_large = || {
+        ApiError::status(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("the request body is over this server's limit of {MAX_BODY_BYTES} bytes"),
+        )
+    };
+    let announced = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Err(too_large());
+    }
+    let read = Limited::new(req.into_body(), MAX_BODY_BYTES).collect();
+    match tokio::time::timeout(READ_TIMEOUT, read).await {
+        Ok(Ok(b)) => Ok(b.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Ok(Err(e)) => Err(ApiError::invalid(format!("could not read the body: {e}"))),
+        Err(_) => Err(ApiError::status(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            format!(
+                "the body did not arrive within {} s",
+                READ_TIMEOUT.as_secs()
+            ),
+        )),
+    }
+}
+
+async fn complete(api: Api, req: Request<Incoming>, shared: &Shared) -> Response<ChannelBody> {
+    let body = match read_body(req).await {
+        Ok(b) => b,
+        Err(e) => return refuse(&e),
     };
     let parsed = match openai::parse(api, &body) {
         Ok(p) => p,
-        Err(msg) => return error(StatusCode::BAD_REQUEST, &msg),
+        Err(e) => return refuse(&e),
+    };
+    drop(body);
+    // Encoding runs off the async threads (a long prompt takes milliseconds) and off the
+    // GPU thread (whose every millisecond delays all streams).
+    let prompts = shared.worker.prompts.clone();
+    let context = shared.worker.context;
+    let prompt = parsed.prompt;
+    let encoded = tokio::task::spawn_blocking(move || prompt.encode(&prompts, context)).await;
+    let ids = match encoded {
+        Ok(Ok(ids)) => ids,
+        Ok(Err(e)) => return refuse(&e),
+        Err(e) => {
+            return refuse(&ApiError::status(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "encode_failed",
+                format!("encoding the prompt failed: {e}"),
+            ));
+        }
     };
     let n = shared.next_id.fetch_add(1, Ordering::Relaxed);
     let meta = Meta {
@@ -295,7 +430,7 @@ async fn complete(api: Api, req: Request<Incoming>, shared: &Shared) -> Response
     };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let job = Job {
-        prompt: parsed.prompt,
+        prompt: ids,
         params: parsed.params,
         sampling: parsed.sampling,
         events: tx,
@@ -310,7 +445,15 @@ async fn complete(api: Api, req: Request<Incoming>, shared: &Shared) -> Response
             match ev {
                 Event::Text(t) => text.push_str(&t),
                 Event::Done(s) => return json(StatusCode::OK, &meta.full(&text, &s)),
-                Event::Failed(e) => return error(StatusCode::BAD_REQUEST, &e),
+                // Requests were checked before they were queued: what fails now is the
+                // server's (a lost device), not the client's.
+                Event::Failed(e) => {
+                    return refuse(&ApiError::status(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "generation_failed",
+                        e,
+                    ));
+                }
             }
         }
         return error(

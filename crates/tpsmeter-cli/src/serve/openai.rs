@@ -7,12 +7,19 @@ use tpsmeter_gpu::chat::ChatMessage;
 use tpsmeter_gpu::generate::GenerateParams;
 use tpsmeter_gpu::kernels::SamplerConfig;
 
+use super::api_error::ApiError;
 use super::worker::{Prompt, Summary};
 use crate::run::stop_name;
 
 /// Tokens generated when a request names no limit (llama-server's default is unlimited; a
 /// bound keeps a forgotten `max_tokens` from occupying the GPU for minutes).
 pub const DEFAULT_MAX_TOKENS: usize = 512;
+
+/// Most stop strings a request may give, and most bytes in one: each generated piece is
+/// checked against every stop string, so their number and size are what a client could
+/// otherwise inflate without bound (OpenAI allows 4).
+pub const MAX_STOP_STRINGS: usize = 16;
+pub const MAX_STOP_BYTES: usize = 1024;
 
 /// Which endpoint a request came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +89,8 @@ struct RawRequest {
     /// llama-server's extension: keep generating past end-of-generation tokens.
     #[serde(default)]
     ignore_eos: bool,
+    /// Choices per request: only 1 is served.
+    n: Option<u64>,
 }
 
 /// A parsed request.
@@ -94,13 +103,22 @@ pub struct Request {
     pub include_usage: bool,
 }
 
-/// Parses a request body for `api`; the error is a message for a 400 response.
-pub fn parse(api: Api, body: &[u8]) -> Result<Request, String> {
-    let raw: RawRequest =
-        serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
+/// Parses a request body for `api`: the JSON, then every value the engine would otherwise
+/// misuse (a negative or non-finite temperature, `top_p` outside 0..=1, `max_tokens` of 0,
+/// more or longer stop strings than the caps, `n` other than 1), each refused with the field
+/// it concerns. Fields this server does not use are ignored, as OpenAI clients send many.
+pub fn parse(api: Api, body: &[u8]) -> Result<Request, ApiError> {
+    let raw: RawRequest = serde_json::from_slice(body).map_err(|e| {
+        ApiError::invalid(format!("invalid JSON body: {e}")).with_code("invalid_json")
+    })?;
     let prompt = match api {
         Api::Chat => {
-            let msgs = raw.messages.ok_or("`messages` is required")?;
+            let msgs = raw
+                .messages
+                .ok_or_else(|| ApiError::field("messages", "`messages` is required"))?;
+            if msgs.is_empty() {
+                return Err(ApiError::field("messages", "`messages` must not be empty"));
+            }
             Prompt::Chat(
                 msgs.into_iter()
                     .map(|m| {
@@ -117,13 +135,25 @@ pub fn parse(api: Api, body: &[u8]) -> Result<Request, String> {
             )
         }
         Api::Completions => {
-            let p = raw.prompt.ok_or("`prompt` is required")?.into_vec();
+            let p = raw
+                .prompt
+                .ok_or_else(|| ApiError::field("prompt", "`prompt` is required"))?
+                .into_vec();
             if p.len() != 1 {
-                return Err("`prompt` must be one string (batches are not supported)".into());
+                return Err(ApiError::field(
+                    "prompt",
+                    "`prompt` must be one string (batches are not supported)",
+                ));
             }
             Prompt::Text(p.into_iter().collect())
         }
     };
+    if raw.n.is_some_and(|n| n != 1) {
+        return Err(ApiError::field(
+            "n",
+            "`n` must be 1 (one choice per request)",
+        ));
+    }
     let defaults = SamplerConfig::default();
     // OpenAI's default temperature is 1.
     let sampling = SamplerConfig {
@@ -135,12 +165,71 @@ pub fn parse(api: Api, body: &[u8]) -> Result<Request, String> {
         seed: raw.seed.unwrap_or(0),
         ..defaults
     };
+    // JSON has no NaN, but a number past f32's range parses as infinity.
+    let checks: [(&'static str, f32, bool, &str); 4] = [
+        (
+            "temperature",
+            sampling.temperature,
+            sampling.temperature >= 0.0,
+            "at least 0",
+        ),
+        (
+            "top_p",
+            sampling.top_p,
+            (0.0..=1.0).contains(&sampling.top_p),
+            "between 0 and 1",
+        ),
+        (
+            "min_p",
+            sampling.min_p,
+            (0.0..=1.0).contains(&sampling.min_p),
+            "between 0 and 1",
+        ),
+        (
+            "repeat_penalty",
+            sampling.repetition_penalty,
+            sampling.repetition_penalty > 0.0,
+            "above 0",
+        ),
+    ];
+    for (param, value, ok, want) in checks {
+        if !(ok && value.is_finite()) {
+            return Err(ApiError::field(
+                param,
+                format!("`{param}` must be a finite number {want} (got {value})"),
+            ));
+        }
+    }
+    let max_tokens = raw
+        .max_completion_tokens
+        .or(raw.max_tokens)
+        .unwrap_or(DEFAULT_MAX_TOKENS);
+    if max_tokens == 0 {
+        return Err(ApiError::field(
+            "max_tokens",
+            "`max_tokens` must be at least 1",
+        ));
+    }
+    let stop_strings = raw.stop.map(OneOrMany::into_vec).unwrap_or_default();
+    if stop_strings.len() > MAX_STOP_STRINGS {
+        return Err(ApiError::field(
+            "stop",
+            format!(
+                "at most {MAX_STOP_STRINGS} stop strings (got {})",
+                stop_strings.len()
+            ),
+        ));
+    }
+    if stop_strings.iter().any(|s| s.len() > MAX_STOP_BYTES) {
+        return Err(ApiError::field(
+            "stop",
+            format!("a stop string is at most {MAX_STOP_BYTES} bytes"),
+        ));
+    }
     let params = GenerateParams {
-        max_tokens: raw
-            .max_completion_tokens
-            .or(raw.max_tokens)
-            .unwrap_or(DEFAULT_MAX_TOKENS),
-        stop_strings: raw.stop.map(OneOrMany::into_vec).unwrap_or_default(),
+        max_tokens,
+        // An empty stop string would end every answer before its first token.
+        stop_strings: stop_strings.into_iter().filter(|s| !s.is_empty()).collect(),
         stop_tokens: Vec::new(),
         ignore_eos: raw.ignore_eos,
     };
@@ -313,5 +402,55 @@ mod tests {
         let r = parse(Api::Completions, br#"{"prompt":"Once"}"#).unwrap();
         assert!(!r.stream);
         assert_eq!(r.params.max_tokens, DEFAULT_MAX_TOKENS);
+    }
+
+    #[test]
+    fn absurd_values_are_refused_naming_their_field() {
+        let chat = |extra: &str| {
+            parse(
+                Api::Chat,
+                format!(r#"{{"messages":[{{"role":"user","content":"hi"}}]{extra}}}"#).as_bytes(),
+            )
+        };
+        let cases = [
+            (r#","temperature":-1"#, "temperature"),
+            (r#","temperature":1e39"#, "temperature"),
+            (r#","top_p":1.5"#, "top_p"),
+            (r#","top_p":-0.1"#, "top_p"),
+            (r#","min_p":2"#, "min_p"),
+            (r#","repeat_penalty":0"#, "repeat_penalty"),
+            (r#","max_tokens":0"#, "max_tokens"),
+            (r#","n":2"#, "n"),
+            (
+                r#","stop":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]"#,
+                "stop",
+            ),
+        ];
+        for (extra, param) in cases {
+            let e = chat(extra).unwrap_err();
+            assert_eq!(e.param, Some(param), "{extra}: {e}");
+            assert_eq!(e.status.as_u16(), 400);
+            assert_eq!(e.body()["error"]["param"], param);
+        }
+        // Types serde refuses (negative counts, strings for numbers) are 400s too.
+        for extra in [
+            r#","max_tokens":-5"#,
+            r#","temperature":"hot""#,
+            r#","seed":-1"#,
+        ] {
+            let e = chat(extra).unwrap_err();
+            assert_eq!(e.code, Some("invalid_json"), "{extra}: {e}");
+        }
+        assert_eq!(
+            parse(Api::Chat, br#"{"messages":[]}"#).unwrap_err().param,
+            Some("messages")
+        );
+        let long = format!(r#","stop":"{}""#, "x".repeat(MAX_STOP_BYTES + 1));
+        assert_eq!(chat(&long).unwrap_err().param, Some("stop"));
+        // At the edges: accepted; an empty stop string is dropped.
+        let r =
+            chat(r#","temperature":0,"top_p":1,"min_p":0,"max_tokens":1,"n":1,"stop":["","x"]"#)
+                .unwrap();
+        assert_eq!(r.params.stop_strings, vec!["x".to_string()]);
     }
 }

@@ -21,7 +21,7 @@ use tpsmeter_gpu::GpuError;
 use tpsmeter_gpu::engine::{GpuModel, PREFILL_CHUNK, Prompts};
 use tpsmeter_gpu::generate::{Sequence, StopReason, reusable_prefix};
 
-use super::worker::{Event, Job, Prompt, Summary};
+use super::worker::{Event, Job, Summary};
 use crate::run::RunFigures;
 
 /// A request holding a slot.
@@ -41,7 +41,7 @@ struct Active<'e> {
 
 /// The loop's state: the model, the queue and the slots.
 pub struct Scheduler<'e> {
-    prompts: Prompts<'e>,
+    prompts: &'e Prompts,
     model: &'e mut GpuModel,
     jobs: mpsc::Receiver<Job>,
     waiting: VecDeque<Job>,
@@ -51,7 +51,7 @@ pub struct Scheduler<'e> {
 }
 
 impl<'e> Scheduler<'e> {
-    pub fn new(prompts: Prompts<'e>, model: &'e mut GpuModel, jobs: mpsc::Receiver<Job>) -> Self {
+    pub fn new(prompts: &'e Prompts, model: &'e mut GpuModel, jobs: mpsc::Receiver<Job>) -> Self {
         let n = model.slots();
         Self {
             prompts,
@@ -99,17 +99,36 @@ impl<'e> Scheduler<'e> {
             if free.is_empty() {
                 return;
             }
-            let Some(job) = self.waiting.pop_front() else {
+            let Some(mut job) = self.waiting.pop_front() else {
                 return;
             };
             let queued_s = job.arrived.elapsed().as_secs_f64();
-            let prompt = match self.encode(&job) {
-                Ok(p) => p,
-                Err(e) => {
-                    let _ = job.events.send(Event::Failed(e.to_string()));
-                    continue;
-                }
+            // Encoded and checked against the context by the server (`Prompt::encode`); the
+            // model's own limits are checked again here, where one bad request can fail
+            // alone, not inside a step, where an error fails every request in it.
+            let prompt = std::mem::take(&mut job.prompt);
+            let vocab = self
+                .prompts
+                .tokenizer()
+                .vocab_size()
+                .min(self.model.config().vocab_size);
+            let bad = if prompt.is_empty() {
+                Some(GpuError::EmptyPrompt)
+            } else if prompt.len() >= self.model.max_context() {
+                Some(GpuError::ContextFull {
+                    position: prompt.len(),
+                    limit: self.model.max_context(),
+                })
+            } else {
+                prompt
+                    .iter()
+                    .find(|&&t| t as usize >= vocab)
+                    .map(|&token| GpuError::TokenOutOfRange { token, vocab })
             };
+            if let Some(e) = bad {
+                let _ = job.events.send(Event::Failed(e.to_string()));
+                continue;
+            }
             // The free slot that already holds the longest part of this prompt (a chat's
             // next turn, a benchmark's repeated prompt).
             let (slot, keep) = free
@@ -147,32 +166,6 @@ impl<'e> Scheduler<'e> {
             });
             self.admitted += 1;
         }
-    }
-
-    fn encode(&self, job: &Job) -> tpsmeter_gpu::Result<Vec<u32>> {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .ok();
-        let prompt = match &job.prompt {
-            Prompt::Chat(m) => self.prompts.encode_chat(m, now)?,
-            Prompt::Text(t) => self.prompts.encode(t)?,
-        };
-        if prompt.is_empty() {
-            return Err(GpuError::EmptyPrompt);
-        }
-        let limit = self.model.max_context();
-        if prompt.len() > limit {
-            return Err(GpuError::ContextFull {
-                position: prompt.len(),
-                limit,
-            });
-        }
-        let vocab = self.prompts.tokenizer().vocab_size();
-        if let Some(&token) = prompt.iter().find(|&&t| t as usize >= vocab) {
-            return Err(GpuError::TokenOutOfRange { token, vocab });
-        }
-        Ok(prompt)
     }
 
     /// The part of `slot`'s prompt still to run, as `(from, n)`, while its first token is not
@@ -320,6 +313,9 @@ impl<'e> Scheduler<'e> {
                 let _ = a.job.events.send(Event::Failed(e.to_string()));
             }
         }
+        // What the slots' rows hold is unknown after a failed step: no later prompt may
+        // reuse it.
+        self.model.forget_slots();
     }
 }
 

@@ -5,11 +5,14 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Instant;
 
+use hyper::StatusCode;
 use tokio::sync::mpsc::UnboundedSender;
 use tpsmeter_gpu::chat::ChatMessage;
+use tpsmeter_gpu::engine::Prompts;
 use tpsmeter_gpu::generate::{GenerateParams, StopReason};
 use tpsmeter_gpu::kernels::SamplerConfig;
 
+use super::api_error::ApiError;
 use super::scheduler::Scheduler;
 use crate::run::RunFigures;
 
@@ -20,10 +23,47 @@ pub enum Prompt {
     Text(String),
 }
 
+impl Prompt {
+    /// The prompt's token ids, refused with a 400 when the model could not run it: empty, or
+    /// too long to leave a position for one generated token in `context` (OpenAI's
+    /// `context_length_exceeded`). Runs on the server's threads, not the GPU thread, so a
+    /// long prompt's encoding never stalls the streams being decoded, and a prompt that does
+    /// not fit is refused before any answer starts.
+    pub fn encode(&self, prompts: &Prompts, context: usize) -> Result<Vec<u32>, ApiError> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .ok();
+        let ids = match self {
+            Prompt::Chat(m) => prompts.encode_chat(m, now),
+            Prompt::Text(t) => prompts.encode(t),
+        }
+        .map_err(|e| ApiError::invalid(format!("cannot encode the prompt: {e}")))?;
+        if ids.is_empty() {
+            return Err(ApiError::invalid("the prompt encodes to no tokens"));
+        }
+        if ids.len() >= context {
+            return Err(ApiError::status(
+                StatusCode::BAD_REQUEST,
+                "context_length_exceeded",
+                format!(
+                    "the prompt is {} tokens; this server runs at most {context} positions per \
+                     request, so at most {} prompt tokens fit (shorten the prompt, or restart \
+                     the server with a larger --context)",
+                    ids.len(),
+                    context - 1
+                ),
+            ));
+        }
+        Ok(ids)
+    }
+}
+
 /// One queued request.
 #[derive(Debug)]
 pub struct Job {
-    pub prompt: Prompt,
+    /// The prompt's ids, checked against the model's vocabulary and context.
+    pub prompt: Vec<u32>,
     pub params: GenerateParams,
     pub sampling: SamplerConfig,
     /// Where the worker sends the request's events; a closed receiver cancels the request.
@@ -67,6 +107,8 @@ pub struct Worker {
     pub slots: usize,
     /// KV cache positions per request.
     pub context: usize,
+    /// The model's tokenizer and chat template, for encoding requests off the GPU thread.
+    pub prompts: Prompts,
 }
 
 /// How the worker lays out the KV cache.
@@ -84,7 +126,7 @@ impl Worker {
     /// Starts the thread and loads the model there; returns once it is ready.
     pub fn start(model: PathBuf, plan: KvPlan, adapter: Option<String>) -> anyhow::Result<Self> {
         let (jobs, rx) = mpsc::channel::<Job>();
-        type Ready = anyhow::Result<(String, String, usize, usize)>;
+        type Ready = anyhow::Result<(String, String, usize, usize, Prompts)>;
         let (ready_tx, ready_rx) = mpsc::channel::<Ready>();
         std::thread::Builder::new()
             .name("tpsmeter-gpu".into())
@@ -110,11 +152,12 @@ impl Worker {
                     m.context().info.name.clone(),
                     m.slots(),
                     m.max_context(),
+                    engine.prompts().clone(),
                 )));
                 let (prompts, model) = engine.split_mut();
                 Scheduler::new(prompts, model, rx).run();
             })?;
-        let (model_name, adapter, slots, context) = ready_rx
+        let (model_name, adapter, slots, context, prompts) = ready_rx
             .recv()
             .map_err(|_| anyhow::anyhow!("the GPU worker thread ended while loading"))??;
         Ok(Self {
@@ -123,6 +166,7 @@ impl Worker {
             adapter,
             slots,
             context,
+            prompts,
         })
     }
 

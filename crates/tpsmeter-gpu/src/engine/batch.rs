@@ -79,6 +79,18 @@ impl GpuModel {
             .map_or(&[], |s| &s.history[..])
     }
 
+    /// Forgets what every slot holds (after a failed step, when the rows' contents are
+    /// unknown): the next prompt of each runs in full.
+    pub fn forget_slots(&mut self) {
+        if let Some(b) = self.batch.as_mut() {
+            for slot in 0..b.slots.len() {
+                b.forget_slot(slot);
+            }
+        }
+        self.history.clear();
+        self.last_sampled = None;
+    }
+
     fn batch_state(&mut self) -> Result<&mut BatchState> {
         if self.batch.is_none() {
             let n = self.kv.slots;

@@ -16,8 +16,7 @@ use super::model::{GpuModel, ModelOptions};
 /// A loaded model ready to generate text.
 #[derive(Debug)]
 pub struct Engine {
-    tokenizer: Tokenizer,
-    chat: Option<ChatTemplate>,
+    prompts: Prompts,
     generator: Generator<GpuModel>,
     name: String,
 }
@@ -40,8 +39,10 @@ impl Engine {
         name: String,
     ) -> Self {
         Self {
-            tokenizer,
-            chat,
+            prompts: Prompts {
+                tokenizer: Arc::new(tokenizer),
+                chat: chat.map(Arc::new),
+            },
             generator: Generator::new(model),
             name,
         }
@@ -53,7 +54,7 @@ impl Engine {
     }
 
     pub fn tokenizer(&self) -> &Tokenizer {
-        &self.tokenizer
+        &self.prompts.tokenizer
     }
 
     pub fn model(&self) -> &GpuModel {
@@ -66,7 +67,7 @@ impl Engine {
 
     /// Whether the model ships a chat template.
     pub fn has_chat_template(&self) -> bool {
-        self.chat.is_some()
+        self.prompts.chat.is_some()
     }
 
     /// Token ids of a raw prompt (BOS added when the model asks for it).
@@ -85,23 +86,14 @@ impl Engine {
     }
 
     /// The prompt side (tokenizer and chat template), borrowed.
-    pub fn prompts(&self) -> Prompts<'_> {
-        Prompts {
-            tokenizer: &self.tokenizer,
-            chat: self.chat.as_ref(),
-        }
+    pub fn prompts(&self) -> &Prompts {
+        &self.prompts
     }
 
     /// The prompt side and the model apart, for a caller that drives the model itself while
     /// encoding and detokenizing (a server's batched decoding: see `batch.rs`).
-    pub fn split_mut(&mut self) -> (Prompts<'_>, &mut GpuModel) {
-        (
-            Prompts {
-                tokenizer: &self.tokenizer,
-                chat: self.chat.as_ref(),
-            },
-            self.generator.model_mut(),
-        )
+    pub fn split_mut(&mut self) -> (&Prompts, &mut GpuModel) {
+        (&self.prompts, self.generator.model_mut())
     }
 
     /// Generates from `prompt` with `sampling`, calling `on_event` for every token as its
@@ -118,7 +110,14 @@ impl Engine {
     ) -> Result<Generation> {
         self.generator.model_mut().set_sampling(*sampling)?;
         self.generator
-            .generate(&self.tokenizer, prompt, params, cancel, clock, on_event)
+            .generate(
+                &self.prompts.tokenizer,
+                prompt,
+                params,
+                cancel,
+                clock,
+                on_event,
+            )
             .await
     }
 
@@ -143,16 +142,18 @@ impl Engine {
     }
 }
 
-/// An engine's tokenizer and chat template: prompts to ids, ids to text.
-#[derive(Debug, Clone, Copy)]
-pub struct Prompts<'e> {
-    tokenizer: &'e Tokenizer,
-    chat: Option<&'e ChatTemplate>,
+/// An engine's tokenizer and chat template: prompts to ids, ids to text. Cheap to clone and
+/// shareable across threads, so a server can encode requests (and refuse the ones that do
+/// not fit) on its own threads while the engine's thread keeps decoding.
+#[derive(Debug, Clone)]
+pub struct Prompts {
+    tokenizer: Arc<Tokenizer>,
+    chat: Option<Arc<ChatTemplate>>,
 }
 
-impl<'e> Prompts<'e> {
-    pub fn tokenizer(&self) -> &'e Tokenizer {
-        self.tokenizer
+impl Prompts {
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
     }
 
     /// See [`Engine::encode`].
@@ -166,7 +167,7 @@ impl<'e> Prompts<'e> {
         messages: &[ChatMessage],
         now_unix_seconds: Option<i64>,
     ) -> Result<Vec<u32>> {
-        match self.chat {
+        match self.chat.as_deref() {
             Some(t) => {
                 let text = t.render(
                     messages,
