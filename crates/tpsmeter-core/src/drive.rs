@@ -24,6 +24,10 @@
 //!   they ended inside it; see `phase`).
 //! - **cancel**: nothing more starts; the caller ends what is in flight (recorded as
 //!   `cancelled`); a measured phase cut short still gets its summary.
+//! - **shards** ([`LoadDriver::new_shard`]): each level, its request count, the warm-up
+//!   and the open-loop cap are this machine's share (see `shard`), with its own arrival
+//!   seed. A level whose share is empty sends nothing; when timed, it still lasts its
+//!   duration, so the shard enters the next level together with the others.
 
 use crate::error::Result;
 use crate::exchange::Outcome;
@@ -31,6 +35,7 @@ use crate::options::BenchOptions;
 use crate::phase::PhaseSummary;
 use crate::plan::{ArrivalLimit, LoadLevel, StopCondition, poisson_arrivals};
 use crate::report::{LevelReport, RequestRecord};
+use crate::shard::{LevelShare, Shard};
 use crate::slo::Slo;
 
 /// Longest pause a closed-loop slot takes after a 429, whatever `Retry-After` asks for: a
@@ -121,8 +126,7 @@ impl Phase {
 /// The load runner of one benchmark (see the module docs).
 #[derive(Debug)]
 pub struct LoadDriver {
-    levels: Vec<(LoadLevel, StopCondition)>,
-    warmup: u32,
+    levels: Vec<LevelShare>,
     max_concurrency: u32,
     seed: u64,
     slo: Option<Slo>,
@@ -140,16 +144,24 @@ pub struct LoadDriver {
 impl LoadDriver {
     /// A driver for validated `options` (see [`BenchOptions::validate`]).
     pub fn new(options: &BenchOptions) -> Result<LoadDriver> {
+        LoadDriver::new_shard(options, Shard::WHOLE)
+    }
+
+    /// A driver for `shard`'s part of the run `options` describe: records and level
+    /// reports carry this machine's share of each level (its position in the run is the
+    /// record's `level_index`).
+    pub fn new_shard(options: &BenchOptions, shard: Shard) -> Result<LoadDriver> {
         options.validate()?;
         Ok(LoadDriver {
             levels: options
                 .levels()
                 .into_iter()
-                .map(|l| (l, options.stop_condition(l)))
+                .map(|l| shard.level(l, options.stop_condition(l), options.warmup))
                 .collect(),
-            warmup: options.warmup,
-            max_concurrency: options.max_concurrency,
-            seed: options.seed,
+            // A cap of 0 would hold every arrival forever; a shard with a rate share always
+            // gets at least one request in flight.
+            max_concurrency: shard.share_u32(options.max_concurrency).max(1),
+            seed: shard.seed(options.seed),
             slo: options.slo()?,
             next_level: 0,
             warmup_done: false,
@@ -221,6 +233,14 @@ impl LoadDriver {
             phase.in_flight += 1;
             return Some(Action::Start(ticket(Some(due))));
         }
+        if phase.slots == 0 {
+            // No share of this level: nothing to send, but a timed level lasts its duration
+            // so the next one starts when the other shards start it.
+            return phase
+                .stop_ms()
+                .filter(|&end| now_ms < end)
+                .map(|until_ms| Action::Sleep { until_ms });
+        }
         // Closed loop.
         let more = match phase.stop {
             StopCondition::Requests(n) => phase.started < n,
@@ -270,6 +290,7 @@ impl LoadDriver {
             true,
         );
         record.scheduled_ms = ticket.scheduled_ms;
+        record.level_index = u32::try_from(ticket.level_index).ok();
         record.queue_ms = extras.queue_ms;
         record.tab_hidden = extras.tab_hidden;
         record.http_version.clone_from(&outcome.http_version);
@@ -363,19 +384,24 @@ impl LoadDriver {
         if self.cancelled {
             return Ok(false);
         }
-        let Some(&(load, stop)) = self.levels.get(self.next_level) else {
+        let Some(&LevelShare {
+            load,
+            stop,
+            warmup: warmup_requests,
+        }) = self.levels.get(self.next_level)
+        else {
             return Ok(false);
         };
         let cap = match load {
             LoadLevel::Concurrency(c) => c,
             LoadLevel::Rate(_) => self.max_concurrency,
         };
-        let warmup = self.warmup > 0 && !self.warmup_done;
+        let warmup = warmup_requests > 0 && !self.warmup_done;
         let (slots, stop, arrivals) = if warmup {
             self.warmup_done = true;
             (
-                cap.min(self.warmup),
-                StopCondition::Requests(u64::from(self.warmup)),
+                cap.min(warmup_requests),
+                StopCondition::Requests(u64::from(warmup_requests)),
                 None,
             )
         } else {

@@ -39,9 +39,48 @@ pub enum CoreError {
         input: String,
         reason: String,
     },
+    /// A report handed to `report::merge` that is not a whole shard report of this build.
+    #[error("report #{report} cannot be merged: {reason}")]
+    NotMergeable { report: usize, reason: String },
+    /// Two reports handed to `report::merge` come from different runs.
+    #[error(
+        "report #{report} is not a shard of the same run as report #1: its {what} is {found}, \
+         report #1's is {expected}"
+    )]
+    ShardMismatch {
+        report: usize,
+        what: &'static str,
+        expected: String,
+        found: String,
+    },
+    /// Two reports handed to `report::merge` are the same shard.
+    #[error("shard {index}/{count} is given twice (reports #{first} and #{second})")]
+    DuplicateShard {
+        index: u32,
+        count: u32,
+        first: usize,
+        second: usize,
+    },
+    /// The reports handed to `report::merge` leave out some shards of the run.
+    #[error(
+        "shards {} of {count} are missing: merge needs every shard's report",
+        list(missing)
+    )]
+    MissingShards { missing: Vec<u32>, count: u32 },
     /// A report written with a schema version this build does not read.
     #[error("report schema version {found} is not supported (this build reads {supported})")]
     UnsupportedSchemaVersion { found: u64, supported: u32 },
+}
+
+/// `0, 1, 2`, at most the first 10 and a count of the rest: a missing-shard list of a
+/// large run must not fill the terminal.
+fn list(items: &[u32]) -> String {
+    const SHOWN: usize = 10;
+    let mut s: Vec<String> = items.iter().take(SHOWN).map(u32::to_string).collect();
+    if items.len() > SHOWN {
+        s.push(format!("and {} more", items.len() - SHOWN));
+    }
+    s.join(", ")
 }
 
 /// Shorthand used throughout the crate.

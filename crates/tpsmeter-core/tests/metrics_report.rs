@@ -16,7 +16,7 @@ use tpsmeter_core::phase::PhaseSummary;
 use tpsmeter_core::report::csv::{COLUMNS, to_csv};
 use tpsmeter_core::report::{
     Environment, ErrorClass, ErrorRecord, LevelReport, MAX_ERROR_MESSAGE_CHARS, PromptSource,
-    RedactedUrl, RunConfig, SCHEMA_VERSION, ToolInfo, Warning, redact_url,
+    RedactedUrl, RunConfig, SCHEMA_VERSION, ShardInfo, ToolInfo, Warning, redact_url,
 };
 use tpsmeter_core::{
     Api, CoreError, LoadLevel, Report, RequestRecord, RequestSpec, Secret, Slo, Timeline,
@@ -119,6 +119,12 @@ fn report(url: &str) -> Report {
             code: "tab_hidden".into(),
             message: "the tab was hidden for 3 ms".into(),
         }],
+        clock_origin_unix_ms: Some(1_767_225_600_000.5),
+        shard: Some(ShardInfo {
+            index: 1,
+            count: 3,
+            start_at_unix_ms: Some(1_767_225_600_000.0),
+        }),
     }
 }
 

@@ -9,6 +9,7 @@
 //! This module does no I/O: the caller fills [`Environment`] and writes the strings out.
 
 pub mod csv;
+mod merge;
 mod record;
 mod redact;
 pub mod schema;
@@ -23,6 +24,7 @@ use crate::phase::PhaseSummary;
 use crate::plan::LoadLevel;
 use crate::slo::Slo;
 
+pub use merge::{IDLE_LEVEL_WARNING, MAX_START_SPREAD, merge};
 pub use record::{ErrorClass, ErrorRecord, MAX_ERROR_MESSAGE_CHARS, RequestRecord};
 pub use redact::{RedactedUrl, redact_url};
 pub use schema::SCHEMA_JSON;
@@ -43,6 +45,29 @@ pub struct Report {
     /// hidden tab, an interrupted run), each with a stable code.
     #[serde(default)]
     pub warnings: Vec<Warning>,
+    /// Wall-clock time of the run's clock origin, ms since the Unix epoch: a timestamp `t`
+    /// of this report happened at `clock_origin_unix_ms + t`. One reading per run (the
+    /// offsets come from a monotonic clock), so a clock step during the run cannot reorder
+    /// its records; machines agree on it as well as their clocks do (NTP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_origin_unix_ms: Option<f64>,
+    /// Present when this run is one shard of a run spread over several machines
+    /// (`tpsmeter bench --shard I/N`); `report::merge` makes the whole of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+}
+
+/// Which part of a spread run a report holds. Its `config` is the whole run's; its levels
+/// and records carry this shard's share of each level.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ShardInfo {
+    /// From 0 (Kubernetes' `JOB_COMPLETION_INDEX`).
+    pub index: u32,
+    /// How many shards the run has.
+    pub count: u32,
+    /// The start time the shards shared (`--start-at`), ms since the Unix epoch; the
+    /// shard sent nothing before it.
+    pub start_at_unix_ms: Option<f64>,
 }
 
 /// Something the reader of a report must know to trust its figures.
@@ -75,6 +100,8 @@ impl Report {
             levels,
             requests,
             warnings,
+            clock_origin_unix_ms: None,
+            shard: None,
         }
     }
 

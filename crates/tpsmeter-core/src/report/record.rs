@@ -151,7 +151,13 @@ impl ErrorRecord {
 pub struct RequestRecord {
     /// Sequence number within the run, unique across levels.
     pub id: u64,
+    /// The load this request ran under: on a shard (`tpsmeter bench --shard`), this
+    /// machine's share of the run's level.
     pub level: LoadLevel,
+    /// Position of the request's level in the run's `config.levels` (0-based): tells the
+    /// levels apart where their loads are equal, as two shares of a shard can be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level_index: Option<u32>,
     /// Warm-up requests are recorded but excluded from every summary.
     pub warmup: bool,
     pub start_ms: f64,
@@ -219,6 +225,7 @@ impl RequestRecord {
         RequestRecord {
             id,
             level,
+            level_index: None,
             warmup,
             start_ms: start,
             first_byte_ms: timeline.first_byte_ms(),
