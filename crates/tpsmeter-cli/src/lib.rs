@@ -4,7 +4,8 @@
 //! concurrency levels (closed loop, or open loop at a Poisson rate), stamps every response
 //! chunk with a monotonic clock as it arrives, hands the bytes and stamps to
 //! `tpsmeter-core` for decoding and metrics, and writes a table, a JSON report, CSV rows and
-//! per-request JSON lines (appended as each request completes).
+//! per-request JSON lines (appended as each request completes). `tpsmeter merge` makes one
+//! report of the shards of a run spread over machines (`bench --shard I/N`).
 //!
 //! What it does not do: define any metric (they live in `tpsmeter-core`), or parse any wire
 //! format itself.
@@ -17,6 +18,7 @@ pub mod bench;
 pub mod client;
 pub mod exit;
 pub mod failure;
+pub mod merge;
 pub mod output;
 pub mod probe;
 pub mod progress;
@@ -40,6 +42,9 @@ pub struct Cli {
 pub enum Command {
     /// Benchmark a streaming LLM API (TTFT, ITL, TPOT, e2e, tokens/s) at concurrency levels.
     Bench(Box<bench::BenchArgs>),
+    /// Merge the JSON reports of a run's shards (`bench --shard I/N` on N machines) into the
+    /// report of the whole, every summary recomputed from the records.
+    Merge(merge::MergeArgs),
     /// Generate text with a local GGUF model on the GPU (tpsmeter's own engine).
     Run(run::RunArgs),
     /// Serve a local GGUF model on an OpenAI-compatible HTTP API (tpsmeter's own engine).
@@ -53,6 +58,7 @@ pub enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<exit::Status> {
     match cli.command {
         Command::Bench(args) => bench::run_blocking(*args),
+        Command::Merge(args) => merge::run(&args),
         Command::Run(args) => run::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Probe(args) => probe::run(args),

@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
-use tpsmeter_core::{Api, BenchOptions};
+use tpsmeter_core::{Api, BenchOptions, Shard};
+
+use super::start_at::{self, StartAt};
 
 /// What `tpsmeter bench --help` prints after the options: exit statuses and policies.
 const AFTER_HELP: &str = "\
@@ -146,9 +148,29 @@ pub struct BenchArgs {
     #[arg(long, value_name = "F")]
     pub records: Option<PathBuf>,
 
+    /// Run shard I of N: one of N machines started together against one target, I from 0
+    /// (Kubernetes' JOB_COMPLETION_INDEX). Each takes its share of every level (streams,
+    /// and requests in proportion; rate / N) and the report records the shard;
+    /// `tpsmeter merge` makes the report of the whole from all N. See docs/distributed.md.
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    pub shard: Option<Shard>,
+
+    /// Send nothing before this wall-clock time, the start the shards share: RFC 3339
+    /// (2026-01-01T12:00:00Z) or Unix seconds. A time more than 2 s past is an error.
+    #[arg(long, value_name = "TIME", value_parser = start_at::parse)]
+    pub start_at: Option<StartAt>,
+
+    /// With --start-at: when the time has already passed, start at once instead of failing.
+    #[arg(long, requires = "start_at")]
+    pub allow_late_start: bool,
+
     /// No progress bars (they are also hidden when stderr is not a terminal).
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+fn parse_shard(spec: &str) -> Result<Shard, String> {
+    Shard::parse(spec).map_err(|e| e.to_string())
 }
 
 fn parse_api(name: &str) -> Result<Api, String> {
@@ -297,6 +319,24 @@ mod tests {
         );
         assert!(parse(&["--requests", "0"]).unwrap().validate().is_err());
         assert!(parse(&[]).unwrap().validate().is_ok());
+    }
+
+    #[test]
+    fn shard_is_i_of_n_from_zero_and_bad_ones_are_named() {
+        let a = parse(&["--shard", "2/3"]).unwrap();
+        assert_eq!(a.shard, Some(Shard::new(2, 3).unwrap()));
+        for (spec, says) in [
+            ("3/3", "numbered 0 to 2"),
+            ("0/0", "at least 1"),
+            ("two", "expected I/N"),
+            ("1/x", "two whole numbers"),
+        ] {
+            let e = parse(&["--shard", spec]).unwrap_err().to_string();
+            assert!(e.contains(says), "{spec}: {e}");
+        }
+        assert!(parse(&["--allow-late-start"]).is_err(), "needs --start-at");
+        let a = parse(&["--start-at", "2026-01-01T00:00:00Z"]).unwrap();
+        assert_eq!(a.start_at.unwrap().unix_ms, 1_767_225_600_000.0);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tpsmeter_core::drive::{Action, LoadDriver, RecordExtras, Ticket};
 use tpsmeter_core::report::{RequestRecord, Warning};
-use tpsmeter_core::{BenchOptions, Outcome};
+use tpsmeter_core::{BenchOptions, Outcome, Shard};
 
 use crate::output::jsonl::JsonlSink;
 use crate::progress::LevelProgress;
@@ -42,10 +42,11 @@ struct Shown {
     total: u64,
 }
 
-/// Runs the whole sweep to its end or cancellation.
+/// Runs the whole sweep (this shard's part of it) to its end or cancellation.
 pub async fn run(
     runner: &Arc<Runner>,
     options: &BenchOptions,
+    shard: Shard,
     driver: &mut LoadDriver,
     cancel: &CancellationToken,
     recorder: &mut Recorder,
@@ -66,7 +67,7 @@ pub async fn run(
                     if let Some(old) = shown.take() {
                         finish(old, recorder);
                     }
-                    shown = Some(show(&ticket, options, recorder.quiet));
+                    shown = Some(show(&ticket, options, shard, recorder.quiet));
                 }
                 let runner = Arc::clone(runner);
                 let cancel = cancel.clone();
@@ -119,17 +120,21 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
     }
 }
 
-fn show(ticket: &Ticket, options: &BenchOptions, quiet: bool) -> Shown {
+fn show(ticket: &Ticket, options: &BenchOptions, shard: Shard, quiet: bool) -> Shown {
+    // The bar counts this shard's share; the ticket's level already is the share.
+    let whole = options
+        .levels()
+        .get(ticket.level_index)
+        .copied()
+        .unwrap_or(ticket.level);
+    let share = shard.level(whole, options.stop_condition(whole), options.warmup);
     let (label, stop) = if ticket.warmup {
         (
             format!("{} warm-up", ticket.level),
-            tpsmeter_core::plan::StopCondition::Requests(u64::from(options.warmup)),
+            tpsmeter_core::plan::StopCondition::Requests(u64::from(share.warmup)),
         )
     } else {
-        (
-            ticket.level.to_string(),
-            options.stop_condition(ticket.level),
-        )
+        (ticket.level.to_string(), share.stop)
     };
     Shown {
         level_index: ticket.level_index,

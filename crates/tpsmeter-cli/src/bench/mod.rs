@@ -1,20 +1,27 @@
 //! `tpsmeter bench`: a sweep of load levels against one streaming API.
 //!
 //! Order of a run: validate everything and open the output files (so a bad path fails
-//! before any request is sent), build the one HTTP client and the one clock origin, then for
-//! each level: its warm-up requests, its measured requests, its summary. Ctrl-C stops
-//! issuing, cancels what is in flight (recorded as `cancelled`) and still writes the report.
+//! before any request is sent), build the one HTTP client, wait for `--start-at`, take the
+//! one clock origin (with its wall-clock reading), then for each level: its warm-up
+//! requests, its measured requests, its summary. Ctrl-C stops issuing, cancels what is in
+//! flight (recorded as `cancelled`) and still writes the report.
+//!
+//! With `--shard I/N` the run is this machine's share of each level (the core's
+//! `LoadDriver::new_shard`); a level whose share is empty is said so on stderr and in the
+//! report's warnings, and does not count as a level without a successful request.
 
 pub mod args;
 pub mod drive;
 pub mod report_build;
 pub mod setup;
+pub mod start_at;
 
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use tpsmeter_core::LoadDriver;
-use tpsmeter_core::report::{Report, Warning};
+use tpsmeter_core::plan::{LoadLevel, StopCondition};
+use tpsmeter_core::report::{IDLE_LEVEL_WARNING, Report, Warning};
+use tpsmeter_core::{BenchOptions, LoadDriver, Shard};
 
 pub use args::BenchArgs;
 use drive::Recorder;
@@ -68,6 +75,10 @@ async fn watch_ctrl_c(cancel: CancellationToken) {
 /// Runs the whole sweep. Errors are set-up errors; request failures are records.
 pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::Result<BenchResult> {
     let setup = Setup::from_args(args)?;
+    if let Some(start) = args.start_at {
+        start_at::check_not_late(start, args.allow_late_start)?;
+    }
+    let shard = args.shard.unwrap_or(Shard::WHOLE);
     let mut files = OutputFiles::open(args.json.as_deref(), args.csv.as_deref())?;
     let sink = match args.records_path() {
         Some(p) => Some(JsonlSink::create(&p)?),
@@ -75,7 +86,29 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
     };
     let timeout = Duration::from_secs_f64(args.timeout);
     let client = crate::client::build(timeout)?;
+    let mut driver = LoadDriver::new_shard(&setup.options, shard)?;
+    let idle = idle_levels(&setup.options, shard);
+    let mut warnings = Vec::new();
+    for (_, message) in &idle {
+        if !args.quiet {
+            eprintln!("note: {message}");
+        }
+        warnings.push(Warning {
+            code: IDLE_LEVEL_WARNING.into(),
+            message: message.clone(),
+        });
+    }
+    if let Some(start) = args.start_at {
+        let wait_s = (start.unix_ms - start_at::now_unix_ms()) / 1000.0;
+        if !args.quiet && wait_s > 0.0 {
+            eprintln!("waiting {wait_s:.1} s for --start-at");
+        }
+        start_at::wait_until(start, &cancel).await;
+    }
+    // The clock origin and its wall-clock reading, taken together: the report places every
+    // timestamp on the wall clock by them (what `tpsmeter merge` needs).
     let origin = Instant::now();
+    let origin_unix_ms = start_at::now_unix_ms();
     let runner = Runner::new(
         client,
         args.api,
@@ -88,10 +121,17 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
         sink,
         sink_error: None,
         quiet: args.quiet,
-        warnings: Vec::new(),
+        warnings,
     };
-    let mut driver = LoadDriver::new(&setup.options)?;
-    drive::run(&runner, &setup.options, &mut driver, &cancel, &mut recorder).await?;
+    drive::run(
+        &runner,
+        &setup.options,
+        shard,
+        &mut driver,
+        &cancel,
+        &mut recorder,
+    )
+    .await?;
     let interrupted = cancel.is_cancelled();
     let http_versions = driver.http_versions().to_vec();
     let (levels, records) = driver.into_parts();
@@ -102,7 +142,7 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
             message: "the run was interrupted; requests in flight were cancelled".into(),
         });
     }
-    let report = report_build::build(
+    let mut report = report_build::build(
         args,
         &setup,
         levels,
@@ -111,6 +151,7 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
         interrupted,
         warnings,
     )?;
+    report.clock_origin_unix_ms = Some(origin_unix_ms);
     files.write(&report)?;
     if let Some(sink) = &recorder.sink {
         if !args.quiet {
@@ -121,7 +162,8 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
             );
         }
     }
-    let status = status_of(&report, setup.slo.is_some(), interrupted);
+    let idle: Vec<usize> = idle.into_iter().map(|(j, _)| j).collect();
+    let status = status_of(&report, setup.slo.is_some(), interrupted, &idle);
     Ok(BenchResult {
         report,
         status,
@@ -129,13 +171,50 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
     })
 }
 
-/// The exit status a finished run earns (see `exit::Status`).
-fn status_of(report: &Report, slo_given: bool, interrupted: bool) -> Status {
+/// The levels (by position) where `shard`'s share is empty, each with a line saying so.
+fn idle_levels(options: &BenchOptions, shard: Shard) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (j, whole) in options.levels().into_iter().enumerate() {
+        let stop = options.stop_condition(whole);
+        let share = shard.level(whole, stop, options.warmup);
+        if !share.runs_nothing() {
+            continue;
+        }
+        let what = match (whole, stop) {
+            (LoadLevel::Concurrency(c), _) if share.load == LoadLevel::Concurrency(0) => {
+                format!("{c} streams")
+            }
+            (_, StopCondition::Requests(n)) => format!("{n} requests"),
+            _ => whole.to_string(),
+        };
+        out.push((
+            j,
+            format!(
+                "shard {shard} has no share of {whole} ({what} over {} shards): it sends \
+                 nothing at that level",
+                shard.count()
+            ),
+        ));
+    }
+    out
+}
+
+/// The exit status a finished run (or a merge) earns (see `exit::Status`). Levels in
+/// `idle` (positions where a shard had no share) are not judged.
+pub fn status_of(report: &Report, slo_given: bool, interrupted: bool, idle: &[usize]) -> Status {
     if interrupted {
         return Status::Interrupted;
     }
+    let judged = || {
+        report
+            .levels
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| !idle.contains(j))
+            .map(|(_, l)| l)
+    };
     let slo_failed = slo_given
-        && report.levels.iter().any(|l| {
+        && judged().any(|l| {
             l.summary
                 .goodput
                 .is_none_or(|g| g.met < l.summary.completed || l.summary.completed == 0)
@@ -143,7 +222,7 @@ fn status_of(report: &Report, slo_given: bool, interrupted: bool) -> Status {
     if slo_failed {
         return Status::SloFailed;
     }
-    if report.levels.iter().any(|l| l.summary.succeeded == 0) {
+    if judged().any(|l| l.summary.succeeded == 0) {
         return Status::AllFailed;
     }
     Status::Ok

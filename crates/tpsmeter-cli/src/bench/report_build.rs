@@ -1,7 +1,7 @@
 //! Assembling the versioned report (schema from `tpsmeter-core`) at the end of a run.
 
 use tpsmeter_core::report::{
-    Environment, LevelReport, PromptSource, Report, RequestRecord, Warning,
+    Environment, LevelReport, PromptSource, Report, RequestRecord, ShardInfo, Warning,
 };
 
 use super::args::BenchArgs;
@@ -39,7 +39,9 @@ pub fn build(
     let notes = &mut environment.notes;
     notes.insert(
         "clock".into(),
-        "std::time::Instant (monotonic), one origin per run".into(),
+        "std::time::Instant (monotonic), one origin per run, read with SystemTime \
+         (clock_origin_unix_ms)"
+            .into(),
     );
     notes.insert(
         "stamp".into(),
@@ -53,5 +55,15 @@ pub fn build(
     if interrupted {
         notes.insert("interrupted".into(), "true".into());
     }
-    Ok(Report::new(config, environment, levels, requests, warnings))
+    let start_at_unix_ms = args.start_at.map(|s| s.unix_ms);
+    if let Some(t) = start_at_unix_ms {
+        notes.insert("start_at_unix_ms".into(), t.to_string());
+    }
+    let mut report = Report::new(config, environment, levels, requests, warnings);
+    report.shard = args.shard.map(|s| ShardInfo {
+        index: s.index(),
+        count: s.count(),
+        start_at_unix_ms,
+    });
+    Ok(report)
 }
