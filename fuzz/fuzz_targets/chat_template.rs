@@ -1,0 +1,44 @@
+//! The chat template renderer with a hostile template and hostile messages: compiling and
+//! rendering may fail, never panic, hang past the fuel or write past `MAX_RENDER_BYTES`.
+//!
+//! Input: byte 0 holds flags (add_generation_prompt, a clock for `strftime_now`, a `tools`
+//! variable); the rest, read as UTF-8 (lossily), is split at NUL: the template, then
+//! alternating roles and contents of the messages.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use tpsmeter_gpu::chat::{ChatMessage, ChatTemplate, MAX_RENDER_BYTES, RenderOptions};
+
+/// Most messages per input: enough for a system, user, assistant, tool round trip and more.
+const MAX_MESSAGES: usize = 16;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&flags, rest)) = data.split_first() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(rest);
+    let mut parts = text.split('\0');
+    let source = parts.next().unwrap_or_default();
+    let Ok(template) = ChatTemplate::new(source, "<s>", "</s>") else {
+        return;
+    };
+    let fields: Vec<&str> = parts.collect();
+    let messages: Vec<ChatMessage> = fields
+        .chunks(2)
+        .take(MAX_MESSAGES)
+        .map(|p| ChatMessage::new(p[0], p.get(1).copied().unwrap_or_default()))
+        .collect();
+    let mut options = RenderOptions {
+        add_generation_prompt: flags & 1 != 0,
+        now_unix_seconds: (flags & 2 != 0).then_some(i64::from(flags) * 86_400 * 365),
+        ..RenderOptions::default()
+    };
+    if flags & 4 != 0 {
+        let tools = r#"[{"type":"function","function":{"name":"f","parameters":{"b":1,"a":[2]}}}]"#;
+        options.set_json("tools", tools).expect("valid JSON");
+    }
+    if let Ok(prompt) = template.render(&messages, &options) {
+        assert!(prompt.len() <= MAX_RENDER_BYTES);
+    }
+});
