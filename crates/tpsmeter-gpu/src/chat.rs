@@ -28,6 +28,12 @@ const MAX_TEMPLATE_BYTES: usize = 1 << 20;
 /// loop must not hang the engine. Real templates use a few thousand per message.
 const RENDER_FUEL: u64 = 50_000_000;
 
+/// Longest rendered prompt: it is tokenized next and must fit a context window (128k tokens
+/// is about 512 KiB of text), so 16 MiB holds any conversation the engine could run, and a
+/// template that writes in an endless loop is stopped at this size instead of at the end of
+/// its fuel, which a few huge writes per instruction would reach only after gigabytes.
+pub const MAX_RENDER_BYTES: usize = 16 << 20;
+
 const TEMPLATE_NAME: &str = "chat_template";
 /// Context key under which the caller's time reaches `strftime_now`.
 const NOW_KEY: &str = "__tpsmeter_now_unix_seconds";
@@ -186,6 +192,41 @@ impl ChatTemplate {
         if let Some(now) = options.now_unix_seconds {
             ctx.insert(NOW_KEY.to_owned(), Value::from(now));
         }
-        template.render(ctx).map_err(|e| template_error(&e))
+        let mut out = CappedOutput::default();
+        let rendered = template.render_captured_to(ctx, &mut out);
+        if out.over {
+            return Err(GpuError::LimitExceeded {
+                what: "rendered chat prompt in bytes".to_owned(),
+                value: out.bytes.len() as u64 + 1,
+                limit: MAX_RENDER_BYTES as u64,
+            });
+        }
+        rendered.map_err(|e| template_error(&e))?;
+        String::from_utf8(out.bytes).map_err(|e| GpuError::ChatTemplate {
+            reason: format!("rendered text is not UTF-8: {e}"),
+        })
+    }
+}
+
+/// The render's sink: fails the render's next write once [`MAX_RENDER_BYTES`] would be
+/// passed (minijinja stops at the first failed write).
+#[derive(Debug, Default)]
+struct CappedOutput {
+    bytes: Vec<u8>,
+    over: bool,
+}
+
+impl std::io::Write for CappedOutput {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len().saturating_add(buf.len()) > MAX_RENDER_BYTES {
+            self.over = true;
+            return Err(std::io::Error::other("rendered prompt too long"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }

@@ -143,3 +143,22 @@ fn endless_templates_are_stopped() {
         Err(GpuError::ChatTemplate { .. })
     ));
 }
+
+/// Few instructions, each writing 100 kB (minijinja's own cap on one string repetition is
+/// 100 MB): fuel alone would let this write 1 GB before stopping it. The render cap stops
+/// it at `MAX_RENDER_BYTES`.
+#[test]
+fn templates_writing_past_the_render_cap_are_stopped() {
+    let t = ChatTemplate::new(
+        "{% for i in range(10000) %}{{ 'x' * 100000 }}{% endfor %}",
+        "",
+        "",
+    )
+    .unwrap();
+    match t.render(&[], &opts(false)) {
+        Err(GpuError::LimitExceeded { limit, .. }) => {
+            assert_eq!(limit, tpsmeter_gpu::chat::MAX_RENDER_BYTES as u64);
+        }
+        other => panic!("expected the render cap, got {other:?}"),
+    }
+}
