@@ -18,7 +18,13 @@ fn summary(h: &GgufHeader) -> Summary {
         .iter()
         .map(|(k, v)| (k.to_owned(), format!("{v:?}")))
         .collect();
-    (h.version, h.alignment, h.data_offset, h.tensors.clone(), metadata)
+    (
+        h.version,
+        h.alignment,
+        h.data_offset,
+        h.tensors.clone(),
+        metadata,
+    )
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -54,7 +60,10 @@ fuzz_target!(|data: &[u8]| {
             // `assert!`, not `assert_eq!`: a header's text runs to megabytes in the log.
             let want = summary(&file.header);
             assert!(summary(header) == want, "finish's header differs");
-            assert!(header_seen.as_ref() == Some(&want), "reported header differs");
+            assert!(
+                header_seen.as_ref() == Some(&want),
+                "reported header differs"
+            );
             let mut order: Vec<usize> = (0..file.header.tensors.len()).collect();
             order.sort_by_key(|&i| file.header.tensors[i].offset);
             let got: Vec<usize> = tensors.iter().map(|(i, _)| *i).collect();

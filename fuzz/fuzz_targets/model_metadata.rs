@@ -31,7 +31,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if let Ok(ids) = tokenizer.encode(TEXT, true) {
-        let whole = tokenizer.decode(&ids, true).expect("ids from encode decode");
+        let whole = tokenizer
+            .decode(&ids, true)
+            .expect("ids from encode decode");
         // The streaming detokenizer renders exactly what the whole decode does.
         let mut detok = Detokenizer::for_sequence(&tokenizer, true);
         let mut streamed = String::new();

@@ -26,7 +26,10 @@ fn run(api: Api, limits: Limits, chunks: &[&[u8]]) -> Run {
                 // Poisoned: the next call repeats the error, and `finish` does too.
                 assert_eq!(parser.feed(b"data: {}\n\n").err().as_ref(), Some(&e));
                 assert_eq!(parser.finish().err().as_ref(), Some(&e));
-                return Run { events, end: Err(e) };
+                return Run {
+                    events,
+                    end: Err(e),
+                };
             }
         }
     }
@@ -63,7 +66,10 @@ fuzz_target!(|data: &[u8]| {
 
     // How a body ends does not depend on how it was cut.
     assert_eq!(whole.end, bytewise.end, "end: whole vs one byte at a time");
-    assert_eq!(split.end, bytewise.end, "end: fuzzer cuts vs one byte at a time");
+    assert_eq!(
+        split.end, bytewise.end,
+        "end: fuzzer cuts vs one byte at a time"
+    );
     if bytewise.end.is_ok() {
         // A valid body: every cut gives every event, in order.
         assert_eq!(whole.events, bytewise.events, "events: whole vs bytewise");
@@ -71,8 +77,14 @@ fuzz_target!(|data: &[u8]| {
     } else {
         // An invalid body: the events of the chunk that failed are dropped with it, so each
         // run keeps a prefix of what one byte at a time saw before the failing byte.
-        assert!(bytewise.events.starts_with(&whole.events), "whole is a prefix");
-        assert!(bytewise.events.starts_with(&split.events), "cuts are a prefix");
+        assert!(
+            bytewise.events.starts_with(&whole.events),
+            "whole is a prefix"
+        );
+        assert!(
+            bytewise.events.starts_with(&split.events),
+            "cuts are a prefix"
+        );
     }
     // Nothing follows the end: at most one `Done`/`Error`, and only as the last event.
     if let Some(i) = bytewise
