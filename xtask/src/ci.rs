@@ -68,7 +68,11 @@ pub fn run_ci(skip_setup: bool) -> Result<()> {
     // Every fuzz target a fixed number of runs from the seed corpora: a parser change that
     // panics, hangs or over-allocates on an input the corpus (or its first mutations) holds
     // fails here. The long campaigns are `cargo xtask fuzz --runs 10000000`.
-    crate::fuzz::run(&["--runs".to_owned(), crate::fuzz::CI_RUNS.to_string()])?;
+    crate::fuzz::run(&[
+        "--fresh".to_owned(),
+        "--runs".to_owned(),
+        crate::fuzz::CI_RUNS.to_string(),
+    ])?;
     browser::run_browser_tests(true)
 }
 

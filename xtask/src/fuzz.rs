@@ -1,9 +1,12 @@
-//! `cargo xtask fuzz [--runs N] [--jobs J] [--seconds S] [targets...]`: builds the libFuzzer targets in
-//! `fuzz/` with cargo-fuzz, writes seed corpora from the real files, runs each target for `N`
-//! executions under memory and time caps, and prints one row per target: executions, exec/s,
-//! crashes, peak RSS and corpus size. `--seconds` stops each target after S seconds
-//! even if N is not reached (the table says how many ran); `--jobs` runs J targets at once. Fails when any target crashed, timed out or ran out of
-//! memory, naming the file libFuzzer wrote the input to.
+//! `cargo xtask fuzz [--runs N] [--jobs J] [--seconds S] [--fresh] [targets...]`: builds the
+//! libFuzzer targets in `fuzz/` with cargo-fuzz, writes seed corpora from the real files, runs
+//! each target for `N` executions under memory and time caps, and prints one row per target:
+//! executions, exec/s, crashes, peak RSS and corpus size. Fails when any target crashed,
+//! timed out or ran out of memory, naming the file libFuzzer wrote the input to.
+//!
+//! `--seconds` stops each target after S seconds even if N is not reached (the table says
+//! how many ran); `--jobs` runs J targets at once; `--fresh` (CI) starts from the seeds alone
+//! in a corpus of its own, so the time does not grow with what earlier campaigns found.
 //!
 //! Everything lands in the cache directory: cargo-fuzz (pinned) in `tools/`, the build in
 //! `fuzz-target/` (apart from the main build, so neither waits on the other's lock), corpora
@@ -100,12 +103,14 @@ pub fn run(args: &[String]) -> Result<()> {
     let mut runs = DEFAULT_RUNS;
     let mut jobs = 1usize;
     let mut seconds: Option<u64> = None;
+    let mut fresh = false;
     let mut names = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--runs" => runs = it.next().context("--runs needs a number")?.parse()?,
             "--jobs" => jobs = it.next().context("--jobs needs a number")?.parse()?,
+            "--fresh" => fresh = true,
             "--seconds" => {
                 seconds = Some(it.next().context("--seconds needs a number")?.parse()?);
             }
@@ -130,14 +135,19 @@ pub fn run(args: &[String]) -> Result<()> {
     let toolchain = Toolchain::detect();
     build(&cargo_fuzz, toolchain)?;
     let root = cache_dir().join("fuzz");
-    let corpus_root = root.join("corpus");
+    // libFuzzer replays its whole corpus before the first mutation: a corpus grown by
+    // campaigns would make CI's time grow with them, so CI starts from the seeds alone.
+    let corpus_root = root.join(if fresh { "ci-corpus" } else { "corpus" });
+    if fresh {
+        let _ = std::fs::remove_dir_all(&corpus_root);
+    }
     fuzz_seeds::write_all(&corpus_root)?;
 
     let mut results: Vec<(&str, Stats)> = Vec::new();
     for batch in targets.chunks(jobs.max(1)) {
         let children = batch
             .iter()
-            .map(|t| start(t, runs, seconds, &root).map(|c| (t.name, c)))
+            .map(|t| start(t, runs, seconds, &root, &corpus_root).map(|c| (t.name, c)))
             .collect::<Result<Vec<_>>>()?;
         for (name, (mut child, log, corpus)) in children {
             let status = child.wait()?;
@@ -260,11 +270,12 @@ fn start(
     runs: u64,
     seconds: Option<u64>,
     root: &Path,
+    corpus_root: &Path,
 ) -> Result<(std::process::Child, PathBuf, PathBuf)> {
     let bin = fuzz_target_dir()
         .join("x86_64-unknown-linux-gnu/release")
         .join(t.name);
-    let corpus = root.join("corpus").join(t.name);
+    let corpus = corpus_root.join(t.name);
     let artifacts = root.join("artifacts").join(t.name);
     let logs = root.join("logs");
     for d in [&corpus, &artifacts, &logs] {

