@@ -25,6 +25,7 @@ pub mod progress;
 pub mod prompt;
 pub mod run;
 pub mod runner;
+pub mod sent_at;
 pub mod serve;
 
 use clap::{Parser, Subcommand};

@@ -1,13 +1,14 @@
 //! One streaming request, timed as its bytes arrive.
 //!
 //! Timing rules (see ARCHITECTURE.md, path 1): one monotonic origin (`Instant`) per run;
-//! the request's start is stamped right before it is handed to the client; every body read
+//! the request's start is stamped when the HTTP stack pulls its body to write it
+//! (`sent_at.rs`), the wait from the hand-over to then kept apart as `queue_ms`; every body read
 //! is stamped the moment `Response::chunk()` returns it, before any parsing, then handed to
 //! the core's [`Exchange`] (parser, timeline and the rules that end a request, shared with
 //! the browser). Nothing heavier than a clock read happens between the read completing and
 //! its stamp.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::time::timeout_at;
@@ -16,6 +17,7 @@ use tpsmeter_core::request::HttpRequest;
 use tpsmeter_core::{Api, Exchange, Failure, Outcome};
 
 use crate::failure::{error_chain, from_reqwest};
+use crate::sent_at::StampedBody;
 
 /// Sends one prepared request and times its stream. Cheap to share between tasks.
 #[derive(Debug)]
@@ -73,6 +75,7 @@ impl Runner {
                 };
                 return Outcome::failed_at(self.now_ms(), self.now_ms(), f);
             };
+            let (request, written) = stamped(request);
             let sent = Instant::now();
             let mut exchange = Exchange::new(self.api, self.ms_at(sent));
             let first_byte_deadline = tokio::time::Instant::from_std(sent + self.timeout);
@@ -81,6 +84,10 @@ impl Runner {
                 () = cancel.cancelled() => return self.end(exchange, Failure::Cancelled),
                 r = timeout_at(first_byte_deadline, self.client.execute(request)) => r,
             };
+            // The request's start on the wire, where the HTTP stack saw it (see `sent_at`).
+            if let Some(&at) = written.as_deref().and_then(OnceLock::get) {
+                exchange.on_sent(self.ms_at(at));
+            }
             match response {
                 Err(_elapsed) => {
                     exchange.on_timeout(self.now_ms(), self.timeout_s(), self.idle_timeout_s());
@@ -170,6 +177,21 @@ impl Runner {
     fn ms_at(&self, at: Instant) -> f64 {
         at.saturating_duration_since(self.origin).as_secs_f64() * 1000.0
     }
+}
+
+/// `request` with its in-memory body replaced by one that stamps when the HTTP stack pulls
+/// it, and that stamp's cell (`None` for a request without a body).
+fn stamped(mut request: reqwest::Request) -> (reqwest::Request, Option<Arc<OnceLock<Instant>>>) {
+    let Some(data) = request
+        .body()
+        .and_then(reqwest::Body::as_bytes)
+        .map(bytes::Bytes::copy_from_slice)
+    else {
+        return (request, None);
+    };
+    let (body, written) = StampedBody::new(data);
+    *request.body_mut() = Some(reqwest::Body::wrap(body));
+    (request, Some(written))
 }
 
 /// Whether `e` is hyper's report of a reused connection that the server had closed before

@@ -291,7 +291,7 @@ impl LoadDriver {
         );
         record.scheduled_ms = ticket.scheduled_ms;
         record.level_index = u32::try_from(ticket.level_index).ok();
-        record.queue_ms = extras.queue_ms;
+        record.queue_ms = extras.queue_ms.or(record.queue_ms);
         record.tab_hidden = extras.tab_hidden;
         record.http_version.clone_from(&outcome.http_version);
         if let Some(v) = &outcome.http_version {

@@ -113,6 +113,11 @@ impl Exchange {
         };
     }
 
+    /// The request's bytes went out at `t_ms` (see [`Timeline::on_sent`]).
+    pub fn on_sent(&mut self, t_ms: f64) {
+        self.timeline.on_sent(t_ms);
+    }
+
     /// Records the negotiated HTTP version.
     pub fn set_http_version(&mut self, version: &str) {
         self.http_version = Some(cap_chars(version, 32));

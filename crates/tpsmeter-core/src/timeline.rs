@@ -47,6 +47,9 @@ pub struct StreamErrorMark {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Timeline {
     request_start_ms: f64,
+    /// Time between the caller's first stamp and the request's bytes going out, when the
+    /// caller could see the latter ([`Timeline::on_sent`]).
+    queue_ms: Option<f64>,
     first_byte_ms: Option<f64>,
     bytes: u64,
     /// Reads carrying answer text or tool-call arguments (the model's visible output).
@@ -71,6 +74,7 @@ impl Timeline {
     pub fn new(request_start_ms: f64) -> Timeline {
         Timeline {
             request_start_ms,
+            queue_ms: None,
             first_byte_ms: None,
             bytes: 0,
             content: Vec::new(),
@@ -167,6 +171,26 @@ impl Timeline {
 
     pub fn request_start_ms(&self) -> f64 {
         self.request_start_ms
+    }
+
+    /// The request's bytes went out at `t_ms`, later than the start it was created with
+    /// (the native client sees the moment its HTTP stack pulls the body to write it): the
+    /// start moves there, and the wait before it (connection pool, TCP and TLS set-up, the
+    /// client's own scheduling among many requests) is kept as [`Timeline::queue_ms`]. So
+    /// TTFT and e2e count from the request leaving, and the client's own overhead at high
+    /// concurrency is not charged to the server. Only the first call counts; a stamp
+    /// earlier than the start, after the first byte, or not finite is ignored.
+    pub fn on_sent(&mut self, t_ms: f64) {
+        let valid = t_ms.is_finite() && t_ms >= self.request_start_ms;
+        if valid && self.queue_ms.is_none() && self.first_byte_ms.is_none() {
+            self.queue_ms = Some(t_ms - self.request_start_ms);
+            self.request_start_ms = t_ms;
+        }
+    }
+
+    /// See [`Timeline::on_sent`].
+    pub fn queue_ms(&self) -> Option<f64> {
+        self.queue_ms
     }
 
     pub fn first_byte_ms(&self) -> Option<f64> {

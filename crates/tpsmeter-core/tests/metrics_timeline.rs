@@ -397,3 +397,41 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn ttft_counts_from_the_request_leaving_and_the_wait_before_is_kept() {
+    // Handed to the client at 100 ms, written at 103.5 ms (pool, connection set-up, the
+    // client's own scheduling), first token at 150 ms.
+    let mut t = Timeline::new(100.0);
+    t.on_sent(103.5);
+    // Only the first send stamp counts.
+    t.on_sent(120.0);
+    t.on_bytes(150.0, 20);
+    t.on_chunk(150.0, &[content("Hi")]);
+    t.finish(160.0);
+    assert!(close(Some(t.request_start_ms()), 103.5));
+    assert!(close(t.queue_ms(), 3.5));
+    let m = t.metrics();
+    assert!(close(m.ttft_ms, 46.5), "{:?}", m.ttft_ms);
+    assert!(close(m.e2e_ms, 56.5), "{:?}", m.e2e_ms);
+    let r = RequestRecord::from_timeline(
+        0,
+        LoadLevel::Concurrency(1),
+        false,
+        &t,
+        Some(200),
+        None,
+        false,
+    );
+    assert!(close(r.queue_ms, 3.5));
+    assert!(close(Some(r.start_ms), 103.5));
+    // A stamp before the start, or after the first byte, cannot move the start.
+    let mut early = Timeline::new(100.0);
+    early.on_sent(99.0);
+    assert_eq!(early.queue_ms(), None);
+    let mut late = Timeline::new(100.0);
+    late.on_bytes(150.0, 20);
+    late.on_sent(120.0);
+    assert!(close(Some(late.request_start_ms()), 100.0));
+    assert_eq!(late.queue_ms(), None);
+}

@@ -14,13 +14,14 @@ use hyper::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioTimer;
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 use tpsmeter_core::Api;
 
+use crate::arrival::{Arrivals, StampedStream};
 use crate::body::{RequestRecord, ScheduledBody};
 use crate::clock;
 use crate::config::{EmulatorConfig, Fault};
@@ -137,10 +138,11 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         shared.stats.connections.fetch_add(1, Ordering::Relaxed);
         let shared = shared.clone();
         conns.spawn(async move {
-            let service = service_fn(move |req| handle(req, shared.clone()));
+            let (io, arrivals) = StampedStream::new(stream);
+            let service = service_fn(move |req| handle(req, arrivals.clone(), shared.clone()));
             let _ = http1::Builder::new()
                 .timer(TokioTimer::new())
-                .serve_connection(TokioIo::new(stream), service)
+                .serve_connection(io, service)
                 .await;
         });
     }
@@ -163,9 +165,14 @@ fn bad_request(message: &str) -> Response<ScheduledBody> {
 
 async fn handle(
     req: Request<Incoming>,
+    arrivals: Arrivals,
     shared: Arc<Shared>,
 ) -> Result<Response<ScheduledBody>, Infallible> {
-    let arrival = Instant::now();
+    // The kernel's stamp of the request's first packet (see `arrival.rs`), else now.
+    let now = Instant::now();
+    let arrival = arrivals.take().map_or(now, |at| {
+        tokio::time::Instant::from_std(at.min(now.into_std()))
+    });
     let id = shared.stats.requests.fetch_add(1, Ordering::Relaxed);
     let split = Overrides::split(req.uri().path());
     // A request with a malformed prefix still gets CORS headers (when the server has them
@@ -185,7 +192,11 @@ async fn handle(
         Ok((overrides, path)) => {
             // Owned: `req` moves into `respond` and `path` borrows its URI.
             let path = path.to_owned();
-            respond(req, &path, &overrides, arrival, id, shared).await
+            let r = respond(req, &path, &overrides, arrival, id, shared).await;
+            // The request's body was read by now, perhaps in reads after its head's: their
+            // stamps are not the next request's arrival.
+            let _ = arrivals.take();
+            r
         }
         Err(e) => bad_request(&format!("{e:#}")),
     };

@@ -180,9 +180,12 @@ pub struct RequestRecord {
     /// gap to `start_ms` is queueing in the client (the concurrency cap was reached).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduled_ms: Option<f64>,
-    /// Time the request waited inside the client before it went out: in the browser, behind
-    /// the ~6 connections per host HTTP/1.1 allows (Resource Timing). Part of the measured
-    /// TTFT and e2e, which count from the `fetch` call; subtract it for the server's share.
+    /// Time the request waited inside the client before it went out. In the browser: behind
+    /// the ~6 connections per host HTTP/1.1 allows (Resource Timing), and part of the
+    /// measured TTFT and e2e, which count from the `fetch` call (the earliest stamp a page
+    /// has); subtract it for the server's share. In the CLI: connection pool, TCP and TLS
+    /// set-up and the client's own scheduling, until its HTTP stack pulled the body to write
+    /// it; not part of TTFT and e2e, which count from that moment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_ms: Option<f64>,
     /// The negotiated HTTP version ("HTTP/1.1", "HTTP/2.0"; "http/1.1", "h2" in browsers).
@@ -241,7 +244,7 @@ impl RequestRecord {
             error,
             metrics,
             scheduled_ms: None,
-            queue_ms: None,
+            queue_ms: timeline.queue_ms(),
             http_version: None,
             tab_hidden: None,
         }
