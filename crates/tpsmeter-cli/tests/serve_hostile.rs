@@ -83,8 +83,10 @@ fn read_response(s: &mut TcpStream) -> (u16, String, String) {
 /// connection that closes after one response.
 fn request(port: u16, head: &str, body: &[u8]) -> (u16, String, String) {
     let mut s = connect(port);
-    write!(s, "{head}\r\nConnection: close\r\n\r\n").unwrap();
-    s.write_all(body).unwrap();
+    // A server may answer (413, 503) and close before the request is all written: the
+    // response is what the test checks, not whether the write completed.
+    let _ = write!(s, "{head}\r\nConnection: close\r\n\r\n");
+    let _ = s.write_all(body);
     read_response(&mut s)
 }
 

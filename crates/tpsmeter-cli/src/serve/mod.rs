@@ -191,9 +191,22 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>) -> anyhow::Result<Sta
                 let write = async {
                     stream.write_all(head.as_bytes()).await?;
                     stream.write_all(body.as_bytes()).await?;
-                    stream.shutdown().await
+                    stream.shutdown().await?;
+                    // A lingering close: closing with the request unread would make the
+                    // kernel reset the connection, and a reset can discard the 503 before
+                    // the client reads it. Drain a bounded amount for a short while first.
+                    let mut sink = [0u8; 4096];
+                    let mut left = 64usize << 10;
+                    while left > 0 {
+                        let n = tokio::io::AsyncReadExt::read(&mut stream, &mut sink).await?;
+                        if n == 0 {
+                            break;
+                        }
+                        left = left.saturating_sub(n);
+                    }
+                    std::io::Result::Ok(())
                 };
-                let _ = tokio::time::timeout(READ_TIMEOUT, write).await;
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(1), write).await;
             });
             continue;
         };
