@@ -197,14 +197,29 @@ mod tests {
             let mut client = std::net::TcpStream::connect(addr).unwrap();
             let (server, _) = listener.accept().await.unwrap();
             let (io, arrivals) = StampedStream::new(server);
-            // Stamps on before the bytes are sent (the socket option is set at accept).
+            // hyper's Read, as tokio's AsyncRead.
+            let mut io = TokioIo::new(io);
+            let mut buf = [0u8; 64];
+            // The kernel turns receive stamps on for the whole stack in deferred work after
+            // the first socket asks: in a fresh process the first packets may carry none (the
+            // emulator then falls back to its own clock). Wait until a probe byte has one.
+            let mut stamped = false;
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                client.write_all(b"x").unwrap();
+                let n = tokio::io::AsyncReadExt::read(&mut io, &mut buf).await.unwrap();
+                assert_eq!(&buf[..n], b"x");
+                if arrivals.take().is_some() {
+                    stamped = true;
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+            assert!(stamped, "the kernel never stamped a received packet");
             let before = Instant::now();
             client.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
             let after = Instant::now();
             tokio::time::sleep(Duration::from_millis(30)).await;
-            // hyper's Read, as tokio's AsyncRead.
-            let mut io = TokioIo::new(io);
-            let mut buf = [0u8; 64];
             let n = tokio::io::AsyncReadExt::read(&mut io, &mut buf)
                 .await
                 .unwrap();
