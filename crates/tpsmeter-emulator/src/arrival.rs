@@ -207,7 +207,9 @@ mod tests {
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
                 client.write_all(b"x").unwrap();
-                let n = tokio::io::AsyncReadExt::read(&mut io, &mut buf).await.unwrap();
+                let n = tokio::io::AsyncReadExt::read(&mut io, &mut buf)
+                    .await
+                    .unwrap();
                 assert_eq!(&buf[..n], b"x");
                 if arrivals.take().is_some() {
                     stamped = true;
