@@ -9,8 +9,11 @@
 //! [`crate::tokenizer::Tokenizer::encode`], control tokens written in it included), or read
 //! the clock: `strftime_now` formats the time the caller passes.
 
+mod namespace_guard;
 mod pyjson;
 mod strftime;
+
+pub use namespace_guard::{MAX_FROZEN_ELEMENTS, MAX_STORED_DEPTH};
 
 use std::collections::BTreeMap;
 
@@ -21,8 +24,22 @@ use serde::Serialize;
 use crate::tokenizer::Tokenizer;
 use crate::{GpuError, Result};
 
-/// Longest template accepted: real ones are a few KiB (Gemma's tool-calling one ~10 KiB).
-const MAX_TEMPLATE_BYTES: usize = 1 << 20;
+/// Longest template accepted: real ones are a few KiB (Gemma's tool-calling one ~10 KiB,
+/// the largest known ~20 KiB). The cap also bounds how deep a value the template's own text
+/// can nest (about one level per two bytes), which the render's stack must hold.
+pub const MAX_TEMPLATE_BYTES: usize = 256 << 10;
+
+/// Deepest macro call or recursive loop: real templates recurse to print a tool's JSON
+/// schema, a few levels; minijinja's default is 500.
+const RECURSION_LIMIT: usize = 100;
+
+/// Stack of the thread a native render runs on. minijinja prints, compares and drops values
+/// by recursion without a depth guard; namespaces cannot grow values (see
+/// `namespace_guard`), so the deepest value is what the template's text can nest within
+/// [`MAX_TEMPLATE_BYTES`] and [`RECURSION_LIMIT`], which measured well inside this size in a
+/// debug build (tests/chat_template.rs). Pages are committed only as touched.
+#[cfg(not(target_arch = "wasm32"))]
+const RENDER_STACK_BYTES: usize = 256 << 20;
 
 /// Instructions a render may execute before it is stopped: a hostile template with an endless
 /// loop must not hang the engine. Real templates use a few thousand per message.
@@ -126,6 +143,10 @@ fn strftime_now(state: &State, format: String) -> std::result::Result<Value, Err
 impl ChatTemplate {
     /// Compiles `source`; `bos_token`/`eos_token` are the texts templates may insert.
     pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<Self> {
+        on_template_stack(|| Self::compile(source, bos_token, eos_token))
+    }
+
+    fn compile(source: &str, bos_token: &str, eos_token: &str) -> Result<Self> {
         if source.len() > MAX_TEMPLATE_BYTES {
             return Err(GpuError::LimitExceeded {
                 what: "chat template length in bytes".to_owned(),
@@ -139,15 +160,18 @@ impl ChatTemplate {
             .lstrip_blocks(true)
             .build()
             .map_err(|e| template_error(&e))?;
-        env.set_syntax(syntax);
+        env.set_syntax(syntax.clone());
         env.set_fuel(Some(RENDER_FUEL));
+        env.set_recursion_limit(RECURSION_LIMIT);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_function("raise_exception", raise_exception);
         env.add_function("strftime_now", strftime_now);
         env.add_filter("tojson", pyjson::tojson);
         env.add_filter("length", length);
         env.add_filter("count", length);
-        env.add_template_owned(TEMPLATE_NAME, source.to_owned())
+        env.add_filter(namespace_guard::FREEZE_FILTER, namespace_guard::freeze);
+        let guarded = namespace_guard::guard_attribute_assignments(source, syntax);
+        env.add_template_owned(TEMPLATE_NAME, guarded.into_owned())
             .map_err(|e| template_error(&e))?;
         Ok(Self {
             env,
@@ -173,6 +197,10 @@ impl ChatTemplate {
 
     /// Renders `messages` into the prompt text.
     pub fn render(&self, messages: &[ChatMessage], options: &RenderOptions) -> Result<String> {
+        on_template_stack(|| self.render_here(messages, options))
+    }
+
+    fn render_here(&self, messages: &[ChatMessage], options: &RenderOptions) -> Result<String> {
         let template = self
             .env
             .get_template(TEMPLATE_NAME)
@@ -206,6 +234,33 @@ impl ChatTemplate {
             reason: format!("rendered text is not UTF-8: {e}"),
         })
     }
+}
+
+/// Runs `work` (a compile or a render) where minijinja's unguarded recursion has room: on
+/// a thread with [`RENDER_STACK_BYTES`] of stack natively. Both need it: a long operator or
+/// filter chain is parsed into a deep tree that code generation walks by recursion.
+#[cfg(not(target_arch = "wasm32"))]
+fn on_template_stack<T: Send>(work: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("chat-template".to_owned())
+            .stack_size(RENDER_STACK_BYTES)
+            .spawn_scoped(scope, work)
+            .map_err(|e| GpuError::ChatTemplate {
+                reason: format!("cannot start the template thread: {e}"),
+            })?
+            .join()
+            .map_err(|_| GpuError::ChatTemplate {
+                reason: "the template thread panicked".to_owned(),
+            })?
+    })
+}
+
+/// The browser has no threads to spare: work runs on the caller's stack (see
+/// `MAX_TEMPLATE_BYTES` on wasm32).
+#[cfg(target_arch = "wasm32")]
+fn on_template_stack<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
+    work()
 }
 
 /// The render's sink: fails the render's next write once [`MAX_RENDER_BYTES`] would be

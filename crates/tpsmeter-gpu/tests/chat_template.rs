@@ -164,13 +164,10 @@ fn templates_writing_past_the_render_cap_are_stopped() {
 }
 
 /// Found by the `chat_template` fuzz target (crash-c8640f23…, minimized): a namespace assigned
-/// into itself, then printed. minijinja 3.0.5 renders a namespace through `Debug` with no
-/// recursion guard, so the render recurses until the stack overflows and the process aborts
-/// (no error can be returned, so this cannot run beside the other tests until it is fixed).
-/// Python's Jinja2 prints the cycle as `...`. Ignored until minijinja guards the recursion
-/// or tpsmeter renders values itself; run it alone with `--ignored` to check.
+/// into itself, then printed, overflowed the stack inside minijinja 3.0.5 (it prints, compares
+/// and drops values by recursion with no depth guard) and aborted the process. A namespace
+/// now stores a snapshot of what is assigned to it, so the cycle cannot form.
 #[test]
-#[ignore = "aborts the test process: stack overflow inside minijinja (self-referential namespace)"]
 fn self_referential_namespace_does_not_overflow_the_stack() {
     let t = ChatTemplate::new(
         "{% set ns = namespace(n=0) %}{% set ns.n = ns %}{{ ns }}",
@@ -178,5 +175,101 @@ fn self_referential_namespace_does_not_overflow_the_stack() {
         "",
     )
     .unwrap();
-    let _ = t.render(&[], &opts(false));
+    let text = t.render(&[], &opts(false)).unwrap();
+    assert_eq!(text, "{'n': {'n': 0}}");
+}
+
+/// Other ways to close a cycle through a namespace: a lazy view of it, a second namespace
+/// created around it, a list holding it, a macro printing it. Each renders a finite text.
+#[test]
+fn namespace_cycles_through_views_lists_and_other_namespaces_cannot_form() {
+    for source in [
+        "{% set ns = namespace(a=1) %}{% set ns.x = ns|items %}{{ ns }}|{{ ns == ns }}",
+        "{% set ns = namespace(a=1) %}{% set ns.x = ns|list %}{% set ns.y = [ns, ns] %}{{ ns }}",
+        "{% set a = namespace() %}{% set b = namespace(a=a) %}{% set a.b = b %}{{ a }}{{ b }}{{ a ~ b }}",
+        "{% set ns = namespace(a=1) %}{% set ns.x = ns|chain(ns) %}{{ ns }}{{ ns|tojson }}",
+        "{% set ns = namespace() %}{% macro m() %}{{ ns }}{% endmacro %}{% set ns.m = m %}{{ ns }}{{ m() }}",
+        "{% set ns = namespace(a=1) %}{% set ns.x, ns.y = ns, [ns] %}{{ ns }}",
+        "{% set ns = namespace(a=1) %}{% set ns.x | chain(ns) %}text{% endset %}{{ ns }}",
+    ] {
+        let t = ChatTemplate::new(source, "", "").unwrap();
+        let text = t
+            .render(&[], &opts(false))
+            .unwrap_or_else(|e| panic!("{source}: {e}"));
+        assert!(!text.is_empty() && text.len() < 4096, "{source}: {text}");
+    }
+}
+
+/// A namespace grown one level per loop turn would print and drop by deeper recursion than
+/// any stack holds; it is stopped at `MAX_STORED_DEPTH` with an error saying so.
+#[test]
+fn values_grown_through_a_namespace_stop_at_the_depth_cap() {
+    let t = ChatTemplate::new(
+        "{% set ns = namespace(x=[]) %}{% for j in range(30) %}{% for i in range(10000) %}\
+         {% set ns.x = [ns.x] %}{% endfor %}{% endfor %}{{ ns.x }}",
+        "",
+        "",
+    )
+    .unwrap();
+    let err = t.render(&[], &opts(false)).unwrap_err().to_string();
+    assert!(
+        err.contains(&format!(
+            "nest at most {}",
+            tpsmeter_gpu::chat::MAX_STORED_DEPTH
+        )),
+        "{err}"
+    );
+}
+
+/// Copying a large list into a namespace over and over would run for a long time outside the
+/// instruction fuel; the copies have a per-render budget.
+#[test]
+fn copies_into_namespaces_have_a_budget() {
+    let t = ChatTemplate::new(
+        "{% set ns = namespace(x=range(50000)|list) %}{% for i in range(1000) %}\
+         {% set ns.y = ns.x %}{% endfor %}done",
+        "",
+        "",
+    )
+    .unwrap();
+    let err = t.render(&[], &opts(false)).unwrap_err().to_string();
+    assert!(err.contains("elements into namespaces"), "{err}");
+}
+
+/// The deepest values a template's own text can build, at the largest template accepted:
+/// nested list literals up to the parser's limit, repeated; a long filter chain that nests
+/// one level per filter; recursion to the limit, nesting at each call. Printed, compared and
+/// dropped, each renders or fails with an error; none may abort the process.
+#[test]
+fn the_deepest_values_a_template_can_spell_do_not_overflow_the_stack() {
+    let cap = tpsmeter_gpu::chat::MAX_TEMPLATE_BYTES;
+    let tail = "{{ x|length }}{{ x == x }}{{ x }}";
+    let fill = |head: &str, step: &str| {
+        let mut s = head.to_owned();
+        while s.len() + step.len() + tail.len() <= cap {
+            s.push_str(step);
+        }
+        s.push_str(tail);
+        s
+    };
+    let nested = format!("{{% set x = {}x{} %}}", "[".repeat(140), "]".repeat(140));
+    let sources = [
+        fill("{% set x = 1 %}", &nested),
+        fill("{% set x = 1 %}{% set x = x", "|batch(1)").replace(tail, &format!(" %}}{tail}")),
+        fill("{{ 1", "+1").replace(tail, " }}"),
+        fill("{{ x", ".a").replace(tail, " }}"),
+        fill("{{ (", "1,(").replace(tail, " }}"),
+        format!(
+            "{{% macro m(x, n) %}}{{% if n > 0 %}}{{{{ m({}x{}, n - 1) }}}}{{% else %}}\
+             {{{{ x|length }}}}{{{{ x }}}}{{% endif %}}{{% endmacro %}}{{{{ m(1, 98) }}}}",
+            "[".repeat(140),
+            "]".repeat(140)
+        ),
+    ];
+    for source in sources {
+        assert!(source.len() <= cap);
+        if let Ok(t) = ChatTemplate::new(&source, "", "") {
+            let _ = t.render(&[], &opts(false));
+        }
+    }
 }

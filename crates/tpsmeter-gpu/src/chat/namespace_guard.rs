@@ -1,0 +1,165 @@
+//! Keeps what a template stores in a `namespace` finite.
+//!
+//! Why: a namespace is the only mutable value in Jinja, so it is the only way a template can
+//! build a cycle (`{% set ns.n = ns %}`, or a lazy view such as `ns|items` stored back in
+//! `ns`) or grow a value one level per loop turn (`{% set ns.x = [ns.x] %}` in a loop).
+//! minijinja prints, compares and drops values by native recursion with no depth guard, so
+//! either shape, written into a model file's chat template, overflows the stack and aborts
+//! the process (the fuzzer found the first one). Nothing else in a template can grow a value
+//! past what its own text spells out.
+//!
+//! How: before compiling, every assignment to a namespace attribute, `{% set a.b = expr %}`
+//! or `{% set a.b %}...{% endset %}`, gets a filter appended to its value
+//! ([`FREEZE_FILTER`]). The filter stores a materialized copy: lists and lazy sequences
+//! become lists, maps (a namespace included) become maps, all of at most
+//! [`MAX_STORED_DEPTH`] levels, with a per-render budget of [`MAX_FROZEN_ELEMENTS`]
+//! elements copied so repeated copies cannot run forever. A namespace therefore never holds
+//! a live reference to another namespace or to anything that reads one: no cycle can form.
+//!
+//! What changes for a template: a namespace stored inside a namespace is a snapshot taken at
+//! assignment, not an alias (real chat templates store flags, counters, strings and message
+//! lists, which behave the same). Templates without attribute assignments compile unchanged.
+
+use std::borrow::Cow;
+
+use minijinja::machinery::{Token, tokenize};
+use minijinja::syntax::SyntaxConfig;
+use minijinja::value::ValueKind;
+use minijinja::{Error, ErrorKind, State, Value};
+
+/// The filter appended to every namespace attribute assignment.
+pub(super) const FREEZE_FILTER: &str = "__tpsmeter_freeze";
+
+/// Deepest value a namespace may hold: a message's content parts or a tool's JSON schema is
+/// well under ten levels; printing or dropping 64 levels is a few kilobytes of stack.
+pub const MAX_STORED_DEPTH: usize = 64;
+
+/// Elements one render may copy into namespaces: a template that appends one message per
+/// turn to a list it keeps in a namespace copies n²/2 elements over n turns, so this allows
+/// about 2,800 turns while stopping a loop that copies a huge list over and over.
+pub const MAX_FROZEN_ELEMENTS: u64 = 4_000_000;
+
+/// Returns `source` with [`FREEZE_FILTER`] applied to the value of every namespace
+/// attribute assignment; unchanged (borrowed) when it has none or does not tokenize (its
+/// compilation then reports the error at the original position).
+pub(super) fn guard_attribute_assignments(source: &str, syntax: SyntaxConfig) -> Cow<'_, str> {
+    let Ok(tokens) = tokenize(source, false, syntax).collect::<Result<Vec<_>, _>>() else {
+        return Cow::Borrowed(source);
+    };
+    // (byte offset, text to insert there), in source order.
+    let mut inserts: Vec<(usize, &str)> = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        let is_set = matches!(tokens[i].0, Token::BlockStart)
+            && matches!(tokens.get(i + 1), Some((Token::Ident("set"), _)));
+        if !is_set {
+            i += 1;
+            continue;
+        }
+        let Some(end) = (i + 2..tokens.len()).find(|&k| matches!(tokens[k].0, Token::BlockEnd))
+        else {
+            break;
+        };
+        // The target runs up to `=` (an expression follows) or to `|`/`%}` (a block set).
+        let mut depth = 0usize;
+        let mut dotted = false;
+        let mut assign = None;
+        for (k, (token, _)) in tokens.iter().enumerate().take(end).skip(i + 2) {
+            match token {
+                Token::ParenOpen | Token::BracketOpen | Token::BraceOpen => depth += 1,
+                Token::ParenClose | Token::BracketClose | Token::BraceClose => {
+                    depth = depth.saturating_sub(1);
+                }
+                Token::Dot => dotted = true,
+                Token::Assign if depth == 0 => {
+                    assign = Some(k);
+                    break;
+                }
+                Token::Pipe if depth == 0 => break,
+                _ => {}
+            }
+        }
+        if dotted && end > i + 2 {
+            // After the last token of the tag, so `-%}` whitespace control stays intact.
+            let tail = tokens[end - 1].1.end_offset as usize;
+            if let Some(assign) = assign.filter(|&a| a + 1 < end) {
+                inserts.push((tokens[assign].1.end_offset as usize, " ("));
+                inserts.push((tail, ")|__tpsmeter_freeze"));
+            } else if assign.is_none() {
+                inserts.push((tail, "|__tpsmeter_freeze"));
+            }
+        }
+        i = end + 1;
+    }
+    if inserts.is_empty() {
+        return Cow::Borrowed(source);
+    }
+    let mut out = String::with_capacity(source.len() + inserts.len() * 20);
+    let mut at = 0;
+    for (offset, text) in inserts {
+        if offset < at || offset > source.len() || !source.is_char_boundary(offset) {
+            // Spans always fall on token boundaries; if that ever changed, leave the
+            // template alone rather than corrupt it.
+            return Cow::Borrowed(source);
+        }
+        out.push_str(&source[at..offset]);
+        out.push_str(text);
+        at = offset;
+    }
+    out.push_str(&source[at..]);
+    Cow::Owned(out)
+}
+
+/// What one render has left to copy.
+struct FreezeBudget(u64);
+
+/// [`FREEZE_FILTER`]: a materialized copy of `value`, or an error past the caps.
+pub(super) fn freeze(state: &mut State, value: &Value) -> Result<Value, Error> {
+    let budget = state.get_or_insert_extension_with(|| FreezeBudget(MAX_FROZEN_ELEMENTS));
+    copy(value, 0, &mut budget.0)
+}
+
+fn copy(value: &Value, depth: usize, budget: &mut u64) -> Result<Value, Error> {
+    if depth > MAX_STORED_DEPTH {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("a value stored in a namespace may nest at most {MAX_STORED_DEPTH} levels"),
+        ));
+    }
+    spend(budget)?;
+    match value.kind() {
+        ValueKind::Seq | ValueKind::Iterable => {
+            let mut items = Vec::new();
+            for item in value.try_iter()? {
+                spend(budget)?;
+                items.push(copy(&item, depth + 1, budget)?);
+            }
+            Ok(Value::from(items))
+        }
+        ValueKind::Map => {
+            let mut pairs = Vec::new();
+            for key in value.try_iter()? {
+                spend(budget)?;
+                let item = value.get_item(&key)?;
+                pairs.push((
+                    copy(&key, depth + 1, budget)?,
+                    copy(&item, depth + 1, budget)?,
+                ));
+            }
+            Ok(Value::from_pairs(pairs))
+        }
+        // Scalars are immutable; plain objects (macros, functions, `loop`) print as their
+        // name and are not walked by comparisons, so they cannot close a cycle.
+        _ => Ok(value.clone()),
+    }
+}
+
+fn spend(budget: &mut u64) -> Result<(), Error> {
+    *budget = budget.checked_sub(1).ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidOperation,
+            format!("the template copied more than {MAX_FROZEN_ELEMENTS} elements into namespaces"),
+        )
+    })?;
+    Ok(())
+}
