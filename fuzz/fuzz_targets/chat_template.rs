@@ -13,6 +13,11 @@ use tpsmeter_gpu::chat::{ChatMessage, ChatTemplate, MAX_RENDER_BYTES, RenderOpti
 /// Most messages per input: enough for a system, user, assistant, tool round trip and more.
 const MAX_MESSAGES: usize = 16;
 
+/// Instructions per render: real templates take a few thousand per message, so every path
+/// of a 16-message render is reached; the product's 50 M made a few looping inputs take
+/// seconds each (one 5.2 s unit in 800) and held the target at ~460 executions/s.
+const FUZZ_FUEL: u64 = 1_000_000;
+
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, rest)) = data.split_first() else {
         return;
@@ -20,9 +25,10 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(rest);
     let mut parts = text.split('\0');
     let source = parts.next().unwrap_or_default();
-    let Ok(template) = ChatTemplate::new(source, "<s>", "</s>") else {
+    let Ok(mut template) = ChatTemplate::new(source, "<s>", "</s>") else {
         return;
     };
+    template.set_fuel(FUZZ_FUEL);
     let fields: Vec<&str> = parts.collect();
     let messages: Vec<ChatMessage> = fields
         .chunks(2)

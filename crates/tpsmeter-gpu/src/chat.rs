@@ -195,6 +195,12 @@ impl ChatTemplate {
         Self::new(source, &text_of(specials.bos), &text_of(specials.eos))
     }
 
+    /// Sets the instructions each render may execute (default 50 M; see `RENDER_FUEL`). The
+    /// fuzzer lowers it to spend its time on many inputs instead of a few endless loops.
+    pub fn set_fuel(&mut self, instructions: u64) {
+        self.env.set_fuel(Some(instructions));
+    }
+
     /// Renders `messages` into the prompt text.
     pub fn render(&self, messages: &[ChatMessage], options: &RenderOptions) -> Result<String> {
         on_template_stack(|| self.render_here(messages, options))

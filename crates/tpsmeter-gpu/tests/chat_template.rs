@@ -144,6 +144,17 @@ fn endless_templates_are_stopped() {
     ));
 }
 
+/// A lower budget stops what the default one lets finish.
+#[test]
+fn set_fuel_changes_the_instruction_budget() {
+    let source = "{% for i in range(2000) %}{{ i }}{% endfor %}";
+    let mut t = ChatTemplate::new(source, "", "").unwrap();
+    assert!(t.render(&[], &opts(false)).is_ok());
+    t.set_fuel(1_000);
+    let err = t.render(&[], &opts(false)).unwrap_err().to_string();
+    assert!(err.contains("fuel"), "{err}");
+}
+
 /// Few instructions, each writing 100 kB (minijinja's own cap on one string repetition is
 /// 100 MB): fuel alone would let this write 1 GB before stopping it. The render cap stops
 /// it at `MAX_RENDER_BYTES`.
