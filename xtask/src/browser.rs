@@ -52,14 +52,47 @@ const GPU_BROWSER_TESTS: &[&str] = &[
 const WASM_TEST_TIMEOUT_S: u32 = 600;
 
 pub fn run_browser_tests(require_assets: bool) -> Result<()> {
-    timed("core tests in Chromium", wasm_tests)?;
-    timed("kernel tests in Chromium (WebGPU)", gpu_wasm_tests)?;
+    let tmp = PrivateTmp::new()?;
+    timed("core tests in Chromium", || wasm_tests(&tmp))?;
+    timed("kernel tests in Chromium (WebGPU)", || gpu_wasm_tests(&tmp))?;
     let tarball = timed("pkg", pkg::build)?;
     let site = timed("site", www::build_site)?;
     let (emulator, cli) = timed("test binaries", test_binaries)?;
     timed("end-to-end tests", || {
-        node_tests(require_assets, &tarball, &site, &emulator, &cli)
+        node_tests(require_assets, &tarball, &site, &emulator, &cli, &tmp)
     })
+}
+
+/// The temporary directory the browsers and the tests of one run use (`TMPDIR`), removed
+/// with everything in it when the run ends, passed or failed. Without it each run left
+/// ~2.3 GB in /tmp on this machine: chromedriver's per-session profiles
+/// (`org.chromium.Chromium.scoped_dir.*`, which it deletes only when a session is quit, and
+/// wasm-bindgen-test-runner ends it without quitting), Chromium's singleton-socket
+/// directories, and each test process's scratch npm project. Private to the run (named by
+/// its pid), so a run beside it keeps its own.
+struct PrivateTmp(PathBuf);
+
+impl PrivateTmp {
+    fn new() -> Result<Self> {
+        let dir = cache_dir()
+            .join("browser")
+            .join(format!("tmp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+        Ok(Self(dir))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for PrivateTmp {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.0) {
+            eprintln!("browser-test: could not remove {}: {e}", self.0.display());
+        }
+    }
 }
 
 /// Runs one step and says how long it took (CI must stay well under its time limit).
@@ -78,9 +111,9 @@ pub fn run(args: &[String]) -> Result<()> {
 }
 
 /// `cargo test -p tpsmeter-core --target wasm32-unknown-unknown --tests` in headless Chromium.
-fn wasm_tests() -> Result<()> {
+fn wasm_tests(tmp: &PrivateTmp) -> Result<()> {
     check_browser_lines()?;
-    sh::run(wasm_test_command()?.args([
+    sh::run(wasm_test_command(tmp)?.args([
         "test",
         "-p",
         "tpsmeter-core",
@@ -91,8 +124,8 @@ fn wasm_tests() -> Result<()> {
 }
 
 /// `tpsmeter-gpu`'s kernel tests in headless Chromium, on its WebGPU adapter.
-fn gpu_wasm_tests() -> Result<()> {
-    let mut cmd = wasm_test_command()?;
+fn gpu_wasm_tests(tmp: &PrivateTmp) -> Result<()> {
+    let mut cmd = wasm_test_command(tmp)?;
     cmd.args([
         "test",
         "-p",
@@ -107,7 +140,7 @@ fn gpu_wasm_tests() -> Result<()> {
 }
 
 /// `cargo` with wasm-bindgen-test-runner as the wasm32 runner, driving Chromium.
-fn wasm_test_command() -> Result<Command> {
+fn wasm_test_command(tmp: &PrivateTmp) -> Result<Command> {
     let runner = tools::wasm_bindgen_test_runner();
     for needed in [runner.as_path(), CHROMEDRIVER.as_ref(), CHROMIUM.as_ref()] {
         if !needed.exists() {
@@ -119,7 +152,8 @@ fn wasm_test_command() -> Result<Command> {
         .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", &runner)
         .env("CHROMEDRIVER", CHROMEDRIVER)
         .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", webdriver_json()?)
-        .env("WASM_BINDGEN_TEST_TIMEOUT", WASM_TEST_TIMEOUT_S.to_string());
+        .env("WASM_BINDGEN_TEST_TIMEOUT", WASM_TEST_TIMEOUT_S.to_string())
+        .env("TMPDIR", tmp.path());
     Ok(cmd)
 }
 
@@ -197,6 +231,7 @@ fn node_tests(
     site: &Path,
     emulator: &Path,
     cli: &Path,
+    tmp: &PrivateTmp,
 ) -> Result<()> {
     let root = repo_root();
     let dir = root.join("tests").join("browser");
@@ -218,7 +253,8 @@ fn node_tests(
         // The site's screenshots (every view, desktop and phone, light and dark).
         .env("TPSMETER_ARTIFACTS", root.join("target").join("artifacts"))
         .env("TPSMETER_EMULATOR_BIN", emulator)
-        .env("TPSMETER_CLI_BIN", cli);
+        .env("TPSMETER_CLI_BIN", cli)
+        .env("TMPDIR", tmp.path());
     for (k, v) in assets::asset_env() {
         node.env(k, v);
     }

@@ -28,6 +28,8 @@ export function installPackage(t) {
     return undefined;
   }
   const project = fs.mkdtempSync(path.join(os.tmpdir(), 'tpsmeter-app-'));
+  // ~5 MB each; one per test process, so they piled up in /tmp run after run.
+  process.on('exit', () => fs.rmSync(project, { recursive: true, force: true }));
   fs.writeFileSync(
     path.join(project, 'package.json'),
     JSON.stringify({ name: 'tpsmeter-scratch-app', private: true, type: 'module' }, null, 2),
