@@ -122,33 +122,59 @@ impl Runner {
         first_byte_deadline: tokio::time::Instant,
         cancel: &CancellationToken,
     ) -> Outcome {
+        // Both waits are made once per request, not once per read: a fresh `cancelled()`
+        // registers with the token and a fresh timeout with the timer wheel, each behind a
+        // lock every stream shares, and at concurrency 100 the last stream of a burst waited
+        // for 100 such rounds before its read was stamped. The timer stays armed for the
+        // deadline it was set to while bytes move `deadline` later; when it fires early it is
+        // re-armed for what is left, and only a deadline earlier than the armed one (the
+        // idle timeout after the first bytes, when it is shorter than the timeout to the
+        // first byte) re-arms it at once.
+        let cancelled = cancel.cancelled();
+        tokio::pin!(cancelled);
+        let timer = tokio::time::sleep_until(first_byte_deadline);
+        tokio::pin!(timer);
         let mut deadline = first_byte_deadline;
+        let mut armed = first_byte_deadline;
         loop {
             let read = tokio::select! {
                 biased;
-                () = cancel.cancelled() => return self.end(exchange, Failure::Cancelled),
-                r = timeout_at(deadline, response.chunk()) => r,
+                () = &mut cancelled => return self.end(exchange, Failure::Cancelled),
+                r = response.chunk() => Some(r),
+                () = &mut timer => None,
             };
             // The stamp: taken as soon as the read completes, before anything else.
-            let t = self.now_ms();
+            let at = Instant::now();
+            let t = self.ms_at(at);
             let done = exchange.is_ended();
-            match read {
-                Err(_) | Ok(Err(_)) | Ok(Ok(None)) if done => break,
-                Err(_elapsed) => {
-                    exchange.on_timeout(t, self.timeout_s(), self.idle_timeout_s());
-                    break;
+            let Some(read) = read else {
+                if tokio::time::Instant::from_std(at) < deadline {
+                    timer.as_mut().reset(deadline);
+                    armed = deadline;
+                    continue;
                 }
-                Ok(Err(e)) => {
+                if !done {
+                    exchange.on_timeout(t, self.timeout_s(), self.idle_timeout_s());
+                }
+                break;
+            };
+            match read {
+                Err(_) | Ok(None) if done => break,
+                Err(e) => {
                     exchange.on_read_error(t, from_reqwest(&e));
                     break;
                 }
-                Ok(Ok(None)) => {
+                Ok(None) => {
                     exchange.on_body_end(t);
                     break;
                 }
-                Ok(Ok(Some(bytes))) => {
+                Ok(Some(bytes)) => {
                     if !bytes.is_empty() {
-                        deadline = tokio::time::Instant::now() + self.idle_timeout;
+                        deadline = tokio::time::Instant::from_std(at + self.idle_timeout);
+                        if deadline < armed {
+                            timer.as_mut().reset(deadline);
+                            armed = deadline;
+                        }
                     }
                     exchange.on_bytes(t, &bytes);
                     // A failed request's remaining body is of no use: stop reading.

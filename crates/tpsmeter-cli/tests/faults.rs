@@ -85,6 +85,47 @@ async fn no_first_byte_within_timeout_is_classified() {
     assert!((250.0..3000.0).contains(&e2e), "e2e {e2e} ms");
 }
 
+/// The idle timeout is the gap between reads, not the stream's length: a healthy stream
+/// that lasts several idle timeouts (60 ms apart, 20 tokens: ~1.2 s against 0.25 s) ends
+/// complete. (The runner keeps one timer per request and moves it on lazily; this is what
+/// a timer that was not moved on would cut.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_longer_than_the_idle_timeout_is_not_cut() {
+    let emu = tpsmeter_emulator::Emulator::start(tpsmeter_emulator::EmulatorConfig {
+        schedule: tpsmeter_emulator::Schedule {
+            ttft: Duration::from_millis(100),
+            itl: Duration::from_millis(60),
+            output_tokens: 20,
+        },
+        ..tpsmeter_emulator::EmulatorConfig::default()
+    })
+    .await
+    .unwrap();
+    let url = emu.base_url();
+    let args = common::argv(
+        "openai-chat",
+        &url,
+        &[
+            "--concurrency",
+            "2",
+            "--requests",
+            "2",
+            "--max-tokens",
+            "20",
+            "--idle-timeout",
+            "0.25",
+        ],
+    );
+    let result = common::bench(&args).await;
+    let records = common::measured(&result.report);
+    assert_eq!(records.len(), 2);
+    for r in records {
+        assert!(r.error.is_none(), "{r:?}");
+        assert_eq!(r.output_tokens, 20, "{r:?}");
+        assert!(r.end_ms - r.start_ms > 1000.0, "{r:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mid_stream_stall_hits_the_idle_timeout() {
     let emu = emulator(Fault::StallAfter {
