@@ -150,6 +150,28 @@ async fn connection_cut_mid_stream_is_truncated() {
     expect_class(&emu.base_url(), &[], 3, ErrorClass::Truncated).await;
 }
 
+/// A cut due at the same moment as the tokens before it (no gap: what a late emulator on a
+/// loaded machine does) still delivers those tokens first: CI once saw a "cut after 4" stream
+/// with 3, when hyper dropped the connection with the 4th token unwritten.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_due_with_the_last_tokens_still_delivers_them() {
+    let emu = tpsmeter_emulator::Emulator::start(tpsmeter_emulator::EmulatorConfig {
+        schedule: tpsmeter_emulator::Schedule {
+            ttft: Duration::from_millis(1),
+            itl: Duration::ZERO,
+            output_tokens: 8,
+        },
+        fault: Fault::CutAfter { tokens: 4 },
+        ..tpsmeter_emulator::EmulatorConfig::default()
+    })
+    .await
+    .unwrap();
+    let records = expect_class(&emu.base_url(), &[], 8, ErrorClass::Truncated).await;
+    for r in records {
+        assert_eq!(r.output_tokens, 4, "{r:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clean_end_without_end_marker_is_truncated() {
     let emu = emulator(Fault::EndWithoutMarkerAfter { tokens: 3 }).await;

@@ -83,6 +83,9 @@ pub struct ScheduledBody {
     armed: Option<Instant>,
     /// Tokens sent so far.
     sent_tokens: u32,
+    /// Data was handed to hyper since the body last returned `Pending` (hyper writes
+    /// what it buffered only then).
+    unflushed: bool,
     record: Option<RequestRecord>,
     /// Set for streams: counts open streams and receives the record on drop.
     shared: Option<Arc<Shared>>,
@@ -98,6 +101,7 @@ impl ScheduledBody {
             wire: None,
             sleep: Box::pin(tokio::time::sleep(Duration::ZERO)),
             armed: None,
+            unflushed: false,
             sent_tokens: 0,
             record: None,
             shared: None,
@@ -120,6 +124,7 @@ impl ScheduledBody {
             wire: Some(wire),
             sleep: Box::pin(tokio::time::sleep_until(base)),
             armed: None,
+            unflushed: false,
             sent_tokens: 0,
             record,
             shared: Some(shared),
@@ -198,6 +203,7 @@ impl Body for ScheduledBody {
         let this = &mut *self;
         loop {
             if let Some(b) = this.ready.pop_front() {
+                this.unflushed = true;
                 return Poll::Ready(Some(Ok(Frame::data(b))));
             }
             let Some(&(due, _)) = this.steps.front() else {
@@ -210,8 +216,18 @@ impl Body for ScheduledBody {
                     this.armed = Some(deadline);
                 }
                 if this.sleep.as_mut().poll(cx).is_pending() {
+                    this.unflushed = false;
                     return Poll::Pending;
                 }
+            }
+            if this.unflushed && matches!(this.steps.front(), Some((_, Step::Cut))) {
+                // A body error makes hyper drop the connection with whatever it has not
+                // written yet: when the cut is already due (a late emulator on a loaded
+                // machine), the tokens before it would vanish with it, and the stream would be
+                // cut after fewer tokens than planned. Yield once so hyper writes them out.
+                this.unflushed = false;
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
             }
             if let Some((due, step)) = this.steps.pop_front() {
                 if let Err(e) = this.run(due, step) {
