@@ -229,23 +229,86 @@ test('createEngine caches a downloaded model in OPFS: the second load reads the 
 test('without OPFS the model cache falls back to Cache Storage, with the same guarantees', (t) => cacheTest(t, 'cache-storage'));
 
 /**
- * Makes this page and the Workers it starts look like a browser without OPFS (no
- * `navigator.storage.getDirectory`), as some private modes and older browsers are: each Worker
- * runs a module that removes it before importing the real worker script.
+ * Runs `code` (script text) first thing in every Worker this page starts (each runs a module
+ * that imports `code` before the real worker script), after setting the Worker's
+ * `self.__param` to the page's `window.__param` at the time the Worker is made.
  */
-async function withoutOpfs(page) {
-  await page.evaluate(() => {
-    delete StorageManager.prototype.getDirectory;
+async function inWorkers(page, code) {
+  await page.evaluate((code) => {
     const Original = window.Worker;
     window.Worker = class extends Original {
       constructor(url, options) {
         const real = new URL(url, location.href).href;
-        const src = `import 'data:text/javascript,delete StorageManager.prototype.getDirectory';\nimport ${JSON.stringify(real)};\n`;
-        super(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })), options);
+        const src = `self.__param = ${JSON.stringify(window.__param ?? null)};\n${code}`;
+        const mod = `import ${JSON.stringify(`data:text/javascript,${encodeURIComponent(src)}`)};\nimport ${JSON.stringify(real)};\n`;
+        super(URL.createObjectURL(new Blob([mod], { type: 'text/javascript' })), options);
       }
     };
-  });
+  }, code);
 }
+
+/**
+ * Makes this page and the Workers it starts look like a browser without OPFS (no
+ * `navigator.storage.getDirectory`), as some private modes and older browsers are.
+ */
+async function withoutOpfs(page) {
+  await page.evaluate(() => delete StorageManager.prototype.getDirectory);
+  await inWorkers(page, 'delete StorageManager.prototype.getDirectory;');
+}
+
+test('a Cache Storage write the browser refuses is a named error, and loses nothing', async (t) => {
+  const setup = await modelPage(t);
+  if (!setup) return;
+  const { model, page } = setup;
+  const url = `/models/${path.basename(model)}`;
+  // Without OPFS, and with a Cache Storage whose data puts fail the way Chromium's do when
+  // the disk is full: the body is cancelled (so the writer sees a cancellation without a
+  // reason) and the put rejects, with the reason named by the Worker's `__param`.
+  await page.evaluate(() => delete StorageManager.prototype.getDirectory);
+  await inWorkers(
+    page,
+    `delete StorageManager.prototype.getDirectory;
+     const put = Cache.prototype.put;
+     Cache.prototype.put = function (request, response) {
+       const how = self.__param;
+       if (how && String(request.url ?? request).endsWith('/data')) {
+         response.body?.cancel();
+         return Promise.reject(how === 'quota' ? new DOMException('no space left', 'QuotaExceededError') : how === 'type' ? new TypeError('store gone') : undefined);
+       }
+       return put.call(this, request, response);
+     };`,
+  );
+  const load = (how, opts) =>
+    page.evaluate(
+      async ({ url, how, opts }) => {
+        window.__param = how;
+        const { createEngine, listCachedModels } = await import('/tpsmeter/dist/engine/index.js');
+        const out = await createEngine({ model: url, ...opts }).then(
+          async (engine) => {
+            const r = await engine.completions.create({ prompt: 'The sea is', max_tokens: 2, temperature: 0 });
+            await engine.dispose();
+            return { name: 'loaded', text: r.choices[0].text };
+          },
+          (e) => ({ name: e.name, message: e.message }),
+        );
+        return { ...out, list: await listCachedModels() };
+      },
+      { url, how, opts },
+    );
+  const quota = await load('quota', {});
+  assert.equal(quota.name, 'QuotaExceededError', JSON.stringify(quota));
+  const none = await load('none', {});
+  assert.equal(none.name, 'CacheError', JSON.stringify(none));
+  assert.match(none.message, /cache: false/);
+  const type = await load('type', {});
+  assert.equal(type.name, 'TypeError', JSON.stringify(type));
+  for (const r of [quota, none, type]) assert.deepEqual(r.list, [], 'a refused write leaves no entry');
+  // The same model still loads, without the cache.
+  const uncached = await load('quota', { cache: false });
+  assert.equal(uncached.name, 'loaded', JSON.stringify(uncached));
+  assert.ok(uncached.text.length > 0);
+  await assertClean(page);
+});
 
 async function cacheTest(t, expectedStore) {
   const setup = await modelPage(t);

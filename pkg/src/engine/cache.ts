@@ -257,10 +257,13 @@ export async function beginCacheWrite(sourceUrl: string, total: number | undefin
   const writer = pipe.writable.getWriter();
   const stored = cache.put(cacheKey(name, 'data'), new Response(pipe.readable, { headers: { 'content-type': 'application/octet-stream' } }));
   stored.catch(() => {});
+  // A put that fails (storage full, the store gone) cancels the pipe, and the writer then
+  // reports only the cancellation, often with no reason at all: the put's rejection says why.
+  const failed = (e: unknown): Promise<never> => stored.then(() => quota(e), (put: unknown) => quota(put ?? e));
   return {
-    write: (chunk) => writer.write(chunk).catch(quota),
+    write: (chunk) => writer.write(chunk).catch(failed),
     async commit(m) {
-      await writer.close();
+      await writer.close().catch(failed);
       await stored.catch(quota);
       const manifest = finish(m);
       await cache.put(cacheKey(name, 'manifest'), new Response(JSON.stringify(manifest), { headers: { 'content-type': 'application/json' } }));
@@ -273,10 +276,16 @@ export async function beginCacheWrite(sourceUrl: string, total: number | undefin
   };
 }
 
-/** A storage write that failed for space becomes a named, explained error. */
+/**
+ * A storage write that failed becomes a named, explained error: for space, a
+ * `QuotaExceededError`; an `Error` as it is; anything else (a rejection without a reason) a
+ * `CacheError`, never an error named `Error` with the message "undefined".
+ */
 function quota(e: unknown): never {
   if (e instanceof DOMException && e.name === 'QuotaExceededError') {
     throw new EngineError('QuotaExceededError', 'the browser refused to store more of the model (storage quota): delete cached models or load with cache: false');
   }
-  throw e;
+  if (e instanceof Error) throw e;
+  const why = e === undefined || e === null ? 'it gave no reason' : String(e);
+  throw new EngineError('CacheError', `the browser could not store the model (${why}): load with cache: false to skip the cache`);
 }

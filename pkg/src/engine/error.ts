@@ -3,7 +3,7 @@
 /**
  * An error from the engine, its cache or its Worker, with a `name` that says why
  * (`WebGpuUnavailable`, `NoAdapter`, `DownloadError`, `InvalidModel`, `DeviceLost`,
- * `QuotaExceededError`, `AbortError`, ...). Errors cross from the Worker by name and message.
+ * `QuotaExceededError`, `CacheError`, `AbortError`, ...). Errors cross from the Worker by name and message.
  */
 export class EngineError extends Error {
   constructor(name: string, message: string) {
