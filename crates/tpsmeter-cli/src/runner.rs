@@ -135,7 +135,6 @@ impl Runner {
         let timer = tokio::time::sleep_until(first_byte_deadline);
         tokio::pin!(timer);
         let mut deadline = first_byte_deadline;
-        let mut armed = first_byte_deadline;
         loop {
             let read = tokio::select! {
                 biased;
@@ -150,7 +149,6 @@ impl Runner {
             let Some(read) = read else {
                 if tokio::time::Instant::from_std(at) < deadline {
                     timer.as_mut().reset(deadline);
-                    armed = deadline;
                     continue;
                 }
                 if !done {
@@ -171,9 +169,8 @@ impl Runner {
                 Ok(Some(bytes)) => {
                     if !bytes.is_empty() {
                         deadline = tokio::time::Instant::from_std(at + self.idle_timeout);
-                        if deadline < armed {
+                        if deadline < timer.deadline() {
                             timer.as_mut().reset(deadline);
-                            armed = deadline;
                         }
                     }
                     exchange.on_bytes(t, &bytes);

@@ -262,8 +262,9 @@ fn on_template_stack<T: Send>(work: impl FnOnce() -> Result<T> + Send) -> Result
     })
 }
 
-/// The browser has no threads to spare: work runs on the caller's stack (see
-/// `MAX_TEMPLATE_BYTES` on wasm32).
+/// The browser has no threads to spare: work runs on the caller's stack, where a template
+/// text built to nest thousands of levels traps instead of returning an error (namespace
+/// cycles and growth are still stopped by `namespace_guard`).
 #[cfg(target_arch = "wasm32")]
 fn on_template_stack<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
     work()

@@ -46,6 +46,8 @@ pub(super) fn guard_attribute_assignments(source: &str, syntax: SyntaxConfig) ->
     let Ok(tokens) = tokenize(source, false, syntax).collect::<Result<Vec<_>, _>>() else {
         return Cow::Borrowed(source);
     };
+    let close_and_freeze = format!(")|{FREEZE_FILTER}");
+    let freeze = format!("|{FREEZE_FILTER}");
     // (byte offset, text to insert there), in source order.
     let mut inserts: Vec<(usize, &str)> = Vec::new();
     let mut i = 0;
@@ -84,9 +86,9 @@ pub(super) fn guard_attribute_assignments(source: &str, syntax: SyntaxConfig) ->
             let tail = tokens[end - 1].1.end_offset as usize;
             if let Some(assign) = assign.filter(|&a| a + 1 < end) {
                 inserts.push((tokens[assign].1.end_offset as usize, " ("));
-                inserts.push((tail, ")|__tpsmeter_freeze"));
+                inserts.push((tail, &close_and_freeze));
             } else if assign.is_none() {
-                inserts.push((tail, "|__tpsmeter_freeze"));
+                inserts.push((tail, &freeze));
             }
         }
         i = end + 1;
