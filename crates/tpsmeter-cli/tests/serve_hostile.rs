@@ -28,8 +28,27 @@ const MAX_CONNECTIONS: usize = 256;
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 const CONTEXT: usize = 256;
 
+/// The file a server's stderr goes to: removed when the test passes, kept for reading when it
+/// fails (each run used to leave one per test in the temporary directory).
+struct Log(PathBuf);
+
+impl std::ops::Deref for Log {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+}
+
 /// The server, its port and the file its stderr goes to.
-fn serve(model: &Path, parallel: &str, test: &str) -> (Server, u16, PathBuf) {
+fn serve(model: &Path, parallel: &str, test: &str) -> (Server, u16, Log) {
     let port = free_port();
     let log = std::env::temp_dir().join(format!("{test}-{port}.stderr"));
     let server = start(
@@ -45,7 +64,7 @@ fn serve(model: &Path, parallel: &str, test: &str) -> (Server, u16, PathBuf) {
         port,
         "tpsmeter serve",
     );
-    (server, port, log)
+    (server, port, Log(log))
 }
 
 /// The server is still running and never panicked.
