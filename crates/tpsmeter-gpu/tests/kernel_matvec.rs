@@ -222,9 +222,10 @@ async fn matvec_rejects_mismatched_shapes() {
     assert!(err.to_string().contains("x must hold 64"), "{err}");
 }
 
-/// Prefill matmul against the twin: every format, both kernels (CPU-type groups of 4 tokens
-/// with every ragged last group, 1 to 3, and GPU tiles of 8), with and without accumulating
-/// into y (odd token counts accumulate).
+/// Prefill matmul against the twin: every format, both kernels (CPU-type: groups of 8
+/// tokens, several per dispatch where the uniform range holds them (16, 27, 40, 64 tokens),
+/// then a ragged last group of 1 to 7 on its own; GPU tiles of 8), with and without
+/// accumulating into y (odd token counts accumulate).
 #[gpu_test]
 async fn matmul_matches_twin_over_random_shapes() {
     let Some(ctx) = gpu("matmul_matches_twin_over_random_shapes").await else {
@@ -232,7 +233,7 @@ async fn matmul_matches_twin_over_random_shapes() {
     };
     let mut rng = Rng::new(0x3a7);
     for f in FORMATS {
-        for (n_tokens, profile) in [1usize, 2, 3, 8, 13, 20]
+        for (n_tokens, profile) in [1usize, 2, 3, 8, 13, 16, 20, 27, 40, 64]
             .into_iter()
             .flat_map(|n| PROFILES.map(|p| (n, p)))
         {

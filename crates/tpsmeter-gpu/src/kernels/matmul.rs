@@ -15,6 +15,15 @@
 //! lavapipe, whose LLVM already shares the unpack between the four inlined calls; 3.6x
 //! slower on SwiftShader, which copies the arguments through memory); 16 slots (slower on
 //! lavapipe: the accumulators spill).
+//!
+//! Whole groups of 8 go several to a dispatch (`main_groups`, workgroup z = group), as many
+//! as the 64 KiB uniform range holds: 3 for SmolLM2's 576-wide inputs, 1 for its 1536-wide
+//! FFN input. lavapipe runs each dispatch to completion at ~60 us of fixed cost, and a
+//! 192-row matrix split into 8 dispatches of 2 workgroups kept one of its 2 threads idle: the
+//! 64-token prefill's matmuls went from 1,680 dispatches and ~510 ms to 780 and ~346 ms
+//! (`-- profile`, medians of 7). Measured and rejected: all 8 groups in one dispatch through
+//! 8 uniform bindings picked by a `switch` on the group (2x slower: lavapipe's code for the
+//! switch, inside or hoisted out of the dot loop, lost the once-for-all-lanes uniform loads).
 
 use crate::error::{GpuError, Result};
 use crate::gpu::context::{AdapterProfile, GpuContext};
@@ -41,6 +50,10 @@ const TILE_TOKENS: u32 = 8;
 const CPU_ROWS: u32 = 16;
 const CPU_WORKGROUP: u32 = 8;
 const CPU_TOKENS: u64 = 8;
+/// CPU-type path: the most groups of `CPU_TOKENS` one dispatch takes (`main_groups`, all in
+/// one uniform range, so in practice as many as fit 64 KiB). Eight cover a 64-token prefill
+/// chunk.
+const CPU_MAX_GROUPS: u32 = 8;
 const _: () = assert!(
     CPU_TOKENS == 8,
     "matmul_cpu.wgsl writes out 2 token slots (main2), 4 (main) and 8 (main8)"
@@ -148,6 +161,55 @@ impl MatMul {
         let x_row = (w.cols * 4) as u64;
         let mut dispatches = Vec::new();
         let mut t0 = 0;
+        // Whole groups of eight, as many per dispatch as the uniform range holds
+        // (`main_groups`): three for a 576-wide input, one for a 1536-wide one.
+        let fit_groups = (ctx.limits.max_uniform_buffer_binding_size / (x_row * CPU_TOKENS))
+            .min(u64::from(CPU_MAX_GROUPS)) as usize;
+        while tok == CPU_TOKENS as usize && fit_groups >= 2 && n_tokens - t0 >= 2 * tok {
+            let groups = ((n_tokens - t0) / tok).min(fit_groups);
+            let cnt = groups * tok;
+            let defines = Defines {
+                act: DType::F32,
+                workgroup: CPU_WORKGROUP,
+                rows: CPU_ROWS,
+                x_vec4s: (cnt * w.cols / 4) as u32,
+                tokens: tok as u32,
+                ..Defines::default()
+            };
+            let pipeline = ctx.pipeline(
+                ShaderId::MatMulCpu(w.format, w.store),
+                "main_groups",
+                defines,
+            );
+            for part in &w.parts {
+                let params = ctx.uniform(
+                    "matmul params",
+                    &Params::matrix(w, part, accumulate, tok, t0),
+                );
+                let mut entries = vec![
+                    (0, params.as_entire_binding()),
+                    (
+                        1,
+                        wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                            buffer: &x.buffer,
+                            offset: t0 as u64 * x_row,
+                            size: std::num::NonZeroU64::new(cnt as u64 * x_row),
+                        }),
+                    ),
+                    (4, y.buffer.as_entire_binding()),
+                ];
+                entries.extend(part.entries());
+                let invocations = (part.rows as u32).div_ceil(CPU_ROWS);
+                let [gx, gy, _] = ctx.grid(invocations.div_ceil(CPU_WORKGROUP));
+                dispatches.push(Dispatch {
+                    bind_group: ctx.bind_resources(&pipeline, entries),
+                    pipeline: pipeline.clone(),
+                    workgroups: [gx, gy, groups as u32],
+                    label: "matmul",
+                });
+            }
+            t0 += cnt;
+        }
         while t0 < n_tokens {
             // A ragged last group gets its own pipeline with fewer tokens, so the uniform
             // range never reaches past the tokens `x` holds.

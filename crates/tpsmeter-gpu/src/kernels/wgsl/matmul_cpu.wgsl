@@ -126,3 +126,54 @@ fn main2(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
         }
     }
 }
+
+// Several whole groups of eight tokens in one dispatch, all in the one uniform range `x`
+// (as many as fit its 64 KiB): workgroup z = group, whose inputs start at token 8 z of the
+// range and whose outputs at token p.t0 + 8 z. Otherwise `main8` with every slot valid.
+// One dispatch instead of one per group: lavapipe runs each dispatch to completion before
+// the next at a fixed cost, and a small matrix split into groups left a thread idle.
+@compute @workgroup_size(WG)
+fn main_groups(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let inv = gid.x + gid.y * nwg.x * WG;
+    let r0 = inv * ROWS;
+    if (r0 >= p.rows) {
+        return;
+    }
+    let g = wid.z;
+    let row_vec4s = p.nsub * 8u;
+    let base = g * 8u * row_vec4s;
+    var acc_a: array<vec4<f32>, ROWS>;
+    var acc_b: array<vec4<f32>, ROWS>;
+    for (var s = 0u; s < p.nsub; s++) {
+        let xb0 = load_x_at(base, s);
+        let xb1 = load_x_at(base + row_vec4s, s);
+        let xb2 = load_x_at(base + 2u * row_vec4s, s);
+        let xb3 = load_x_at(base + 3u * row_vec4s, s);
+        let xb4 = load_x_at(base + 4u * row_vec4s, s);
+        let xb5 = load_x_at(base + 5u * row_vec4s, s);
+        let xb6 = load_x_at(base + 6u * row_vec4s, s);
+        let xb7 = load_x_at(base + 7u * row_vec4s, s);
+        for (var r = 0u; r < ROWS; r++) {
+            let row = min(r0 + r, p.rows - 1u);
+            acc_a[r] += vec4<f32>(block_dot(row, s, xb0), block_dot(row, s, xb1), block_dot(row, s, xb2), block_dot(row, s, xb3));
+            acc_b[r] += vec4<f32>(block_dot(row, s, xb4), block_dot(row, s, xb5), block_dot(row, s, xb6), block_dot(row, s, xb7));
+        }
+    }
+    let t0 = p.t0 + g * 8u;
+    for (var r = 0u; r < ROWS; r++) {
+        if (r0 + r < p.rows) {
+            for (var t = 0u; t < 8u; t++) {
+                let o = (t0 + t) * p.y_stride + p.row_offset + r0 + r;
+                var v = select(acc_b[r][t & 3u], acc_a[r][t & 3u], t < 4u);
+                if (p.accumulate != 0u) {
+                    v += f32(y[o]);
+                }
+                y[o] = act(v);
+            }
+        }
+    }
+}
