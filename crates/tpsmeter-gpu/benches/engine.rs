@@ -7,8 +7,8 @@
 //! (`cargo xtask llama-vulkan`), llama.cpp's Vulkan backend on the same adapter
 //! (`TPSMETER_LLAMA_VULKAN_BIN`), with our decode speed as a ratio to each.
 //!
-//! `cargo bench -p tpsmeter-gpu --bench engine` (`-- profile` or `-- prefill` for just the
-//! per-kernel profile or warm 64-token prefill); `TPSMETER_BENCH_RUNS` (default 5) sets N,
+//! `cargo bench -p tpsmeter-gpu --bench engine` (`-- profile`, `-- prefill` or `-- decode`
+//! for just the per-kernel profile, warm 64-token prefill, or decode at each context); `TPSMETER_BENCH_RUNS` (default 5) sets N,
 //! `TPSMETER_BENCH_DECODE` (default 32) the tokens timed per decode run.
 #![allow(clippy::unwrap_used)]
 
@@ -127,6 +127,23 @@ mod native {
             let ids = prompt(64, m.config().vocab_size);
             let v: Vec<f64> = (0..runs).map(|_| 64.0 / prefill(&mut m, &ids)).collect();
             show("prefill, 64 tokens", &v, "tok/s");
+            return;
+        }
+        if std::env::args().any(|a| a == "decode") {
+            // Decode at each context only, for quick comparisons of the attention kernels.
+            let mut at64 = 0.0;
+            for c in [64, 512, 2048] {
+                let (at, first) = fill(&mut m, c);
+                let v: Vec<f64> = (0..runs)
+                    .map(|_| decode(&mut m, at, first, n_decode))
+                    .collect();
+                let med = show(&format!("decode at context {c}"), &v, "tok/s");
+                if c == 64 {
+                    at64 = med;
+                } else {
+                    println!("{:<34} {:>9.2} x", "  / decode at context 64", med / at64);
+                }
+            }
             return;
         }
         let vocab = m.config().vocab_size;

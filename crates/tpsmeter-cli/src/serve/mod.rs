@@ -87,6 +87,11 @@ pub struct ServeArgs {
     /// shrink to fit it.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub kv_budget_mib: u64,
+    /// After a request ends while others run, wait up to this many milliseconds for a new
+    /// one before the next step, so that a client sending its next request right away joins
+    /// that step instead of waiting a whole step more (0: never wait).
+    #[arg(long, default_value_t = 5.0, value_parser = join_window_ms)]
+    pub join_window_ms: f64,
     /// Use the first GPU adapter whose name contains this.
     #[arg(long)]
     pub adapter: Option<String>,
@@ -94,6 +99,16 @@ pub struct ServeArgs {
     /// under /models/ by its file name, on the API's origin, cross-origin isolated.
     #[arg(long, value_name = "DIR")]
     pub www: Option<PathBuf>,
+}
+
+/// `--join-window-ms`: 0 to 1000 ms (a longer wait would stall every running stream).
+fn join_window_ms(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1000.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of milliseconds from 0 to 1000"
+        )),
+    }
 }
 
 struct Shared {
@@ -122,6 +137,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Status> {
         slots: usize::from(args.parallel),
         context: args.context,
         budget_bytes: args.kv_budget_mib << 20,
+        join_window: std::time::Duration::from_secs_f64(args.join_window_ms / 1e3),
     };
     let worker = Worker::start(args.model.clone(), plan, args.adapter.clone())?;
     eprintln!(
@@ -510,4 +526,21 @@ async fn complete(api: Api, req: Request<Incoming>, shared: &Shared) -> Response
     r.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     r
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::join_window_ms;
+
+    #[test]
+    fn join_window_takes_milliseconds_from_0_to_1000() {
+        assert_eq!(join_window_ms("0"), Ok(0.0));
+        assert_eq!(join_window_ms("2.5"), Ok(2.5));
+        assert_eq!(join_window_ms("1000"), Ok(1000.0));
+        for bad in ["-1", "1000.1", "NaN", "inf", "5ms", ""] {
+            let e = join_window_ms(bad).unwrap_err();
+            assert!(e.contains("0 to 1000"), "{bad}: {e}");
+        }
+    }
 }

@@ -15,7 +15,7 @@
 
 use std::collections::VecDeque;
 use std::sync::mpsc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tpsmeter_gpu::GpuError;
 use tpsmeter_gpu::engine::{GpuModel, PREFILL_CHUNK, Prompts};
@@ -48,10 +48,19 @@ pub struct Scheduler<'e> {
     slots: Vec<Option<Active<'e>>>,
     epoch: Instant,
     admitted: u64,
+    /// How long the loop waits for a new request after one ended, before the next step.
+    join_window: Duration,
+    /// Whether a request ended since the loop last waited for arrivals.
+    ended: bool,
 }
 
 impl<'e> Scheduler<'e> {
-    pub fn new(prompts: &'e Prompts, model: &'e mut GpuModel, jobs: mpsc::Receiver<Job>) -> Self {
+    pub fn new(
+        prompts: &'e Prompts,
+        model: &'e mut GpuModel,
+        jobs: mpsc::Receiver<Job>,
+        join_window: Duration,
+    ) -> Self {
         let n = model.slots();
         Self {
             prompts,
@@ -61,6 +70,8 @@ impl<'e> Scheduler<'e> {
             slots: (0..n).map(|_| None).collect(),
             epoch: Instant::now(),
             admitted: 0,
+            join_window,
+            ended: false,
         }
     }
 
@@ -78,6 +89,19 @@ impl<'e> Scheduler<'e> {
                     Err(_) => return,
                 }
             }
+            if self.ended && self.waiting.is_empty() && !self.join_window.is_zero() {
+                // A request just ended while others run. A client in a loop (a chat, an
+                // agent, a benchmark) sends its next request as soon as it has the answer,
+                // a few ms from now: without this wait it arrives just after the next step
+                // started and waits that whole step before its own, so its TTFT is two
+                // steps where one will do. The running streams lose at most the window.
+                match self.jobs.recv_timeout(self.join_window) {
+                    Ok(job) => self.waiting.push_back(job),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+            }
+            self.ended = false;
             while let Ok(job) = self.jobs.try_recv() {
                 self.waiting.push_back(job);
             }
@@ -298,6 +322,7 @@ impl<'e> Scheduler<'e> {
         let Some(a) = self.slots[slot].take() else {
             return;
         };
+        self.ended = true;
         let (flush, g) = a.seq.finish(end);
         if let Some(ev) = flush {
             let _ = a.job.events.send(Event::Text(ev.text));

@@ -120,6 +120,8 @@ pub struct KvPlan {
     pub context: usize,
     /// Most bytes the whole cache may take.
     pub budget_bytes: u64,
+    /// How long the scheduler waits for a new request after one ended (`--join-window-ms`).
+    pub join_window: std::time::Duration,
 }
 
 impl Worker {
@@ -155,7 +157,7 @@ impl Worker {
                     engine.prompts().clone(),
                 )));
                 let (prompts, model) = engine.split_mut();
-                Scheduler::new(prompts, model, rx).run();
+                Scheduler::new(prompts, model, rx, plan.join_window).run();
             })?;
         let (model_name, adapter, slots, context, prompts) = ready_rx
             .recv()
