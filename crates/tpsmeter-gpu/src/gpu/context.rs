@@ -182,6 +182,30 @@ impl GpuContext {
         self.features.contains(wgpu::Features::SUBGROUP)
     }
 
+    /// Threads a CPU-type adapter runs a dispatch's workgroups on, as far as this process can
+    /// tell: Mesa's llvmpipe (lavapipe) starts one per CPU unless `LP_NUM_THREADS` says
+    /// otherwise. 0 where unknown (in a browser: SwiftShader's pool is not visible), and
+    /// for GPUs, where it does not apply.
+    pub fn cpu_threads(&self) -> usize {
+        if self.profile != AdapterProfile::Cpu {
+            return 0;
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            if let Some(n) = std::env::var("LP_NUM_THREADS")
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+            {
+                return n;
+            }
+            std::thread::available_parallelism().map_or(0, std::num::NonZeroUsize::get)
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            0
+        }
+    }
+
     /// Largest storage binding in bytes (the smaller of the binding and buffer limits).
     pub fn max_binding(&self) -> u64 {
         self.limits

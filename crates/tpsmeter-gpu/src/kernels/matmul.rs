@@ -46,7 +46,8 @@ const TILE_TOKENS: u32 = 8;
 /// more weights: warm 64-token prefill (`cargo bench -p tpsmeter-gpu --bench engine --
 /// prefill`, medians of 7, three rounds, load ~2) went from 70-77 tok/s at 4 rows to 109-132
 /// at 16 on lavapipe (8 rows: 79-100, 32 rows: 117-123), and from 9.0 to 13.7-14.1 on
-/// SwiftShader (32 rows: 13.0).
+/// SwiftShader (32 rows: 13.0). [`balanced_rows`] moves it within 12-20 per shape, where that
+/// deals the workgroups out more evenly to the adapter's threads.
 const CPU_ROWS: u32 = 16;
 const CPU_WORKGROUP: u32 = 8;
 const CPU_TOKENS: u64 = 8;
@@ -58,6 +59,27 @@ const _: () = assert!(
     CPU_TOKENS == 8,
     "matmul_cpu.wgsl writes out 2 token slots (main2), 4 (main) and 8 (main8)"
 );
+
+/// Rows per invocation for a CPU-type dispatch of `rows` rows and `groups` token groups on
+/// `threads` threads: the one from 12 to 20 that finishes soonest when workgroups are dealt to
+/// the threads in rounds (a round costs its rows per invocation), ties to [`CPU_ROWS`].
+/// 576 rows at 16 make 4.5 workgroups, so one thread ran 3 while the other ran 2: at 18 they
+/// make 4. `threads` 0 (unknown) keeps [`CPU_ROWS`].
+fn balanced_rows(rows: u32, groups: u32, threads: usize) -> u32 {
+    let Ok(threads) = u32::try_from(threads) else {
+        return CPU_ROWS;
+    };
+    if threads == 0 {
+        return CPU_ROWS;
+    }
+    let makespan = |r: u32| {
+        let workgroups = rows.div_ceil(r).div_ceil(CPU_WORKGROUP) * groups.max(1);
+        u64::from(workgroups.div_ceil(threads)) * u64::from(r)
+    };
+    (12..=20)
+        .min_by_key(|&r| (makespan(r), r.abs_diff(CPU_ROWS)))
+        .unwrap_or(CPU_ROWS)
+}
 
 /// A prepared `y = x W^T` over `n_tokens` rows of `x` (`[n_tokens, cols]` → `[n_tokens, rows]`).
 #[derive(Debug, Clone)]
@@ -168,20 +190,21 @@ impl MatMul {
         while tok == CPU_TOKENS as usize && fit_groups >= 2 && n_tokens - t0 >= 2 * tok {
             let groups = ((n_tokens - t0) / tok).min(fit_groups);
             let cnt = groups * tok;
-            let defines = Defines {
-                act: DType::F32,
-                workgroup: CPU_WORKGROUP,
-                rows: CPU_ROWS,
-                x_vec4s: (cnt * w.cols / 4) as u32,
-                tokens: tok as u32,
-                ..Defines::default()
-            };
-            let pipeline = ctx.pipeline(
-                ShaderId::MatMulCpu(w.format, w.store),
-                "main_groups",
-                defines,
-            );
             for part in &w.parts {
+                let rows = balanced_rows(part.rows as u32, groups as u32, ctx.cpu_threads());
+                let defines = Defines {
+                    act: DType::F32,
+                    workgroup: CPU_WORKGROUP,
+                    rows,
+                    x_vec4s: (cnt * w.cols / 4) as u32,
+                    tokens: tok as u32,
+                    ..Defines::default()
+                };
+                let pipeline = ctx.pipeline(
+                    ShaderId::MatMulCpu(w.format, w.store),
+                    "main_groups",
+                    defines,
+                );
                 let params = ctx.uniform(
                     "matmul params",
                     &Params::matrix(w, part, accumulate, tok, t0),
@@ -199,7 +222,7 @@ impl MatMul {
                     (4, y.buffer.as_entire_binding()),
                 ];
                 entries.extend(part.entries());
-                let invocations = (part.rows as u32).div_ceil(CPU_ROWS);
+                let invocations = (part.rows as u32).div_ceil(rows);
                 let [gx, gy, _] = ctx.grid(invocations.div_ceil(CPU_WORKGROUP));
                 dispatches.push(Dispatch {
                     bind_group: ctx.bind_resources(&pipeline, entries),
@@ -229,8 +252,10 @@ impl MatMul {
                 3..=4 => "main",
                 _ => "main2",
             };
-            let pipeline = ctx.pipeline(ShaderId::MatMulCpu(w.format, w.store), entry, defines);
             for part in &w.parts {
+                let rows = balanced_rows(part.rows as u32, 1, ctx.cpu_threads());
+                let defines = Defines { rows, ..defines };
+                let pipeline = ctx.pipeline(ShaderId::MatMulCpu(w.format, w.store), entry, defines);
                 let params = ctx.uniform(
                     "matmul params",
                     &Params::matrix(w, part, accumulate, cnt, t0),
@@ -248,7 +273,7 @@ impl MatMul {
                     (4, y.buffer.as_entire_binding()),
                 ];
                 entries.extend(part.entries());
-                let invocations = (part.rows as u32).div_ceil(CPU_ROWS);
+                let invocations = (part.rows as u32).div_ceil(rows);
                 dispatches.push(Dispatch {
                     bind_group: ctx.bind_resources(&pipeline, entries),
                     pipeline: pipeline.clone(),
@@ -264,5 +289,33 @@ impl MatMul {
     /// The dispatches (one per weight part).
     pub fn dispatches(&self) -> &[Dispatch] {
         &self.dispatches
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CPU_ROWS, balanced_rows};
+
+    #[test]
+    fn rows_per_invocation_even_out_the_threads() {
+        // 576 rows at 16: 36 invocations, 5 workgroups, 3 rounds on 2 threads (48); at 18: 4
+        // workgroups, 2 rounds (36), as at 12 (6 workgroups, 3 rounds): the nearer to 16 wins.
+        assert_eq!(balanced_rows(576, 1, 2), 18);
+        // 192 rows in 3 groups: 12 gives 2 workgroups per group, 3 rounds of 12.
+        assert_eq!(balanced_rows(192, 3, 2), 12);
+        // 1536 rows in 3 groups: 36 workgroups at 16 already split evenly.
+        assert_eq!(balanced_rows(1536, 3, 2), CPU_ROWS);
+        // Unknown thread count: the measured default.
+        assert_eq!(balanced_rows(576, 1, 0), CPU_ROWS);
+        // Never outside 12..=20, whatever the shape.
+        for rows in [1, 7, 100, 576, 1536, 49_152] {
+            for threads in [1, 2, 3, 8, 64] {
+                let r = balanced_rows(rows, 1, threads);
+                assert!(
+                    (12..=20).contains(&r),
+                    "{rows} rows, {threads} threads: {r}"
+                );
+            }
+        }
     }
 }
