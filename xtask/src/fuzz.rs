@@ -10,8 +10,8 @@
 //!
 //! Everything lands in the cache directory: cargo-fuzz (pinned) in `tools/`, the build in
 //! `fuzz-target/` (apart from the main build, so neither waits on the other's lock), corpora
-//! in `fuzz/corpus/<target>/`, crash inputs in `fuzz/artifacts/<target>/`, logs in
-//! `fuzz/logs/`.
+//! in `fuzz/corpus/<target>/`, crash inputs in `fuzz/artifacts/<target>/`, the logs of runs
+//! that failed or were interrupted in `fuzz/logs/<target>-<pid>.log`.
 
 use crate::assets::cache_dir;
 use crate::fuzz_seeds;
@@ -97,6 +97,8 @@ struct Stats {
     /// Crash, timeout or out-of-memory inputs libFuzzer wrote.
     findings: Vec<String>,
     exit_ok: bool,
+    /// libFuzzer stopped on a signal (Ctrl-C, `kill`): its non-zero exit is not a finding.
+    interrupted: bool,
 }
 
 pub fn run(args: &[String]) -> Result<()> {
@@ -159,7 +161,10 @@ pub fn run(args: &[String]) -> Result<()> {
             let mut stats = parse_stats(&std::fs::read_to_string(&log)?);
             stats.exit_ok = status.success();
             stats.corpus_files = std::fs::read_dir(&corpus).map_or(0, |d| d.count());
-            if !stats.exit_ok {
+            if stats.exit_ok && stats.findings.is_empty() {
+                // The table holds its figures; logs of failed runs stay for reading.
+                let _ = std::fs::remove_file(&log);
+            } else {
                 eprintln!("fuzz {name}: exit {status}; log {}", log.display());
             }
             results.push((name, stats));
@@ -176,6 +181,17 @@ pub fn run(args: &[String]) -> Result<()> {
             for f in &s.findings {
                 eprintln!("fuzz {name}: finding written to {f}");
             }
+        }
+        // Every target that did not pass was stopped by a signal, and none wrote an input.
+        let only_interrupted = results
+            .iter()
+            .all(|(_, s)| s.findings.is_empty() && (s.exit_ok || s.interrupted));
+        if only_interrupted {
+            bail!(
+                "fuzz interrupted: {} (no finding; logs in {})",
+                failed.join(", "),
+                root.join("logs").display()
+            );
         }
         bail!(
             "fuzz targets failed: {} (logs in {})",
@@ -287,7 +303,9 @@ fn start(
     for d in [&corpus, &artifacts, &logs] {
         std::fs::create_dir_all(d).with_context(|| format!("create {}", d.display()))?;
     }
-    let log = logs.join(format!("{}.log", t.name));
+    // Named by this process too: a second campaign on the same target must not overwrite the
+    // first one's log, which the first reads its figures from when its run ends.
+    let log = logs.join(format!("{}-{}.log", t.name, std::process::id()));
     let out = std::fs::File::create(&log)?;
     let mut cmd = Command::new(&bin);
     // First directory: the corpus libFuzzer grows; then the committed hand seeds (read only).
@@ -332,6 +350,8 @@ fn parse_stats(log: &str) -> Stats {
             s.exec_per_sec = v;
         } else if let Some(v) = field("stat::peak_rss_mb:") {
             s.peak_rss_mb = v;
+        } else if line.contains("libFuzzer: run interrupted") {
+            s.interrupted = true;
         } else if let Some(path) = line
             .split_once("Test unit written to ")
             .map(|(_, p)| p.trim().to_owned())
@@ -355,10 +375,47 @@ fn print_table(runs: u64, results: &[(&str, Stats)]) {
             .iter()
             .find(|t| t.name == *name)
             .map_or(0, |t| t.max_len);
-        let crashes = s.findings.len().max(usize::from(!s.exit_ok));
+        // A non-zero exit without an input written (a crash in libFuzzer itself, a kill by
+        // the OOM killer) still counts as one; an interrupt does not.
+        let unexplained = !s.exit_ok && !s.interrupted;
+        let crashes = s.findings.len().max(usize::from(unexplained));
         println!(
-            "{:<16} {:>12} {:>8} {:>8} {:>13} {:>8} {:>7}",
-            name, s.executions, s.exec_per_sec, crashes, s.peak_rss_mb, s.corpus_files, max_len
+            "{:<16} {:>12} {:>8} {:>8} {:>13} {:>8} {:>7}{}",
+            name,
+            s.executions,
+            s.exec_per_sec,
+            crashes,
+            s.peak_rss_mb,
+            s.corpus_files,
+            max_len,
+            if s.interrupted { "  interrupted" } else { "" }
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_stats;
+
+    #[test]
+    fn final_stats_findings_and_interrupts_are_read_from_the_log() {
+        let log = "INFO: Seed: 1\n\
+            ==12== libFuzzer: run interrupted; exiting\n\
+            stat::number_of_executed_units: 889061\n\
+            stat::average_exec_per_sec:     836\n\
+            stat::peak_rss_mb:              1026\n";
+        let s = parse_stats(log);
+        assert_eq!(
+            (s.executions, s.exec_per_sec, s.peak_rss_mb),
+            (889_061, 836, 1026)
+        );
+        assert!(s.interrupted);
+        assert!(s.findings.is_empty());
+
+        let crash = "==13== ERROR: libFuzzer: deadly signal\n\
+            artifact_prefix='/a/'; Test unit written to /a/crash-0123\n";
+        let s = parse_stats(crash);
+        assert!(!s.interrupted);
+        assert_eq!(s.findings, vec!["/a/crash-0123".to_owned()]);
     }
 }
