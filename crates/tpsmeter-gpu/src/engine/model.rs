@@ -467,10 +467,18 @@ impl GpuModel {
     }
 
     /// Native, for benchmarks: [`GpuModel::profile_decode`]'s per-kernel rows for one
-    /// prefill chunk of `n` tokens (a power of two up to [`PREFILL_CHUNK`]), in ms per chunk.
+    /// prefill chunk of `n` tokens (a power of two up to [`PREFILL_CHUNK`]), in ms per chunk,
+    /// as the first chunk of a prompt (positions 0..n).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn profile_prefill(&mut self, n: usize, reps: usize) -> Result<Vec<(String, usize, f64)>> {
         self.prefill_graph(n)?;
+        // Positions are whatever the last step left: after a decode at context 2048 the
+        // chunk's attention would read 2048 keys per token, not the chunk's own.
+        self.ctx.queue.write_buffer(
+            &self.pos.buffer,
+            0,
+            bytemuck::cast_slice(&positions(0, n, 0)),
+        );
         let g = self.prefill.remove(&n).unwrap_or_default();
         let out = self.profile_lists(&[("prefill", &g[..])], reps);
         self.prefill.insert(n, g);
