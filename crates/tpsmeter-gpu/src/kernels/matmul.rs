@@ -32,7 +32,7 @@ use crate::kernels::dispatch::Dispatch;
 use crate::kernels::matvec::Params;
 use crate::kernels::source::ShaderId;
 use crate::kernels::tensor::Tensor;
-use crate::kernels::weights::QWeight;
+use crate::kernels::weights::{QWeight, WeightPart};
 
 /// Rows of W per workgroup (one per invocation).
 const TILE_ROWS: u32 = 64;
@@ -79,6 +79,68 @@ fn balanced_rows(rows: u32, groups: u32, threads: usize) -> u32 {
     (12..=20)
         .min_by_key(|&r| (makespan(r), r.abs_diff(CPU_ROWS)))
         .unwrap_or(CPU_ROWS)
+}
+
+/// The tokens one CPU-type dispatch covers: `tokens` from token `t0`, in `groups` groups of
+/// `slots` (workgroup z = group).
+struct CpuSpan {
+    t0: usize,
+    tokens: usize,
+    slots: usize,
+    groups: usize,
+}
+
+impl CpuSpan {
+    /// The dispatch of `entry` over this span for one weight part, with the rows per
+    /// invocation that suit the part's shape.
+    #[allow(clippy::too_many_arguments)] // The op's own operands, passed through.
+    fn dispatch(
+        &self,
+        ctx: &GpuContext,
+        w: &QWeight,
+        part: &WeightPart,
+        x: &Tensor,
+        y: &Tensor,
+        accumulate: bool,
+        entry: &'static str,
+    ) -> Dispatch {
+        let x_row = (w.cols * 4) as u64;
+        let rows = balanced_rows(part.rows as u32, self.groups as u32, ctx.cpu_threads());
+        let defines = Defines {
+            act: DType::F32,
+            workgroup: CPU_WORKGROUP,
+            rows,
+            x_vec4s: (self.tokens * w.cols / 4) as u32,
+            tokens: self.slots as u32,
+            ..Defines::default()
+        };
+        let pipeline = ctx.pipeline(ShaderId::MatMulCpu(w.format, w.store), entry, defines);
+        let params = ctx.uniform(
+            "matmul params",
+            &Params::matrix(w, part, accumulate, self.slots, self.t0),
+        );
+        let mut entries = vec![
+            (0, params.as_entire_binding()),
+            (
+                1,
+                wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &x.buffer,
+                    offset: self.t0 as u64 * x_row,
+                    size: std::num::NonZeroU64::new(self.tokens as u64 * x_row),
+                }),
+            ),
+            (4, y.buffer.as_entire_binding()),
+        ];
+        entries.extend(part.entries());
+        let invocations = (part.rows as u32).div_ceil(rows);
+        let [gx, gy, _] = ctx.grid(invocations.div_ceil(CPU_WORKGROUP));
+        Dispatch {
+            bind_group: ctx.bind_resources(&pipeline, entries),
+            pipeline,
+            workgroups: [gx, gy, self.groups as u32],
+            label: "matmul",
+        }
+    }
 }
 
 /// A prepared `y = x W^T` over `n_tokens` rows of `x` (`[n_tokens, cols]` → `[n_tokens, rows]`).
@@ -169,8 +231,9 @@ impl MatMul {
         Ok(MatMul { dispatches })
     }
 
-    /// The CPU-type path: for each group of up to `tok` tokens and each weight part, one
-    /// dispatch of `matmul_cpu` with the group's inputs bound as a uniform range of `x`.
+    /// The CPU-type path: whole groups of `tok` tokens several to a dispatch, then a ragged
+    /// last group alone; one dispatch of `matmul_cpu` per weight part, with the tokens'
+    /// inputs bound as a uniform range of `x`.
     fn new_cpu(
         ctx: &GpuContext,
         w: &QWeight,
@@ -189,62 +252,21 @@ impl MatMul {
             .min(u64::from(CPU_MAX_GROUPS)) as usize;
         while tok == CPU_TOKENS as usize && fit_groups >= 2 && n_tokens - t0 >= 2 * tok {
             let groups = ((n_tokens - t0) / tok).min(fit_groups);
-            let cnt = groups * tok;
+            let span = CpuSpan {
+                t0,
+                tokens: groups * tok,
+                slots: tok,
+                groups,
+            };
             for part in &w.parts {
-                let rows = balanced_rows(part.rows as u32, groups as u32, ctx.cpu_threads());
-                let defines = Defines {
-                    act: DType::F32,
-                    workgroup: CPU_WORKGROUP,
-                    rows,
-                    x_vec4s: (cnt * w.cols / 4) as u32,
-                    tokens: tok as u32,
-                    ..Defines::default()
-                };
-                let pipeline = ctx.pipeline(
-                    ShaderId::MatMulCpu(w.format, w.store),
-                    "main_groups",
-                    defines,
-                );
-                let params = ctx.uniform(
-                    "matmul params",
-                    &Params::matrix(w, part, accumulate, tok, t0),
-                );
-                let mut entries = vec![
-                    (0, params.as_entire_binding()),
-                    (
-                        1,
-                        wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                            buffer: &x.buffer,
-                            offset: t0 as u64 * x_row,
-                            size: std::num::NonZeroU64::new(cnt as u64 * x_row),
-                        }),
-                    ),
-                    (4, y.buffer.as_entire_binding()),
-                ];
-                entries.extend(part.entries());
-                let invocations = (part.rows as u32).div_ceil(rows);
-                let [gx, gy, _] = ctx.grid(invocations.div_ceil(CPU_WORKGROUP));
-                dispatches.push(Dispatch {
-                    bind_group: ctx.bind_resources(&pipeline, entries),
-                    pipeline: pipeline.clone(),
-                    workgroups: [gx, gy, groups as u32],
-                    label: "matmul",
-                });
+                dispatches.push(span.dispatch(ctx, w, part, x, y, accumulate, "main_groups"));
             }
-            t0 += cnt;
+            t0 += span.tokens;
         }
         while t0 < n_tokens {
             // A ragged last group gets its own pipeline with fewer tokens, so the uniform
             // range never reaches past the tokens `x` holds.
             let cnt = tok.min(n_tokens - t0);
-            let defines = Defines {
-                act: DType::F32,
-                workgroup: CPU_WORKGROUP,
-                rows: CPU_ROWS,
-                x_vec4s: (cnt * w.cols / 4) as u32,
-                tokens: cnt as u32,
-                ..Defines::default()
-            };
             // Groups of 5-8 tokens take the 8-slot entry, 3-4 the 4-slot one, 1-2 the
             // 2-slot one (few slots computed for nothing).
             let entry = match cnt {
@@ -252,34 +274,14 @@ impl MatMul {
                 3..=4 => "main",
                 _ => "main2",
             };
+            let span = CpuSpan {
+                t0,
+                tokens: cnt,
+                slots: cnt,
+                groups: 1,
+            };
             for part in &w.parts {
-                let rows = balanced_rows(part.rows as u32, 1, ctx.cpu_threads());
-                let defines = Defines { rows, ..defines };
-                let pipeline = ctx.pipeline(ShaderId::MatMulCpu(w.format, w.store), entry, defines);
-                let params = ctx.uniform(
-                    "matmul params",
-                    &Params::matrix(w, part, accumulate, cnt, t0),
-                );
-                let mut entries = vec![
-                    (0, params.as_entire_binding()),
-                    (
-                        1,
-                        wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                            buffer: &x.buffer,
-                            offset: t0 as u64 * x_row,
-                            size: std::num::NonZeroU64::new(cnt as u64 * x_row),
-                        }),
-                    ),
-                    (4, y.buffer.as_entire_binding()),
-                ];
-                entries.extend(part.entries());
-                let invocations = (part.rows as u32).div_ceil(rows);
-                dispatches.push(Dispatch {
-                    bind_group: ctx.bind_resources(&pipeline, entries),
-                    pipeline: pipeline.clone(),
-                    workgroups: ctx.grid(invocations.div_ceil(CPU_WORKGROUP)),
-                    label: "matmul",
-                });
+                dispatches.push(span.dispatch(ctx, w, part, x, y, accumulate, entry));
             }
             t0 += cnt;
         }
