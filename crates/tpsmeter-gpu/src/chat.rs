@@ -10,10 +10,12 @@
 //! the clock: `strftime_now` formats the time the caller passes.
 
 mod namespace_guard;
+mod pad_guard;
 mod pyjson;
 mod strftime;
 
 pub use namespace_guard::{MAX_FROZEN_ELEMENTS, MAX_STORED_DEPTH};
+pub use pad_guard::MAX_PAD;
 
 use std::collections::BTreeMap;
 
@@ -163,7 +165,10 @@ impl ChatTemplate {
         env.set_syntax(syntax.clone());
         env.set_fuel(Some(RENDER_FUEL));
         env.set_recursion_limit(RECURSION_LIMIT);
-        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        // Widths and precisions capped (`pad_guard`): `str.format()`, `format`, `indent`.
+        env.set_unknown_method_callback(pad_guard::unknown_method);
+        env.add_filter("format", pad_guard::format);
+        env.add_filter("indent", pad_guard::indent);
         env.add_function("raise_exception", raise_exception);
         env.add_function("strftime_now", strftime_now);
         env.add_filter("tojson", pyjson::tojson);

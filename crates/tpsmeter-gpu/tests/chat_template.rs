@@ -190,6 +190,40 @@ fn self_referential_namespace_does_not_overflow_the_stack() {
     assert_eq!(text, "{'n': {'n': 0}}");
 }
 
+/// Found by the `chat_template` fuzz target (crash-6e2d83a1…): a printf width of 6.4e17 in
+/// the `format` filter made minijinja allocate that many bytes of padding at once, which
+/// aborts the process. Widths and precisions over `MAX_PAD`, in `format`, `str.format()` and
+/// `indent`, are template errors now; the small ones real templates use still work.
+#[test]
+fn huge_format_and_indent_widths_are_errors_not_allocations() {
+    for source in [
+        "{{ '%0645970003280702122d' | format(3) }}",
+        "{{ '%.99999999f' | format(1.5) }}",
+        "{{ '%*d' | format(4000000000, 1) }}",
+        "{{ '{:>99999999999}'.format('x') }}",
+        "{{ '{:>{}}'.format('x', 9999999) }}",
+        "{{ 'a\nb' | indent(1000000000) }}",
+        "{{ 'a\nb' | indent(width=1000000000, first=true) }}",
+    ] {
+        let t = ChatTemplate::new(source, "", "").unwrap();
+        let err = t.render(&[], &opts(false)).unwrap_err();
+        assert!(
+            matches!(&err, GpuError::ChatTemplate { reason } if reason.contains("limit of 1024")),
+            "{source}: {err}"
+        );
+    }
+    let t = ChatTemplate::new(
+        "{{ '%05d|%-4s|%.2f' | format(42, 'ab', 2.5) }}|{{ '{:>6}'.format('x') }}|{{ 'a\nb' | indent(4, first=true) }}",
+        "",
+        "",
+    )
+    .unwrap();
+    assert_eq!(
+        t.render(&[], &opts(false)).unwrap(),
+        "00042|ab  |2.50|     x|    a\n    b"
+    );
+}
+
 /// Other ways to close a cycle through a namespace: a lazy view of it, a second namespace
 /// created around it, a list holding it, a macro printing it. Each renders a finite text.
 #[test]

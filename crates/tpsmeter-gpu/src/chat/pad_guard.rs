@@ -1,0 +1,231 @@
+//! Caps the padding a template can ask of minijinja's string formatting.
+//!
+//! Why: the `format` filter (printf style, `'%05d'|format(n)`), the `str.format()` method of
+//! `pycompat` (`'{:>5}'.format(s)`) and the `indent` filter take a width or precision from the
+//! template and allocate that many characters at once, with no cap of their own. The fuzzer
+//! found `'%0645970003280702122d'|format(3)`: a 6.4e17-byte allocation, which aborts the
+//! process (an allocation failure is not an error Rust can return). Fuel and the recursion
+//! limit do not help: it is one instruction.
+//!
+//! How: these three are replaced by wrappers that read the widths and precisions first
+//! (literal numbers in the format specifications, the arguments a `*` or a nested `{}` takes
+//! them from, `indent`'s width) and refuse any over [`MAX_PAD`] with a template error; then
+//! they call minijinja's own implementation. Real chat templates indent by 4 or 8 and format
+//! without widths.
+
+use minijinja::value::{Kwargs, Rest, StringInput, ValueOrKwargs};
+use minijinja::{Error, ErrorKind, State, Value};
+
+/// The largest width or precision a template may format or indent with.
+pub const MAX_PAD: usize = 1024;
+
+fn too_wide(what: &str, n: u128) -> Error {
+    Error::new(
+        ErrorKind::InvalidOperation,
+        format!("{what} {n} is over the chat template limit of {MAX_PAD}"),
+    )
+}
+
+/// The number spelled by the ASCII digits at the start of `b`, saturated, and its length.
+fn digits(b: &[u8]) -> (u128, usize) {
+    let len = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    let n = b[..len].iter().fold(0u128, |n, &c| {
+        n.saturating_mul(10).saturating_add(u128::from(c - b'0'))
+    });
+    (n, len)
+}
+
+/// Every number argument is within [`MAX_PAD`] (a `*` width, or a nested `{}` field, takes
+/// its value from the arguments; which one is not worth tracking).
+fn check_args<'a>(what: &str, args: impl Iterator<Item = &'a Value>) -> Result<(), Error> {
+    for v in args {
+        if let Ok(n) = i128::try_from(v.clone()) {
+            if n.unsigned_abs() > MAX_PAD as u128 {
+                return Err(too_wide(what, n.unsigned_abs()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks the widths and precisions of a printf-style format string:
+/// `%[(key)][flags][width|*][.precision|*]...`.
+fn check_printf<'a>(fmt: &str, args: impl Iterator<Item = &'a Value>) -> Result<(), Error> {
+    let b = fmt.as_bytes();
+    let mut star = false;
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'%' {
+            i += 1;
+            continue;
+        }
+        i += 1;
+        if b.get(i) == Some(&b'%') {
+            i += 1;
+            continue;
+        }
+        if b.get(i) == Some(&b'(') {
+            i += b[i..]
+                .iter()
+                .position(|&c| c == b')')
+                .map_or(b.len() - i, |p| p + 1);
+        }
+        while matches!(b.get(i), Some(b'#' | b'0' | b'-' | b' ' | b'+')) {
+            i += 1;
+        }
+        for part in ["width", "precision"] {
+            if part == "precision" {
+                if b.get(i) != Some(&b'.') {
+                    break;
+                }
+                i += 1;
+            }
+            if b.get(i) == Some(&b'*') {
+                star = true;
+                i += 1;
+                continue;
+            }
+            let (n, len) = digits(&b[i..]);
+            if n > MAX_PAD as u128 {
+                return Err(too_wide(&format!("format {part}"), n));
+            }
+            i += len;
+        }
+    }
+    if star {
+        check_args("format width", args)?;
+    }
+    Ok(())
+}
+
+/// Checks the specifications of a `str.format()` string: every number after the `:` of a
+/// `{...}` field; fields nested in a specification take theirs from the arguments.
+fn check_str_format(fmt: &str, args: &[Value]) -> Result<(), Error> {
+    let b = fmt.as_bytes();
+    let mut nested = false;
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'{' || b.get(i + 1) == Some(&b'{') {
+            i += if b[i] == b'{' { 2 } else { 1 };
+            continue;
+        }
+        let end = b[i..]
+            .iter()
+            .position(|&c| c == b'}')
+            .map_or(b.len(), |p| i + p);
+        let field = &b[i + 1..end];
+        if let Some(colon) = field.iter().position(|&c| c == b':') {
+            let spec = &field[colon + 1..];
+            nested |= spec.contains(&b'{');
+            let mut j = 0;
+            while j < spec.len() {
+                let (n, len) = digits(&spec[j..]);
+                if n > MAX_PAD as u128 {
+                    return Err(too_wide("format width or precision", n));
+                }
+                j += len.max(1);
+            }
+        }
+        i = end + 1;
+    }
+    if nested {
+        check_args("format width", args.iter())?;
+    }
+    Ok(())
+}
+
+/// minijinja's `format` filter, after [`check_printf`].
+pub fn format(state: &mut State, fmt: &Value, args: Rest<ValueOrKwargs>) -> Result<Value, Error> {
+    if let Some(s) = fmt.as_str() {
+        check_printf(s, args.iter().map(|a| &**a))?;
+    }
+    minijinja::filters::format(state, fmt, args)
+}
+
+/// minijinja's `indent` filter, with its width (positional or `width=`) capped.
+pub fn indent(
+    value: StringInput<'_>,
+    width: Option<usize>,
+    first: Option<bool>,
+    blank: Option<bool>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let w = match width {
+        Some(w) => Some(w),
+        None => kwargs.peek::<Option<usize>>("width")?,
+    };
+    if let Some(w) = w.filter(|&w| w > MAX_PAD) {
+        return Err(too_wide("indent width", w as u128));
+    }
+    minijinja::filters::indent(value, width, first, blank, kwargs)
+}
+
+/// `pycompat`'s method callback, with `str.format()` checked by [`check_str_format`].
+pub fn unknown_method(
+    state: &mut State,
+    value: &Value,
+    method: &str,
+    args: &[Value],
+) -> Result<Value, Error> {
+    if method == "format" {
+        if let Some(s) = value.as_str() {
+            check_str_format(s, args)?;
+        }
+    }
+    minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::{MAX_PAD, check_printf, check_str_format};
+    use minijinja::Value;
+
+    #[test]
+    fn printf_widths_and_precisions_over_the_cap_are_refused() {
+        let none: [Value; 0] = [];
+        for ok in [
+            "%s",
+            "%5d",
+            "%-10s|%.3f",
+            "100%% of %s",
+            "%(name)08.2f",
+            "2024: %s",
+        ] {
+            assert!(check_printf(ok, none.iter()).is_ok(), "{ok}");
+        }
+        for bad in [
+            "%0645970003280702122d",
+            "%1025s",
+            "%.99999f",
+            "%(k)#-+ 2000x",
+        ] {
+            assert!(check_printf(bad, none.iter()).is_err(), "{bad}");
+        }
+        let big = [Value::from(MAX_PAD as i64 + 1), Value::from(1)];
+        assert!(check_printf("%*d", big.iter()).is_err());
+        assert!(
+            check_printf("%d %d", big.iter()).is_ok(),
+            "no * takes the argument"
+        );
+    }
+
+    #[test]
+    fn str_format_specifications_over_the_cap_are_refused() {
+        for ok in [
+            "{}",
+            "{0:>8}",
+            "{:.3f} and {{literal 99999}}",
+            "{name:0>10}",
+            "2024 {}",
+        ] {
+            assert!(check_str_format(ok, &[]).is_ok(), "{ok}");
+        }
+        for bad in ["{:>99999999999}", "{0:.5000f}", "{:x<2048}"] {
+            assert!(check_str_format(bad, &[]).is_err(), "{bad}");
+        }
+        let big = [Value::from(1u64 << 40)];
+        assert!(check_str_format("{:>{}}", &big).is_err());
+        assert!(check_str_format("{:>5}", &big).is_ok());
+    }
+}
