@@ -165,10 +165,13 @@ impl ChatTemplate {
         env.set_syntax(syntax.clone());
         env.set_fuel(Some(RENDER_FUEL));
         env.set_recursion_limit(RECURSION_LIMIT);
-        // Widths and precisions capped (`pad_guard`): `str.format()`, `format`, `indent`.
+        // Widths, precisions and counts capped (`pad_guard`): `str.format()`, `format`,
+        // `indent`, `slice`, `batch`.
         env.set_unknown_method_callback(pad_guard::unknown_method);
         env.add_filter("format", pad_guard::format);
         env.add_filter("indent", pad_guard::indent);
+        env.add_filter("slice", pad_guard::slice);
+        env.add_filter("batch", pad_guard::batch);
         env.add_function("raise_exception", raise_exception);
         env.add_function("strftime_now", strftime_now);
         env.add_filter("tojson", pyjson::tojson);

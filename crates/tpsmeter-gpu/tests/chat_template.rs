@@ -193,9 +193,10 @@ fn self_referential_namespace_does_not_overflow_the_stack() {
 /// Found by the `chat_template` fuzz target (crash-6e2d83a1…): a printf width of 6.4e17 in
 /// the `format` filter made minijinja allocate that many bytes of padding at once, which
 /// aborts the process. Widths and precisions over `MAX_PAD`, in `format`, `str.format()` and
-/// `indent`, are template errors now; the small ones real templates use still work.
+/// `indent`, and counts of `slice` and `batch` over it, are template errors now; the small
+/// ones real templates use still work.
 #[test]
-fn huge_format_and_indent_widths_are_errors_not_allocations() {
+fn huge_widths_and_counts_are_errors_not_allocations() {
     for source in [
         "{{ '%0645970003280702122d' | format(3) }}",
         "{{ '%.99999999f' | format(1.5) }}",
@@ -204,6 +205,8 @@ fn huge_format_and_indent_widths_are_errors_not_allocations() {
         "{{ '{:>{}}'.format('x', 9999999) }}",
         "{{ 'a\nb' | indent(1000000000) }}",
         "{{ 'a\nb' | indent(width=1000000000, first=true) }}",
+        "{{ [1] | slice(10000000000) | length }}",
+        "{{ [1, 2] | batch(10000000000, 0) | length }}",
     ] {
         let t = ChatTemplate::new(source, "", "").unwrap();
         let err = t.render(&[], &opts(false)).unwrap_err();
@@ -213,14 +216,14 @@ fn huge_format_and_indent_widths_are_errors_not_allocations() {
         );
     }
     let t = ChatTemplate::new(
-        "{{ '%05d|%-4s|%.2f' | format(42, 'ab', 2.5) }}|{{ '{:>6}'.format('x') }}|{{ 'a\nb' | indent(4, first=true) }}",
+        "{{ '%05d|%-4s|%.2f' | format(42, 'ab', 2.5) }}|{{ '{:>6}'.format('x') }}|{{ 'a\nb' | indent(4, first=true) }}|{{ [1, 2, 3] | slice(2) | list }}|{{ [1, 2, 3] | batch(2, 0) | list }}",
         "",
         "",
     )
     .unwrap();
     assert_eq!(
         t.render(&[], &opts(false)).unwrap(),
-        "00042|ab  |2.50|     x|    a\n    b"
+        "00042|ab  |2.50|     x|    a\n    b|[[1, 2], [3]]|[[1, 2], [3, 0]]"
     );
 }
 

@@ -1,4 +1,5 @@
-//! Caps the padding a template can ask of minijinja's string formatting.
+//! Caps the sizes a template can name as a number: padding in string formatting, and the
+//! count of `slice` and `batch`.
 //!
 //! Why: the `format` filter (printf style, `'%05d'|format(n)`), the `str.format()` method of
 //! `pycompat` (`'{:>5}'.format(s)`) and the `indent` filter take a width or precision from the
@@ -12,6 +13,10 @@
 //! them from, `indent`'s width) and refuse any over [`MAX_PAD`] with a template error; then
 //! they call minijinja's own implementation. Real chat templates indent by 4 or 8 and format
 //! without widths.
+//!
+//! `slice(n)` makes `n` lists whatever the input's length, and `batch(n, fill)` pads its last
+//! batch to `n` items: one instruction each, so `[1]|slice(10000000000)` ran out of memory
+//! the same way. Their counts are capped at [`MAX_PAD`] too (no real template uses either).
 
 use minijinja::value::{Kwargs, Rest, StringInput, ValueOrKwargs};
 use minijinja::{Error, ErrorKind, State, Value};
@@ -158,6 +163,32 @@ pub fn indent(
         return Err(too_wide("indent width", w as u128));
     }
     minijinja::filters::indent(value, width, first, blank, kwargs)
+}
+
+/// minijinja's `slice` filter, with its count capped.
+pub fn slice(
+    state: &State,
+    value: Value,
+    count: usize,
+    fill_with: Option<Value>,
+) -> Result<Value, Error> {
+    if count > MAX_PAD {
+        return Err(too_wide("slice count", count as u128));
+    }
+    minijinja::filters::slice(state, value, count, fill_with)
+}
+
+/// minijinja's `batch` filter, with its count capped.
+pub fn batch(
+    state: &State,
+    value: Value,
+    count: usize,
+    fill_with: Option<Value>,
+) -> Result<Value, Error> {
+    if count > MAX_PAD {
+        return Err(too_wide("batch count", count as u128));
+    }
+    minijinja::filters::batch(state, value, count, fill_with)
 }
 
 /// `pycompat`'s method callback, with `str.format()` checked by [`check_str_format`].
