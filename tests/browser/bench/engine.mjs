@@ -220,8 +220,10 @@ for (const wl of wllama) {
   console.log(`  decode @64: ${winner} wins by ${f2(Math.max(b64.decode / w64.decode, w64.decode / b64.decode))}x`);
 }
 
-console.log('\nsizes, gzip -9, bytes:');
-const pkgDir = path.join(REPO_ROOT, 'pkg');
+// The package the page ran (installed from the tarball or directory chosen above), not the
+// repository's pkg/: an A/B against another build must report that build's sizes.
+console.log(`\nsizes, gzip -9, bytes (${ctx.source}):`);
+const pkgDir = ctx.pkgDir;
 for (const f of ['wasm/tpsmeter_engine_bg.wasm', 'wasm/tpsmeter_engine.js', 'dist/engine/index.js', 'dist/engine/worker.js', 'dist/engine/cache.js', 'dist/raw-engine.js']) {
   const file = path.join(pkgDir, f);
   if (!fs.existsSync(file)) continue;
