@@ -17,6 +17,8 @@ mod forced;
 pub mod graph;
 mod loader;
 pub mod model;
+#[cfg(not(target_arch = "wasm32"))]
+mod profile;
 pub(crate) mod readback;
 mod session;
 
