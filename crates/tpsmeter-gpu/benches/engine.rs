@@ -129,28 +129,8 @@ mod native {
             show("prefill, 64 tokens", &v, "tok/s");
             return;
         }
-        if std::env::args().any(|a| a == "decode") {
-            // Decode at each context only, for quick comparisons of the attention kernels.
-            let mut at64 = 0.0;
-            for c in [64, 512, 2048] {
-                let (at, first) = fill(&mut m, c);
-                let v: Vec<f64> = (0..runs)
-                    .map(|_| decode(&mut m, at, first, n_decode))
-                    .collect();
-                let med = show(&format!("decode at context {c}"), &v, "tok/s");
-                if c == 64 {
-                    at64 = med;
-                } else {
-                    println!("{:<34} {:>9.2} x", "  / decode at context 64", med / at64);
-                }
-            }
-            return;
-        }
-        let vocab = m.config().vocab_size;
-        let p64 = prompt(64, vocab);
-        let cold_ttft = prefill(&mut m, &p64);
-        let (at, first) = fill(&mut m, 64);
-        let cold_decode = decode(&mut m, at, first, n_decode);
+        // Decode at each context only, for quick comparisons of the attention kernels.
+        let decode_only = std::env::args().any(|a| a == "decode");
         println!(
             "adapter: {} ({:?}, {:?})",
             ctx.info.name, ctx.info.backend, ctx.info.device_type
@@ -161,28 +141,8 @@ mod native {
             quantized >> 20
         );
         println!("runs: {runs}, decoded tokens per decode run: {n_decode}");
-        println!("-- cold (first use; pipeline compilation included)");
-        println!(
-            "{:<34} {:>9.2} s",
-            "load (upload + decode pipelines)", load_s
-        );
-        println!(
-            "{:<34} {:>9.2} ms",
-            "TTFT, 64-token prompt",
-            cold_ttft * 1e3
-        );
-        println!("{:<34} {:>9.2} tok/s", "decode at context 64", cold_decode);
-
-        println!("-- warm");
-        m.warm_prefill().unwrap();
-        let ttft: Vec<f64> = (0..runs).map(|_| prefill(&mut m, &p64) * 1e3).collect();
-        show("TTFT, 64-token prompt", &ttft, "ms");
-        for n in [64, 512] {
-            let ids = prompt(n, vocab);
-            let v: Vec<f64> = (0..runs)
-                .map(|_| n as f64 / prefill(&mut m, &ids))
-                .collect();
-            show(&format!("prefill, {n} tokens"), &v, "tok/s");
+        if !decode_only {
+            cold_and_prefill(&mut m, load_s, runs, n_decode);
         }
         let mut decode_64 = 0.0;
         for c in [64, 512, 2048] {
@@ -192,8 +152,17 @@ mod native {
                 .map(|_| decode(&mut m, at, first, n_decode))
                 .collect();
             let med = show(&format!("decode at context {c}"), &v, "tok/s");
+            if c != 64 {
+                println!(
+                    "{:<34} {:>9.2} x",
+                    "  / decode at context 64",
+                    med / decode_64
+                );
+            }
             if c == 64 {
                 decode_64 = med;
+            }
+            if c == 64 && !decode_only {
                 // Work per decoded token, from the counters of these runs (decode steps only).
                 let after = m.stats();
                 let steps = (runs * n_decode) as u64;
@@ -216,6 +185,9 @@ mod native {
                 );
             }
         }
+        if decode_only {
+            return;
+        }
         let wbytes = m.weight_bytes_per_token();
         println!(
             "{:<34} {:>9.2} MB ({:.3} x the file's {:.2} MB of tensors)",
@@ -233,6 +205,36 @@ mod native {
         drop(m);
         batch(&ctx, &file, runs, n_decode);
         llama_cpp(&path.to_string_lossy(), decode_64);
+    }
+
+    /// The cold figures (first prompt, first tokens), then warm TTFT and prefill.
+    fn cold_and_prefill(m: &mut GpuModel, load_s: f64, runs: usize, n_decode: usize) {
+        let vocab = m.config().vocab_size;
+        let p64 = prompt(64, vocab);
+        let cold_ttft = prefill(m, &p64);
+        let (at, first) = fill(m, 64);
+        let cold_decode = decode(m, at, first, n_decode);
+        println!("-- cold (first use; pipeline compilation included)");
+        println!(
+            "{:<34} {:>9.2} s",
+            "load (upload + decode pipelines)", load_s
+        );
+        println!(
+            "{:<34} {:>9.2} ms",
+            "TTFT, 64-token prompt",
+            cold_ttft * 1e3
+        );
+        println!("{:<34} {:>9.2} tok/s", "decode at context 64", cold_decode);
+
+        println!("-- warm");
+        m.warm_prefill().unwrap();
+        let ttft: Vec<f64> = (0..runs).map(|_| prefill(m, &p64) * 1e3).collect();
+        show("TTFT, 64-token prompt", &ttft, "ms");
+        for n in [64, 512] {
+            let ids = prompt(n, vocab);
+            let v: Vec<f64> = (0..runs).map(|_| n as f64 / prefill(m, &ids)).collect();
+            show(&format!("prefill, {n} tokens"), &v, "tok/s");
+        }
     }
 
     /// Batched decode (what `tpsmeter serve` runs under concurrency): B sequences, each after

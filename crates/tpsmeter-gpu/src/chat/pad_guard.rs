@@ -159,10 +159,16 @@ pub fn indent(
         Some(w) => Some(w),
         None => kwargs.peek::<Option<usize>>("width")?,
     };
-    if let Some(w) = w.filter(|&w| w > MAX_PAD) {
-        return Err(too_wide("indent width", w as u128));
-    }
+    check_count("indent width", w.unwrap_or(0))?;
     minijinja::filters::indent(value, width, first, blank, kwargs)
+}
+
+/// A count or width a filter takes as an argument is within [`MAX_PAD`].
+fn check_count(what: &str, n: usize) -> Result<(), Error> {
+    if n > MAX_PAD {
+        return Err(too_wide(what, n as u128));
+    }
+    Ok(())
 }
 
 /// minijinja's `slice` filter, with its count capped.
@@ -172,9 +178,7 @@ pub fn slice(
     count: usize,
     fill_with: Option<Value>,
 ) -> Result<Value, Error> {
-    if count > MAX_PAD {
-        return Err(too_wide("slice count", count as u128));
-    }
+    check_count("slice count", count)?;
     minijinja::filters::slice(state, value, count, fill_with)
 }
 
@@ -185,9 +189,7 @@ pub fn batch(
     count: usize,
     fill_with: Option<Value>,
 ) -> Result<Value, Error> {
-    if count > MAX_PAD {
-        return Err(too_wide("batch count", count as u128));
-    }
+    check_count("batch count", count)?;
     minijinja::filters::batch(state, value, count, fill_with)
 }
 
