@@ -162,6 +162,15 @@ mod native {
             if c == 64 {
                 decode_64 = med;
             }
+            if decode_only {
+                // Where a token's time goes at this context (kernels only: the whole-step
+                // rows would restart the sequence at position 0).
+                println!("-- decode time per token by kernel at context {c}");
+                let all: Vec<_> = (0..runs)
+                    .map(|_| m.profile_decode_kernels(10).unwrap())
+                    .collect();
+                profile_table(&all, m.dispatches_per_token());
+            }
             if c == 64 && !decode_only {
                 // Work per decoded token, from the counters of these runs (decode steps only).
                 let after = m.stats();

@@ -340,11 +340,19 @@ async fn softmax_matches_twin() {
     }
 }
 
-/// A texture KV slab of `rows` rows holding `src` (`[rows, kv_dim]`, f32), filled through
-/// the texture append from row 0: the attention tests that read it check both.
-fn texture_slab(ctx: &GpuContext, src: &Tensor, rows: usize, kv_dim: usize) -> KvSlab {
+/// A texture KV slab (`store`: f32 or f16 texels) of `rows` rows holding `src` (`[rows,
+/// kv_dim]`), filled through the texture append from row 0: the attention tests that read
+/// it check both.
+fn texture_slab(
+    ctx: &GpuContext,
+    src: &Tensor,
+    rows: usize,
+    kv_dim: usize,
+    store: KvStore,
+) -> KvSlab {
     let all = Tensor::from_u32(ctx, "all rows", &positions(0, rows, 0)).unwrap();
-    let s = KvSlab::new(ctx, "kv", rows, kv_dim, DType::F32, KvStore::Texture).unwrap();
+    let s = KvSlab::new(ctx, "kv", rows, kv_dim, src.dtype, store).unwrap();
+    assert_eq!(s.store(), store);
     let op = KvAppend::new(ctx, &all, src, &s, rows, kv_dim, rows).unwrap();
     run(ctx, &[op.dispatch()]);
     s
@@ -392,23 +400,29 @@ async fn attention_batched_decode_reads_each_sequences_own_rows() {
                 scale,
                 decode: true,
             };
-            let mut want = Vec::new();
-            for (t, &(p, base)) in places.iter().enumerate() {
-                let rows = base * kv_dim..(base + max_ctx) * kv_dim;
-                want.extend(cpu::attention(
-                    &q[t * n_heads * head_dim..(t + 1) * n_heads * head_dim],
-                    &k[rows.clone()],
-                    &v[rows],
-                    1,
-                    n_heads,
-                    n_kv,
-                    head_dim,
-                    max_ctx,
-                    window,
-                    scale,
-                    p as u32,
-                ));
-            }
+            // The twin over caches as stored: exact, or rounded to f16 (the f16 texture).
+            let twin = |k: &[f32], v: &[f32]| {
+                let mut want = Vec::new();
+                for (t, &(p, base)) in places.iter().enumerate() {
+                    let rows = base * kv_dim..(base + max_ctx) * kv_dim;
+                    want.extend(cpu::attention(
+                        &q[t * n_heads * head_dim..(t + 1) * n_heads * head_dim],
+                        &k[rows.clone()],
+                        &v[rows],
+                        1,
+                        n_heads,
+                        n_kv,
+                        head_dim,
+                        max_ctx,
+                        window,
+                        scale,
+                        p as u32,
+                    ));
+                }
+                want
+            };
+            let want = twin(&k, &v);
+            let want16 = twin(&round_f16(&k), &round_f16(&v));
             let qt = Tensor::from_f32(ctx, "q", &q, dt).unwrap();
             let kt = Tensor::from_f32(ctx, "k", &k, dt).unwrap();
             let vt = Tensor::from_f32(ctx, "v", &v, dt).unwrap();
@@ -417,35 +431,49 @@ async fn attention_batched_decode_reads_each_sequences_own_rows() {
                 .storage_zeroed("scores", attention::scratch_bytes(&cfg))
                 .unwrap();
             let total = slots * max_ctx;
-            let mut stores = vec![(
-                "buffer",
-                KvSlab::Buffer(kt.clone()),
-                KvSlab::Buffer(vt.clone()),
-            )];
+            let mut stores = vec![
+                (
+                    "buffer",
+                    KvSlab::Buffer(kt.clone()),
+                    KvSlab::Buffer(vt.clone()),
+                ),
+                (
+                    "texture_f16",
+                    texture_slab(ctx, &kt, total, kv_dim, KvStore::TextureF16),
+                    texture_slab(ctx, &vt, total, kv_dim, KvStore::TextureF16),
+                ),
+            ];
             if dt == DType::F32 {
                 stores.push((
                     "texture",
-                    texture_slab(ctx, &kt, total, kv_dim),
-                    texture_slab(ctx, &vt, total, kv_dim),
+                    texture_slab(ctx, &kt, total, kv_dim, KvStore::Texture),
+                    texture_slab(ctx, &vt, total, kv_dim, KvStore::Texture),
                 ));
             }
             for (store, ks, vs) in &stores {
                 for profile in PROFILES {
-                    if *store == "texture" && profile == AdapterProfile::Gpu {
+                    if *store != "buffer" && profile == AdapterProfile::Gpu {
                         continue;
                     }
+                    // f16 texels: the twin on f16-rounded keys and values, and f16's
+                    // tolerance (the GPU's own rounding may differ by an ulp).
+                    let (want, dt_tol) = if *store == "texture_f16" {
+                        (&want16, DType::F16)
+                    } else {
+                        (&want, dt)
+                    };
                     let out = Tensor::zeros(ctx, "out", q.len(), dt).unwrap();
                     let d =
                         attention::prepare(ctx, profile, &cfg, &pos, &qt, (ks, vs), &scores, &out)
                             .unwrap();
                     run(ctx, &d.iter().collect::<Vec<_>>());
-                    let (r, a) = tol(dt);
+                    let (r, a) = tol(dt_tol);
                     assert_close(
                         &format!(
                             "batched attention {store} {profile:?} seqs={n_seq} h={n_heads}/{n_kv} d={head_dim} w={window} ctx={max_ctx} at {places:?} {dt:?}"
                         ),
                         &out.read_f32_async(ctx).await.unwrap(),
-                        &want,
+                        want,
                         None,
                         r,
                         a.max(1e-5),
@@ -508,12 +536,60 @@ async fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
             let want = cpu::attention(
                 &q, &k, &v, n_tokens, n_heads, n_kv, head_dim, max_ctx, window, scale, pos0,
             );
-            // The CPU-type kernel over a texture cache (f32 only), filled through the
-            // texture append from position 0: checks both.
-            if dt == DType::F32 && head_dim % 4 == 0 {
+            // The CPU-type kernel over an f16 texture cache (any activation type), filled
+            // through the texture append from position 0: checks both, against the twin on
+            // f16-rounded keys and values, within f16's tolerance (the GPU's own rounding
+            // may differ by an ulp).
+            if head_dim % 8 == 0 {
                 let (ks, vs) = (
-                    texture_slab(ctx, &kt, max_ctx, kv_dim),
-                    texture_slab(ctx, &vt, max_ctx, kv_dim),
+                    texture_slab(ctx, &kt, max_ctx, kv_dim, KvStore::TextureF16),
+                    texture_slab(ctx, &vt, max_ctx, kv_dim, KvStore::TextureF16),
+                );
+                let want16 = cpu::attention(
+                    &q,
+                    &round_f16(&k),
+                    &round_f16(&v),
+                    n_tokens,
+                    n_heads,
+                    n_kv,
+                    head_dim,
+                    max_ctx,
+                    window,
+                    scale,
+                    pos0,
+                );
+                let scores = ctx
+                    .storage_zeroed("scores", attention::scratch_bytes(&cfg))
+                    .unwrap();
+                let d = attention::prepare(
+                    ctx,
+                    AdapterProfile::Cpu,
+                    &cfg,
+                    &pos,
+                    &qt,
+                    (&ks, &vs),
+                    &scores,
+                    &out,
+                )
+                .unwrap();
+                run(ctx, &d.iter().collect::<Vec<_>>());
+                let (r, a) = tol(DType::F16);
+                assert_close(
+                    &format!(
+                        "attention f16 texture KV t={n_tokens} h={n_heads}/{n_kv} d={head_dim} w={window} ctx={max_ctx} pos={pos0} {dt:?}"
+                    ),
+                    &out.read_f32_async(ctx).await.unwrap(),
+                    &want16,
+                    None,
+                    r,
+                    a,
+                );
+            }
+            // The same over an f32 texture cache (f32 activations only): exact.
+            if dt == DType::F32 && head_dim % 8 == 0 {
+                let (ks, vs) = (
+                    texture_slab(ctx, &kt, max_ctx, kv_dim, KvStore::Texture),
+                    texture_slab(ctx, &vt, max_ctx, kv_dim, KvStore::Texture),
                 );
                 let scores = ctx
                     .storage_zeroed("scores", attention::scratch_bytes(&cfg))

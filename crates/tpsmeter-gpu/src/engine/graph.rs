@@ -82,17 +82,19 @@ pub struct KvCache {
 }
 
 impl KvCache {
-    /// Allocates the whole cache once (nothing is allocated per token).
+    /// Allocates the whole cache once (nothing is allocated per token); `f16`: see
+    /// [`crate::engine::ModelOptions::kv_f16`].
     pub fn new(
         ctx: &GpuContext,
         cfg: &ModelConfig,
         max_ctx: usize,
         slots: usize,
         dt: DType,
+        f16: bool,
     ) -> Result<Self> {
         let (kd, vd) = (cfg.k_dim(), cfg.v_dim());
         let rows = max_ctx * slots;
-        let store = KvStore::for_context(ctx, rows, cfg.head_dim, kd.max(vd), dt);
+        let store = KvStore::for_context(ctx, rows, cfg.head_dim, kd.max(vd), dt, f16);
         let mut k = Vec::with_capacity(cfg.n_layers);
         let mut v = Vec::with_capacity(cfg.n_layers);
         for l in 0..cfg.n_layers {

@@ -155,7 +155,7 @@ pub fn prepare(
         match slab {
             KvSlab::Buffer(t) => t.expect(OP, name, kv, dt)?,
             KvSlab::Texture { texture, .. } => {
-                let rows = cfg.n_kv_heads * cfg.head_dim / 4;
+                let rows = cfg.n_kv_heads * cfg.head_dim / slab.store().texel_values();
                 if texture.width() as usize != rows || (texture.height() as usize) < cfg.max_ctx {
                     return Err(GpuError::ShapeMismatch {
                         op: OP,
@@ -170,12 +170,18 @@ pub fn prepare(
             }
         }
     }
-    let cpu = profile == AdapterProfile::Cpu && cfg.head_dim.is_multiple_of(4);
+    // The CPU-type kernel reads a head 8 values (two vec4s, one f16 texel) at a time.
+    let cpu = profile == AdapterProfile::Cpu && cfg.head_dim.is_multiple_of(8);
     let store = k_cache.store();
-    if store != v_cache.store() || (store == KvStore::Texture && (!cpu || dt != DType::F32)) {
+    if store != v_cache.store()
+        || (store.is_texture() && !cpu)
+        || (store == KvStore::Texture && dt != DType::F32)
+    {
         return Err(GpuError::ShapeMismatch {
             op: OP,
-            detail: "a texture KV cache needs f32, the CPU-type kernel and both slabs alike".into(),
+            detail: "a texture KV cache needs the CPU-type kernel (heads a multiple of 8 wide), \
+                     f32 activations for an f32 texture, and both slabs alike"
+                .into(),
         });
     }
     pos.expect(OP, "pos", 2 * cfg.n_tokens, DType::F32)?;

@@ -1,7 +1,10 @@
 //! One layer's keys or values in the static KV cache: a storage buffer, or on CPU-type
-//! adapters an `rgba32float` texture (row = position, one texel per 4 values), which lavapipe
-//! reads with vector gathers instead of its per-lane storage-buffer loop (decode at context
-//! 512 ran 3x slower than at 64 with buffers there).
+//! adapters a texture (row = position), which lavapipe reads with vector gathers instead of
+//! its per-lane storage-buffer loop (decode at context 512 ran 3x slower than at 64 with
+//! buffers there). The texture holds f16 values, 8 to an `rgba32uint` texel, where the head
+//! size allows: a gather then brings 8 values instead of 4, and the gathers are what a long
+//! decode's attention costs there (context 2048: 16 of its 21 ms). f16 is also the cache
+//! type llama.cpp uses by default; arithmetic stays f32.
 
 use crate::error::Result;
 use crate::gpu::context::{AdapterProfile, GpuContext};
@@ -13,31 +16,54 @@ use crate::kernels::tensor::Tensor;
 pub enum KvStore {
     /// Storage buffers (`kv_buffer.wgsl`), any dtype.
     Buffer,
-    /// `rgba32float` textures (`kv_texture.wgsl`), f32 only.
+    /// `rgba32float` textures (`kv_texture.wgsl`), 4 f32 values per texel: exact where the
+    /// f16 texture rounds.
     Texture,
+    /// `rgba32uint` textures (`kv_texture_f16.wgsl`), 8 f16 values per texel.
+    TextureF16,
 }
 
 impl KvStore {
-    /// Textures where the adapter is CPU-type and the cache fits them (f32, heads a multiple
-    /// of 4 wide, `max_ctx` rows within the texture limits); buffers otherwise.
+    /// On CPU-type adapters a texture where heads are a multiple of 8 wide (the CPU-type
+    /// attention reads a head 8 values at a time) and the cache fits the texture limits: f16
+    /// when `f16` allows, else f32 (f32 activations only); buffers otherwise.
     pub fn for_context(
         ctx: &GpuContext,
         max_ctx: usize,
         head_dim: usize,
         kv_dim: usize,
         dtype: DType,
+        f16: bool,
     ) -> Self {
         let max = ctx.limits.max_texture_dimension_2d as usize;
-        if ctx.profile == AdapterProfile::Cpu
-            && dtype == DType::F32
-            && head_dim.is_multiple_of(4)
-            && max_ctx <= max
-            && kv_dim / 4 <= max
-        {
+        let fits = |per: usize| {
+            ctx.profile == AdapterProfile::Cpu
+                && head_dim.is_multiple_of(8)
+                && kv_dim.is_multiple_of(per)
+                && max_ctx <= max
+                && kv_dim / per <= max
+        };
+        if f16 && fits(8) {
+            KvStore::TextureF16
+        } else if dtype == DType::F32 && fits(4) {
             KvStore::Texture
         } else {
             KvStore::Buffer
         }
+    }
+
+    /// Values per texel of a texture store; 1 for buffers.
+    pub fn texel_values(self) -> usize {
+        match self {
+            KvStore::Buffer => 1,
+            KvStore::Texture => 4,
+            KvStore::TextureF16 => 8,
+        }
+    }
+
+    /// Whether this is a texture store.
+    pub fn is_texture(self) -> bool {
+        self != KvStore::Buffer
     }
 }
 
@@ -46,7 +72,7 @@ impl KvStore {
 pub enum KvSlab {
     /// `[max_ctx, kv_dim]` in a storage buffer.
     Buffer(Tensor),
-    /// `max_ctx` rows of `kv_dim / 4` texels.
+    /// `max_ctx` rows of `kv_dim / 4` (f32) or `kv_dim / 8` (f16) texels.
     Texture {
         /// The texture (kept for its size and lifetime).
         texture: wgpu::Texture,
@@ -72,19 +98,23 @@ impl KvSlab {
                 max_ctx * kv_dim,
                 dtype,
             )?)),
-            KvStore::Texture => {
+            KvStore::Texture | KvStore::TextureF16 => {
                 // wgpu zero-fills a texture before its first use.
                 let texture = ctx.device.create_texture(&wgpu::TextureDescriptor {
                     label: Some(label),
                     size: wgpu::Extent3d {
-                        width: (kv_dim / 4) as u32,
+                        width: (kv_dim / store.texel_values()) as u32,
                         height: max_ctx as u32,
                         depth_or_array_layers: 1,
                     },
                     mip_level_count: 1,
                     sample_count: 1,
                     dimension: wgpu::TextureDimension::D2,
-                    format: wgpu::TextureFormat::Rgba32Float,
+                    format: if store == KvStore::TextureF16 {
+                        wgpu::TextureFormat::Rgba32Uint
+                    } else {
+                        wgpu::TextureFormat::Rgba32Float
+                    },
                     usage: wgpu::TextureUsages::TEXTURE_BINDING
                         | wgpu::TextureUsages::STORAGE_BINDING,
                     view_formats: &[],
@@ -99,7 +129,10 @@ impl KvSlab {
     pub fn store(&self) -> KvStore {
         match self {
             KvSlab::Buffer(_) => KvStore::Buffer,
-            KvSlab::Texture { .. } => KvStore::Texture,
+            KvSlab::Texture { texture, .. } => match texture.format() {
+                wgpu::TextureFormat::Rgba32Uint => KvStore::TextureF16,
+                _ => KvStore::Texture,
+            },
         }
     }
 

@@ -6,7 +6,7 @@ use crate::error::{GpuError, Result};
 use crate::gpu::context::GpuContext;
 use crate::gpu::defines::{DType, Defines};
 use crate::kernels::dispatch::Dispatch;
-use crate::kernels::kv::KvSlab;
+use crate::kernels::kv::{KvSlab, KvStore};
 use crate::kernels::source::ShaderId;
 use crate::kernels::tensor::Tensor;
 
@@ -32,7 +32,7 @@ pub struct KvAppend {
 impl KvAppend {
     /// `cache` holds at least `max_ctx * kv_dim` values (a sequence's rows; the caller keeps
     /// every base plus `max_ctx` inside the cache), `src` holds `n_tokens * kv_dim`, same
-    /// dtype (f32 for a texture cache).
+    /// dtype (f32 for an f32 texture cache; an f16 texture takes either and rounds).
     pub fn new(
         ctx: &GpuContext,
         pos: &Tensor,
@@ -54,9 +54,13 @@ impl KvAppend {
         let cache = match cache {
             KvSlab::Buffer(t) => t,
             KvSlab::Texture { texture, view } => {
-                src.expect(OP, "src", n_tokens * kv_dim, DType::F32)?;
-                if !kv_dim.is_multiple_of(4)
-                    || texture.width() as usize * 4 != kv_dim
+                let store = cache.store();
+                let per = store.texel_values();
+                if store == KvStore::Texture {
+                    src.expect(OP, "src", n_tokens * kv_dim, DType::F32)?;
+                }
+                if !kv_dim.is_multiple_of(per)
+                    || texture.width() as usize * per != kv_dim
                     || (texture.height() as usize) < max_ctx
                 {
                     return Err(GpuError::ShapeMismatch {
@@ -69,12 +73,18 @@ impl KvAppend {
                     });
                 }
                 let defines = Defines {
+                    act: src.dtype,
                     workgroup: WORKGROUP,
                     ..Defines::default()
                 };
-                let pipeline = ctx.pipeline(ShaderId::KvAppendTexture, "main", defines);
+                let shader = if store == KvStore::TextureF16 {
+                    ShaderId::KvAppendTextureF16
+                } else {
+                    ShaderId::KvAppendTexture
+                };
+                let pipeline = ctx.pipeline(shader, "main", defines);
                 let params = ctx.uniform("kv_append params", &p);
-                let n = (n_tokens * kv_dim / 4) as u32;
+                let n = (n_tokens * kv_dim / per) as u32;
                 return Ok(KvAppend {
                     dispatch: Dispatch {
                         bind_group: ctx.bind_resources(

@@ -49,8 +49,13 @@ pub static SOURCES: &[(&str, &str)] = &[
         "kv_append_texture",
         include_str!("wgsl/kv_append_texture.wgsl"),
     ),
+    (
+        "kv_append_texture_f16",
+        include_str!("wgsl/kv_append_texture_f16.wgsl"),
+    ),
     ("kv_buffer", include_str!("wgsl/kv_buffer.wgsl")),
     ("kv_texture", include_str!("wgsl/kv_texture.wgsl")),
+    ("kv_texture_f16", include_str!("wgsl/kv_texture_f16.wgsl")),
     ("embed", include_str!("wgsl/embed.wgsl")),
     (
         "attention_common",
@@ -112,6 +117,7 @@ pub enum ShaderId {
     KvAppend,
     /// KV-cache append into a texture.
     KvAppendTexture,
+    KvAppendTextureF16,
     /// Quantized embedding lookup.
     Embed(WeightFormat, WeightStore),
     /// Grouped-query attention over the KV cache.
@@ -139,6 +145,7 @@ impl ShaderId {
             ShaderId::Rope => "rope",
             ShaderId::KvAppend => "kv_append",
             ShaderId::KvAppendTexture => "kv_append_texture",
+            ShaderId::KvAppendTextureF16 => "kv_append_texture_f16",
             ShaderId::Embed(..) => "embed",
             ShaderId::Attention => "attention",
             ShaderId::AttentionCpu(_) => "attention_cpu",
@@ -184,11 +191,13 @@ impl ShaderId {
             ShaderId::Softmax => vec!["reduce", "softmax"],
             ShaderId::KvAppend => vec!["kv_append_common", "kv_append"],
             ShaderId::KvAppendTexture => vec!["kv_append_common", "kv_append_texture"],
+            ShaderId::KvAppendTextureF16 => vec!["kv_append_common", "kv_append_texture_f16"],
             ShaderId::AttentionCpu(store) => vec![
                 "attention_common",
                 match store {
                     KvStore::Buffer => "kv_buffer",
                     KvStore::Texture => "kv_texture",
+                    KvStore::TextureF16 => "kv_texture_f16",
                 },
                 "attention_cpu",
             ],
@@ -270,7 +279,9 @@ mod tests {
             ShaderId::Attention,
             ShaderId::AttentionCpu(KvStore::Buffer),
             ShaderId::AttentionCpu(KvStore::Texture),
+            ShaderId::AttentionCpu(KvStore::TextureF16),
             ShaderId::KvAppendTexture,
+            ShaderId::KvAppendTextureF16,
             ShaderId::Softmax,
             ShaderId::Sample,
             ShaderId::Probe,

@@ -17,6 +17,9 @@ pub struct KvCache {
     v: Vec<Vec<f32>>,
     capacity: usize,
     len: usize,
+    /// Keys and values rounded to f16 as they are stored (the engine's f16 cache, and
+    /// llama.cpp's default): the reference then computes what such an engine computes.
+    f16: bool,
 }
 
 impl KvCache {
@@ -27,7 +30,13 @@ impl KvCache {
             v: vec![vec![0.0; capacity * cfg.v_dim()]; cfg.n_layers],
             capacity,
             len: 0,
+            f16: false,
         }
+    }
+
+    /// Rounds keys and values to f16 as they are stored from now on.
+    pub fn store_f16(&mut self, on: bool) {
+        self.f16 = on;
     }
 
     /// Positions filled so far (the position of the next token).
@@ -138,6 +147,14 @@ impl ReferenceModel {
             }
             cache.k[l][pos * k.len()..(pos + 1) * k.len()].copy_from_slice(&k);
             cache.v[l][pos * v.len()..(pos + 1) * v.len()].copy_from_slice(&v);
+            if cache.f16 {
+                let rows = cache.k[l][pos * k.len()..(pos + 1) * k.len()]
+                    .iter_mut()
+                    .chain(&mut cache.v[l][pos * v.len()..(pos + 1) * v.len()]);
+                for x in rows {
+                    *x = half::f16::from_f32(*x).to_f32();
+                }
+            }
 
             // Positions this layer may see: all, or the last `window` ones.
             let first = match cfg.sliding_window {

@@ -2,9 +2,11 @@
 // barriers (a barrier costs 5-100x on lavapipe, and the tree reductions of attention.wgsl
 // need several per key block). Each invocation streams its visible keys once with an online
 // softmax: running max m, running sum l, and the weighted sum of values rescaled whenever m
-// grows, so scores need no scratch. Reads are vec4s: head_dim is a multiple of 4.
+// grows, so scores need no scratch. Reads are pairs of vec4s (one f16 texel: see
+// kv_texture_f16.wgsl): head_dim is a multiple of 8.
 
-// Keys and values come through k_at / v_at (kv_buffer.wgsl or kv_texture.wgsl).
+// Keys and values come through k_pair / v_pair (kv_buffer.wgsl, kv_texture.wgsl or
+// kv_texture_f16.wgsl).
 @group(0) @binding(2) var<storage, read> q: array<vec4<act>>;
 @group(0) @binding(6) var<storage, read_write> out: array<vec4<act>>;
 
@@ -31,8 +33,9 @@ fn attend(qb: u32, kvh: u32, row0: u32, start: u32, end: u32) {
     let c0 = kvh * HD4;
     for (var j = start; j < end; j++) {
         var s = 0.0;
-        for (var d = 0u; d < HD4; d++) {
-            s += dot(qv[d], k_at(row0 + j, c0 + d));
+        for (var d = 0u; d < HD4; d += 2u) {
+            let kp = k_pair(row0 + j, (c0 + d) / 2u);
+            s += dot(qv[d], kp[0]) + dot(qv[d + 1u], kp[1]);
         }
         if (s > m) {
             // Rescale what was summed under the old maximum (exp(-inf) = 0 on the first key).
@@ -45,8 +48,10 @@ fn attend(qb: u32, kvh: u32, row0: u32, start: u32, end: u32) {
         }
         let e = exp(s - m);
         l += e;
-        for (var d = 0u; d < HD4; d++) {
-            acc[d] += e * v_at(row0 + j, c0 + d);
+        for (var d = 0u; d < HD4; d += 2u) {
+            let vp = v_pair(row0 + j, (c0 + d) / 2u);
+            acc[d] += e * vp[0];
+            acc[d + 1u] += e * vp[1];
         }
     }
     m_run = m;

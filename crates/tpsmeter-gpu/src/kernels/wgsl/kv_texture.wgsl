@@ -10,3 +10,12 @@ fn k_at(j: u32, c: u32) -> vec4<f32> {
 fn v_at(j: u32, c: u32) -> vec4<f32> {
     return textureLoad(vc, vec2<u32>(c, j), 0);
 }
+
+// vec4s 2 * c2 and 2 * c2 + 1 of row j (the CPU-type attention reads heads in pairs, the
+// unit of kv_texture_f16.wgsl).
+fn k_pair(j: u32, c2: u32) -> array<vec4<f32>, 2> {
+    return array<vec4<f32>, 2>(k_at(j, 2u * c2), k_at(j, 2u * c2 + 1u));
+}
+fn v_pair(j: u32, c2: u32) -> array<vec4<f32>, 2> {
+    return array<vec4<f32>, 2>(v_at(j, 2u * c2), v_at(j, 2u * c2 + 1u));
+}
