@@ -8,8 +8,11 @@
 //! (`TPSMETER_LLAMA_VULKAN_BIN`), with our decode speed as a ratio to each.
 //!
 //! `cargo bench -p tpsmeter-gpu --bench engine` (`-- profile`, `-- prefill` or `-- decode`
-//! for just the per-kernel profile, warm 64-token prefill, or decode at each context); `TPSMETER_BENCH_RUNS` (default 5) sets N,
-//! `TPSMETER_BENCH_DECODE` (default 32) the tokens timed per decode run.
+//! for just the per-kernel profile, warm 64-token prefill, or decode and its per-kernel
+//! profile at each context); `TPSMETER_BENCH_RUNS` (default 5) sets N,
+//! `TPSMETER_BENCH_DECODE` (default 32) the tokens timed per decode run, and
+//! `TPSMETER_BENCH_KV_F32=1` loads the model with the exact f32 KV cache instead of the
+//! f16 one (CPU-type adapters), for an A/B of the two.
 #![allow(clippy::unwrap_used)]
 
 #[cfg(target_arch = "wasm32")]
@@ -109,6 +112,7 @@ mod native {
         // Decode "at context c" runs positions c - 1 .. c - 1 + n_decode: room for the last.
         let opts = ModelOptions {
             max_context: 2048 + n_decode,
+            kv_f16: std::env::var("TPSMETER_BENCH_KV_F32").is_err(),
             ..Default::default()
         };
         let mut m = GpuModel::load(ctx.clone(), &file, &opts).unwrap();
@@ -141,6 +145,7 @@ mod native {
             quantized >> 20
         );
         println!("runs: {runs}, decoded tokens per decode run: {n_decode}");
+        println!("KV cache: {:?}", m.kv_store());
         if !decode_only {
             cold_and_prefill(&mut m, load_s, runs, n_decode);
         }

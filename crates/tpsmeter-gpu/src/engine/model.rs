@@ -198,8 +198,8 @@ impl GpuModel {
         self.kv.max_ctx
     }
 
-    /// Where the KV cache lives; [`KvStore::TextureF16`] stores keys and values as f16
-    /// (CPU-type adapters), as llama.cpp does by default.
+    /// Where the KV cache lives; [`crate::kernels::KvStore::TextureF16`] stores keys and
+    /// values as f16 (CPU-type adapters), as llama.cpp does by default.
     pub fn kv_store(&self) -> crate::kernels::KvStore {
         self.kv
             .k
