@@ -227,6 +227,38 @@ fn huge_widths_and_counts_are_errors_not_allocations() {
     );
 }
 
+/// The chat_template fuzzer's crash of session 11: minijinja 3.0.5's format parser reads a
+/// printf key or a `str.format()` index one byte at a time and slices the string there, so
+/// a multi-byte character in one panicked (natively the render thread's panic, an error; in
+/// the browser, an abort of the engine's Worker). Each is now a template error that says
+/// why, and ASCII keys still format.
+#[test]
+fn non_ascii_format_keys_are_errors_not_panics() {
+    for source in [
+        // The fuzzer's input, reduced: a replacement character in a printf key.
+        "{{ '%(\u{fffd})s' | format(2) }}",
+        "{{ '%(é)s' | format({'é': 1}) }}",
+        "{{ 'a %(日本' | format(1) }}",
+        "{{ '{0[é]}'.format({'é': 1}) }}",
+        "{{ '{0[a][日本]}'.format({'a': {}}) }}",
+        "{{ '{x[\u{fffd}'.format(x=1) }}",
+    ] {
+        let t = ChatTemplate::new(source, "", "").unwrap();
+        let err = t.render(&[], &opts(false)).unwrap_err();
+        assert!(
+            matches!(&err, GpuError::ChatTemplate { reason } if reason.contains("must be ASCII")),
+            "{source}: {err}"
+        );
+    }
+    let t = ChatTemplate::new(
+        "{{ '%(a)s|é' | format({'a': 1}) }}|{{ '{0[b]}é'.format({'b': 2}) }}",
+        "",
+        "",
+    )
+    .unwrap();
+    assert_eq!(t.render(&[], &opts(false)).unwrap(), "1|é|2é");
+}
+
 /// Other ways to close a cycle through a namespace: a lazy view of it, a second namespace
 /// created around it, a list holding it, a macro printing it. Each renders a finite text.
 #[test]

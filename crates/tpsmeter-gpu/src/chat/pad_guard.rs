@@ -14,6 +14,12 @@
 //! they call minijinja's own implementation. Real chat templates indent by 4 or 8 and format
 //! without widths.
 //!
+//! The same wrappers refuse format strings that would panic minijinja 3.0.5's format parser:
+//! it reads a printf key (`%(key)s`) and a `str.format()` index (`{0[key]}`) one byte at a
+//! time and slices the string there, which panics inside a multi-byte character (the fuzzer
+//! found `'%(\u{fffd})s'|format(..)`). A panic is an error natively (the render thread's),
+//! but aborts the engine's Worker in the browser. Keys and indexes must be ASCII.
+//!
 //! `slice(n)` makes `n` lists whatever the input's length, and `batch(n, fill)` pads its last
 //! batch to `n` items: one instruction each, so `[1]|slice(10000000000)` ran out of memory
 //! the same way. Their counts are capped at [`MAX_PAD`] too (no real template uses either).
@@ -29,6 +35,19 @@ fn too_wide(what: &str, n: u128) -> Error {
         ErrorKind::InvalidOperation,
         format!("{what} {n} is over the chat template limit of {MAX_PAD}"),
     )
+}
+
+fn non_ascii_key(what: &str) -> Error {
+    Error::new(
+        ErrorKind::InvalidOperation,
+        format!("a {what} in a format string must be ASCII (the formatter cannot read others)"),
+    )
+}
+
+/// `b` up to the first `end` (all of it when there is none) is ASCII: minijinja's key
+/// parser reads that far one byte at a time.
+fn ascii_until(b: &[u8], end: u8) -> bool {
+    b.iter().take_while(|&&c| c != end).all(u8::is_ascii)
 }
 
 /// The number spelled by the ASCII digits at the start of `b`, saturated, and its length.
@@ -70,6 +89,9 @@ fn check_printf<'a>(fmt: &str, args: impl Iterator<Item = &'a Value>) -> Result<
             continue;
         }
         if b.get(i) == Some(&b'(') {
+            if !ascii_until(&b[i + 1..], b')') {
+                return Err(non_ascii_key("printf key"));
+            }
             i += b[i..]
                 .iter()
                 .position(|&c| c == b')')
@@ -113,6 +135,25 @@ fn check_str_format(fmt: &str, args: &[Value]) -> Result<(), Error> {
         if b[i] != b'{' || b.get(i + 1) == Some(&b'{') {
             i += if b[i] == b'{' { 2 } else { 1 };
             continue;
+        }
+        // The field name's path: digits, identifiers and `.`, then `[index]`s, each read to
+        // its `]` (or the string's end) whatever lies between.
+        let mut j = i + 1;
+        loop {
+            while matches!(b.get(j), Some(c) if c.is_ascii_alphanumeric() || *c == b'_' || *c == b'.')
+            {
+                j += 1;
+            }
+            if b.get(j) != Some(&b'[') {
+                break;
+            }
+            if !ascii_until(&b[j + 1..], b']') {
+                return Err(non_ascii_key("format index"));
+            }
+            match b[j + 1..].iter().position(|&c| c == b']') {
+                Some(p) => j += p + 2,
+                None => break,
+            }
         }
         let end = b[i..]
             .iter()
@@ -235,6 +276,12 @@ mod tests {
         ] {
             assert!(check_printf(bad, none.iter()).is_err(), "{bad}");
         }
+        for bad in ["%(é)s", "%(a\u{fffd}b)d", "%(日本", "x %%%(é)s"] {
+            assert!(check_printf(bad, none.iter()).is_err(), "{bad}");
+        }
+        for ok in ["%(a)s é", "é %s", "%%(é)s"] {
+            assert!(check_printf(ok, none.iter()).is_ok(), "{ok}");
+        }
         let big = [Value::from(MAX_PAD as i64 + 1), Value::from(1)];
         assert!(check_printf("%*d", big.iter()).is_err());
         assert!(
@@ -256,6 +303,13 @@ mod tests {
         }
         for bad in ["{:>99999999999}", "{0:.5000f}", "{:x<2048}"] {
             assert!(check_str_format(bad, &[]).is_err(), "{bad}");
+        }
+        for bad in ["{0[é]}", "{a.b[x\u{fffd}]}", "{0[a][日本}", "{0[\u{fffd}"] {
+            assert!(check_str_format(bad, &[]).is_err(), "{bad}");
+        }
+        // Brackets outside a field name, and ASCII indexes, are the formatter's business.
+        for ok in ["[é] {}", "{0[a]} é", "{a[1]}[é]"] {
+            assert!(check_str_format(ok, &[]).is_ok(), "{ok}");
         }
         let big = [Value::from(1u64 << 40)];
         assert!(check_str_format("{:>{}}", &big).is_err());
