@@ -31,14 +31,45 @@ fn attend(qb: u32, kvh: u32, row0: u32, start: u32, end: u32) {
     var m = -3.0e38;
     var l = 0.0;
     let c0 = kvh * HD4;
-    for (var j = start; j < end; j++) {
+    // Two keys per iteration: two independent gather streams in flight, and one rescale
+    // test and one loop step for both.
+    var j = start;
+    for (; j + 1u < end; j += 2u) {
+        var s0 = 0.0;
+        var s1 = 0.0;
+        for (var d = 0u; d < HD4; d += 2u) {
+            let k0 = k_pair(row0 + j, (c0 + d) / 2u);
+            let k1 = k_pair(row0 + j + 1u, (c0 + d) / 2u);
+            s0 += dot(qv[d], k0[0]) + dot(qv[d + 1u], k0[1]);
+            s1 += dot(qv[d], k1[0]) + dot(qv[d + 1u], k1[1]);
+        }
+        let mx = max(s0, s1);
+        if (mx > m) {
+            // Rescale what was summed under the old maximum (exp(-inf) = 0 on the first key).
+            let c = exp(m - mx);
+            l *= c;
+            for (var d = 0u; d < HD4; d++) {
+                acc[d] *= c;
+            }
+            m = mx;
+        }
+        let e0 = exp(s0 - m);
+        let e1 = exp(s1 - m);
+        l += e0 + e1;
+        for (var d = 0u; d < HD4; d += 2u) {
+            let v0 = v_pair(row0 + j, (c0 + d) / 2u);
+            let v1 = v_pair(row0 + j + 1u, (c0 + d) / 2u);
+            acc[d] += e0 * v0[0] + e1 * v1[0];
+            acc[d + 1u] += e0 * v0[1] + e1 * v1[1];
+        }
+    }
+    if (j < end) {
         var s = 0.0;
         for (var d = 0u; d < HD4; d += 2u) {
             let kp = k_pair(row0 + j, (c0 + d) / 2u);
             s += dot(qv[d], kp[0]) + dot(qv[d + 1u], kp[1]);
         }
         if (s > m) {
-            // Rescale what was summed under the old maximum (exp(-inf) = 0 on the first key).
             let c = exp(m - s);
             l *= c;
             for (var d = 0u; d < HD4; d++) {
