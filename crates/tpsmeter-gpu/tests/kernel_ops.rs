@@ -536,27 +536,33 @@ async fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
             let want = cpu::attention(
                 &q, &k, &v, n_tokens, n_heads, n_kv, head_dim, max_ctx, window, scale, pos0,
             );
-            // The CPU-type kernel over an f16 texture cache (any activation type), filled
-            // through the texture append from position 0: checks both, against the twin on
-            // f16-rounded keys and values, within f16's tolerance (the GPU's own rounding
-            // may differ by an ulp).
-            if head_dim % 8 == 0 {
+            // The CPU-type kernel over texture caches, filled through the texture append from
+            // position 0: checks both. f16 texels (any activation type) against the twin on
+            // f16-rounded keys and values, within f16's tolerance (the GPU's own rounding may
+            // differ by an ulp); f32 texels (f32 activations only) exactly.
+            let want16 = cpu::attention(
+                &q,
+                &round_f16(&k),
+                &round_f16(&v),
+                n_tokens,
+                n_heads,
+                n_kv,
+                head_dim,
+                max_ctx,
+                window,
+                scale,
+                pos0,
+            );
+            for (store, want_store, (r, a)) in [
+                (KvStore::TextureF16, &want16, tol(DType::F16)),
+                (KvStore::Texture, &want, (1e-5, 1e-5)),
+            ] {
+                if head_dim % 8 != 0 || (store == KvStore::Texture && dt != DType::F32) {
+                    continue;
+                }
                 let (ks, vs) = (
-                    texture_slab(ctx, &kt, max_ctx, kv_dim, KvStore::TextureF16),
-                    texture_slab(ctx, &vt, max_ctx, kv_dim, KvStore::TextureF16),
-                );
-                let want16 = cpu::attention(
-                    &q,
-                    &round_f16(&k),
-                    &round_f16(&v),
-                    n_tokens,
-                    n_heads,
-                    n_kv,
-                    head_dim,
-                    max_ctx,
-                    window,
-                    scale,
-                    pos0,
+                    texture_slab(ctx, &kt, max_ctx, kv_dim, store),
+                    texture_slab(ctx, &vt, max_ctx, kv_dim, store),
                 );
                 let scores = ctx
                     .storage_zeroed("scores", attention::scratch_bytes(&cfg))
@@ -573,48 +579,15 @@ async fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
                 )
                 .unwrap();
                 run(ctx, &d.iter().collect::<Vec<_>>());
-                let (r, a) = tol(DType::F16);
                 assert_close(
                     &format!(
-                        "attention f16 texture KV t={n_tokens} h={n_heads}/{n_kv} d={head_dim} w={window} ctx={max_ctx} pos={pos0} {dt:?}"
+                        "attention {store:?} KV t={n_tokens} h={n_heads}/{n_kv} d={head_dim} w={window} ctx={max_ctx} pos={pos0} {dt:?}"
                     ),
                     &out.read_f32_async(ctx).await.unwrap(),
-                    &want16,
+                    want_store,
                     None,
                     r,
                     a,
-                );
-            }
-            // The same over an f32 texture cache (f32 activations only): exact.
-            if dt == DType::F32 && head_dim % 8 == 0 {
-                let (ks, vs) = (
-                    texture_slab(ctx, &kt, max_ctx, kv_dim, KvStore::Texture),
-                    texture_slab(ctx, &vt, max_ctx, kv_dim, KvStore::Texture),
-                );
-                let scores = ctx
-                    .storage_zeroed("scores", attention::scratch_bytes(&cfg))
-                    .unwrap();
-                let d = attention::prepare(
-                    ctx,
-                    AdapterProfile::Cpu,
-                    &cfg,
-                    &pos,
-                    &qt,
-                    (&ks, &vs),
-                    &scores,
-                    &out,
-                )
-                .unwrap();
-                run(ctx, &d.iter().collect::<Vec<_>>());
-                assert_close(
-                    &format!(
-                        "attention texture KV t={n_tokens} h={n_heads}/{n_kv} d={head_dim} w={window} ctx={max_ctx} pos={pos0}"
-                    ),
-                    &out.read_f32_async(ctx).await.unwrap(),
-                    &want,
-                    None,
-                    1e-5,
-                    1e-5,
                 );
             }
             for profile in PROFILES {

@@ -20,6 +20,16 @@ var<private> acc: array<vec4<f32>, HD4>;
 var<private> m_run: f32;
 var<private> l_run: f32;
 
+// Rescales what `acc` summed under the old maximum `m` to the new one `mx`; returns the
+// factor (exp(-inf) = 0 on the first key).
+fn rescale(m: f32, mx: f32) -> f32 {
+    let c = exp(m - mx);
+    for (var d = 0u; d < HD4; d++) {
+        acc[d] *= c;
+    }
+    return c;
+}
+
 // Streams keys [start, end) of kv head `kvh`, stored from cache row `row0` on, for the query
 // at `qb` into acc / m_run / l_run.
 fn attend(qb: u32, kvh: u32, row0: u32, start: u32, end: u32) {
@@ -45,12 +55,7 @@ fn attend(qb: u32, kvh: u32, row0: u32, start: u32, end: u32) {
         }
         let mx = max(s0, s1);
         if (mx > m) {
-            // Rescale what was summed under the old maximum (exp(-inf) = 0 on the first key).
-            let c = exp(m - mx);
-            l *= c;
-            for (var d = 0u; d < HD4; d++) {
-                acc[d] *= c;
-            }
+            l *= rescale(m, mx);
             m = mx;
         }
         let e0 = exp(s0 - m);
@@ -70,11 +75,7 @@ fn attend(qb: u32, kvh: u32, row0: u32, start: u32, end: u32) {
             s += dot(qv[d], kp[0]) + dot(qv[d + 1u], kp[1]);
         }
         if (s > m) {
-            let c = exp(m - s);
-            l *= c;
-            for (var d = 0u; d < HD4; d++) {
-                acc[d] *= c;
-            }
+            l *= rescale(m, s);
             m = s;
         }
         let e = exp(s - m);
