@@ -40,6 +40,7 @@ const CHROMIUM_ARGS: &[&str] = &[
 /// The `tpsmeter-gpu` tests that run in the browser: every kernel against its CPU twin. The
 /// rest read model files from disk or need native threads.
 const GPU_BROWSER_TESTS: &[&str] = &[
+    "kernel_attention",
     "kernel_matvec",
     "kernel_ops",
     "kernel_probe",

@@ -2,7 +2,7 @@
 //! and a tolerance comparison that names the first failing index.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
+use tpsmeter_gpu::gpu::{AdapterProfile, ContextOptions, DType, GpuContext};
 use tpsmeter_gpu::kernels::WeightFormat;
 
 /// The attribute of a kernel test (an `async fn`): natively it runs on pollster, in the browser
@@ -214,3 +214,29 @@ pub fn assert_close(
         );
     }
 }
+
+/// The activation types to test here: f32, and f16 where the adapter has `shader-f16`.
+pub fn dtypes(ctx: &GpuContext) -> Vec<DType> {
+    if ctx.has_f16() {
+        vec![DType::F32, DType::F16]
+    } else {
+        vec![DType::F32]
+    }
+}
+
+/// Values as an f16 tensor stores them (identity for f32).
+pub fn stored(v: Vec<f32>, dt: DType) -> Vec<f32> {
+    if dt == DType::F16 { round_f16(&v) } else { v }
+}
+
+/// f32 kernels differ from the f64 twins by a few ulps of the values' scale; f16 outputs
+/// add one rounding to 11 bits (4.9e-4 relative), doubled for margin.
+pub fn tol(dt: DType) -> (f32, f32) {
+    match dt {
+        DType::F32 => (1e-5, 1e-6),
+        DType::F16 => (1e-3, 1e-3),
+    }
+}
+
+/// Both kernel shapes: every test runs each on whatever adapter it has.
+pub const PROFILES: [AdapterProfile; 2] = [AdapterProfile::Cpu, AdapterProfile::Gpu];
