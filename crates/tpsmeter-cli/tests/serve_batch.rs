@@ -121,18 +121,21 @@ fn a_client_that_hangs_up_frees_its_slot_at_once() {
         return;
     };
     let (_server, port) = serve(&model, "1");
-    // A long streamed answer on the only slot; read until text flows, then hang up.
+    // A long streamed answer on the only slot; read until decode is under way (a few pieces
+    // of text: on a fresh machine the first decode step compiles its pipelines, seconds on
+    // lavapipe, and that step must finish before any slot can change hands), then hang up.
     let s = send(
         port,
         &body("Tell me a very long story about dragons.", 1000, true),
     );
     let mut r = BufReader::new(s);
     let mut line = String::new();
-    loop {
+    let mut pieces = 0;
+    while pieces < 4 {
         line.clear();
         assert!(r.read_line(&mut line).unwrap() > 0, "stream ended early");
         if line.starts_with("data: {") && line.contains("\"content\"") {
-            break;
+            pieces += 1;
         }
     }
     drop(r);

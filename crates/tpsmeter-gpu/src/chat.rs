@@ -14,7 +14,9 @@ mod pad_guard;
 mod pyjson;
 mod strftime;
 
-pub use namespace_guard::{MAX_FROZEN_ELEMENTS, MAX_STORED_DEPTH};
+pub use namespace_guard::{
+    MAX_FROZEN_ELEMENTS, MAX_STORED_BYTES, MAX_STORED_DEPTH, MAX_STORED_STRING_BYTES,
+};
 pub use pad_guard::MAX_PAD;
 
 use std::collections::BTreeMap;
@@ -178,7 +180,8 @@ impl ChatTemplate {
         env.add_filter("length", length);
         env.add_filter("count", length);
         env.add_filter(namespace_guard::FREEZE_FILTER, namespace_guard::freeze);
-        let guarded = namespace_guard::guard_attribute_assignments(source, syntax);
+        env.add_filter(namespace_guard::CAP_FILTER, namespace_guard::cap);
+        let guarded = namespace_guard::guard_assignments(source, syntax);
         env.add_template_owned(TEMPLATE_NAME, guarded.into_owned())
             .map_err(|e| template_error(&e))?;
         Ok(Self {

@@ -316,6 +316,71 @@ fn copies_into_namespaces_have_a_budget() {
     assert!(err.contains("elements into namespaces"), "{err}");
 }
 
+/// The fuzzer's out-of-memory input (`chat_template`, session 11), in its shape: over 16
+/// messages a namespace string is concatenated with the namespace's own repr, which escapes
+/// the string again, so it more than doubles per turn, then is repeated. It asked for one
+/// 512 MiB allocation; now the `set` that would store more than `MAX_STORED_STRING_BYTES`
+/// fails, long before. Unfixed, this renders and allocates hundreds of MiB.
+#[test]
+fn strings_grown_through_a_namespace_stop_at_the_string_cap() {
+    let t = ChatTemplate::new(
+        "{% set ns = namespace(s='\"\\\\') %}{% for m in messages %}\
+         {% set ns.s = ns.s ~ m.content ~ ns %}{% endfor %}{{ (ns.s * 4)|length }}",
+        "",
+        "",
+    )
+    .unwrap();
+    let messages: Vec<ChatMessage> = (0..16)
+        .map(|i| ChatMessage::new("user", format!("\"{i}")))
+        .collect();
+    let err = t.render(&messages, &opts(false)).unwrap_err().to_string();
+    let cap = tpsmeter_gpu::chat::MAX_STORED_STRING_BYTES;
+    assert!(
+        err.contains(&format!("longer than the {cap} a `set` may store")),
+        "{err}"
+    );
+    // The same template over 3 messages stays small and renders.
+    let text = t.render(&messages[..3], &opts(false)).unwrap();
+    assert!(text.parse::<usize>().unwrap() < 4096, "{text}");
+}
+
+/// Doubling a string with plain `set`s needs no loop and no namespace: 25 lines reach
+/// 256 MiB. Each `set` checks what it stores.
+#[test]
+fn strings_doubled_by_plain_sets_stop_at_the_string_cap() {
+    let source = format!(
+        "{{% set a = 'xxxxxxxx' %}}{}{{{{ a|length }}}}",
+        "{% set a = a ~ a %}".repeat(25)
+    );
+    let t = ChatTemplate::new(&source, "", "").unwrap();
+    let err = t.render(&[], &opts(false)).unwrap_err().to_string();
+    assert!(err.contains("a `set` may store"), "{err}");
+    // Block sets, tuple unpacking and namespaces made by plain sets still work.
+    let t = ChatTemplate::new(
+        "{% set a, b = 'x', 2 %}{% set c | upper %}{{ a * b }}{% endset %}\
+         {% set ns = namespace(n=c) %}{% set ns.n = ns.n ~ '!' %}{{ ns.n }}",
+        "",
+        "",
+    )
+    .unwrap();
+    assert_eq!(t.render(&[], &opts(false)).unwrap(), "XX!");
+}
+
+/// A string kept within the cap but stored again and again (a quadratic accumulation taken
+/// too far) is stopped by the per-render byte budget.
+#[test]
+fn stored_string_bytes_have_a_budget() {
+    let t = ChatTemplate::new(
+        "{% set ns = namespace(s='x' * 8000000) %}{% for i in range(1000) %}\
+         {% set ns.t = ns.s %}{% endfor %}done",
+        "",
+        "",
+    )
+    .unwrap();
+    let err = t.render(&[], &opts(false)).unwrap_err().to_string();
+    assert!(err.contains("bytes of strings with `set`"), "{err}");
+}
+
 /// The deepest values a template's own text can build, at the largest template accepted:
 /// nested list literals up to the parser's limit, repeated; a long filter chain that nests
 /// one level per filter; recursion to the limit, nesting at each call. Printed, compared and

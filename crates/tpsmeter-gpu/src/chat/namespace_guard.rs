@@ -18,7 +18,18 @@
 //!
 //! What changes for a template: a namespace stored inside a namespace is a snapshot taken at
 //! assignment, not an alias (real chat templates store flags, counters, strings and message
-//! lists, which behave the same). Templates without attribute assignments compile unchanged.
+//! lists, which behave the same).
+//!
+//! Strings are the other thing a template can grow step by step: `{% set ns.s = ns.s ~ ns %}`
+//! in a loop more than doubles `ns.s` per turn (the namespace prints as a Python repr that
+//! escapes the string again), and `{% set a = a ~ a %}` written 30 times reaches a gigabyte
+//! without a loop (the fuzzer found the first: one 512 MiB allocation from 16 turns). So
+//! every `set`, not only namespace ones, passes its value through a check: no stored string
+//! longer than [`MAX_STORED_STRING_BYTES`], and at most [`MAX_STORED_BYTES`] of strings
+//! stored per render. A plain `set` gets [`CAP_FILTER`], which checks without copying (a
+//! namespace stored there must stay a namespace). What one expression builds from stored
+//! values before it is stored is bounded by the template's text: minijinja offers no hook
+//! on `~` itself (ARCHITECTURE.md says what this leaves open).
 
 use std::borrow::Cow;
 
@@ -27,8 +38,13 @@ use minijinja::syntax::SyntaxConfig;
 use minijinja::value::ValueKind;
 use minijinja::{Error, ErrorKind, State, Value};
 
+use super::MAX_RENDER_BYTES;
+
 /// The filter appended to every namespace attribute assignment.
 pub(super) const FREEZE_FILTER: &str = "__tpsmeter_freeze";
+
+/// The filter appended to every other `set`.
+pub(super) const CAP_FILTER: &str = "__tpsmeter_cap";
 
 /// Deepest value a namespace may hold: a message's content parts or a tool's JSON schema is
 /// well under ten levels; printing or dropping 64 levels is a few kilobytes of stack.
@@ -39,15 +55,29 @@ pub const MAX_STORED_DEPTH: usize = 64;
 /// about 2,800 turns while stopping a loop that copies a huge list over and over.
 pub const MAX_FROZEN_ELEMENTS: u64 = 4_000_000;
 
+/// Longest string a `set` may store: the whole rendered prompt is capped at
+/// [`MAX_RENDER_BYTES`], so no longer piece of it can be printed; one such string repeated
+/// or escaped a few times stays far below what a 32-bit browser heap can allocate.
+pub const MAX_STORED_STRING_BYTES: usize = MAX_RENDER_BYTES;
+
+/// Bytes of strings one render may store with `set`: a template that appends each message to
+/// a string it keeps stores n²/2 message lengths over n turns, so a conversation filling a
+/// 128k-token context (about 512 KiB) in 4,000 turns still fits, while a loop that copies a
+/// long string over and over is stopped within a few hundred turns.
+pub const MAX_STORED_BYTES: u64 = 1 << 30;
+
 /// Returns `source` with [`FREEZE_FILTER`] applied to the value of every namespace
-/// attribute assignment; unchanged (borrowed) when it has none or does not tokenize (its
-/// compilation then reports the error at the original position).
-pub(super) fn guard_attribute_assignments(source: &str, syntax: SyntaxConfig) -> Cow<'_, str> {
+/// attribute assignment and [`CAP_FILTER`] to every other `set`; unchanged (borrowed) when
+/// it has none or does not tokenize (its compilation then reports the error at the original
+/// position).
+pub(super) fn guard_assignments(source: &str, syntax: SyntaxConfig) -> Cow<'_, str> {
     let Ok(tokens) = tokenize(source, false, syntax).collect::<Result<Vec<_>, _>>() else {
         return Cow::Borrowed(source);
     };
     let close_and_freeze = format!(")|{FREEZE_FILTER}");
     let freeze = format!("|{FREEZE_FILTER}");
+    let close_and_cap = format!(")|{CAP_FILTER}");
+    let cap = format!("|{CAP_FILTER}");
     // (byte offset, text to insert there), in source order.
     let mut inserts: Vec<(usize, &str)> = Vec::new();
     let mut i = 0;
@@ -81,14 +111,19 @@ pub(super) fn guard_attribute_assignments(source: &str, syntax: SyntaxConfig) ->
                 _ => {}
             }
         }
-        if dotted && end > i + 2 {
+        if end > i + 2 {
+            let (close_and_filter, filter) = if dotted {
+                (&close_and_freeze, &freeze)
+            } else {
+                (&close_and_cap, &cap)
+            };
             // After the last token of the tag, so `-%}` whitespace control stays intact.
             let tail = tokens[end - 1].1.end_offset as usize;
             if let Some(assign) = assign.filter(|&a| a + 1 < end) {
                 inserts.push((tokens[assign].1.end_offset as usize, " ("));
-                inserts.push((tail, &close_and_freeze));
+                inserts.push((tail, close_and_filter));
             } else if assign.is_none() {
-                inserts.push((tail, &freeze));
+                inserts.push((tail, filter));
             }
         }
         i = end + 1;
@@ -112,16 +147,35 @@ pub(super) fn guard_attribute_assignments(source: &str, syntax: SyntaxConfig) ->
     Cow::Owned(out)
 }
 
-/// What one render has left to copy.
-struct FreezeBudget(u64);
+/// What one render has left to copy: elements into namespaces, bytes of stored strings.
+struct FreezeBudget {
+    elements: u64,
+    bytes: u64,
+}
+
+impl Default for FreezeBudget {
+    fn default() -> Self {
+        Self {
+            elements: MAX_FROZEN_ELEMENTS,
+            bytes: MAX_STORED_BYTES,
+        }
+    }
+}
 
 /// [`FREEZE_FILTER`]: a materialized copy of `value`, or an error past the caps.
 pub(super) fn freeze(state: &mut State, value: &Value) -> Result<Value, Error> {
-    let budget = state.get_or_insert_extension_with(|| FreezeBudget(MAX_FROZEN_ELEMENTS));
-    copy(value, 0, &mut budget.0)
+    let budget = state.get_or_insert_extension_with(FreezeBudget::default);
+    copy(value, 0, budget)
 }
 
-fn copy(value: &Value, depth: usize, budget: &mut u64) -> Result<Value, Error> {
+/// [`CAP_FILTER`]: `value` itself, or an error if it is a string past the caps.
+pub(super) fn cap(state: &mut State, value: &Value) -> Result<Value, Error> {
+    let budget = state.get_or_insert_extension_with(FreezeBudget::default);
+    charge_string(value, budget)?;
+    Ok(value.clone())
+}
+
+fn copy(value: &Value, depth: usize, budget: &mut FreezeBudget) -> Result<Value, Error> {
     if depth > MAX_STORED_DEPTH {
         return Err(Error::new(
             ErrorKind::InvalidOperation,
@@ -150,17 +204,47 @@ fn copy(value: &Value, depth: usize, budget: &mut u64) -> Result<Value, Error> {
             }
             Ok(Value::from_pairs(pairs))
         }
+        // Strings are immutable: shared, not copied, but their size is what can grow.
+        ValueKind::String | ValueKind::Bytes => {
+            charge_string(value, budget)?;
+            Ok(value.clone())
+        }
         // Scalars are immutable; plain objects (macros, functions, `loop`) print as their
         // name and are not walked by comparisons, so they cannot close a cycle.
         _ => Ok(value.clone()),
     }
 }
 
-fn spend(budget: &mut u64) -> Result<(), Error> {
-    *budget = budget.checked_sub(1).ok_or_else(|| {
+fn spend(budget: &mut FreezeBudget) -> Result<(), Error> {
+    budget.elements = budget.elements.checked_sub(1).ok_or_else(|| {
         Error::new(
             ErrorKind::InvalidOperation,
             format!("the template copied more than {MAX_FROZEN_ELEMENTS} elements into namespaces"),
+        )
+    })?;
+    Ok(())
+}
+
+/// Checks a string (or bytes) against [`MAX_STORED_STRING_BYTES`] and takes its length from
+/// the render's [`MAX_STORED_BYTES`]; other values pass free.
+fn charge_string(value: &Value, budget: &mut FreezeBudget) -> Result<(), Error> {
+    let len = match value.kind() {
+        ValueKind::String => value.as_str().map_or(0, str::len),
+        ValueKind::Bytes => value.as_bytes().map_or(0, <[u8]>::len),
+        _ => return Ok(()),
+    };
+    if len > MAX_STORED_STRING_BYTES {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "a string of {len} bytes is longer than the {MAX_STORED_STRING_BYTES} a `set` may store"
+            ),
+        ));
+    }
+    budget.bytes = budget.bytes.checked_sub(len as u64).ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidOperation,
+            format!("the template stored more than {MAX_STORED_BYTES} bytes of strings with `set`"),
         )
     })?;
     Ok(())
