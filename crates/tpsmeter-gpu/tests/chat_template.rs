@@ -366,6 +366,31 @@ fn strings_doubled_by_plain_sets_stop_at_the_string_cap() {
     assert_eq!(t.render(&[], &opts(false)).unwrap(), "XX!");
 }
 
+/// A macro that calls itself with its argument doubled grows it 2^k-fold in k levels (10
+/// levels from 100 kB: 100 MB, unfixed; 2^k times the template's largest string, k about
+/// 30 under the recursion limit); each call checks its parameters as its body starts. Whitespace control
+/// on the macro tag and defaults with commas still work.
+#[test]
+fn strings_doubled_through_macro_recursion_stop_at_the_string_cap() {
+    let t = ChatTemplate::new(
+        "{% macro f(s, n) %}{% if n > 0 %}{{ f(s ~ s, n - 1) }}{% else %}{{ s|length }}\
+         {% endif %}{% endmacro %}{{ f('x' * 100000, 10) }}",
+        "",
+        "",
+    )
+    .unwrap();
+    let err = t.render(&[], &opts(false)).unwrap_err().to_string();
+    assert!(err.contains("a `set` may store"), "{err}");
+    let t = ChatTemplate::new(
+        "{% macro g(a, b=[1, (2, 3)], c='x') -%}\n  {{ a }}{{ b|length }}{{ c }}{% endmacro %}\
+         {{ g('y') }}|{{ g('z', c='w') }}",
+        "",
+        "",
+    )
+    .unwrap();
+    assert_eq!(t.render(&[], &opts(false)).unwrap(), "y2x|z2w");
+}
+
 /// A string kept within the cap but stored again and again (a quadratic accumulation taken
 /// too far) is stopped by the per-render byte budget.
 #[test]

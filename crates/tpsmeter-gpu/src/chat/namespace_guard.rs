@@ -27,13 +27,14 @@
 //! every `set`, not only namespace ones, passes its value through a check: no stored string
 //! longer than [`MAX_STORED_STRING_BYTES`], and at most [`MAX_STORED_BYTES`] of strings
 //! stored per render. A plain `set` gets [`CAP_FILTER`], which checks without copying (a
-//! namespace stored there must stay a namespace). What one expression builds from stored
+//! namespace stored there must stay a namespace); a macro's parameters get the same check
+//! as its body starts, since recursion can grow them a level at a time. What one expression builds from stored
 //! values before it is stored is bounded by the template's text: minijinja offers no hook
 //! on `~` itself (ARCHITECTURE.md says what this leaves open).
 
 use std::borrow::Cow;
 
-use minijinja::machinery::{Token, tokenize};
+use minijinja::machinery::{Span, Token, tokenize};
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::ValueKind;
 use minijinja::{Error, ErrorKind, State, Value};
@@ -79,9 +80,15 @@ pub(super) fn guard_assignments(source: &str, syntax: SyntaxConfig) -> Cow<'_, s
     let close_and_cap = format!(")|{CAP_FILTER}");
     let cap = format!("|{CAP_FILTER}");
     // (byte offset, text to insert there), in source order.
-    let mut inserts: Vec<(usize, &str)> = Vec::new();
+    let mut inserts: Vec<(usize, Cow<'_, str>)> = Vec::new();
     let mut i = 0;
     while i < tokens.len() {
+        if matches!(tokens[i].0, Token::BlockStart)
+            && matches!(tokens.get(i + 1), Some((Token::Ident("macro"), _)))
+        {
+            i = guard_macro_parameters(source, &tokens, i, &mut inserts);
+            continue;
+        }
         let is_set = matches!(tokens[i].0, Token::BlockStart)
             && matches!(tokens.get(i + 1), Some((Token::Ident("set"), _)));
         if !is_set {
@@ -120,10 +127,10 @@ pub(super) fn guard_assignments(source: &str, syntax: SyntaxConfig) -> Cow<'_, s
             // After the last token of the tag, so `-%}` whitespace control stays intact.
             let tail = tokens[end - 1].1.end_offset as usize;
             if let Some(assign) = assign.filter(|&a| a + 1 < end) {
-                inserts.push((tokens[assign].1.end_offset as usize, " ("));
-                inserts.push((tail, close_and_filter));
+                inserts.push((tokens[assign].1.end_offset as usize, Cow::Borrowed(" (")));
+                inserts.push((tail, Cow::Borrowed(close_and_filter)));
             } else if assign.is_none() {
-                inserts.push((tail, filter));
+                inserts.push((tail, Cow::Borrowed(filter)));
             }
         }
         i = end + 1;
@@ -140,11 +147,64 @@ pub(super) fn guard_assignments(source: &str, syntax: SyntaxConfig) -> Cow<'_, s
             return Cow::Borrowed(source);
         }
         out.push_str(&source[at..offset]);
-        out.push_str(text);
+        out.push_str(&text);
         at = offset;
     }
     out.push_str(&source[at..]);
     Cow::Owned(out)
+}
+
+/// A macro's parameters are values that outlive a step too: a macro that calls itself with
+/// `s ~ s` doubles `s` per level, 100 levels deep. For `{% macro name(a, b=x) %}` at
+/// `tokens[start]`, queues `{% set a = a|__tpsmeter_cap %}` for each parameter right after
+/// the tag, ending as the tag ends (`-%}` strips what follows it either way). Returns the
+/// index of the token after the tag.
+fn guard_macro_parameters<'s>(
+    source: &'s str,
+    tokens: &[(Token<'s>, Span)],
+    start: usize,
+    inserts: &mut Vec<(usize, Cow<'s, str>)>,
+) -> usize {
+    let Some(end) = (start + 2..tokens.len()).find(|&k| matches!(tokens[k].0, Token::BlockEnd))
+    else {
+        return tokens.len();
+    };
+    let mut params = Vec::new();
+    let mut depth = 0usize;
+    let mut expect_name = false;
+    for (token, _) in &tokens[start + 2..end] {
+        match token {
+            Token::ParenOpen | Token::BracketOpen | Token::BraceOpen => {
+                depth += 1;
+                expect_name = depth == 1;
+            }
+            Token::ParenClose | Token::BracketClose | Token::BraceClose => {
+                depth = depth.saturating_sub(1);
+            }
+            Token::Comma if depth == 1 => expect_name = true,
+            Token::Ident(name) if depth == 1 && expect_name => {
+                params.push(*name);
+                expect_name = false;
+            }
+            _ => expect_name = false,
+        }
+    }
+    let text = |k: usize| {
+        let span = tokens[k].1;
+        source
+            .get(span.start_offset as usize..span.end_offset as usize)
+            .unwrap_or_default()
+    };
+    let open = text(start).trim_end_matches(['-', '+']);
+    let close = text(end);
+    if !params.is_empty() && !open.is_empty() && !close.is_empty() {
+        let sets: String = params
+            .iter()
+            .map(|p| format!("{open} set {p} = {p}|{CAP_FILTER} {close}"))
+            .collect();
+        inserts.push((tokens[end].1.end_offset as usize, Cow::Owned(sets)));
+    }
+    end + 1
 }
 
 /// What one render has left to copy: elements into namespaces, bytes of stored strings.
