@@ -1,7 +1,7 @@
 //! Timing accuracy and load-generator capacity of `tpsmeter bench`'s client.
 //!
-//! Drives the CLI's real request path (`tpsmeter_cli::runner::Runner` on the reqwest client
-//! of `tpsmeter_cli::client`) against `tpsmeter-emulator` running on its own thread and
+//! Drives the CLI's real request path (`tpsmeter_cli::runner::Runner` on the clients of
+//! `tpsmeter_cli::client`) against `tpsmeter-emulator` running on its own thread and
 //! runtime, on a known schedule (default TTFT 50 ms, ITL 20 ms, 64 tokens, one token per
 //! chunk, OpenAI chat). For every content chunk it compares what the client measured with
 //!
@@ -9,7 +9,7 @@
 //! - the emulator's send stamps (`vs sent`): the client's own error. TTFT: measured TTFT −
 //!   (first chunk sent − request arrival at the server); ITL: measured gap − sent gap. The
 //!   arrival is the kernel's receive stamp of the request's first packet
-//!   (`tpsmeter_emulator::arrival`), so the emulator's own queueing is not charged to the
+//!   (`tpsmeter_arrival`), so the emulator's own queueing is not charged to the
 //!   client; the client's start is when its HTTP stack pulled the body to write it.
 //!
 //! and prints `deliver`, the per-chunk delay from the send stamp to the client's stamp (both
@@ -36,6 +36,11 @@
 //! in headless Chromium on a cross-origin-isolated page (`node tests/browser/bench/timing.mjs`,
 //! which needs the packed package from `cargo xtask pkg`); see `timing/browser.rs`. The page's
 //! meter-overhead and size benchmark is `node tests/browser/bench/meter.mjs` (no emulator).
+//!
+//! `accuracy` and `levels` run every level twice, one after the other: `kernel` is the CLI's
+//! plain-http path, each read stamped with the kernel's receive time (`stamped_http.rs`);
+//! `reqwest` is the same request through reqwest, each read stamped when the runner gets it
+//! (the CLI's path for https and proxies, and its only path before).
 //!
 //! Figures: medians (p50) and p99 of the absolute error, in ms.
 
@@ -343,8 +348,9 @@ pub(crate) async fn level(
 
 fn header() {
     println!(
-        "{:>6} {:>6} {:>8} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13}",
+        "{:>6} {:>8} {:>6} {:>8} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13}",
         "conc",
+        "client",
         "reqs",
         "fail/unm",
         "TTFT vs sched",
@@ -355,7 +361,8 @@ fn header() {
         "server late"
     );
     println!(
-        "{:>6} {:>6} {:>8} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13}",
+        "{:>6} {:>8} {:>6} {:>8} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13}",
+        "",
         "",
         "",
         "",
@@ -369,7 +376,7 @@ fn header() {
 }
 
 /// Prints one row; returns the client's own p99 error (max of TTFT and ITL vs sent).
-fn row(concurrency: usize, s: &mut Samples) -> f64 {
+fn row(concurrency: usize, client: &str, s: &mut Samples) -> f64 {
     let pair = |v: &[f64]| {
         let mut a = abs(v);
         (pct(&mut a, 50.0), pct(&mut a, 99.0))
@@ -378,8 +385,9 @@ fn row(concurrency: usize, s: &mut Samples) -> f64 {
     let ttft_sent = pair(&s.ttft_sent);
     let itl_sent = pair(&s.itl_sent);
     println!(
-        "{:>6} {:>6} {:>8} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13}",
+        "{:>6} {:>8} {:>6} {:>8} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13}",
         concurrency,
+        client,
         s.requests,
         format!("{}/{}", s.failed, s.unmatched),
         f(pair(&s.ttft_sched)),
@@ -465,7 +473,12 @@ fn main() -> anyhow::Result<()> {
         let request = build_request(&spec)?;
         let timeout = Duration::from_secs(60);
         let client = tpsmeter_cli::client::build(timeout)?;
-        let runner = Runner::new(client, Api::OpenaiChat, &request, Instant::now(), timeout, timeout)?;
+        let origin = Instant::now();
+        let runner = Runner::new(client.clone(), Api::OpenaiChat, &request, origin, timeout, timeout)?;
+        // The same requests through reqwest, stamped when the runner gets each read: the peer
+        // the kernel-stamped path is measured against, level by level in the same run.
+        let peer = Runner::new(client.without_kernel_stamps(), Api::OpenaiChat, &request, origin, timeout, timeout)?;
+        let client_name = |r: &Runner| if r.stamp_source().contains("SO_TIMESTAMPNS") { "kernel" } else { "reqwest" };
         println!(
             "schedule: TTFT {TTFT_MS} ms, ITL {ITL_MS} ms, {TOKENS} tokens, 1 token/chunk, openai-chat, HTTP/1.1 on 127.0.0.1; {} cores",
             std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
@@ -482,7 +495,11 @@ fn main() -> anyhow::Result<()> {
             // Accuracy: ~1,200 ITL samples at concurrency 1, ~19,000 at 100.
             let r = if rounds > 0 { rounds } else if c == 1 { 20 } else { 3 };
             let mut s = level(&server, &runner, c, r).await;
-            let p99 = row(c, &mut s);
+            let p99 = row(c, client_name(&runner), &mut s);
+            if mode != "capacity" && client_name(&runner) != client_name(&peer) {
+                let mut s = level(&server, &peer, c, r).await;
+                row(c, client_name(&peer), &mut s);
+            }
             if mode == "capacity" {
                 if p99 <= CAPACITY_P99_MS {
                     best = Some(c);

@@ -1,4 +1,4 @@
-//! Turning reqwest's errors into the core's [`Failure`] classes. Everything else about a
+//! Turning the HTTP clients' errors (reqwest's, hyper's) into the core's [`Failure`] classes. Everything else about a
 //! failure (class, message, back-off) lives in `tpsmeter_core::failure`, shared with the
 //! browser.
 
@@ -10,13 +10,22 @@ use tpsmeter_core::report::redact_url;
 
 /// Classifies an error from reqwest (connect, send or body read).
 pub fn from_reqwest(err: &reqwest::Error) -> Failure {
-    let message = reqwest_message(err);
+    classify(err, err.is_connect(), reqwest_message(err))
+}
+
+/// Classifies an error from hyper or hyper-util's client (the plain-http path); `is_connect`
+/// when it failed to connect. Neither names the URL, so nothing needs redacting.
+pub fn from_hyper(err: &(dyn StdError + 'static), is_connect: bool) -> Failure {
+    classify(err, is_connect, error_chain(err))
+}
+
+fn classify(err: &(dyn StdError + 'static), is_connect: bool, message: String) -> Failure {
     if chain_has_io_kind(err, std::io::ErrorKind::ConnectionRefused) {
         return Failure::ConnectionRefused { message };
     }
     // hyper-util reports resolver failures as a ConnectError "dns error" wrapping the
     // resolver's io::Error ("failed to lookup address information").
-    if err.is_connect() && (message.contains("dns error") || message.contains("lookup")) {
+    if is_connect && (message.contains("dns error") || message.contains("lookup")) {
         return Failure::UnknownHost { message };
     }
     Failure::Connection { message }

@@ -23,10 +23,13 @@ pub mod output;
 pub mod probe;
 pub mod progress;
 pub mod prompt;
+pub mod response;
 pub mod run;
 pub mod runner;
 pub mod sent_at;
 pub mod serve;
+#[cfg(target_os = "linux")]
+pub mod stamped_http;
 
 use clap::{Parser, Subcommand};
 

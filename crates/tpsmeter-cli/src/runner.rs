@@ -3,11 +3,14 @@
 //! Timing rules (see ARCHITECTURE.md, path 1): one monotonic origin (`Instant`) per run;
 //! the request's start is stamped when the HTTP stack pulls its body to write it
 //! (`sent_at.rs`), the wait from the hand-over to then kept apart as `queue_ms`; every body read
-//! is stamped the moment `Response::chunk()` returns it, before any parsing, then handed to
-//! the core's [`Exchange`] (parser, timeline and the rules that end a request, shared with
-//! the browser). Nothing heavier than a clock read happens between the read completing and
-//! its stamp.
+//! is stamped, before any parsing, with when its bytes arrived where the kernel says so
+//! (plain http on Linux, `stamped_http.rs`), else the moment the client hands it over, then
+//! given to the core's [`Exchange`] (parser, timeline and the rules that end a request, shared
+//! with the browser). Nothing heavier than a clock read happens between the read completing
+//! and the runner's own stamp.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -16,14 +19,21 @@ use tokio_util::sync::CancellationToken;
 use tpsmeter_core::request::HttpRequest;
 use tpsmeter_core::{Api, Exchange, Failure, Outcome};
 
+use crate::client::Client;
 use crate::failure::{error_chain, from_reqwest};
+use crate::response::{Response, SendError};
 use crate::sent_at::StampedBody;
+
+/// A response to come.
+type Sending<'a> = Pin<Box<dyn Future<Output = Result<Response, SendError>> + Send + 'a>>;
+
+/// The cell a request's send time lands in when the HTTP stack pulls its body.
+type Written = Option<Arc<OnceLock<Instant>>>;
 
 /// Sends one prepared request and times its stream. Cheap to share between tasks.
 #[derive(Debug)]
 pub struct Runner {
-    client: reqwest::Client,
-    template: reqwest::Request,
+    prepared: Prepared,
     api: Api,
     origin: Instant,
     timeout: Duration,
@@ -34,17 +44,34 @@ impl Runner {
     /// Prepares the request once; every run sends a clone of it. `origin` is the run's one
     /// monotonic clock origin.
     pub fn new(
-        client: reqwest::Client,
+        client: Client,
         api: Api,
         http: &HttpRequest,
         origin: Instant,
         timeout: Duration,
         idle_timeout: Duration,
     ) -> anyhow::Result<Arc<Runner>> {
-        let template = to_reqwest(&client, http)?;
+        let request = to_reqwest(client.reqwest(), http)?;
+        #[cfg(target_os = "linux")]
+        if let Some(stamped) = client.stamped_for(request.url()) {
+            let prepared = Prepared::Stamped {
+                template: crate::stamped_http::Template::from_reqwest(&request)?,
+                client: Box::new(stamped.clone()),
+            };
+            return Ok(Arc::new(Runner {
+                prepared,
+                api,
+                origin,
+                timeout,
+                idle_timeout,
+            }));
+        }
+        let prepared = Prepared::Reqwest {
+            client: client.reqwest().clone(),
+            request,
+        };
         Ok(Arc::new(Runner {
-            client,
-            template,
+            prepared,
             api,
             origin,
             timeout,
@@ -62,27 +89,72 @@ impl Runner {
         self.origin
     }
 
+    /// Where body reads get their stamps, for the report's environment notes.
+    pub fn stamp_source(&self) -> &'static str {
+        match self.prepared {
+            Prepared::Reqwest { .. } => {
+                "each body read stamped when reqwest's Response::chunk() returns it"
+            }
+            #[cfg(target_os = "linux")]
+            Prepared::Stamped { .. } => {
+                "each body read stamped with the kernel's receive time (SO_TIMESTAMPNS) of \
+                 its newest bytes, capped at when hyper's body returns it"
+            }
+        }
+    }
+
+    /// Starts one attempt: the response to come, and the cell the request's send time lands
+    /// in when the HTTP stack pulls its body (`None` for a request without a body).
+    fn start(&self) -> Result<(Sending<'_>, Written), Failure> {
+        match &self.prepared {
+            Prepared::Reqwest { client, request } => {
+                // The body is in memory, so cloning cannot fail; a failure here would be a
+                // bug in the request builder, reported as a failed request, not a panic.
+                let Some(request) = request.try_clone() else {
+                    return Err(Failure::Connection {
+                        message: "request body cannot be cloned".into(),
+                    });
+                };
+                let (request, written) = stamped(request);
+                let sending = client.execute(request);
+                let sending = Box::pin(async move {
+                    sending.await.map(Response::Reqwest).map_err(|e| SendError {
+                        stale: is_stale_connection(&e),
+                        failure: from_reqwest(&e),
+                    })
+                });
+                Ok((sending, written))
+            }
+            #[cfg(target_os = "linux")]
+            Prepared::Stamped { client, template } => {
+                let (sending, written) = client.send(template);
+                let sending = Box::pin(async move {
+                    sending.await.map(Response::stamped).map_err(|e| SendError {
+                        stale: chain_is_stale(&e),
+                        failure: crate::failure::from_hyper(&e, e.is_connect()),
+                    })
+                });
+                Ok((sending, Some(written)))
+            }
+        }
+    }
+
     /// Sends the request and reads the stream to its end, a failure or cancellation.
     pub async fn run(&self, cancel: &CancellationToken) -> Outcome {
         let mut attempt = 0;
         let (response, mut exchange, first_byte_deadline) = loop {
             attempt += 1;
-            // The body is in memory, so cloning cannot fail; a failure here would be a bug
-            // in the request builder, reported as a failed request rather than a panic.
-            let Some(request) = self.template.try_clone() else {
-                let f = Failure::Connection {
-                    message: "request body cannot be cloned".into(),
-                };
-                return Outcome::failed_at(self.now_ms(), self.now_ms(), f);
+            let (sending, written) = match self.start() {
+                Ok(started) => started,
+                Err(f) => return Outcome::failed_at(self.now_ms(), self.now_ms(), f),
             };
-            let (request, written) = stamped(request);
             let sent = Instant::now();
             let mut exchange = Exchange::new(self.api, self.ms_at(sent));
             let first_byte_deadline = tokio::time::Instant::from_std(sent + self.timeout);
             let response = tokio::select! {
                 biased;
                 () = cancel.cancelled() => return self.end(exchange, Failure::Cancelled),
-                r = timeout_at(first_byte_deadline, self.client.execute(request)) => r,
+                r = timeout_at(first_byte_deadline, sending) => r,
             };
             // The request's start on the wire, where the HTTP stack saw it (see `sent_at`).
             if let Some(&at) = written.as_deref().and_then(OnceLock::get) {
@@ -96,8 +168,8 @@ impl Runner {
                 // A pooled keep-alive connection the server closed just as we reused it
                 // (llama-server closes idle connections after 5 s): the server never saw
                 // the request, so send it once more on a fresh connection, timed afresh.
-                Ok(Err(e)) if attempt == 1 && is_stale_connection(&e) => continue,
-                Ok(Err(e)) => return self.end(exchange, from_reqwest(&e)),
+                Ok(Err(e)) if attempt == 1 && e.stale => continue,
+                Ok(Err(e)) => return self.end(exchange, e.failure),
                 Ok(Ok(r)) => break (r, exchange, first_byte_deadline),
             }
         };
@@ -106,7 +178,7 @@ impl Runner {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        exchange.on_response(response.status().as_u16(), retry_after.as_deref());
+        exchange.on_response(response.status(), retry_after.as_deref());
         exchange.set_http_version(&format!("{:?}", response.version()));
         self.read_body(response, exchange, first_byte_deadline, cancel)
             .await
@@ -117,7 +189,7 @@ impl Runner {
     /// be reused), and a stall or reset then loses nothing.
     async fn read_body(
         &self,
-        mut response: reqwest::Response,
+        mut response: Response,
         mut exchange: Exchange,
         first_byte_deadline: tokio::time::Instant,
         cancel: &CancellationToken,
@@ -135,6 +207,9 @@ impl Runner {
         let timer = tokio::time::sleep_until(first_byte_deadline);
         tokio::pin!(timer);
         let mut deadline = first_byte_deadline;
+        // The last stamp given: kernel stamps are converted to the monotonic clock one by
+        // one, and a stream's stamps must not go backwards by that conversion's jitter.
+        let mut last_stamp = self.origin;
         loop {
             let read = tokio::select! {
                 biased;
@@ -158,22 +233,26 @@ impl Runner {
             };
             match read {
                 Err(_) | Ok(None) if done => break,
-                Err(e) => {
-                    exchange.on_read_error(t, from_reqwest(&e));
+                Err(failure) => {
+                    exchange.on_read_error(t, failure);
                     break;
                 }
                 Ok(None) => {
                     exchange.on_body_end(t);
                     break;
                 }
-                Ok(Some(bytes)) => {
+                Ok(Some((bytes, arrived))) => {
                     if !bytes.is_empty() {
                         deadline = tokio::time::Instant::from_std(at + self.idle_timeout);
                         if deadline < timer.deadline() {
                             timer.as_mut().reset(deadline);
                         }
                     }
-                    exchange.on_bytes(t, &bytes);
+                    // When the bytes arrived, where the kernel says; never after our own
+                    // stamp (a read that hyper made after handing this one over) nor before
+                    // the previous one.
+                    last_stamp = arrived.map_or(at, |k| k.min(at)).max(last_stamp);
+                    exchange.on_bytes(self.ms_at(last_stamp), &bytes);
                     // A failed request's remaining body is of no use: stop reading.
                     if exchange.failure().is_some() {
                         break;
@@ -204,7 +283,7 @@ impl Runner {
 
 /// `request` with its in-memory body replaced by one that stamps when the HTTP stack pulls
 /// it, and that stamp's cell (`None` for a request without a body).
-fn stamped(mut request: reqwest::Request) -> (reqwest::Request, Option<Arc<OnceLock<Instant>>>) {
+fn stamped(mut request: reqwest::Request) -> (reqwest::Request, Written) {
     let Some(data) = request
         .body()
         .and_then(reqwest::Body::as_bytes)
@@ -221,6 +300,27 @@ fn stamped(mut request: reqwest::Request) -> (reqwest::Request, Option<Arc<OnceL
 /// our request reached it (nothing was received, so a retry cannot duplicate work).
 fn is_stale_connection(e: &reqwest::Error) -> bool {
     !e.is_timeout() && error_chain(e).contains("connection closed before message completed")
+}
+
+/// Hyper-util's report of the same stale connection.
+#[cfg(target_os = "linux")]
+fn chain_is_stale(e: &hyper_util::client::legacy::Error) -> bool {
+    error_chain(e).contains("connection closed before message completed")
+}
+
+/// What every attempt sends, and through which client.
+#[derive(Debug)]
+enum Prepared {
+    Reqwest {
+        client: reqwest::Client,
+        request: reqwest::Request,
+    },
+    #[cfg(target_os = "linux")]
+    Stamped {
+        // Boxed: hyper-util's client struct is twice the size of the reqwest variant.
+        client: Box<crate::stamped_http::StampedClient>,
+        template: crate::stamped_http::Template,
+    },
 }
 
 /// Converts the core's plain request description into a reqwest request.

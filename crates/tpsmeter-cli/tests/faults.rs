@@ -217,6 +217,7 @@ async fn error_messages_redact_credentials_in_the_url() {
         .port();
     let client = tpsmeter_cli::client::build(Duration::from_secs(5)).unwrap();
     let err = client
+        .reqwest()
         .get(format!(
             "http://user:pw@127.0.0.1:{port}/v1?key=SECRETKEY123&alt=sse"
         ))

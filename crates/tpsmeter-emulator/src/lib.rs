@@ -29,7 +29,6 @@
 //! Timer precision: deadlines run on tokio's timer, whose granularity is 1 ms, so a chunk
 //! leaves up to ~1 ms after its deadline; `x_sent_ns` records when it really left.
 
-pub mod arrival;
 pub mod body;
 pub mod clock;
 pub mod config;

@@ -21,7 +21,6 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 use tpsmeter_core::Api;
 
-use crate::arrival::{Arrivals, StampedStream};
 use crate::body::{RequestRecord, ScheduledBody};
 use crate::clock;
 use crate::config::{EmulatorConfig, Fault};
@@ -30,6 +29,7 @@ use crate::overrides::{Overrides, diagnose_not_found};
 use crate::plan::plan;
 use crate::request::{self, MAX_REQUEST_BYTES, Route};
 use crate::wire::Wire;
+use tpsmeter_arrival::{StampedStream, Stamps};
 
 /// Counters shared by the server's tasks.
 #[derive(Debug, Default)]
@@ -165,12 +165,12 @@ fn bad_request(message: &str) -> Response<ScheduledBody> {
 
 async fn handle(
     req: Request<Incoming>,
-    arrivals: Arrivals,
+    arrivals: Stamps,
     shared: Arc<Shared>,
 ) -> Result<Response<ScheduledBody>, Infallible> {
-    // The kernel's stamp of the request's first packet (see `arrival.rs`), else now.
+    // The kernel's stamp of the request's first packet (see `tpsmeter_arrival`), else now.
     let now = Instant::now();
-    let arrival = arrivals.take().map_or(now, |at| {
+    let arrival = arrivals.take_first().map_or(now, |at| {
         tokio::time::Instant::from_std(at.min(now.into_std()))
     });
     let id = shared.stats.requests.fetch_add(1, Ordering::Relaxed);
@@ -195,7 +195,7 @@ async fn handle(
             let r = respond(req, &path, &overrides, arrival, id, shared).await;
             // The request's body was read by now, perhaps in reads after its head's: their
             // stamps are not the next request's arrival.
-            let _ = arrivals.take();
+            let _ = arrivals.take_first();
             r
         }
         Err(e) => bad_request(&format!("{e:#}")),

@@ -152,6 +152,10 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
         warnings,
     )?;
     report.clock_origin_unix_ms = Some(origin_unix_ms);
+    report
+        .environment
+        .notes
+        .insert("stamp".into(), runner.stamp_source().into());
     files.write(&report)?;
     if let Some(sink) = &recorder.sink {
         if !args.quiet {

@@ -43,10 +43,6 @@ pub fn build(
          (clock_origin_unix_ms)"
             .into(),
     );
-    notes.insert(
-        "stamp".into(),
-        "each body read stamped when reqwest's Response::chunk() returns it".into(),
-    );
     notes.insert("http_versions".into(), http_versions.join(","));
     notes.insert("idle_timeout_s".into(), args.idle_timeout.to_string());
     if let Some(cap) = (!args.rate.is_empty()).then_some(args.max_concurrency) {

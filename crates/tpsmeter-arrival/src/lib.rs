@@ -1,17 +1,29 @@
-//! When a request's first bytes reached this machine: the kernel's receive timestamp
-//! (`SO_TIMESTAMPNS`, read with `recvmsg`), not the moment the handler ran.
+//! When bytes reached this machine: TCP reads for hyper that keep the kernel's receive
+//! timestamp (`SO_TIMESTAMPNS`, read with `recvmsg`), not the moment the reader ran.
 //!
-//! The emulator serves all streams on one thread. When a hundred clients send at once, the
-//! hundredth request's handler runs ~1 ms after its bytes arrived, and a timing benchmark
-//! that took the handler's start as the arrival charged that queueing to the client under
-//! test (its TTFT looked ~1 ms too long at concurrency 100). The kernel stamps each packet
-//! as it is queued on the socket, whatever this process is doing; the schedule (TTFT from
-//! arrival) then also runs from the true arrival.
+//! A process that stamps a read when its task gets to it also counts every other task that
+//! ran first. Two users of that:
 //!
-//! [`StampedStream`] reads through `recvmsg` and keeps the stamp of the first read since the
-//! last [`Arrivals::take`]. The handler takes it as it starts (hyper calls it once the head is
-//! parsed) and again once the body is read, discarding the body's reads: on an HTTP/1.1
-//! connection without pipelining, the next stamp kept is the next request's first packet.
+//! - **The emulator** serves all streams on one thread. When a hundred clients send at once,
+//!   the hundredth request's handler runs ~1 ms after its bytes arrived; taking the
+//!   handler's start as the arrival charged that queueing to the client under test. It takes
+//!   [`Stamps::take_first`] as a handler starts (hyper calls it once the head is parsed) and
+//!   again once the body is read, discarding the body's reads: on an HTTP/1.1 connection
+//!   without pipelining, the next stamp kept is the next request's first packet.
+//! - **`tpsmeter bench`'s plain-http client** reads a hundred streams on two cores: a chunk's
+//!   stamp taken when its task ran waited for the parsing of every chunk that arrived in the
+//!   same burst (p99 1.5-3 ms at concurrency 100). With the `client` feature,
+//!   [`StampedStream`] is a hyper-util connection whose [`Stamps`] ride in every response's
+//!   extensions, and the runner takes [`Stamps::last`] for each body frame.
+//!
+//! The kernel stamps each packet as it is queued on the socket, whatever this process is
+//! doing. A `recvmsg` that drains several packets reports the last one's: the arrival of
+//! the newest byte read, which is when the data read became complete.
+//!
+//! Linux only (`SO_TIMESTAMPNS`); elsewhere the crate is empty and callers use their own
+//! clock. It does no I/O of its own beyond the reads it is asked for.
+
+#![cfg(target_os = "linux")]
 
 use std::io::IoSliceMut;
 use std::os::fd::AsRawFd;
@@ -27,20 +39,41 @@ use nix::sys::time::TimeSpec;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
-/// The arrival stamps of one connection, shared with its request handler.
+/// The receive stamps of one connection's reads, shared with whoever reads its requests or
+/// responses.
 #[derive(Debug, Clone, Default)]
-pub struct Arrivals(Arc<Mutex<Option<Instant>>>);
+pub struct Stamps(Arc<Mutex<State>>);
 
-impl Arrivals {
-    /// The arrival of the request being handled: the first read since the last call, or
-    /// `None` when the kernel gave no stamp (the caller falls back to its own clock).
-    pub fn take(&self) -> Option<Instant> {
-        self.0.lock().ok().and_then(|mut a| a.take())
+#[derive(Debug, Default)]
+struct State {
+    /// The first stamped read since the last [`Stamps::take_first`].
+    first: Option<Instant>,
+    /// The latest read that returned bytes: its stamp, `None` when the kernel gave none.
+    last: Option<Instant>,
+}
+
+impl Stamps {
+    /// The arrival of the first read since the last call (a request's first packet, for a
+    /// server), or `None` when no read since had a stamp (the caller uses its own clock).
+    pub fn take_first(&self) -> Option<Instant> {
+        self.0.lock().ok().and_then(|mut s| s.first.take())
     }
 
-    fn note(&self, at: Instant) {
-        if let Ok(mut a) = self.0.lock() {
-            a.get_or_insert(at);
+    /// The arrival of the newest bytes read so far, or `None` when the kernel gave the
+    /// latest read no stamp. hyper hands out a body frame only from bytes of its latest read
+    /// (it reads again only when its buffer is empty), so read right after a frame it is
+    /// that frame's arrival, or a later read's if hyper read again in between: never
+    /// earlier than the truth.
+    pub fn last(&self) -> Option<Instant> {
+        self.0.lock().ok().and_then(|s| s.last)
+    }
+
+    fn note(&self, at: Option<Instant>) {
+        if let Ok(mut s) = self.0.lock() {
+            s.last = at;
+            if s.first.is_none() {
+                s.first = at;
+            }
         }
     }
 }
@@ -49,22 +82,24 @@ impl Arrivals {
 #[derive(Debug)]
 pub struct StampedStream {
     io: TokioIo<TcpStream>,
-    arrivals: Arrivals,
+    stamps: Stamps,
     /// Whether the socket gives stamps (`SO_TIMESTAMPNS` was accepted).
-    stamps: bool,
+    enabled: bool,
 }
 
 impl StampedStream {
-    pub fn new(stream: TcpStream) -> (Self, Arrivals) {
-        let stamps = setsockopt(&stream, sockopt::ReceiveTimestampns, &true).is_ok();
-        let arrivals = Arrivals::default();
+    /// Wraps `stream`, asking the kernel to stamp its packets; without that (a kernel that
+    /// refuses) reads pass straight through and [`Stamps`] stay empty.
+    pub fn new(stream: TcpStream) -> (Self, Stamps) {
+        let enabled = setsockopt(&stream, sockopt::ReceiveTimestampns, &true).is_ok();
+        let stamps = Stamps::default();
         (
             Self {
                 io: TokioIo::new(stream),
-                arrivals: arrivals.clone(),
-                stamps,
+                stamps: stamps.clone(),
+                enabled,
             },
-            arrivals,
+            stamps,
         )
     }
 }
@@ -103,7 +138,7 @@ impl Read for StampedStream {
         mut buf: ReadBufCursor<'_>,
     ) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
-        if !this.stamps {
+        if !this.enabled {
             return Pin::new(&mut this.io).poll_read(cx, buf);
         }
         let stream = this.io.inner();
@@ -132,9 +167,7 @@ impl Read for StampedStream {
             match read {
                 Ok((n, at)) => {
                     if n > 0 {
-                        if let Some(at) = at.and_then(to_instant) {
-                            this.arrivals.note(at);
-                        }
+                        this.stamps.note(at.and_then(to_instant));
                     }
                     buf.put_slice(&local[..n]);
                     return Poll::Ready(Ok(()));
@@ -177,6 +210,15 @@ impl Write for StampedStream {
     }
 }
 
+/// For hyper-util's client: the connection's [`Stamps`] are put in every response's
+/// extensions (`response.extensions().get::<Stamps>()`).
+#[cfg(feature = "client")]
+impl hyper_util::client::legacy::connect::Connection for StampedStream {
+    fn connected(&self) -> hyper_util::client::legacy::connect::Connected {
+        self.io.inner().connected().extra(self.stamps.clone())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -186,7 +228,7 @@ mod tests {
     /// The stamp is when the bytes arrived, not when they were read: bytes read 30 ms after
     /// they were written keep a stamp within the write's bracket.
     #[test]
-    fn the_arrival_is_the_kernels_stamp_not_the_read() {
+    fn the_stamp_is_the_kernels_not_the_reads() {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -196,7 +238,7 @@ mod tests {
             let addr = listener.local_addr().unwrap();
             let mut client = std::net::TcpStream::connect(addr).unwrap();
             let (server, _) = listener.accept().await.unwrap();
-            let (io, arrivals) = StampedStream::new(server);
+            let (io, stamps) = StampedStream::new(server);
             // hyper's Read, as tokio's AsyncRead.
             let mut io = TokioIo::new(io);
             let mut buf = [0u8; 64];
@@ -211,7 +253,7 @@ mod tests {
                     .await
                     .unwrap();
                 assert_eq!(&buf[..n], b"x");
-                if arrivals.take().is_some() {
+                if stamps.take_first().is_some() {
                     stamped = true;
                     break;
                 }
@@ -227,7 +269,8 @@ mod tests {
                 .unwrap();
             let read_at = Instant::now();
             assert_eq!(&buf[..n], b"GET / HTTP/1.1\r\n\r\n");
-            let at = arrivals.take().expect("no kernel stamp");
+            let at = stamps.take_first().expect("no kernel stamp");
+            assert_eq!(stamps.last(), Some(at), "the latest read's stamp");
             let slack = Duration::from_millis(1);
             assert!(
                 at + slack >= before && at <= after + slack,
@@ -237,7 +280,8 @@ mod tests {
                 read_at - at >= Duration::from_millis(25),
                 "the stamp is the read's"
             );
-            assert!(arrivals.take().is_none(), "a stamp taken twice");
+            assert!(stamps.take_first().is_none(), "a stamp taken twice");
+            assert_eq!(stamps.last(), Some(at), "taking the first forgets the last");
         });
     }
 }
