@@ -5,7 +5,10 @@
 //!   negotiated by ALPN. A body read is stamped by the runner when it gets it.
 //! - **plain http without a proxy, on Linux**: hyper-util's client on connections whose
 //!   reads keep the kernel's receive stamp (`stamped_http.rs`), HTTP/1.1, one connection per
-//!   in-flight request. A body read is stamped with when its bytes arrived.
+//!   in-flight request. A body read is stamped with when its bytes arrived. Redirects are
+//!   not followed (reqwest follows them): a 3xx is the request's result, an HTTP error, since
+//!   a benchmark should name the final URL rather than add a redirect's round trip to every
+//!   TTFT.
 //!
 //! No overall request timeout here: the runner enforces `--timeout` (to the first byte) and
 //! `--idle-timeout` (between bytes) itself, because a whole-request timeout would cut long
@@ -43,13 +46,15 @@ impl Client {
         }
     }
 
-    /// The kernel-stamped client, when it serves `url`.
+    /// The kernel-stamped client, when it serves `url`: plain http without credentials in
+    /// the URL (reqwest turns those into basic auth; the stamped client leaves them to it).
     #[cfg(target_os = "linux")]
     pub(crate) fn stamped_for(
         &self,
         url: &reqwest::Url,
     ) -> Option<&crate::stamped_http::StampedClient> {
-        self.stamped.as_ref().filter(|_| url.scheme() == "http")
+        let plain = url.scheme() == "http" && url.username().is_empty() && url.password().is_none();
+        self.stamped.as_ref().filter(|_| plain)
     }
 }
 
