@@ -2,8 +2,8 @@
 //! runner's task got to run (`stamped_http.rs`).
 //!
 //! The client runs on a one-thread runtime that the test blocks for 40 ms while the whole
-//! response arrives; a stamp taken by the runner when it reads lands after the block, the
-//! kernel's lands within the server's write.
+//! response arrives; a stamp taken by the runner when it reads lands after the block (the
+//! reqwest path, checked as the peer), the kernel's lands within the server's write.
 
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]
@@ -77,8 +77,11 @@ async fn stamping_on() -> (TcpStream, StampedStream) {
     panic!("the kernel never stamped a received packet");
 }
 
-#[test]
-fn a_read_is_stamped_when_its_bytes_arrived_not_when_the_runner_ran() {
+/// Runs one request through `client` while the runtime is blocked from the moment the
+/// request is in until `BLOCK` after the whole response was written. Returns the content
+/// chunks' stamps and the write's bracket, in ms since the run's origin, and the runner's
+/// stamp source.
+fn stamps_through(client: tpsmeter_cli::client::Client) -> (Vec<f64>, (f64, f64), &'static str) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -126,29 +129,55 @@ fn a_read_is_stamped_when_its_bytes_arrived_not_when_the_runner_ran() {
         };
         let request = build_request(&spec).unwrap();
         let timeout = Duration::from_secs(30);
-        let client = tpsmeter_cli::client::build(timeout).unwrap();
         let origin = Instant::now();
         let runner =
             Runner::new(client, Api::OpenaiChat, &request, origin, timeout, timeout).unwrap();
-        assert!(runner.stamp_source().contains("SO_TIMESTAMPNS"));
         let outcome = runner.run(&CancellationToken::new()).await;
         let (before, after) = blocker.await.unwrap();
+        let source = runner.stamp_source();
         drop(runner);
         server.join().unwrap();
 
         assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
         let ms = |at: Instant| (at - origin).as_secs_f64() * 1000.0;
-        let chunks = outcome.timeline.content_chunks();
+        let chunks: Vec<f64> = outcome
+            .timeline
+            .content_chunks()
+            .iter()
+            .map(|c| c.t_ms)
+            .collect();
         assert!(!chunks.is_empty(), "no content chunk");
-        for chunk in chunks {
-            assert!(
-                chunk.t_ms >= ms(before) - 1.0 && chunk.t_ms <= ms(after) + 5.0,
-                "chunk stamped at {:.3} ms, written {:.3}..{:.3} ms, read after {:.3} ms",
-                chunk.t_ms,
-                ms(before),
-                ms(after),
-                ms(after + BLOCK)
-            );
-        }
-    });
+        (chunks, (ms(before), ms(after)), source)
+    })
+}
+
+fn client() -> tpsmeter_cli::client::Client {
+    tpsmeter_cli::client::build(Duration::from_secs(30)).unwrap()
+}
+
+#[test]
+fn a_read_is_stamped_when_its_bytes_arrived_not_when_the_runner_ran() {
+    let (chunks, (before, after), source) = stamps_through(client());
+    assert!(source.contains("SO_TIMESTAMPNS"), "{source}");
+    for t in chunks {
+        assert!(
+            t >= before - 1.0 && t <= after + 5.0,
+            "chunk stamped at {t:.3} ms, written {before:.3}..{after:.3} ms, read after {:.3} ms",
+            after + BLOCK.as_secs_f64() * 1000.0
+        );
+    }
+}
+
+/// The peer: through reqwest the same reads are stamped when the runner gets them, after the
+/// block. This is what the test above tells apart.
+#[test]
+fn through_reqwest_the_same_reads_are_stamped_after_the_block() {
+    let (chunks, (_, after), source) = stamps_through(client().without_kernel_stamps());
+    assert!(!source.contains("SO_TIMESTAMPNS"), "{source}");
+    for t in chunks {
+        assert!(
+            t >= after + BLOCK.as_secs_f64() * 1000.0 - 1.0,
+            "chunk stamped at {t:.3} ms, before the runtime could run ({after:.3} ms + 40)"
+        );
+    }
 }
