@@ -119,7 +119,7 @@ impl Runner {
                 let sending = client.execute(request);
                 let sending = Box::pin(async move {
                     sending.await.map(Response::Reqwest).map_err(|e| SendError {
-                        stale: is_stale_connection(&e),
+                        stale: !e.is_timeout() && is_stale_connection(&e),
                         failure: from_reqwest(&e),
                     })
                 });
@@ -130,7 +130,7 @@ impl Runner {
                 let (sending, written) = client.send(template);
                 let sending = Box::pin(async move {
                     sending.await.map(Response::stamped).map_err(|e| SendError {
-                        stale: chain_is_stale(&e),
+                        stale: is_stale_connection(&e),
                         failure: crate::failure::from_hyper(&e, e.is_connect()),
                     })
                 });
@@ -298,13 +298,8 @@ fn stamped(mut request: reqwest::Request) -> (reqwest::Request, Written) {
 
 /// Whether `e` is hyper's report of a reused connection that the server had closed before
 /// our request reached it (nothing was received, so a retry cannot duplicate work).
-fn is_stale_connection(e: &reqwest::Error) -> bool {
-    !e.is_timeout() && error_chain(e).contains("connection closed before message completed")
-}
-
-/// Hyper-util's report of the same stale connection.
-#[cfg(target_os = "linux")]
-fn chain_is_stale(e: &hyper_util::client::legacy::Error) -> bool {
+/// Both clients report it through hyper's error, somewhere in the chain.
+fn is_stale_connection(e: &(dyn std::error::Error + 'static)) -> bool {
     error_chain(e).contains("connection closed before message completed")
 }
 
