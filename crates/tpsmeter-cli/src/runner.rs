@@ -52,26 +52,8 @@ impl Runner {
         idle_timeout: Duration,
     ) -> anyhow::Result<Arc<Runner>> {
         let request = to_reqwest(client.reqwest(), http)?;
-        #[cfg(target_os = "linux")]
-        if let Some(stamped) = client.stamped_for(request.url()) {
-            let prepared = Prepared::Stamped {
-                template: crate::stamped_http::Template::from_reqwest(&request)?,
-                client: Box::new(stamped.clone()),
-            };
-            return Ok(Arc::new(Runner {
-                prepared,
-                api,
-                origin,
-                timeout,
-                idle_timeout,
-            }));
-        }
-        let prepared = Prepared::Reqwest {
-            client: client.reqwest().clone(),
-            request,
-        };
         Ok(Arc::new(Runner {
-            prepared,
+            prepared: Prepared::new(&client, request)?,
             api,
             origin,
             timeout,
@@ -316,6 +298,23 @@ enum Prepared {
         client: Box<crate::stamped_http::StampedClient>,
         template: crate::stamped_http::Template,
     },
+}
+
+impl Prepared {
+    /// `request` through the kernel-stamped client where it serves the URL, else reqwest.
+    fn new(client: &Client, request: reqwest::Request) -> anyhow::Result<Self> {
+        #[cfg(target_os = "linux")]
+        if let Some(stamped) = client.stamped_for(request.url()) {
+            return Ok(Prepared::Stamped {
+                template: crate::stamped_http::Template::from_reqwest(&request)?,
+                client: Box::new(stamped.clone()),
+            });
+        }
+        Ok(Prepared::Reqwest {
+            client: client.reqwest().clone(),
+            request,
+        })
+    }
 }
 
 /// Converts the core's plain request description into a reqwest request.
