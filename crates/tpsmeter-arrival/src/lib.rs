@@ -20,10 +20,17 @@
 //! doing. A `recvmsg` that drains several packets reports the last one's: the arrival of
 //! the newest byte read, which is when the data read became complete.
 //!
-//! Linux only (`SO_TIMESTAMPNS`); elsewhere the crate is empty and callers use their own
+//! The other direction, when a response frame left, is [`Departures`] (the emulator's send
+//! stamps; see `departure.rs`).
+//!
+//! Linux only (`SO_TIMESTAMPNS`, `SO_TIMESTAMPING`); elsewhere the crate is empty and callers use their own
 //! clock. It does no I/O of its own beyond the reads it is asked for.
 
 #![cfg(target_os = "linux")]
+
+mod departure;
+
+pub use departure::{Departure, Departures};
 
 use std::io::IoSliceMut;
 use std::os::fd::AsRawFd;
@@ -85,6 +92,8 @@ pub struct StampedStream {
     stamps: Stamps,
     /// Whether the socket gives stamps (`SO_TIMESTAMPNS` was accepted).
     enabled: bool,
+    /// Transmit stamps, when asked for and the kernel gives them.
+    departures: Option<Departures>,
 }
 
 impl StampedStream {
@@ -98,9 +107,28 @@ impl StampedStream {
                 io: TokioIo::new(stream),
                 stamps: stamps.clone(),
                 enabled,
+                departures: None,
             },
             stamps,
         )
+    }
+
+    /// [`StampedStream::new`] that also stamps transmissions, for a server: the frames it
+    /// [`Departures::watch`]es get the kernel's time of their write.
+    pub fn with_departures(stream: TcpStream) -> (Self, Stamps, Departures) {
+        let departures = Departures::enable(&stream);
+        let (mut io, stamps) = Self::new(stream);
+        io.departures = departures.is_enabled().then(|| departures.clone());
+        (io, stamps, departures)
+    }
+
+    /// Reads the transmit stamps queued so far, when frames wait for them.
+    fn drain_departures(&self) {
+        if let Some(d) = &self.departures {
+            if d.waiting() {
+                d.drain(self.io.inner());
+            }
+        }
     }
 }
 
@@ -138,6 +166,9 @@ impl Read for StampedStream {
         mut buf: ReadBufCursor<'_>,
     ) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
+        // A stamp the kernel queued after the last write (a deferred packet) is read here, as
+        // hyper waits for the next request.
+        this.drain_departures();
         if !this.enabled {
             return Pin::new(&mut this.io).poll_read(cx, buf);
         }
@@ -146,7 +177,9 @@ impl Read for StampedStream {
         let want = buf.remaining().min(local.len());
         loop {
             ready!(stream.poll_read_ready(cx))?;
-            let mut cmsg = nix::cmsg_space!(TimeSpec);
+            // Room for an SCM_TIMESTAMPING too: with transmit stamps on
+            // (`SOF_TIMESTAMPING_SOFTWARE`), received packets carry one beside ours.
+            let mut cmsg = nix::cmsg_space!(TimeSpec, nix::sys::socket::Timestamps);
             let read = stream.try_io(Interest::READABLE, || {
                 let mut iov = [IoSliceMut::new(&mut local[..want])];
                 let msg = recvmsg::<()>(
@@ -186,11 +219,19 @@ impl Write for StampedStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.io).poll_write(cx, buf);
+        if let (Some(d), Poll::Ready(Ok(n))) = (&this.departures, &r) {
+            d.wrote(&[std::io::IoSlice::new(buf)], *n);
+        }
+        this.drain_departures();
+        r
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+        let this = self.get_mut();
+        this.drain_departures();
+        Pin::new(&mut this.io).poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -206,7 +247,14 @@ impl Write for StampedStream {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
+        if let (Some(d), Poll::Ready(Ok(n))) = (&this.departures, &r) {
+            // On loopback the kernel stamps within the write itself: read it now.
+            d.wrote(bufs, *n);
+        }
+        this.drain_departures();
+        r
     }
 }
 
@@ -282,6 +330,66 @@ mod tests {
             );
             assert!(stamps.take_first().is_none(), "a stamp taken twice");
             assert_eq!(stamps.last(), Some(at), "taking the first forgets the last");
+        });
+    }
+
+    /// A frame's departure is the kernel's stamp of the write that carried it: a frame written
+    /// 30 ms after it was watched is stamped within the write, and a copy of a frame (what
+    /// hyper's flatten strategy writes) is not taken for the frame.
+    #[test]
+    fn a_departure_is_the_writes_not_the_watchs() {
+        use tokio::io::AsyncWriteExt as _;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let _client = std::net::TcpStream::connect(addr).unwrap();
+            let (server, _) = listener.accept().await.unwrap();
+            let (io, _, departures) = StampedStream::with_departures(server);
+            assert!(
+                departures.is_enabled(),
+                "the kernel refused transmit stamps"
+            );
+            let mut io = TokioIo::new(io);
+            let frame = bytes::Bytes::from(b"data: {\"x\":1}\n\n".to_vec());
+            let copied = bytes::Bytes::from(b"data: {\"x\":2}\n\n".to_vec());
+            let d = departures.watch(&frame);
+            let lost = departures.watch(&copied);
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            let head = b"f\r\n";
+            let before = Instant::now();
+            let n = io
+                .write_vectored(&[std::io::IoSlice::new(head), std::io::IoSlice::new(&frame)])
+                .await
+                .unwrap();
+            let after = Instant::now();
+            assert_eq!(n, head.len() + frame.len());
+            let at = d.get().expect("no transmit stamp for the frame");
+            let slack = Duration::from_micros(500);
+            assert!(
+                at + slack >= before && at <= after + slack,
+                "stamp {:?} outside the write ({:?} long)",
+                at.checked_duration_since(before),
+                after - before
+            );
+            // The same bytes from other memory.
+            let copy = copied.to_vec();
+            io.write_all(&copy).await.unwrap();
+            io.flush().await.unwrap();
+            assert!(lost.get().is_none(), "a copy was taken for the frame");
+            // A later frame is still found after one that never matched.
+            let next = bytes::Bytes::from(b"data: {\"x\":3}\n\n".to_vec());
+            let d3 = departures.watch(&next);
+            let n = io
+                .write_vectored(&[std::io::IoSlice::new(&next)])
+                .await
+                .unwrap();
+            assert_eq!(n, next.len());
+            let at3 = d3.get().expect("no stamp after an unmatched frame");
+            assert!(at3 >= at, "a later write stamped earlier");
         });
     }
 }

@@ -10,12 +10,16 @@
 //!   (first chunk sent − request arrival at the server); ITL: measured gap − sent gap. The
 //!   arrival is the kernel's receive stamp of the request's first packet
 //!   (`tpsmeter_arrival`), so the emulator's own queueing is not charged to the
-//!   client; the client's start is when its HTTP stack pulled the body to write it.
+//!   client; the client's start is when its HTTP stack pulled the body to write it. A
+//!   chunk's send time is the kernel's transmit stamp of its write
+//!   (`RequestRecord::departed_ns`), so a preemption of the emulator between rendering a
+//!   chunk and writing it is not charged to the client either; the `sent by kernel` column
+//!   says how many events had one (the rest keep the emulator's `x_sent_ns`).
 //!
 //! and prints `deliver`, the per-chunk delay from the send stamp to the client's stamp (both
 //! CLOCK_MONOTONIC, see `tpsmeter_emulator::clock`). Client requests are paired with server
-//! records by causality and least delivery delay (see `pair_up`): the runner keeps no
-//! response headers, so the client cannot name its record.
+//! records exactly: each closed-loop worker names itself in its requests' `model`, which the
+//! emulator records (see `Workers`).
 //!
 //!   cargo bench -p tpsmeter-cli --bench timing -- accuracy        # concurrency 1 and 100
 //!   cargo bench -p tpsmeter-cli --bench timing -- capacity        # 100, 200, 400, ... streams
@@ -128,6 +132,10 @@ pub(crate) struct Samples {
     failed: usize,
     unmatched: usize,
     requests: usize,
+    /// Content events compared, and how many of their send times are the kernel's transmit
+    /// stamps (the rest are the emulator's own stamps, taken before the write).
+    events: usize,
+    kernel_sends: usize,
 }
 
 pub(crate) fn pct(v: &mut [f64], p: f64) -> f64 {
@@ -164,39 +172,24 @@ fn stamps(out: &Outcome, origin_ns: u64) -> Stamps {
     }
 }
 
-/// The CLI's start stamp is when hyper pulls the request body, which it may do just after
-/// writing the head: the emulator's kernel stamp of the head's arrival then precedes it by a
-/// syscall and a loopback hop (6-8 µs measured at concurrency 100). Causality is checked
-/// within this margin.
-const CLI_SLACK_NS: f64 = 1_000_000.0;
-
 /// How many neighbours (in order of start) a client request is compared with.
 const MATCH_WINDOW: usize = 128;
 
-/// Pairs client requests (sorted by start) with server records (sorted by arrival).
+/// Pairs client requests (sorted by start) with server records (sorted by arrival), for a
+/// client that cannot name its requests (the npm package's `bench()` in a page), with the
+/// client's stamp of each of `rec`'s events given by `events` (None: they cannot be paired).
 ///
-/// The client cannot see which record is its own (the runner keeps no response headers), and
-/// requests of a closed loop start in bursts, so order alone can pair wrongly. A pairing is
+/// Requests of a closed loop start in bursts, so order alone can pair wrongly. A pairing is
 /// possible only if it is causal (arrival after the client's start, every chunk stamped by the
-/// client after the server sent it); among those, the smallest mean delivery delay wins, since
-/// pairing a client with a stream sent earlier than its own can only raise that delay.
-/// Greedy over the candidates within `MATCH_WINDOW` positions.
-fn pair_up(ok: &[&Outcome], recs: &[RequestRecord], origin_ns: u64) -> Vec<(usize, usize)> {
-    let clients: Vec<Stamps> = ok.iter().map(|o| stamps(o, origin_ns)).collect();
-    pair_by(&clients, recs, CLI_SLACK_NS, |st, rec| {
-        (st.chunks_ns.len() == rec.sent_ns.len()).then_some(Cow::Borrowed(&st.chunks_ns[..]))
-    })
-}
-
-/// [`pair_up`] on stamps, with the client's stamp of each of `rec`'s events given by `events`
-/// (None: they cannot be paired), for clients that keep one stamp per read rather than per
-/// event. `slack_ns` relaxes both causality checks, for clients whose clock is mapped onto
-/// CLOCK_MONOTONIC only approximately (the browser's `performance.now()`); the CLI's `Instant`
-/// is CLOCK_MONOTONIC itself (slack [`CLI_SLACK_NS`], for its stamp of the body pull).
+/// client after the server sent it), each within its slack, for a clock mapped onto
+/// CLOCK_MONOTONIC only approximately (the page's `performance.now()`); among those, the
+/// smallest mean delivery delay wins. Greedy over the candidates within `MATCH_WINDOW`
+/// positions. It is approximate: a stream sent just after the client's own, within the
+/// slack, has the smaller delay; the CLI's requests are paired exactly (`Workers`).
 pub(crate) fn pair_by<'a>(
     clients: &'a [Stamps],
     recs: &[RequestRecord],
-    slack_ns: f64,
+    (start_slack_ns, chunk_slack_ns): (f64, f64),
     events: impl Fn(&'a Stamps, &RequestRecord) -> Option<Cow<'a, [f64]>>,
 ) -> Vec<(usize, usize)> {
     let mut cands: Vec<(f64, usize, usize)> = Vec::new();
@@ -207,17 +200,17 @@ pub(crate) fn pair_by<'a>(
             let Some(client) = events(st, rec) else {
                 continue;
             };
-            if client.is_empty() || client.len() != rec.sent_ns.len() {
+            if client.is_empty() || client.len() != rec.departed_ns.len() {
                 continue;
             }
-            if (rec.arrival_ns as f64) < st.start_ns - slack_ns {
+            if (rec.arrival_ns as f64) < st.start_ns - start_slack_ns {
                 continue;
             }
             let mut sum = 0.0;
             let mut causal = true;
-            for (c, &sent) in client.iter().zip(&rec.sent_ns) {
+            for (c, &sent) in client.iter().zip(&rec.departed_ns) {
                 let d = c - sent as f64;
-                if d < -slack_ns {
+                if d < -chunk_slack_ns {
                     causal = false;
                     break;
                 }
@@ -249,33 +242,35 @@ fn compare(out: &Outcome, rec: &RequestRecord, origin_ns: u64, s: &mut Samples) 
 /// [`compare`] on stamps.
 pub(crate) fn compare_stamps(st: &Stamps, rec: &RequestRecord, s: &mut Samples) {
     let client = &st.chunks_ns;
-    if client.len() != rec.sent_ns.len() || client.is_empty() {
+    if client.len() != rec.departed_ns.len() || client.is_empty() {
         s.unmatched += 1;
         return;
     }
     let start = st.start_ns;
+    s.events += client.len();
+    s.kernel_sends += rec.departed_by_kernel;
     let ms = |ns: f64| ns / 1e6;
     let ttft = ms(client[0] - start);
     s.ttft_sched.push(ttft - TTFT_MS);
     s.ttft_sent
-        .push(ttft - ms(rec.sent_ns[0] as f64 - rec.arrival_ns as f64));
+        .push(ttft - ms(rec.departed_ns[0] as f64 - rec.arrival_ns as f64));
     let n = client.len();
     if n > 1 {
-        let sent_span = (rec.sent_ns[n - 1] - rec.sent_ns[0]) as f64;
+        let sent_span = (rec.departed_ns[n - 1] - rec.departed_ns[0]) as f64;
         s.mean_itl_sent
             .push(ms(client[n - 1] - client[0] - sent_span) / (n - 1) as f64);
     }
     s.last_deliver
-        .push(ms(client[n - 1] - rec.sent_ns[n - 1] as f64));
+        .push(ms(client[n - 1] - rec.departed_ns[n - 1] as f64));
     for i in 0..client.len() {
-        s.deliver.push(ms(client[i] - rec.sent_ns[i] as f64));
+        s.deliver.push(ms(client[i] - rec.departed_ns[i] as f64));
         s.server_late
-            .push(ms(rec.sent_ns[i] as f64 - rec.due_ns[i] as f64));
+            .push(ms(rec.departed_ns[i] as f64 - rec.due_ns[i] as f64));
         if i > 0 {
             let gap = ms(client[i] - client[i - 1]);
             s.itl_sched.push(gap - ITL_MS);
             s.itl_sent
-                .push(gap - ms(rec.sent_ns[i] as f64 - rec.sent_ns[i - 1] as f64));
+                .push(gap - ms(rec.departed_ns[i] as f64 - rec.departed_ns[i - 1] as f64));
         }
     }
 }
@@ -291,25 +286,73 @@ pub(crate) async fn settle(server: &Server) {
     }
 }
 
+/// One runner per closed-loop worker, the `k`-th naming itself `w{k}` in its requests'
+/// `model`, which the emulator keeps in each record: a worker's requests run one after
+/// another, so its `i`-th outcome is its `i`-th record. (Pairing by timing alone is not exact
+/// at concurrency 100, where a hundred identical schedules start within a millisecond and
+/// the emulator writes their chunks microseconds apart.)
+pub(crate) struct Workers {
+    client: tpsmeter_cli::client::Client,
+    spec: RequestSpec,
+    origin: Instant,
+    timeout: Duration,
+}
+
+impl Workers {
+    fn runner(&self, k: usize) -> anyhow::Result<Arc<Runner>> {
+        let spec = RequestSpec {
+            model: format!("w{k}"),
+            ..self.spec.clone()
+        };
+        let request = build_request(&spec)?;
+        let r = Runner::new(
+            self.client.clone(),
+            spec.api,
+            &request,
+            self.origin,
+            self.timeout,
+            self.timeout,
+        )?;
+        Ok(r)
+    }
+
+    /// `kernel` or `reqwest`: where this client's read stamps come from.
+    pub(crate) fn name(&self) -> anyhow::Result<&'static str> {
+        let r = self.runner(0)?;
+        Ok(if r.stamp_source().contains("SO_TIMESTAMPNS") {
+            "kernel"
+        } else {
+            "reqwest"
+        })
+    }
+
+    pub(crate) fn origin(&self) -> Instant {
+        self.origin
+    }
+}
+
 /// Runs `rounds` requests on each of `concurrency` workers (after one warm-up request each,
 /// not measured, which opens the connections) and compares them with the server's records.
 pub(crate) async fn level(
     server: &Server,
-    runner: &Arc<Runner>,
+    workers: &Workers,
     concurrency: usize,
     rounds: usize,
 ) -> Samples {
+    let runners: Vec<Arc<Runner>> = (0..concurrency)
+        .map(|k| workers.runner(k).unwrap())
+        .collect();
     let cancel = CancellationToken::new();
     let run_all = |n: usize| {
         let mut set = tokio::task::JoinSet::new();
-        for _ in 0..concurrency {
+        for (k, runner) in runners.iter().enumerate() {
             let (runner, cancel) = (runner.clone(), cancel.clone());
             set.spawn(async move {
                 let mut outs = Vec::with_capacity(n);
                 for _ in 0..n {
                     outs.push(runner.run(&cancel).await);
                 }
-                outs
+                (k, outs)
             });
         }
         set
@@ -319,36 +362,41 @@ pub(crate) async fn level(
     settle(server).await;
     let _ = server.emu().take_records();
     let mut set = run_all(rounds);
-    let mut outs: Vec<Outcome> = Vec::new();
+    let mut outs: Vec<Vec<Outcome>> = (0..concurrency).map(|_| Vec::new()).collect();
     while let Some(r) = set.join_next().await {
-        outs.extend(r.unwrap());
+        let (k, o) = r.unwrap();
+        outs[k] = o;
     }
     settle(server).await;
-    let mut recs = server.emu().take_records();
-    let origin_ns = clock::instant_ns(runner.origin());
-    let mut s = Samples {
-        requests: outs.len(),
-        ..Samples::default()
-    };
-    outs.sort_by(|a, b| {
-        a.timeline
-            .request_start_ms()
-            .total_cmp(&b.timeline.request_start_ms())
-    });
-    recs.sort_by_key(|r| r.arrival_ns);
-    let ok: Vec<&Outcome> = outs.iter().filter(|o| o.failure.is_none()).collect();
-    s.failed = outs.len() - ok.len();
-    let pairs = pair_up(&ok, &recs, origin_ns);
-    s.unmatched += ok.len() - pairs.len();
-    for (i, j) in pairs {
-        compare(ok[i], &recs[j], origin_ns, &mut s);
+    let mut recs: std::collections::HashMap<String, Vec<RequestRecord>> = Default::default();
+    for r in server.emu().take_records() {
+        recs.entry(r.model.clone()).or_default().push(r);
+    }
+    let origin_ns = clock::instant_ns(workers.origin());
+    let mut s = Samples::default();
+    for (k, outs) in outs.iter().enumerate() {
+        let mut mine = recs.remove(&format!("w{k}")).unwrap_or_default();
+        mine.sort_by_key(|r| r.id);
+        s.requests += outs.len();
+        let ok = outs.iter().filter(|o| o.failure.is_none()).count();
+        s.failed += outs.len() - ok;
+        if mine.len() != outs.len() {
+            // A failed request may or may not have reached the server: order no longer pairs.
+            s.unmatched += ok;
+            continue;
+        }
+        for (out, rec) in outs.iter().zip(&mine) {
+            if out.failure.is_none() {
+                compare(out, rec, origin_ns, &mut s);
+            }
+        }
     }
     s
 }
 
 fn header() {
     println!(
-        "{:>6} {:>8} {:>6} {:>8} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13}",
+        "{:>6} {:>8} {:>6} {:>8} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13} | {:>7}",
         "conc",
         "client",
         "reqs",
@@ -358,10 +406,11 @@ fn header() {
         "ITL vs sched",
         "ITL vs sent",
         "deliver",
-        "server late"
+        "server late",
+        "sent by"
     );
     println!(
-        "{:>6} {:>8} {:>6} {:>8} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13}",
+        "{:>6} {:>8} {:>6} {:>8} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13} | {:>7}",
         "",
         "",
         "",
@@ -371,7 +420,8 @@ fn header() {
         "p50 / p99 ms",
         "p50 / p99 ms",
         "p50 / p99",
-        "p50 / p99"
+        "p50 / p99",
+        "kernel"
     );
 }
 
@@ -385,7 +435,7 @@ fn row(concurrency: usize, client: &str, s: &mut Samples) -> f64 {
     let ttft_sent = pair(&s.ttft_sent);
     let itl_sent = pair(&s.itl_sent);
     println!(
-        "{:>6} {:>8} {:>6} {:>8} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13}",
+        "{:>6} {:>8} {:>6} {:>8} | {:>15} {:>15} | {:>15} {:>15} | {:>13} {:>13} | {:>7}",
         concurrency,
         client,
         s.requests,
@@ -396,6 +446,10 @@ fn row(concurrency: usize, client: &str, s: &mut Samples) -> f64 {
         f(itl_sent),
         f(pair(&s.deliver)),
         f(pair(&s.server_late)),
+        format!(
+            "{:.1}%",
+            100.0 * s.kernel_sends as f64 / s.events.max(1) as f64
+        ),
     );
     if s.failed + s.unmatched > 0 || s.ttft_sent.is_empty() {
         return f64::INFINITY;
@@ -470,35 +524,33 @@ fn main() -> anyhow::Result<()> {
             api_key: None,
             ignore_eos: false,
         };
-        let request = build_request(&spec)?;
         let timeout = Duration::from_secs(60);
         let client = tpsmeter_cli::client::build(timeout)?;
         let origin = Instant::now();
-        let runner = Runner::new(client.clone(), Api::OpenaiChat, &request, origin, timeout, timeout)?;
+        let workers = Workers { client: client.clone(), spec: spec.clone(), origin, timeout };
         // The same requests through reqwest, stamped when the runner gets each read: the peer
         // the kernel-stamped path is measured against, level by level in the same run.
-        let peer = Runner::new(client.without_kernel_stamps(), Api::OpenaiChat, &request, origin, timeout, timeout)?;
-        let client_name = |r: &Runner| if r.stamp_source().contains("SO_TIMESTAMPNS") { "kernel" } else { "reqwest" };
+        let peer = Workers { client: client.without_kernel_stamps(), spec, origin, timeout };
         println!(
             "schedule: TTFT {TTFT_MS} ms, ITL {ITL_MS} ms, {TOKENS} tokens, 1 token/chunk, openai-chat, HTTP/1.1 on 127.0.0.1; {} cores",
             std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
         );
         if mode == "peer" {
-            return peer::compare(&server, &runner, &levels).await;
+            return peer::compare(&server, &workers, &levels).await;
         }
         if mode == "browser" {
-            return browser::compare(&server, &runner, &levels, rounds).await;
+            return browser::compare(&server, &workers, &levels, rounds).await;
         }
         header();
         let mut best = None;
         for c in levels {
             // Accuracy: ~1,200 ITL samples at concurrency 1, ~19,000 at 100.
             let r = if rounds > 0 { rounds } else if c == 1 { 20 } else { 3 };
-            let mut s = level(&server, &runner, c, r).await;
-            let p99 = row(c, client_name(&runner), &mut s);
-            if mode != "capacity" && client_name(&runner) != client_name(&peer) {
+            let mut s = level(&server, &workers, c, r).await;
+            let p99 = row(c, workers.name()?, &mut s);
+            if mode != "capacity" && workers.name()? != peer.name()? {
                 let mut s = level(&server, &peer, c, r).await;
-                row(c, client_name(&peer), &mut s);
+                row(c, peer.name()?, &mut s);
             }
             if mode == "capacity" {
                 if p99 <= CAPACITY_P99_MS {

@@ -18,6 +18,8 @@ use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
+use tpsmeter_arrival::{Departure, Departures};
+
 use crate::clock;
 use crate::server::Shared;
 use crate::wire::{Durations, Finish, Wire, token_text};
@@ -61,12 +63,54 @@ pub struct RequestRecord {
     pub id: u64,
     /// CLOCK_MONOTONIC ns when the request's headers were read.
     pub arrival_ns: u64,
+    /// The model the request named (as echoed back): a load generator that gives each of its
+    /// workers its own name pairs its requests with these records exactly.
+    pub model: String,
     /// When each content event was due (CLOCK_MONOTONIC ns).
     pub due_ns: Vec<u64>,
     /// When each content event was produced, right before its write (its `x_sent_ns`).
     pub sent_ns: Vec<u64>,
+    /// When the kernel sent each content event's last byte (its transmit stamp, see
+    /// `tpsmeter_arrival::Departures`), or the event's `sent_ns` where the kernel gave none.
+    /// Unlike `sent_ns`, it cannot be early by a preemption between the stamp and the write.
+    pub departed_ns: Vec<u64>,
+    /// How many of `departed_ns` are the kernel's stamps.
+    pub departed_by_kernel: usize,
     /// Tokens in each content event.
     pub tokens: Vec<u32>,
+}
+
+/// A record being filled: the content events' departures arrive after the body is done
+/// (the kernel reports a write after it), so they are read when the record is taken.
+#[derive(Debug)]
+pub(crate) struct Recording {
+    pub(crate) record: RequestRecord,
+    departures: Departures,
+    departed: Vec<Departure>,
+}
+
+impl Recording {
+    pub(crate) fn new(record: RequestRecord, departures: Departures) -> Self {
+        Self {
+            record,
+            departures,
+            departed: Vec::new(),
+        }
+    }
+
+    /// The record, with each event's departure as known now.
+    pub(crate) fn finish(self) -> RequestRecord {
+        let mut r = self.record;
+        r.departed_ns = r.sent_ns.clone();
+        r.departed_by_kernel = 0;
+        for (slot, d) in r.departed_ns.iter_mut().zip(&self.departed) {
+            if let Some(at) = d.get() {
+                *slot = clock::instant_ns(at);
+                r.departed_by_kernel += 1;
+            }
+        }
+        r
+    }
 }
 
 /// The body of every emulator response.
@@ -86,7 +130,7 @@ pub struct ScheduledBody {
     /// Data was handed to hyper since the body last returned `Pending` (hyper writes
     /// what it buffered only then).
     unflushed: bool,
-    record: Option<RequestRecord>,
+    record: Option<Recording>,
     /// Set for streams: counts open streams and receives the record on drop.
     shared: Option<Arc<Shared>>,
 }
@@ -109,11 +153,11 @@ impl ScheduledBody {
     }
 
     /// A streamed response that runs `steps` from `base`.
-    pub fn stream(
+    pub(crate) fn stream(
         wire: Wire,
         steps: Vec<(Duration, Step)>,
         base: Instant,
-        record: Option<RequestRecord>,
+        record: Option<Recording>,
         shared: Arc<Shared>,
     ) -> ScheduledBody {
         shared.stats.open_streams.fetch_add(1, Ordering::Relaxed);
@@ -142,14 +186,16 @@ impl ScheduledBody {
                 let text: String = (first..first + count).map(token_text).collect();
                 self.sent_tokens += count;
                 let now = clock::monotonic_ns();
-                self.ready
-                    .push_back(wire.content(&text, self.sent_tokens, now));
-                if let Some(r) = self.record.as_mut() {
+                let frame = wire.content(&text, self.sent_tokens, now);
+                if let Some(rec) = self.record.as_mut() {
+                    rec.departed.push(rec.departures.watch(&frame));
+                    let r = &mut rec.record;
                     r.due_ns
                         .push(clock::instant_ns((self.base + due).into_std()));
                     r.sent_ns.push(now);
                     r.tokens.push(count);
                 }
+                self.ready.push_back(frame);
             }
             Step::InvalidUtf8 => {
                 let b = wire.invalid_utf8(self.sent_tokens, clock::monotonic_ns());

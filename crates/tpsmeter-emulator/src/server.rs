@@ -21,7 +21,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 use tpsmeter_core::Api;
 
-use crate::body::{RequestRecord, ScheduledBody};
+use crate::body::{Recording, RequestRecord, ScheduledBody};
 use crate::clock;
 use crate::config::{EmulatorConfig, Fault};
 use crate::cors;
@@ -29,7 +29,7 @@ use crate::overrides::{Overrides, diagnose_not_found};
 use crate::plan::plan;
 use crate::request::{self, MAX_REQUEST_BYTES, Route};
 use crate::wire::Wire;
-use tpsmeter_arrival::{StampedStream, Stamps};
+use tpsmeter_arrival::{Departures, StampedStream, Stamps};
 
 /// Counters shared by the server's tasks.
 #[derive(Debug, Default)]
@@ -44,7 +44,7 @@ pub struct Counters {
 pub struct Shared {
     pub(crate) cfg: EmulatorConfig,
     pub(crate) stats: Counters,
-    pub(crate) records: Mutex<Vec<RequestRecord>>,
+    pub(crate) records: Mutex<Vec<Recording>>,
 }
 
 /// A snapshot of the server's counters.
@@ -114,6 +114,9 @@ impl Emulator {
             .lock()
             .map(|mut r| std::mem::take(&mut *r))
             .unwrap_or_default()
+            .into_iter()
+            .map(Recording::finish)
+            .collect()
     }
 }
 
@@ -138,8 +141,16 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         shared.stats.connections.fetch_add(1, Ordering::Relaxed);
         let shared = shared.clone();
         conns.spawn(async move {
-            let (io, arrivals) = StampedStream::new(stream);
-            let service = service_fn(move |req| handle(req, arrivals.clone(), shared.clone()));
+            // Transmit stamps cost a read of the error queue per write: only when recording.
+            let (io, arrivals, departures) = if shared.cfg.record {
+                StampedStream::with_departures(stream)
+            } else {
+                let (io, arrivals) = StampedStream::new(stream);
+                (io, arrivals, Departures::default())
+            };
+            let service = service_fn(move |req| {
+                handle(req, arrivals.clone(), departures.clone(), shared.clone())
+            });
             let _ = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .serve_connection(io, service)
@@ -166,6 +177,7 @@ fn bad_request(message: &str) -> Response<ScheduledBody> {
 async fn handle(
     req: Request<Incoming>,
     arrivals: Stamps,
+    departures: Departures,
     shared: Arc<Shared>,
 ) -> Result<Response<ScheduledBody>, Infallible> {
     // The kernel's stamp of the request's first packet (see `tpsmeter_arrival`), else now.
@@ -192,7 +204,7 @@ async fn handle(
         Ok((overrides, path)) => {
             // Owned: `req` moves into `respond` and `path` borrows its URI.
             let path = path.to_owned();
-            let r = respond(req, &path, &overrides, arrival, id, shared).await;
+            let r = respond(req, &path, &overrides, arrival, id, departures, shared).await;
             // The request's body was read by now, perhaps in reads after its head's: their
             // stamps are not the next request's arrival.
             let _ = arrivals.take_first();
@@ -213,6 +225,7 @@ async fn respond(
     overrides: &Overrides,
     arrival: Instant,
     id: u64,
+    departures: Departures,
     shared: Arc<Shared>,
 ) -> Response<ScheduledBody> {
     let (api, path_model) = match request::route(req.method(), path) {
@@ -274,10 +287,14 @@ async fn respond(
     let parsed = request::parse(api, path_model, &body);
     let mut wire = Wire::new(parsed.clone(), id);
     let steps = plan(&cfg, &parsed, &mut wire);
-    let record = cfg.record.then(|| RequestRecord {
-        id,
-        arrival_ns: clock::instant_ns(arrival.into_std()),
-        ..RequestRecord::default()
+    let record = cfg.record.then(|| {
+        let r = RequestRecord {
+            id,
+            arrival_ns: clock::instant_ns(arrival.into_std()),
+            model: parsed.model.clone(),
+            ..RequestRecord::default()
+        };
+        Recording::new(r, departures)
     });
     let content_type = wire.content_type();
     let mut r = Response::new(ScheduledBody::stream(

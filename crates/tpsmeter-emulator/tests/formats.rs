@@ -322,6 +322,18 @@ async fn no_chunk_leaves_before_its_deadline() {
         assert_eq!(due, r.arrival_ns + 30_000_000 + 5_000_000 * j as u64);
         assert!(sent >= due, "chunk {j} sent {sent} before due {due}");
     }
+    // Every event's departure is the kernel's transmit stamp, taken after the event was
+    // produced (within the two clocks' conversion error, a few µs).
+    assert_eq!(
+        r.departed_by_kernel as u32, TOKENS,
+        "events the kernel did not stamp"
+    );
+    for (j, (&sent, &left)) in r.sent_ns.iter().zip(&r.departed_ns).enumerate() {
+        assert!(
+            left + 50_000 >= sent,
+            "chunk {j} left {left} before it was produced {sent}"
+        );
+    }
 }
 
 #[tokio::test]

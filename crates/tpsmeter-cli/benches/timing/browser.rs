@@ -40,11 +40,9 @@ use std::borrow::Cow;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tpsmeter_cli::runner::Runner;
 use tpsmeter_emulator::RequestRecord;
 
 use super::{
@@ -173,9 +171,9 @@ fn expand(reads: &[f64], sent: &[u64]) -> Option<Vec<f64>> {
 /// A record's stamps for `rec`'s events: its own when it has one per event, else expanded.
 fn events<'a>(st: &'a Stamps, rec: &RequestRecord) -> Option<Cow<'a, [f64]>> {
     use std::cmp::Ordering::{Equal, Less};
-    match st.chunks_ns.len().cmp(&rec.sent_ns.len()) {
+    match st.chunks_ns.len().cmp(&rec.departed_ns.len()) {
         Equal => Some(Cow::Borrowed(&st.chunks_ns[..])),
-        Less => expand(&st.chunks_ns, &rec.sent_ns).map(Cow::Owned),
+        Less => expand(&st.chunks_ns, &rec.departed_ns).map(Cow::Owned),
         _ => None,
     }
 }
@@ -239,14 +237,14 @@ fn page_samples(out: &Value, recs: &[RequestRecord]) -> anyhow::Result<PageRun> 
     // Resource Timing's wait between fetch() and the request going out, and the TTFT error
     // without it (what remains: the network service, the response's way back, the reads).
     let (mut queue, mut ttft_less_queue) = (Vec::new(), Vec::new());
-    for (i, j) in pair_by(&stamps, &recs, PAIR_SLACK_NS, events) {
+    for (i, j) in pair_by(&stamps, &recs, (PAIR_SLACK_NS, PAIR_SLACK_NS), events) {
         let (warmup, queue_ms) = meta[i];
         if !warmup {
             matched += 1;
             let Some(per_event) = events(&stamps[i], &recs[j]) else {
                 continue;
             };
-            if stamps[i].chunks_ns.len() < recs[j].sent_ns.len() {
+            if stamps[i].chunks_ns.len() < recs[j].departed_ns.len() {
                 coalesced += 1;
             }
             let st = Stamps {
@@ -363,7 +361,7 @@ fn row(client: &str, concurrency: usize, s: &Samples, coi: &str, resolution: &st
 
 pub(crate) async fn compare(
     server: &Server,
-    runner: &Arc<Runner>,
+    workers: &super::Workers,
     levels: &[usize],
     rounds: usize,
 ) -> anyhow::Result<()> {
@@ -380,7 +378,7 @@ pub(crate) async fn compare(
         } else {
             10
         };
-        let s = level(server, runner, c, r).await;
+        let s = level(server, workers, c, r).await;
         let load = load_average();
         cli_rows.push((c, s, load));
 

@@ -2,11 +2,9 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use tpsmeter_cli::runner::Runner;
 use tpsmeter_emulator::{RequestRecord, clock};
 
 use super::{Samples, Server, abs, level, pct};
@@ -117,7 +115,7 @@ fn guidellm_samples(report: &Value, records: &[RequestRecord], offset_ns: f64) -
             s.unmatched += 1;
             continue;
         };
-        let n = rec.sent_ns.len();
+        let n = rec.departed_ns.len();
         if n < 2 {
             s.unmatched += 1;
             continue;
@@ -125,11 +123,12 @@ fn guidellm_samples(report: &Value, records: &[RequestRecord], offset_ns: f64) -
         let ms = |ns: f64| ns / 1e6;
         let ttft = ms(first - start);
         s.ttft_sent
-            .push(ttft - ms(rec.sent_ns[0] as f64 - rec.arrival_ns as f64));
-        let sent_span = (rec.sent_ns[n - 1] - rec.sent_ns[0]) as f64;
+            .push(ttft - ms(rec.departed_ns[0] as f64 - rec.arrival_ns as f64));
+        let sent_span = (rec.departed_ns[n - 1] - rec.departed_ns[0]) as f64;
         s.mean_itl_sent
             .push(ms(last - first - sent_span) / (n - 1) as f64);
-        s.last_deliver.push(ms(last - rec.sent_ns[n - 1] as f64));
+        s.last_deliver
+            .push(ms(last - rec.departed_ns[n - 1] as f64));
     }
     s
 }
@@ -151,7 +150,7 @@ fn cells(s: &Samples) -> String {
 
 pub(crate) async fn compare(
     server: &Server,
-    runner: &Arc<Runner>,
+    workers: &super::Workers,
     levels: &[usize],
 ) -> anyhow::Result<()> {
     let bin = guidellm();
@@ -169,7 +168,7 @@ pub(crate) async fn compare(
         "", "", "", "", "p50 / p99 ms", "p50 / p99 ms", "p50 / p99 ms"
     );
     for &c in levels {
-        let ours = level(server, runner, c, 2).await;
+        let ours = level(server, workers, c, 2).await;
         println!("{:>9} {:>6} | {}", "tpsmeter", c, cells(&ours));
         let Some(bin) = bin.as_ref() else { continue };
         super::settle(server).await;
