@@ -16,7 +16,17 @@
 //!
 //! What cannot be stamped stays unstamped: a frame written through a copy (hyper's
 //! "flatten" strategy), a kernel that refuses the option, a stamp the kernel dropped (a full
-//! error queue). The caller then keeps its own stamp.
+//! error queue), a frame whose write has no stamp of its own. The caller then keeps its own
+//! stamp.
+//!
+//! The error queue is read after every write and read, whether or not frames wait: stamps
+//! count against the socket's receive buffer, and a queued stamp makes epoll report EPOLLERR,
+//! which beside EPOLLOUT tokio takes for "write side closed" for good (a write that then
+//! meets a full send buffer would retry at once, spinning). On loopback the kernel stamps
+//! inside the write, so the queue is empty again before the runtime next polls. It stamps
+//! later only when the send buffer is full and packets wait for the peer: at the first
+//! partial write the connection stops asking for stamps (what was already written may
+//! still bring one, read at the next write or read).
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
@@ -27,6 +37,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use nix::sys::socket::{ControlMessageOwned, MsgFlags, TimestampingFlag, recvmsg, setsockopt};
 use nix::sys::socket::{Timestamps, sockopt};
+use nix::sys::time::TimeSpec;
 use tokio::net::TcpStream;
 
 use crate::to_instant;
@@ -35,6 +46,9 @@ use crate::to_instant;
 /// A connection writes its frames in order, so only a frame that never went out (its
 /// response was cut) lingers; the cap bounds what such frames keep alive.
 const MAX_WATCHED: usize = 4096;
+/// Written frames waiting for their write's stamp, at most (a kernel that accepts the option
+/// but never stamps must not grow the queue).
+const MAX_SENT: usize = 4096;
 
 /// `SO_EE_ORIGIN_TIMESTAMPING` (linux/errqueue.h): the error-queue entry is a timestamp.
 const ORIGIN_TIMESTAMPING: u8 = 4;
@@ -58,8 +72,11 @@ pub struct Departures(Arc<Mutex<State>>);
 
 #[derive(Debug, Default)]
 struct State {
-    /// Whether the kernel accepted the option: without it nothing is watched.
+    /// Whether the kernel accepted the option and the connection still stamps: without it
+    /// nothing is watched.
     enabled: bool,
+    /// Whether the option was ever on: the error queue may then hold stamps to read.
+    armed: bool,
     /// Frames handed to hyper but not yet seen in a write, in order.
     watched: VecDeque<(Bytes, Departure)>,
     /// Bytes written on the connection since the option was set.
@@ -80,6 +97,7 @@ impl Departures {
         let enabled = setsockopt(stream, sockopt::Timestamping, &flags).is_ok();
         Self(Arc::new(Mutex::new(State {
             enabled,
+            armed: enabled,
             ..State::default()
         })))
     }
@@ -108,10 +126,18 @@ impl Departures {
     }
 
     /// Notes a write of `n` bytes taken from the front of `bufs`: the watched frames whose
-    /// last byte went out in it now wait for its stamp.
-    pub(crate) fn wrote(&self, bufs: &[IoSlice<'_>], n: usize) {
+    /// last byte went out in it now wait for its stamp. A write shorter than `bufs` (a full
+    /// send buffer) stops stamping on `stream` (see the module's doc).
+    pub(crate) fn wrote(&self, stream: &TcpStream, bufs: &[IoSlice<'_>], n: usize) {
         let Ok(mut s) = self.0.lock() else { return };
-        if !s.enabled || n == 0 {
+        if !s.enabled {
+            return;
+        }
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        if n < total {
+            s.stop(stream);
+        }
+        if n == 0 {
             return;
         }
         let key = (s.written + n as u64 - 1) as u32;
@@ -132,30 +158,35 @@ impl Departures {
             }) {
                 s.watched.drain(..i);
                 if let Some((_, d)) = s.watched.pop_front() {
+                    if s.sent.len() == MAX_SENT {
+                        s.sent.pop_front();
+                    }
                     s.sent.push_back((key, d));
                 }
             }
         }
     }
 
-    /// Whether written frames wait for stamps (the error queue is worth reading).
-    pub(crate) fn waiting(&self) -> bool {
-        self.0.lock().is_ok_and(|s| !s.sent.is_empty())
+    /// Whether the error queue may hold stamps (the option was ever on).
+    pub(crate) fn armed(&self) -> bool {
+        self.0.lock().is_ok_and(|s| s.armed)
     }
 
-    /// Reads the stamps the kernel queued so far and fills the departures they cover.
+    /// Reads the stamps the kernel queued so far and fills the departures they stamp; a
+    /// stamp nothing waits for (a head's or an epilogue's write) is read and dropped.
     pub(crate) fn drain(&self, stream: &TcpStream) {
         while let Some((key, at)) = read_stamp(stream) {
             let Ok(mut s) = self.0.lock() else { return };
-            // A stamp covers every byte up to its key: the kernel stamps only the last packet
-            // of a write, and a write's bytes that joined an unsent packet of a later write
-            // left with that packet.
+            // Writes older than this stamp's got no stamp of their own: the kernel merged
+            // them into a later write's packet, or dropped their stamp (a full error queue).
+            // Which one cannot be told, so they stay unstamped rather than dated late.
             while let Some(&(k, _)) = s.sent.front() {
-                if (key.wrapping_sub(k) as i32) < 0 {
+                let ahead = key.wrapping_sub(k) as i32;
+                if ahead < 0 {
                     break;
                 }
                 if let Some((_, d)) = s.sent.pop_front() {
-                    if let Some(at) = at {
+                    if let (0, Some(at)) = (ahead, at) {
                         let _ = d.0.set(at);
                     }
                 }
@@ -164,13 +195,25 @@ impl Departures {
     }
 }
 
+impl State {
+    /// Stops asking the kernel for stamps and forgets the frames still watched.
+    fn stop(&mut self, stream: &TcpStream) {
+        let _ = setsockopt(stream, sockopt::Timestamping, &TimestampingFlag::empty());
+        self.enabled = false;
+        self.watched.clear();
+    }
+}
+
 /// One transmit stamp from `stream`'s error queue: the key of the last byte it covers and
 /// its time, or `None` when the queue is empty. Entries that are not transmit stamps are
 /// read and skipped.
 fn read_stamp(stream: &TcpStream) -> Option<(u32, Option<Instant>)> {
     loop {
+        // The socket's SO_TIMESTAMPNS adds its own control message to error-queue reads too;
+        // a truncated buffer would lose the entry.
         let mut cmsg = nix::cmsg_space!(
             Timestamps,
+            TimeSpec,
             nix::libc::sock_extended_err,
             nix::libc::sockaddr_in6
         );
@@ -185,7 +228,9 @@ fn read_stamp(stream: &TcpStream) -> Option<(u32, Option<Instant>)> {
         .ok()?;
         let mut key = None;
         let mut at = None;
-        for c in msg.cmsgs().ok()? {
+        // An entry whose control messages cannot be parsed is skipped, not taken for the end.
+        let Ok(cmsgs) = msg.cmsgs() else { continue };
+        for c in cmsgs {
             match c {
                 ControlMessageOwned::ScmTimestampsns(ts) => at = to_instant(ts.system),
                 ControlMessageOwned::Ipv4RecvErr(e, _) | ControlMessageOwned::Ipv6RecvErr(e, _)

@@ -122,10 +122,10 @@ impl StampedStream {
         (io, stamps, departures)
     }
 
-    /// Reads the transmit stamps queued so far, when frames wait for them.
+    /// Reads the transmit stamps queued so far (every one: see `departure.rs` on why).
     fn drain_departures(&self) {
         if let Some(d) = &self.departures {
-            if d.waiting() {
+            if d.armed() {
                 d.drain(self.io.inner());
             }
         }
@@ -221,8 +221,12 @@ impl Write for StampedStream {
     ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
         let r = Pin::new(&mut this.io).poll_write(cx, buf);
-        if let (Some(d), Poll::Ready(Ok(n))) = (&this.departures, &r) {
-            d.wrote(&[std::io::IoSlice::new(buf)], *n);
+        if let Some(d) = &this.departures {
+            let n = match &r {
+                Poll::Ready(Ok(n)) => *n,
+                _ => 0,
+            };
+            d.wrote(this.io.inner(), &[std::io::IoSlice::new(buf)], n);
         }
         this.drain_departures();
         r
@@ -249,9 +253,14 @@ impl Write for StampedStream {
     ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
         let r = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
-        if let (Some(d), Poll::Ready(Ok(n))) = (&this.departures, &r) {
-            // On loopback the kernel stamps within the write itself: read it now.
-            d.wrote(bufs, *n);
+        if let Some(d) = &this.departures {
+            // A write that did not take everything (or none: a full send buffer) counts as
+            // partial. On loopback the kernel stamps within the write itself: read it now.
+            let n = match &r {
+                Poll::Ready(Ok(n)) => *n,
+                _ => 0,
+            };
+            d.wrote(this.io.inner(), bufs, n);
         }
         this.drain_departures();
         r
@@ -390,6 +399,56 @@ mod tests {
             assert_eq!(n, next.len());
             let at3 = d3.get().expect("no stamp after an unmatched frame");
             assert!(at3 >= at, "a later write stamped earlier");
+        });
+    }
+
+    /// A write the send buffer cannot take whole (a peer that stopped reading) stops the
+    /// stamping: the kernel would stamp the rest later, when the peer reads, and a stamp
+    /// queued between writes makes epoll report an error beside writability.
+    #[test]
+    fn a_full_send_buffer_stops_the_stamping() {
+        use tokio::io::AsyncWriteExt as _;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            // Never read: the send buffer fills.
+            let _client = std::net::TcpStream::connect(addr).unwrap();
+            let (server, _) = listener.accept().await.unwrap();
+            let (io, _, departures) = StampedStream::with_departures(server);
+            assert!(
+                departures.is_enabled(),
+                "the kernel refused transmit stamps"
+            );
+            let mut io = TokioIo::new(io);
+            let block = bytes::Bytes::from(vec![b'x'; 1 << 20]);
+            let first = departures.watch(&block);
+            let mut partial = false;
+            for _ in 0..64 {
+                let r = tokio::time::timeout(
+                    Duration::from_millis(200),
+                    io.write_vectored(&[std::io::IoSlice::new(&block)]),
+                )
+                .await;
+                match r {
+                    Ok(Ok(n)) if n == block.len() => continue,
+                    _ => {
+                        partial = true;
+                        break;
+                    }
+                }
+            }
+            assert!(partial, "64 MiB went into a peer that never reads");
+            assert!(
+                !departures.is_enabled(),
+                "still stamping after a partial write"
+            );
+            let later = bytes::Bytes::from_static(b"later");
+            assert!(departures.watch(&later).get().is_none());
+            drop(first);
         });
     }
 }

@@ -301,12 +301,13 @@ impl Body for ScheduledBody {
 impl Drop for ScheduledBody {
     fn drop(&mut self) {
         if let Some(shared) = self.shared.take() {
-            shared.stats.open_streams.fetch_sub(1, Ordering::Relaxed);
+            // The record first: whoever sees no open stream finds every record.
             if let Some(r) = self.record.take() {
                 if let Ok(mut records) = shared.records.lock() {
                     records.push(r);
                 }
             }
+            shared.stats.open_streams.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }
