@@ -178,6 +178,9 @@ async fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
             (1, 9, 3, 64, 0, true),
             (1, 4, 1, 256, 300, true),
             (1, 8, 2, 32, 0, true),
+            // Qwen2-0.5B's group of 7, and heads that share nothing (the per-head kernel).
+            (1, 14, 2, 64, 0, true),
+            (1, 4, 4, 64, 0, true),
         ] {
             let max_ctx = if long {
                 rng.range(attention::SPLIT_CHUNK + 2, 1200)

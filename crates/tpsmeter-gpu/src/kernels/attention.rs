@@ -5,9 +5,11 @@
 //! (`attention.wgsl`); CPU-type adapters get one invocation per (head, token) with an online
 //! softmax and no barriers (`attention_cpu.wgsl`). There, decode over more than
 //! [`SPLIT_CHUNK`] cached positions is split along the keys (flash-decoding): one invocation
-//! per (head, chunk of keys) writes its softmax state to the scratch, and a second dispatch
-//! combines the chunks per head. One invocation per head left most of the machine idle: on
-//! SmolLM2 (9 heads) that is 9 SIMD lanes, one core of two.
+//! per (kv head, chunk of keys) writes the softmax state of each query head of its group to
+//! the scratch, and a second dispatch combines the chunks per head. One invocation per head
+//! left most of the machine idle: on SmolLM2 (9 heads) that is 9 SIMD lanes, one core of two.
+//! One per (query head, chunk) fetched each key and value once per head of the group, and
+//! those fetches are most of a long decode's time on lavapipe.
 
 use crate::error::{GpuError, Result};
 use crate::gpu::context::{AdapterProfile, GpuContext};
@@ -252,9 +254,27 @@ pub fn prepare(
     if cpu && cfg.decode && cfg.max_ctx > SPLIT_CHUNK {
         // Split decode: `split` reads q, the cache and writes the chunk states; `combine`
         // reads them and writes out (each pipeline's layout has only the bindings it uses).
-        let split = ctx.pipeline(shader, "split", defines);
+        // GQA: one invocation per (kv head, chunk) for the group's query heads
+        // (`split_group`, ROWS = heads per group, TOK = keys per chunk), which fetches each
+        // key and value once for the group.
+        let group = cfg.n_heads / cfg.n_kv_heads;
+        let (split, invocations) = if group > 1 {
+            let d = Defines {
+                rows: group as u32,
+                tokens: SPLIT_CHUNK as u32,
+                ..defines
+            };
+            (
+                ctx.pipeline(shader, "split_group", d),
+                (cfg.n_tokens * cfg.n_kv_heads * cfg.max_ctx.div_ceil(SPLIT_CHUNK)) as u32,
+            )
+        } else {
+            (
+                ctx.pipeline(shader, "split", defines),
+                (cfg.n_tokens * cfg.n_heads * cfg.max_ctx.div_ceil(SPLIT_CHUNK)) as u32,
+            )
+        };
         let combine = ctx.pipeline(shader, "combine", defines);
-        let invocations = (cfg.n_tokens * cfg.n_heads * cfg.max_ctx.div_ceil(SPLIT_CHUNK)) as u32;
         let mut split_entries: Vec<_> = entries.iter().filter(|(b, _)| *b != 6).cloned().collect();
         split_entries.push((5, scores.as_entire_binding()));
         let combine_entries = vec![

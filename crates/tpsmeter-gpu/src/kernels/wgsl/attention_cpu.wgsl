@@ -176,3 +176,85 @@ fn combine(@builtin(global_invocation_id) gid: vec3<u32>) {
         out[th * HD4 + d] = vec4<act>(sum[d] * inv);
     }
 }
+
+// `split` for a whole GQA group at once: one invocation per (token, kv head, chunk), for the
+// ROWS query heads that share the kv head. `split` fetches each key and value texel once per
+// query head; on lavapipe those fetches (vector gathers) are most of a long decode's time.
+// Here each texel is fetched once for the group. The group's running state per key would not
+// fit (ROWS x head_dim accumulators, ~50 vec4s, spilled to memory on every key: measured 1.5x
+// slower), so the chunk goes in two passes, each over the head's texel columns in the outer
+// loop: scores of every key for the group's heads first (the chunk's scores in `sc`, a
+// private array indexed by the key), then after an exact softmax over the chunk the weighted
+// values, one texel column (2 vec4s per head) at a time. TOK is the chunk (`p.chunk`).
+var<private> sc: array<f32, ROWS * TOK>;
+
+@compute @workgroup_size(WG)
+fn split_group(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let nch = chunks();
+    let i = gid.x + gid.y * nwg.x * WG;
+    if (i >= p.n_kv_heads * nch * p.n_tokens) {
+        return;
+    }
+    let kvh = i % p.n_kv_heads;
+    let c = (i / p.n_kv_heads) % nch;
+    let t = i / (p.n_kv_heads * nch);
+    let keys = visible(t);
+    let start = keys.x + c * p.chunk;
+    if (start >= keys.y) {
+        return;
+    }
+    let n = min(start + p.chunk, keys.y) - start;
+    let row0 = base_row(t) + start;
+    let c0 = kvh * HD4;
+    // The group's first query head, as (token, head) row of q and part.
+    let th0 = t * p.n_heads + kvh * ROWS;
+    for (var d = 0u; d < HD4; d += 2u) {
+        var qd: array<vec4<f32>, 2 * ROWS>;
+        for (var g = 0u; g < ROWS; g++) {
+            let qb = (th0 + g) * HD4 + d;
+            qd[2u * g] = vec4<f32>(q[qb]) * p.scale;
+            qd[2u * g + 1u] = vec4<f32>(q[qb + 1u]) * p.scale;
+        }
+        for (var j = 0u; j < n; j++) {
+            let k = k_pair(row0 + j, (c0 + d) / 2u);
+            for (var g = 0u; g < ROWS; g++) {
+                let s = dot(qd[2u * g], k[0]) + dot(qd[2u * g + 1u], k[1]);
+                sc[g * TOK + j] = select(sc[g * TOK + j] + s, s, d == 0u);
+            }
+        }
+    }
+    var ml: array<vec2<f32>, ROWS>;
+    for (var g = 0u; g < ROWS; g++) {
+        var m = -3.0e38;
+        for (var j = 0u; j < n; j++) {
+            m = max(m, sc[g * TOK + j]);
+        }
+        var l = 0.0;
+        for (var j = 0u; j < n; j++) {
+            let e = exp(sc[g * TOK + j] - m);
+            sc[g * TOK + j] = e;
+            l += e;
+        }
+        ml[g] = vec2<f32>(m, l);
+    }
+    for (var d = 0u; d < HD4; d += 2u) {
+        var acc2: array<vec4<f32>, 2 * ROWS>;
+        for (var j = 0u; j < n; j++) {
+            let v = v_pair(row0 + j, (c0 + d) / 2u);
+            for (var g = 0u; g < ROWS; g++) {
+                let w = sc[g * TOK + j];
+                acc2[2u * g] += w * v[0];
+                acc2[2u * g + 1u] += w * v[1];
+            }
+        }
+        for (var g = 0u; g < ROWS; g++) {
+            let pb = ((th0 + g) * nch + c) * (HD4 + 1u);
+            part[pb + 1u + d] = acc2[2u * g];
+            part[pb + 2u + d] = acc2[2u * g + 1u];
+        }
+    }
+    for (var g = 0u; g < ROWS; g++) {
+        let pb = ((th0 + g) * nch + c) * (HD4 + 1u);
+        part[pb] = vec4<f32>(ml[g].x, ml[g].y, 0.0, 0.0);
+    }
+}
