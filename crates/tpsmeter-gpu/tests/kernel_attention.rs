@@ -73,6 +73,7 @@ async fn attention_batched_decode_reads_each_sequences_own_rows() {
                 window,
                 scale,
                 decode: true,
+                split_by_group: false,
             };
             // The twin over caches as stored: exact, or rounded to f16 (the f16 texture).
             let twin = |k: &[f32], v: &[f32]| {
@@ -124,11 +125,21 @@ async fn attention_batched_decode_reads_each_sequences_own_rows() {
                     texture_slab(ctx, &vt, total, kv_dim, KvStore::Texture),
                 ));
             }
+            // The CPU-type split kernel both ways: per query head, and per GQA group.
+            let variants = [
+                (AdapterProfile::Gpu, false),
+                (AdapterProfile::Cpu, false),
+                (AdapterProfile::Cpu, true),
+            ];
             for (store, ks, vs) in &stores {
-                for profile in PROFILES {
+                for (profile, by_group) in variants {
                     if *store != "buffer" && profile == AdapterProfile::Gpu {
                         continue;
                     }
+                    let cfg = AttentionConfig {
+                        split_by_group: by_group,
+                        ..cfg
+                    };
                     // f16 texels: the twin on f16-rounded keys and values, and f16's
                     // tolerance (the GPU's own rounding may differ by an ulp).
                     let (want, dt_tol) = if *store == "texture_f16" {
@@ -144,7 +155,7 @@ async fn attention_batched_decode_reads_each_sequences_own_rows() {
                     let (r, a) = tol(dt_tol);
                     assert_close(
                         &format!(
-                            "batched attention {store} {profile:?} seqs={n_seq} h={n_heads}/{n_kv} d={head_dim} w={window} ctx={max_ctx} at {places:?} {dt:?}"
+                            "batched attention {store} {profile:?} by group {by_group} seqs={n_seq} h={n_heads}/{n_kv} d={head_dim} w={window} ctx={max_ctx} at {places:?} {dt:?}"
                         ),
                         &out.read_f32_async(ctx).await.unwrap(),
                         want,
@@ -204,6 +215,7 @@ async fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
                 window,
                 scale,
                 decode: n_tokens == 1,
+                split_by_group: false,
             };
             let qt = Tensor::from_f32(ctx, "q", &q, dt).unwrap();
             let kt = Tensor::from_f32(ctx, "k", &k, dt).unwrap();
@@ -230,13 +242,23 @@ async fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
                 scale,
                 pos0,
             );
-            for (store, want_store, (r, a)) in [
-                (KvStore::TextureF16, &want16, tol(DType::F16)),
-                (KvStore::Texture, &want, (1e-5, 1e-5)),
+            // Long decodes: the split kernel per query head and per GQA group.
+            for (store, want_store, (r, a), by_group) in [
+                (KvStore::TextureF16, &want16, tol(DType::F16), false),
+                (KvStore::Texture, &want, (1e-5, 1e-5), false),
+                (KvStore::TextureF16, &want16, tol(DType::F16), true),
+                (KvStore::Texture, &want, (1e-5, 1e-5), true),
             ] {
-                if head_dim % 8 != 0 || (store == KvStore::Texture && dt != DType::F32) {
+                if head_dim % 8 != 0
+                    || (store == KvStore::Texture && dt != DType::F32)
+                    || (by_group && !long)
+                {
                     continue;
                 }
+                let cfg = AttentionConfig {
+                    split_by_group: by_group,
+                    ..cfg
+                };
                 let (ks, vs) = (
                     texture_slab(ctx, &kt, max_ctx, kv_dim, store),
                     texture_slab(ctx, &vt, max_ctx, kv_dim, store),
@@ -258,7 +280,7 @@ async fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
                 run(ctx, &d.iter().collect::<Vec<_>>());
                 assert_close(
                     &format!(
-                        "attention {store:?} KV t={n_tokens} h={n_heads}/{n_kv} d={head_dim} w={window} ctx={max_ctx} pos={pos0} {dt:?}"
+                        "attention {store:?} KV by group {by_group} t={n_tokens} h={n_heads}/{n_kv} d={head_dim} w={window} ctx={max_ctx} pos={pos0} {dt:?}"
                     ),
                     &out.read_f32_async(ctx).await.unwrap(),
                     want_store,

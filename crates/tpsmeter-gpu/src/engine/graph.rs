@@ -237,6 +237,7 @@ pub fn layers(
             },
             scale: cfg.attention_scale,
             decode,
+            split_by_group: ctx.fetches_are_gathers(),
         };
 
         d.push(norm(&a.x, &lw.attn_norm, &a.h, n, e)?);

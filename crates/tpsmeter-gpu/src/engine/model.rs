@@ -138,6 +138,8 @@ impl GpuModel {
                 window: 0,
                 scale: 1.0,
                 decode,
+                // The same per-head chunk states either way.
+                split_by_group: false,
             })
         };
         let scratch = scratch(PREFILL_CHUNK, false).max(scratch(slots, true));

@@ -206,6 +206,15 @@ impl GpuContext {
         }
     }
 
+    /// Whether this is Mesa's llvmpipe (lavapipe), where a texel fetch with lane-varying
+    /// coordinates is a vector gather and the gathers are most of a long decode's attention:
+    /// the split decode kernel then fetches once per GQA group (see
+    /// `AttentionConfig::split_by_group`). SwiftShader, the other CPU adapter met here, ran
+    /// that kernel slower.
+    pub fn fetches_are_gathers(&self) -> bool {
+        self.profile == AdapterProfile::Cpu && self.info.name.contains("llvmpipe")
+    }
+
     /// Largest storage binding in bytes (the smaller of the binding and buffer limits).
     pub fn max_binding(&self) -> u64 {
         self.limits

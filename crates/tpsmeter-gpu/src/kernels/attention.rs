@@ -44,6 +44,13 @@ pub struct AttentionConfig {
     /// than [`SPLIT_CHUNK`] along the keys; a prefill chunk's tokens (one sequence) already
     /// give it enough invocations.
     pub decode: bool,
+    /// CPU-type kernel, split decode: one invocation per (kv head, chunk) for the whole GQA
+    /// group (`split_group`), which fetches each key and value once for the group, instead
+    /// of one per (query head, chunk). Faster where texel fetches are vector gathers
+    /// (lavapipe: attention at context 2048 24-26 → 13-15 ms per token); slower on
+    /// SwiftShader (132 → 144 ms), whose fetches cost less than the private-array traffic
+    /// the grouped kernel adds. [`GpuContext::fetches_are_gathers`] says which.
+    pub split_by_group: bool,
 }
 
 #[repr(C)]
@@ -258,7 +265,7 @@ pub fn prepare(
         // (`split_group`, ROWS = heads per group, TOK = keys per chunk), which fetches each
         // key and value once for the group.
         let group = cfg.n_heads / cfg.n_kv_heads;
-        let (split, invocations) = if group > 1 {
+        let (split, invocations) = if group > 1 && cfg.split_by_group {
             let d = Defines {
                 rows: group as u32,
                 tokens: SPLIT_CHUNK as u32,
