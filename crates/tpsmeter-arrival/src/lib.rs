@@ -282,19 +282,27 @@ mod tests {
     use super::*;
     use std::io::Write as _;
 
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    /// A loopback connection: the client's end (std, blocking) and the server's (tokio).
+    async fn connected() -> (std::net::TcpStream, TcpStream) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        (client, server)
+    }
+
     /// The stamp is when the bytes arrived, not when they were read: bytes read 30 ms after
     /// they were written keep a stamp within the write's bracket.
     #[test]
     fn the_stamp_is_the_kernels_not_the_reads() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
-            let mut client = std::net::TcpStream::connect(addr).unwrap();
-            let (server, _) = listener.accept().await.unwrap();
+        runtime().block_on(async {
+            let (mut client, server) = connected().await;
             let (io, stamps) = StampedStream::new(server);
             // hyper's Read, as tokio's AsyncRead.
             let mut io = TokioIo::new(io);
@@ -348,15 +356,8 @@ mod tests {
     #[test]
     fn a_departure_is_the_writes_not_the_watchs() {
         use tokio::io::AsyncWriteExt as _;
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
-            let _client = std::net::TcpStream::connect(addr).unwrap();
-            let (server, _) = listener.accept().await.unwrap();
+        runtime().block_on(async {
+            let (_client, server) = connected().await;
             let (io, _, departures) = StampedStream::with_departures(server);
             assert!(
                 departures.is_enabled(),
@@ -408,16 +409,9 @@ mod tests {
     #[test]
     fn a_full_send_buffer_stops_the_stamping() {
         use tokio::io::AsyncWriteExt as _;
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
+        runtime().block_on(async {
             // Never read: the send buffer fills.
-            let _client = std::net::TcpStream::connect(addr).unwrap();
-            let (server, _) = listener.accept().await.unwrap();
+            let (_client, server) = connected().await;
             let (io, _, departures) = StampedStream::with_departures(server);
             assert!(
                 departures.is_enabled(),
