@@ -75,8 +75,6 @@ struct State {
     /// Whether the kernel accepted the option and the connection still stamps: without it
     /// nothing is watched.
     enabled: bool,
-    /// Whether the option was ever on: the error queue may then hold stamps to read.
-    armed: bool,
     /// Frames handed to hyper but not yet seen in a write, in order.
     watched: VecDeque<(Bytes, Departure)>,
     /// Bytes written on the connection since the option was set.
@@ -97,7 +95,6 @@ impl Departures {
         let enabled = setsockopt(stream, sockopt::Timestamping, &flags).is_ok();
         Self(Arc::new(Mutex::new(State {
             enabled,
-            armed: enabled,
             ..State::default()
         })))
     }
@@ -165,11 +162,6 @@ impl Departures {
                 }
             }
         }
-    }
-
-    /// Whether the error queue may hold stamps (the option was ever on).
-    pub(crate) fn armed(&self) -> bool {
-        self.0.lock().is_ok_and(|s| s.armed)
     }
 
     /// Reads the stamps the kernel queued so far and fills the departures they stamp; a

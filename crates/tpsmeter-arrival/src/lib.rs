@@ -122,13 +122,26 @@ impl StampedStream {
         (io, stamps, departures)
     }
 
-    /// Reads the transmit stamps queued so far (every one: see `departure.rs` on why).
+    /// Reads the transmit stamps queued so far (every one: see `departure.rs` on why). A
+    /// stream holds departures only where the kernel took the option, and stamps may still
+    /// be queued after it stopped stamping.
     fn drain_departures(&self) {
         if let Some(d) = &self.departures {
-            if d.armed() {
-                d.drain(self.io.inner());
-            }
+            d.drain(self.io.inner());
         }
+    }
+
+    /// After a write of `bufs`: notes what it took (nothing unless `Ready(Ok)`, which makes
+    /// it partial) and reads the stamps. On loopback the kernel stamps within the write.
+    fn wrote(&self, bufs: &[std::io::IoSlice<'_>], r: &Poll<std::io::Result<usize>>) {
+        if let Some(d) = &self.departures {
+            let n = match r {
+                Poll::Ready(Ok(n)) => *n,
+                _ => 0,
+            };
+            d.wrote(self.io.inner(), bufs, n);
+        }
+        self.drain_departures();
     }
 }
 
@@ -221,14 +234,7 @@ impl Write for StampedStream {
     ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
         let r = Pin::new(&mut this.io).poll_write(cx, buf);
-        if let Some(d) = &this.departures {
-            let n = match &r {
-                Poll::Ready(Ok(n)) => *n,
-                _ => 0,
-            };
-            d.wrote(this.io.inner(), &[std::io::IoSlice::new(buf)], n);
-        }
-        this.drain_departures();
+        this.wrote(&[std::io::IoSlice::new(buf)], &r);
         r
     }
 
@@ -253,16 +259,7 @@ impl Write for StampedStream {
     ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
         let r = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
-        if let Some(d) = &this.departures {
-            // A write that did not take everything (or none: a full send buffer) counts as
-            // partial. On loopback the kernel stamps within the write itself: read it now.
-            let n = match &r {
-                Poll::Ready(Ok(n)) => *n,
-                _ => 0,
-            };
-            d.wrote(this.io.inner(), bufs, n);
-        }
-        this.drain_departures();
+        this.wrote(bufs, &r);
         r
     }
 }

@@ -186,7 +186,7 @@ const MATCH_WINDOW: usize = 128;
 ///
 /// Requests of a closed loop start in bursts, so order alone can pair wrongly. A pairing is
 /// possible only if it is causal (arrival after the client's start, every chunk stamped by the
-/// client after the server sent it), each within its slack, for a clock mapped onto
+/// client after the server sent it), both within `slack_ns`, for a clock mapped onto
 /// CLOCK_MONOTONIC only approximately (the page's `performance.now()`); among those, the
 /// smallest mean delivery delay wins. Greedy over the candidates within `MATCH_WINDOW`
 /// positions. It is approximate: a stream sent just after the client's own, within the
@@ -194,7 +194,7 @@ const MATCH_WINDOW: usize = 128;
 pub(crate) fn pair_by<'a>(
     clients: &'a [Stamps],
     recs: &[RequestRecord],
-    (start_slack_ns, chunk_slack_ns): (f64, f64),
+    slack_ns: f64,
     events: impl Fn(&'a Stamps, &RequestRecord) -> Option<Cow<'a, [f64]>>,
 ) -> Vec<(usize, usize)> {
     let mut cands: Vec<(f64, usize, usize)> = Vec::new();
@@ -208,14 +208,14 @@ pub(crate) fn pair_by<'a>(
             if client.is_empty() || client.len() != rec.departed_ns.len() {
                 continue;
             }
-            if (rec.arrival_ns as f64) < st.start_ns - start_slack_ns {
+            if (rec.arrival_ns as f64) < st.start_ns - slack_ns {
                 continue;
             }
             let mut sum = 0.0;
             let mut causal = true;
             for (c, &sent) in client.iter().zip(&rec.departed_ns) {
                 let d = c - sent as f64;
-                if d < -chunk_slack_ns {
+                if d < -slack_ns {
                     causal = false;
                     break;
                 }
@@ -239,12 +239,7 @@ pub(crate) fn pair_by<'a>(
     pairs
 }
 
-/// Compares one client outcome with its server record.
-fn compare(out: &Outcome, rec: &RequestRecord, origin_ns: u64, s: &mut Samples) {
-    compare_stamps(&stamps(out, origin_ns), rec, s);
-}
-
-/// [`compare`] on stamps.
+/// Compares one client request's stamps with its server record.
 pub(crate) fn compare_stamps(st: &Stamps, rec: &RequestRecord, s: &mut Samples) {
     let client = &st.chunks_ns;
     if client.len() != rec.departed_ns.len() || client.is_empty() {
@@ -301,9 +296,32 @@ pub(crate) struct Workers {
     spec: RequestSpec,
     origin: Instant,
     timeout: Duration,
+    /// `kernel` or `reqwest`: where this client's read stamps come from.
+    name: &'static str,
 }
 
 impl Workers {
+    fn new(
+        client: tpsmeter_cli::client::Client,
+        spec: RequestSpec,
+        origin: Instant,
+        timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        let mut w = Workers {
+            client,
+            spec,
+            origin,
+            timeout,
+            name: "",
+        };
+        w.name = if w.runner(0)?.stamp_source().contains("SO_TIMESTAMPNS") {
+            "kernel"
+        } else {
+            "reqwest"
+        };
+        Ok(w)
+    }
+
     fn runner(&self, k: usize) -> anyhow::Result<Arc<Runner>> {
         let spec = RequestSpec {
             model: format!("w{k}"),
@@ -321,14 +339,8 @@ impl Workers {
         Ok(r)
     }
 
-    /// `kernel` or `reqwest`: where this client's read stamps come from.
-    pub(crate) fn name(&self) -> anyhow::Result<&'static str> {
-        let r = self.runner(0)?;
-        Ok(if r.stamp_source().contains("SO_TIMESTAMPNS") {
-            "kernel"
-        } else {
-            "reqwest"
-        })
+    pub(crate) fn name(&self) -> &'static str {
+        self.name
     }
 
     pub(crate) fn origin(&self) -> Instant {
@@ -406,7 +418,7 @@ pub(crate) async fn level(
                 s.unmatched += 1;
                 continue;
             }
-            compare(out, rec, origin_ns, &mut s);
+            compare_stamps(&st, rec, &mut s);
         }
     }
     s
@@ -545,10 +557,10 @@ fn main() -> anyhow::Result<()> {
         let timeout = Duration::from_secs(60);
         let client = tpsmeter_cli::client::build(timeout)?;
         let origin = Instant::now();
-        let workers = Workers { client: client.clone(), spec: spec.clone(), origin, timeout };
+        let workers = Workers::new(client.clone(), spec.clone(), origin, timeout)?;
         // The same requests through reqwest, stamped when the runner gets each read: the peer
         // the kernel-stamped path is measured against, level by level in the same run.
-        let peer = Workers { client: client.without_kernel_stamps(), spec, origin, timeout };
+        let peer = Workers::new(client.without_kernel_stamps(), spec, origin, timeout)?;
         println!(
             "schedule: TTFT {TTFT_MS} ms, ITL {ITL_MS} ms, {TOKENS} tokens, 1 token/chunk, openai-chat, HTTP/1.1 on 127.0.0.1; {} cores",
             std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
@@ -565,10 +577,10 @@ fn main() -> anyhow::Result<()> {
             // Accuracy: ~1,200 ITL samples at concurrency 1, ~19,000 at 100.
             let r = if rounds > 0 { rounds } else if c == 1 { 20 } else { 3 };
             let mut s = level(&server, &workers, c, r).await;
-            let p99 = row(c, workers.name()?, &mut s);
-            if mode != "capacity" && workers.name()? != peer.name()? {
+            let p99 = row(c, workers.name(), &mut s);
+            if mode != "capacity" && workers.name() != peer.name() {
                 let mut s = level(&server, &peer, c, r).await;
-                row(c, peer.name()?, &mut s);
+                row(c, peer.name(), &mut s);
             }
             if mode == "capacity" {
                 if p99 <= CAPACITY_P99_MS {

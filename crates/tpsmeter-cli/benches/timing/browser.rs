@@ -237,7 +237,7 @@ fn page_samples(out: &Value, recs: &[RequestRecord]) -> anyhow::Result<PageRun> 
     // Resource Timing's wait between fetch() and the request going out, and the TTFT error
     // without it (what remains: the network service, the response's way back, the reads).
     let (mut queue, mut ttft_less_queue) = (Vec::new(), Vec::new());
-    for (i, j) in pair_by(&stamps, &recs, (PAIR_SLACK_NS, PAIR_SLACK_NS), events) {
+    for (i, j) in pair_by(&stamps, &recs, PAIR_SLACK_NS, events) {
         let (warmup, queue_ms) = meta[i];
         if !warmup {
             matched += 1;
