@@ -107,7 +107,13 @@ fn timed<T>(what: &str, step: impl FnOnce() -> Result<T>) -> Result<T> {
     out
 }
 
+/// `cargo xtask browser-test [--require-assets] [--kernels]`: `--kernels` runs only
+/// `tpsmeter-gpu`'s kernel tests in Chromium (a kernel change's quick check).
 pub fn run(args: &[String]) -> Result<()> {
+    if args.iter().any(|a| a == "--kernels") {
+        let tmp = PrivateTmp::new()?;
+        return timed("kernel tests in Chromium (WebGPU)", || gpu_wasm_tests(&tmp));
+    }
     run_browser_tests(args.iter().any(|a| a == "--require-assets"))
 }
 

@@ -8,8 +8,8 @@
 //!   `browser-test`.
 //! - `pkg`: the npm package (`pkg/`) built from scratch and packed into `target/npm/`.
 //! - `www`: the package, then the site (`www/`, Vite 7) into `target/www/`.
-//! - `browser-test`: the core's tests in headless Chromium, then the package's end-to-end
-//!   tests (`tests/browser/`).
+//! - `browser-test`: the core's and the kernels' tests in headless Chromium, then the
+//!   package's end-to-end tests (`tests/browser/`); `--kernels`: the kernels' tests only.
 //! - `demo`: `setup`, then the README's main job: serve SmolLM2 with our engine and benchmark
 //!   it beside a real local `llama-server`.
 //! - `serve-bench`: `tpsmeter serve` (continuous batching) and `llama-server`, both with 8
@@ -75,7 +75,8 @@ commands:
   pkg     build the npm package from scratch and pack it into target/npm/
   www     build the npm package, then the site (benchmark page + local demo) into target/www/
   browser-test  the core's tests in headless Chromium, then pkg and the end-to-end browser tests
-                (--require-assets: fail instead of skipping when an asset is missing)
+                (--require-assets: fail instead of skipping when an asset is missing;
+                --kernels: only the kernel tests in Chromium's WebGPU)
   demo    setup + serve SmolLM2 with our engine, benchmark it beside llama-server (the README's main job)
   serve-bench  tpsmeter serve --parallel 8 and llama-server --parallel 8 benchmarked at concurrency 1,2,4,8
   soak    tpsmeter serve under good and hostile clients for 10 min (--minutes M, --clients C), memory watched

@@ -222,10 +222,12 @@ async fn matvec_rejects_mismatched_shapes() {
     assert!(err.to_string().contains("x must hold 64"), "{err}");
 }
 
-/// Prefill matmul against the twin: every format, both kernels (CPU-type: groups of 8
-/// tokens, several per dispatch where the uniform range holds them (16, 27, 40, 64 tokens),
-/// then a ragged last group of 1 to 7 on its own; GPU tiles of 8), with and without
-/// accumulating into y (odd token counts accumulate).
+/// Prefill matmul against the twin: every format, both kernels (CPU-type: pairs of groups of
+/// 8 tokens, several pairs per dispatch where a uniform range holds their groups (16, 27,
+/// 40, 48, 64 tokens), then a whole group and a ragged last group of 1 to 7 on their own; GPU
+/// tiles of 8), with and without accumulating into y (odd token counts accumulate), with
+/// inputs bound as exact ranges and (token counts divisible by 3: an input with the
+/// engine's slack past its values) as whole windows.
 #[gpu_test]
 async fn matmul_matches_twin_over_random_shapes() {
     let Some(ctx) = gpu("matmul_matches_twin_over_random_shapes").await else {
@@ -233,12 +235,17 @@ async fn matmul_matches_twin_over_random_shapes() {
     };
     let mut rng = Rng::new(0x3a7);
     for f in FORMATS {
-        for (n_tokens, profile) in [1usize, 2, 3, 8, 13, 16, 20, 27, 40, 64]
+        for (n_tokens, profile) in [1usize, 2, 3, 8, 13, 16, 20, 27, 40, 48, 64]
             .into_iter()
             .flat_map(|n| PROFILES.map(|p| (n, p)))
         {
             let m = f.col_multiple();
-            let cols = m * rng.range(1, 1024 / m + 2);
+            // 48 tokens of an FFN-wide input: a uniform range holds one group of 8 of them.
+            let cols = if n_tokens == 48 {
+                1536
+            } else {
+                m * rng.range(1, 1024 / m + 2)
+            };
             let rows = rng.range(1, 200);
             let bytes = random_weights(&mut rng, f, rows, cols);
             let w = dequantize(f, &bytes, rows * cols);
@@ -247,7 +254,15 @@ async fn matmul_matches_twin_over_random_shapes() {
             let qw =
                 QWeight::upload_with(ctx, "w", f, rows, cols, &bytes, store, ctx.max_binding())
                     .unwrap();
-            let xt = Tensor::from_f32(ctx, "x", &x, DType::F32).unwrap();
+            let xt = if n_tokens % 3 == 0 {
+                let slack = tpsmeter_gpu::kernels::matmul::input_slack(ctx);
+                let t = Tensor::zeros_with_slack(ctx, "x", x.len(), DType::F32, slack).unwrap();
+                ctx.queue
+                    .write_buffer(&t.buffer, 0, bytemuck::cast_slice(&x));
+                t
+            } else {
+                Tensor::from_f32(ctx, "x", &x, DType::F32).unwrap()
+            };
             let accumulate = n_tokens % 2 == 1;
             let y0 = if accumulate {
                 rng.vec(n_tokens * rows, 1.0)

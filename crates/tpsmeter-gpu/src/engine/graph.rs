@@ -11,6 +11,7 @@ use crate::error::Result;
 use crate::gpu::context::GpuContext;
 use crate::gpu::defines::DType;
 use crate::kernels::attention::AttentionConfig;
+use crate::kernels::matmul;
 use crate::kernels::{
     Add, Dispatch, Embed, Glu, GluKind, KvAppend, KvSlab, KvStore, MatMul, MatVec, MatVecOptions,
     QWeight, RmsNorm, Rope, RopeConfig, RopeLayout, Tensor,
@@ -48,7 +49,9 @@ pub struct Activations {
 impl Activations {
     /// Zeroed buffers for `n` tokens.
     pub fn new(ctx: &GpuContext, cfg: &ModelConfig, n: usize, dt: DType) -> Result<Self> {
-        let t = |label: &str, width: usize| Tensor::zeros(ctx, label, n * width, dt);
+        let slack = matmul::input_slack(ctx);
+        let t =
+            |label: &str, width: usize| Tensor::zeros_with_slack(ctx, label, n * width, dt, slack);
         Ok(Self {
             n,
             tokens: Tensor::from_u32(ctx, "tokens", &vec![0; n])?,

@@ -60,6 +60,26 @@ const _: () = assert!(
     "matmul_cpu.wgsl writes out 2 token slots (main2), 4 (main) and 8 (main8)"
 );
 
+/// The bytes of each uniform range of inputs a CPU-type dispatch binds: 64 KiB (WebGPU's
+/// default limit, lavapipe's and SwiftShader's), or the adapter's limit if lower. Where the
+/// input tensor runs that far past the range's first token ([`input_slack`]), the range is
+/// bound whole, so its size, a constant of the shader, is the same for every token count
+/// and input width, and one pipeline per rows choice serves them all: each pipeline costs
+/// lavapipe ~1.5 s of LLVM the first time it runs, before Mesa's disk cache has it.
+fn cpu_window(ctx: &GpuContext) -> u64 {
+    ctx.limits.max_uniform_buffer_binding_size.min(64 << 10)
+}
+
+/// The bytes an activation tensor should have past its values so that the matmuls reading
+/// it bind whole windows ([`cpu_window`]): CPU-type adapters only.
+pub fn input_slack(ctx: &GpuContext) -> u64 {
+    if ctx.profile == AdapterProfile::Cpu {
+        cpu_window(ctx)
+    } else {
+        0
+    }
+}
+
 /// Rows per invocation for a CPU-type dispatch of `rows` rows and `groups` token groups on
 /// `threads` threads: the one from 12 to 20 that finishes soonest when workgroups are dealt to
 /// the threads in rounds (a round costs its rows per invocation), ties to [`CPU_ROWS`].
@@ -82,12 +102,14 @@ fn balanced_rows(rows: u32, groups: u32, threads: usize) -> u32 {
 }
 
 /// The tokens one CPU-type dispatch covers: `tokens` from token `t0`, in `groups` groups of
-/// `slots` (workgroup z = group).
+/// `slots` (workgroup z = group) in each of `ranges` uniform ranges (2 for `main_pairs`,
+/// whose second range holds the tokens that follow the first's).
 struct CpuSpan {
     t0: usize,
     tokens: usize,
     slots: usize,
     groups: usize,
+    ranges: usize,
 }
 
 impl CpuSpan {
@@ -106,11 +128,25 @@ impl CpuSpan {
     ) -> Dispatch {
         let x_row = (w.cols * 4) as u64;
         let rows = balanced_rows(part.rows as u32, self.groups as u32, ctx.cpu_threads());
+        let range_tokens = self.tokens / self.ranges;
+        let last_range = (self.t0 + (self.ranges - 1) * range_tokens) as u64 * x_row;
+        let range_bytes = if x.buffer.size() >= last_range + cpu_window(ctx) {
+            cpu_window(ctx)
+        } else {
+            range_tokens as u64 * x_row
+        };
+        let range = |first: usize| {
+            wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &x.buffer,
+                offset: first as u64 * x_row,
+                size: std::num::NonZeroU64::new(range_bytes),
+            })
+        };
         let defines = Defines {
             act: DType::F32,
             workgroup: CPU_WORKGROUP,
             rows,
-            x_vec4s: (self.tokens * w.cols / 4) as u32,
+            x_vec4s: (range_bytes / 16) as u32,
             tokens: self.slots as u32,
             ..Defines::default()
         };
@@ -121,16 +157,12 @@ impl CpuSpan {
         );
         let mut entries = vec![
             (0, params.as_entire_binding()),
-            (
-                1,
-                wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                    buffer: &x.buffer,
-                    offset: self.t0 as u64 * x_row,
-                    size: std::num::NonZeroU64::new(self.tokens as u64 * x_row),
-                }),
-            ),
+            (1, range(self.t0)),
             (4, y.buffer.as_entire_binding()),
         ];
+        if self.ranges == 2 {
+            entries.push((6, range(self.t0 + range_tokens)));
+        }
         entries.extend(part.entries());
         let invocations = (part.rows as u32).div_ceil(rows);
         let [gx, gy, _] = ctx.grid(invocations.div_ceil(CPU_WORKGROUP));
@@ -184,7 +216,7 @@ impl MatMul {
         ctx.check_dtype(x.dtype, OP)?;
         if profile == AdapterProfile::Cpu && x.dtype == DType::F32 {
             let x_row = (w.cols * 4) as u64;
-            let fit = ctx.limits.max_uniform_buffer_binding_size / x_row;
+            let fit = cpu_window(ctx) / x_row;
             let tok = fit.min(CPU_TOKENS) as usize;
             let align = u64::from(ctx.limits.min_uniform_buffer_offset_alignment).max(1);
             if tok >= 1 && (tok as u64 * x_row).is_multiple_of(align) {
@@ -246,10 +278,28 @@ impl MatMul {
         let x_row = (w.cols * 4) as u64;
         let mut dispatches = Vec::new();
         let mut t0 = 0;
-        // Whole groups of eight, as many per dispatch as the uniform range holds
-        // (`main_groups`): three for a 576-wide input, one for a 1536-wide one.
-        let fit_groups = (ctx.limits.max_uniform_buffer_binding_size / (x_row * CPU_TOKENS))
-            .min(u64::from(CPU_MAX_GROUPS)) as usize;
+        let fit_groups =
+            (cpu_window(ctx) / (x_row * CPU_TOKENS)).min(u64::from(CPU_MAX_GROUPS)) as usize;
+        // Pairs of whole groups of eight (`main_pairs`, lavapipe), as many per dispatch as one
+        // uniform range holds groups: three pairs for a 576-wide input, one for a 1536-wide
+        // one. SwiftShader ran them no faster and compiled them much slower.
+        let pairs = ctx.fetches_are_gathers();
+        while pairs && tok == CPU_TOKENS as usize && fit_groups >= 1 && n_tokens - t0 >= 2 * tok {
+            let groups = ((n_tokens - t0) / (2 * tok)).min(fit_groups);
+            let span = CpuSpan {
+                t0,
+                tokens: 2 * groups * tok,
+                slots: tok,
+                groups,
+                ranges: 2,
+            };
+            for part in &w.parts {
+                dispatches.push(span.dispatch(ctx, w, part, x, y, accumulate, "main_pairs"));
+            }
+            t0 += span.tokens;
+        }
+        // Elsewhere whole groups of eight, as many per dispatch as the uniform range holds
+        // (`main_groups`; after pairs at most one whole group is left, so this never runs).
         while tok == CPU_TOKENS as usize && fit_groups >= 2 && n_tokens - t0 >= 2 * tok {
             let groups = ((n_tokens - t0) / tok).min(fit_groups);
             let span = CpuSpan {
@@ -257,6 +307,7 @@ impl MatMul {
                 tokens: groups * tok,
                 slots: tok,
                 groups,
+                ranges: 1,
             };
             for part in &w.parts {
                 dispatches.push(span.dispatch(ctx, w, part, x, y, accumulate, "main_groups"));
@@ -264,8 +315,8 @@ impl MatMul {
             t0 += span.tokens;
         }
         while t0 < n_tokens {
-            // A ragged last group gets its own pipeline with fewer tokens, so the uniform
-            // range never reaches past the tokens `x` holds.
+            // A ragged last group gets its own pipeline with fewer token slots (and, where
+            // `x` has no slack past its values, a uniform range that ends at its last token).
             let cnt = tok.min(n_tokens - t0);
             // Groups of 5-8 tokens take the 8-slot entry, 3-4 the 4-slot one, 1-2 the
             // 2-slot one (few slots computed for nothing).
@@ -279,6 +330,7 @@ impl MatMul {
                 tokens: cnt,
                 slots: cnt,
                 groups: 1,
+                ranges: 1,
             };
             for part in &w.parts {
                 dispatches.push(span.dispatch(ctx, w, part, x, y, accumulate, entry));

@@ -27,6 +27,24 @@ impl Tensor {
         })
     }
 
+    /// A zeroed tensor whose buffer runs `slack` bytes past its `len` values, so that a
+    /// kernel may bind a fixed-size window from any of them (the CPU-type matmul's uniform
+    /// ranges: one pipeline then serves every token count, see `kernels::matmul`).
+    pub fn zeros_with_slack(
+        ctx: &GpuContext,
+        label: &str,
+        len: usize,
+        dtype: DType,
+        slack: u64,
+    ) -> Result<Self> {
+        ctx.check_dtype(dtype, label)?;
+        Ok(Tensor {
+            buffer: ctx.storage_zeroed(label, (len * dtype.size()) as u64 + slack)?,
+            len,
+            dtype,
+        })
+    }
+
     /// A tensor holding `values`, converted to `dtype`.
     pub fn from_f32(ctx: &GpuContext, label: &str, values: &[f32], dtype: DType) -> Result<Self> {
         ctx.check_dtype(dtype, label)?;
