@@ -147,10 +147,16 @@ impl CpuSpan {
             workgroup: CPU_WORKGROUP,
             rows,
             x_vec4s: (range_bytes / 16) as u32,
+            subgroups: self.ranges == 2,
             tokens: self.slots as u32,
             ..Defines::default()
         };
-        let pipeline = ctx.pipeline(ShaderId::MatMulCpu(w.format, w.store), entry, defines);
+        let shader = if self.ranges == 2 {
+            ShaderId::MatMulCpuPairs(w.format, w.store)
+        } else {
+            ShaderId::MatMulCpu(w.format, w.store)
+        };
+        let pipeline = ctx.pipeline(shader, entry, defines);
         let params = ctx.uniform(
             "matmul params",
             &Params::matrix(w, part, accumulate, self.slots, self.t0),
@@ -283,7 +289,8 @@ impl MatMul {
         // Pairs of whole groups of eight (`main_pairs`, lavapipe), as many per dispatch as one
         // uniform range holds groups: three pairs for a 576-wide input, one for a 1536-wide
         // one. SwiftShader ran them no faster and compiled them much slower.
-        let pairs = ctx.fetches_are_gathers();
+        let pairs =
+            ctx.fetches_are_gathers() && ctx.has_subgroups() && ctx.info.subgroup_min_size >= 8;
         while pairs && tok == CPU_TOKENS as usize && fit_groups >= 1 && n_tokens - t0 >= 2 * tok {
             let groups = ((n_tokens - t0) / (2 * tok)).min(fit_groups);
             let span = CpuSpan {

@@ -32,6 +32,7 @@ pub static SOURCES: &[(&str, &str)] = &[
     ("matvec_q6_k", include_str!("wgsl/matvec_q6_k.wgsl")),
     ("matmul", include_str!("wgsl/matmul.wgsl")),
     ("matmul_cpu", include_str!("wgsl/matmul_cpu.wgsl")),
+    ("matmul_cpu_pairs", include_str!("wgsl/matmul_cpu_pairs.wgsl")),
     ("weights_buffer", include_str!("wgsl/weights_buffer.wgsl")),
     ("weights_texture", include_str!("wgsl/weights_texture.wgsl")),
     ("x_storage", include_str!("wgsl/x_storage.wgsl")),
@@ -107,6 +108,9 @@ pub enum ShaderId {
     MatMul(WeightFormat, WeightStore),
     /// Dequantize + matrix-matrix product without barriers, inputs uniform (CPU-type).
     MatMulCpu(WeightFormat, WeightStore),
+    /// The same over two uniform ranges of 8 tokens at once, inputs loaded through subgroup
+    /// broadcasts (lavapipe, native only).
+    MatMulCpuPairs(WeightFormat, WeightStore),
     /// RMSNorm.
     RmsNorm,
     /// Residual add, SwiGLU, GELU-tanh GLU.
@@ -140,6 +144,7 @@ impl ShaderId {
             ShaderId::MatVec(..) => "matvec",
             ShaderId::MatMul(..) => "matmul",
             ShaderId::MatMulCpu(..) => "matmul_cpu",
+            ShaderId::MatMulCpuPairs(..) => "matmul_cpu_pairs",
             ShaderId::RmsNorm => "rms_norm",
             ShaderId::Elementwise => "elementwise",
             ShaderId::Rope => "rope",
@@ -185,6 +190,13 @@ impl ShaderId {
                 store_file(*store),
                 format_file(*format),
                 "matmul_cpu",
+            ],
+            ShaderId::MatMulCpuPairs(format, store) => vec![
+                "matvec_common",
+                "x_uniform",
+                store_file(*store),
+                format_file(*format),
+                "matmul_cpu_pairs",
             ],
             ShaderId::Attention => vec!["attention_common", "reduce", "attention"],
             ShaderId::RmsNorm => vec!["reduce", "rms_norm"],
@@ -264,6 +276,7 @@ mod tests {
                         .into_iter()
                         .chain(ShaderId::MatMul(f, st).files())
                         .chain(ShaderId::MatMulCpu(f, st).files())
+                        .chain(ShaderId::MatMulCpuPairs(f, st).files())
                     {
                         assert!(!file(name).is_empty(), "{name} missing from SOURCES");
                     }
