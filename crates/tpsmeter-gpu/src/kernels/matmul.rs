@@ -29,7 +29,7 @@ use crate::error::{GpuError, Result};
 use crate::gpu::context::{AdapterProfile, GpuContext};
 use crate::gpu::defines::{DType, Defines};
 use crate::kernels::dispatch::Dispatch;
-use crate::kernels::matvec::Params;
+use crate::kernels::matvec::{Params, lanes_load_inputs};
 use crate::kernels::source::ShaderId;
 use crate::kernels::tensor::Tensor;
 use crate::kernels::weights::{QWeight, WeightPart};
@@ -289,8 +289,7 @@ impl MatMul {
         // Pairs of whole groups of eight (`main_pairs`, lavapipe), as many per dispatch as one
         // uniform range holds groups: three pairs for a 576-wide input, one for a 1536-wide
         // one. SwiftShader ran them no faster and compiled them much slower.
-        let pairs =
-            ctx.fetches_are_gathers() && ctx.has_subgroups() && ctx.info.subgroup_min_size >= 8;
+        let pairs = lanes_load_inputs(ctx, CPU_WORKGROUP);
         while pairs && tok == CPU_TOKENS as usize && fit_groups >= 1 && n_tokens - t0 >= 2 * tok {
             let groups = ((n_tokens - t0) / (2 * tok)).min(fit_groups);
             let span = CpuSpan {

@@ -93,6 +93,18 @@ impl MatVecVariant {
     }
 }
 
+/// Whether CPU-type kernels with `workgroup` invocations per workgroup load their uniform
+/// inputs through subgroup broadcasts (x_lanes.wgsl): on lavapipe only (where a uniform load
+/// at a loop-dependent offset runs once per lane), natively (subgroups), where a subgroup
+/// holds the workgroup's first 8 lanes.
+pub(crate) fn lanes_load_inputs(ctx: &GpuContext, workgroup: u32) -> bool {
+    ctx.fetches_are_gathers()
+        && ctx.has_subgroups()
+        && ctx.info.subgroup_min_size >= 8
+        && workgroup >= 8
+        && workgroup.is_multiple_of(8)
+}
+
 /// Options of a matvec.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MatVecOptions {
@@ -198,12 +210,21 @@ impl MatVec {
             block: 32,
             workgroup,
             rows: rows_per,
-            subgroups: matches!(variant, MatVecVariant::GpuSubgroup { .. }),
+            subgroups: matches!(variant, MatVecVariant::GpuSubgroup { .. })
+                || (xs == XSource::Uniform && lanes_load_inputs(ctx, workgroup)),
             x_vec4s: (w.cols / 4) as u32,
             ..Defines::default()
         };
+        // On lavapipe a uniform input comes through the lanes (x_lanes.wgsl): its loads at
+        // loop-dependent offsets are per lane there.
+        let entry = match variant.entry() {
+            MatVecEntry::Cpu if xs == XSource::Uniform && lanes_load_inputs(ctx, workgroup) => {
+                MatVecEntry::CpuLanes
+            }
+            e => e,
+        };
         let pipeline = ctx.pipeline(
-            ShaderId::MatVec(w.format, variant.entry(), w.store, xs),
+            ShaderId::MatVec(w.format, entry, w.store, xs),
             "main",
             defines,
         );

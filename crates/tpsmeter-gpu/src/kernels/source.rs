@@ -32,7 +32,15 @@ pub static SOURCES: &[(&str, &str)] = &[
     ("matvec_q6_k", include_str!("wgsl/matvec_q6_k.wgsl")),
     ("matmul", include_str!("wgsl/matmul.wgsl")),
     ("matmul_cpu", include_str!("wgsl/matmul_cpu.wgsl")),
-    ("matmul_cpu_pairs", include_str!("wgsl/matmul_cpu_pairs.wgsl")),
+    (
+        "matmul_cpu_pairs",
+        include_str!("wgsl/matmul_cpu_pairs.wgsl"),
+    ),
+    ("x_lanes", include_str!("wgsl/x_lanes.wgsl")),
+    (
+        "matvec_cpu_lanes",
+        include_str!("wgsl/matvec_cpu_lanes.wgsl"),
+    ),
     ("weights_buffer", include_str!("wgsl/weights_buffer.wgsl")),
     ("weights_texture", include_str!("wgsl/weights_texture.wgsl")),
     ("x_storage", include_str!("wgsl/x_storage.wgsl")),
@@ -84,6 +92,8 @@ fn file(name: &str) -> &'static str {
 pub enum MatVecEntry {
     /// Rows per invocation, no barriers (CPU-type adapters).
     Cpu,
+    /// The same with inputs loaded through subgroup broadcasts (lavapipe, native only).
+    CpuLanes,
     /// Coalesced reads, workgroup-memory tree reduction.
     GpuShared,
     /// Coalesced reads, subgroup reduction (native only).
@@ -163,20 +173,27 @@ impl ShaderId {
     /// The files of this module, in order.
     pub fn files(&self) -> Vec<&'static str> {
         match self {
-            ShaderId::MatVec(format, entry, store, xs) => vec![
-                "matvec_common",
-                match xs {
-                    XSource::Storage => "x_storage",
-                    XSource::Uniform => "x_uniform",
-                },
-                store_file(*store),
-                format_file(*format),
-                match entry {
+            ShaderId::MatVec(format, entry, store, xs) => {
+                let mut files = vec![
+                    "matvec_common",
+                    match xs {
+                        XSource::Storage => "x_storage",
+                        XSource::Uniform => "x_uniform",
+                    },
+                    store_file(*store),
+                    format_file(*format),
+                ];
+                if *entry == MatVecEntry::CpuLanes {
+                    files.push("x_lanes");
+                }
+                files.push(match entry {
                     MatVecEntry::Cpu => "matvec_cpu",
+                    MatVecEntry::CpuLanes => "matvec_cpu_lanes",
                     MatVecEntry::GpuShared => "matvec_gpu_shared",
                     MatVecEntry::GpuSubgroup => "matvec_gpu_subgroup",
-                },
-            ],
+                });
+                files
+            }
             ShaderId::MatMul(format, store) => vec![
                 "matvec_common",
                 "x_storage",
@@ -196,6 +213,7 @@ impl ShaderId {
                 "x_uniform",
                 store_file(*store),
                 format_file(*format),
+                "x_lanes",
                 "matmul_cpu_pairs",
             ],
             ShaderId::Attention => vec!["attention_common", "reduce", "attention"],
@@ -267,6 +285,7 @@ mod tests {
         for f in [WeightFormat::F32, WeightFormat::Q4_1, WeightFormat::Q6_K] {
             for e in [
                 MatVecEntry::Cpu,
+                MatVecEntry::CpuLanes,
                 MatVecEntry::GpuShared,
                 MatVecEntry::GpuSubgroup,
             ] {

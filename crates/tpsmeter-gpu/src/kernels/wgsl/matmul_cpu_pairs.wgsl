@@ -7,40 +7,14 @@
 // llvmpipe) and unpacked once for 16 tokens instead of 8, and a 1536-wide input, whose group
 // of eight fills a 64 KiB range alone, still gets 16 tokens per invocation.
 //
-// Why subgroups: llvmpipe loads a uniform-buffer value once for all lanes only where the
-// offset is a constant or a push constant; at an offset that depends on the loop over
-// sub-blocks it runs one scalar load per lane (8 loads and inserts per value, all of one
-// address). Here each lane loads a different vec4 of the sub-block and `subgroupBroadcast`
-// hands it to the others: one lane-varying load per 8 vec4s. Native only (wgpu has no
-// subgroups on the web), and the subgroup must hold the workgroup's 8 lanes, so no
-// invocation returns before the broadcasts.
+// Its inputs come through the lanes (x_lanes.wgsl), so it is native only, and no invocation
+// returns before the broadcasts.
 
 @group(0) @binding(6) var<uniform> x2: array<vec4<f32>, X_VEC4S>;
 
-// Sub-block `s` of the token whose inputs start at vec4 `row` of `x` (or of `x2`), as
-// `load_x_at` gives it: the same values, summed in the same order.
-fn load_x_lanes(row: u32, s: u32, lane: u32, second: bool) -> XB {
-    var mine: vec4<f32>;
-    if (second) {
-        mine = x2[row + s * 8u + (lane & 7u)];
-    } else {
-        mine = x[row + s * 8u + (lane & 7u)];
-    }
-    var xb: XB;
-    xb.v[0] = subgroupBroadcast(mine, 0u);
-    xb.v[1] = subgroupBroadcast(mine, 1u);
-    xb.v[2] = subgroupBroadcast(mine, 2u);
-    xb.v[3] = subgroupBroadcast(mine, 3u);
-    xb.v[4] = subgroupBroadcast(mine, 4u);
-    xb.v[5] = subgroupBroadcast(mine, 5u);
-    xb.v[6] = subgroupBroadcast(mine, 6u);
-    xb.v[7] = subgroupBroadcast(mine, 7u);
-    var tot = vec4<f32>(0.0);
-    for (var i = 0u; i < 8u; i++) {
-        tot += xb.v[i];
-    }
-    xb.sum = tot.x + tot.y + tot.z + tot.w;
-    return xb;
+// `load_x_lanes` over `x2`.
+fn load_x2_lanes(row: u32, s: u32, lane: u32) -> XB {
+    return spread(x2[row + s * 8u + (lane & 7u)]);
 }
 
 // Writes one output of a matmul row: adds the residual when asked, applies the activation.
@@ -69,22 +43,22 @@ fn main_pairs(
     var acc_c: array<vec4<f32>, ROWS>;
     var acc_d: array<vec4<f32>, ROWS>;
     for (var s = 0u; s < p.nsub; s++) {
-        let xa0 = load_x_lanes(base, s, lane, false);
-        let xa1 = load_x_lanes(base + row_vec4s, s, lane, false);
-        let xa2 = load_x_lanes(base + 2u * row_vec4s, s, lane, false);
-        let xa3 = load_x_lanes(base + 3u * row_vec4s, s, lane, false);
-        let xa4 = load_x_lanes(base + 4u * row_vec4s, s, lane, false);
-        let xa5 = load_x_lanes(base + 5u * row_vec4s, s, lane, false);
-        let xa6 = load_x_lanes(base + 6u * row_vec4s, s, lane, false);
-        let xa7 = load_x_lanes(base + 7u * row_vec4s, s, lane, false);
-        let xc0 = load_x_lanes(base, s, lane, true);
-        let xc1 = load_x_lanes(base + row_vec4s, s, lane, true);
-        let xc2 = load_x_lanes(base + 2u * row_vec4s, s, lane, true);
-        let xc3 = load_x_lanes(base + 3u * row_vec4s, s, lane, true);
-        let xc4 = load_x_lanes(base + 4u * row_vec4s, s, lane, true);
-        let xc5 = load_x_lanes(base + 5u * row_vec4s, s, lane, true);
-        let xc6 = load_x_lanes(base + 6u * row_vec4s, s, lane, true);
-        let xc7 = load_x_lanes(base + 7u * row_vec4s, s, lane, true);
+        let xa0 = load_x_lanes(base, s, lane);
+        let xa1 = load_x_lanes(base + row_vec4s, s, lane);
+        let xa2 = load_x_lanes(base + 2u * row_vec4s, s, lane);
+        let xa3 = load_x_lanes(base + 3u * row_vec4s, s, lane);
+        let xa4 = load_x_lanes(base + 4u * row_vec4s, s, lane);
+        let xa5 = load_x_lanes(base + 5u * row_vec4s, s, lane);
+        let xa6 = load_x_lanes(base + 6u * row_vec4s, s, lane);
+        let xa7 = load_x_lanes(base + 7u * row_vec4s, s, lane);
+        let xc0 = load_x2_lanes(base, s, lane);
+        let xc1 = load_x2_lanes(base + row_vec4s, s, lane);
+        let xc2 = load_x2_lanes(base + 2u * row_vec4s, s, lane);
+        let xc3 = load_x2_lanes(base + 3u * row_vec4s, s, lane);
+        let xc4 = load_x2_lanes(base + 4u * row_vec4s, s, lane);
+        let xc5 = load_x2_lanes(base + 5u * row_vec4s, s, lane);
+        let xc6 = load_x2_lanes(base + 6u * row_vec4s, s, lane);
+        let xc7 = load_x2_lanes(base + 7u * row_vec4s, s, lane);
         for (var r = 0u; r < ROWS; r++) {
             // Clamped rather than branched: lanes past the last row recompute it.
             let row = min(r0 + r, p.rows - 1u);
