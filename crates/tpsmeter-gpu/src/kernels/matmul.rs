@@ -24,6 +24,24 @@
 //! (`-- profile`, medians of 7). Measured and rejected: all 8 groups in one dispatch through
 //! 8 uniform bindings picked by a `switch` on the group (2x slower: lavapipe's code for the
 //! switch, inside or hoisted out of the dot loop, lost the once-for-all-lanes uniform loads).
+//!
+//! On lavapipe (natively, with subgroups) whole pairs of groups go to `main_pairs`
+//! (`matmul_cpu_pairs.wgsl`): group z of one uniform range and group z of a second range
+//! that holds the tokens after the first's, so each weight sub-block is fetched and unpacked
+//! once for 16 tokens, and inputs load through the lanes (`x_lanes.wgsl`: llvmpipe runs a
+//! scalar load per lane for a uniform value at a loop-dependent offset; found in its JIT code
+//! with perf and gdb). Warm 64-token prefill, alternated runs: 127.5 -> 139.1 tok/s (pairs),
+//! then 155.7 -> 187.9 (lanes); the 64-token chunk's matmuls 780 -> 480 dispatches.
+//! SwiftShader keeps `main_groups`: pairs ran no faster there natively, and in Chromium the
+//! kernel tests' matmul cases (a fresh pipeline per shape) lost the device after 190 s
+//! instead of passing in 50 s. Measured and rejected: the row loop unrolled by hand (no
+//! faster, its accumulators in registers cost spills, 2.4x the compile time).
+//!
+//! Every range is bound as a whole 64 KiB window where the input runs that far past it
+//! ([`input_slack`]; the engine's activations do), so the input's array size is the same
+//! for every token count and width: a 64-token chunk compiles 3 matmul pipelines (one per
+//! rows choice) instead of 7. lavapipe's first 64-token prompt without Mesa's shader cache:
+//! 6.1 s before, 12.5 s with pairs and exact ranges, 5.4 s with windows.
 
 use crate::error::{GpuError, Result};
 use crate::gpu::context::{AdapterProfile, GpuContext};

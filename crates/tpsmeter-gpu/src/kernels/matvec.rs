@@ -195,7 +195,7 @@ impl MatVec {
         }
         let (rows_per, workgroup) = variant.shape();
         // CPU-type shapes read x at offsets shared by every invocation: a uniform binding
-        // loads those once for all lanes (x_uniform.wgsl). GPU shapes spread x over lanes.
+        // loads those cheaper than storage (x_uniform.wgsl). GPU shapes spread x over lanes.
         let x_bytes = (w.cols * 4) as u64;
         let xs = if matches!(variant, MatVecVariant::Cpu { .. })
             && x.dtype == DType::F32

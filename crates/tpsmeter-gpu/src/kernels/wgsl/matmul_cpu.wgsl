@@ -5,7 +5,8 @@
 // rasterisers keep such a 32-float array in memory, which made a decode-then-dot kernel
 // slower per token than matvec_cpu. The 4 tokens of a dispatch share each sub-block's
 // inputs across the invocation's rows and each weight fetch; their inputs come from a
-// uniform binding (x_uniform: offsets shared by every lane load once for all of them).
+// uniform binding (x_uniform.wgsl). On lavapipe, whole pairs of groups of 8 go to
+// matmul_cpu_pairs.wgsl instead.
 // p.n_tokens: valid tokens of this dispatch (<= 4); p.t0: index of its first token in y.
 
 @compute @workgroup_size(WG)
