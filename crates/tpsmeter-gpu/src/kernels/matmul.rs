@@ -89,7 +89,8 @@ fn cpu_window(ctx: &GpuContext) -> u64 {
 }
 
 /// The bytes an activation tensor should have past its values so that the matmuls reading
-/// it bind whole windows ([`cpu_window`]): CPU-type adapters only.
+/// it bind whole 64 KiB windows of inputs (one pipeline for every token count): CPU-type
+/// adapters only.
 pub fn input_slack(ctx: &GpuContext) -> u64 {
     if ctx.profile == AdapterProfile::Cpu {
         cpu_window(ctx)
