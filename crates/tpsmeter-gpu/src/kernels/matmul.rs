@@ -305,37 +305,27 @@ impl MatMul {
         let mut t0 = 0;
         let fit_groups =
             (cpu_window(ctx) / (x_row * CPU_TOKENS)).min(u64::from(CPU_MAX_GROUPS)) as usize;
-        // Pairs of whole groups of eight (`main_pairs`, lavapipe), as many per dispatch as one
-        // uniform range holds groups: three pairs for a 576-wide input, one for a 1536-wide
-        // one. SwiftShader ran them no faster and compiled them much slower.
-        let pairs = lanes_load_inputs(ctx, CPU_WORKGROUP);
-        while pairs && tok == CPU_TOKENS as usize && fit_groups >= 1 && n_tokens - t0 >= 2 * tok {
-            let groups = ((n_tokens - t0) / (2 * tok)).min(fit_groups);
+        // Whole groups of eight, as many per dispatch as one uniform range holds groups
+        // (three for a 576-wide input, one for a 1536-wide one). On lavapipe they go in
+        // pairs, group z of two ranges at once (`main_pairs`); elsewhere one range
+        // (`main_groups`, at least two groups: one alone is `main8`'s). SwiftShader ran
+        // pairs no faster and compiled them much slower.
+        let (ranges, entry, min_groups) = if lanes_load_inputs(ctx, CPU_WORKGROUP) {
+            (2, "main_pairs", 1)
+        } else {
+            (1, "main_groups", 2)
+        };
+        while tok == CPU_TOKENS as usize && fit_groups >= min_groups && n_tokens - t0 >= 2 * tok {
+            let groups = ((n_tokens - t0) / (ranges * tok)).min(fit_groups);
             let span = CpuSpan {
                 t0,
-                tokens: 2 * groups * tok,
+                tokens: ranges * groups * tok,
                 slots: tok,
                 groups,
-                ranges: 2,
+                ranges,
             };
             for part in &w.parts {
-                dispatches.push(span.dispatch(ctx, w, part, x, y, accumulate, "main_pairs"));
-            }
-            t0 += span.tokens;
-        }
-        // Elsewhere whole groups of eight, as many per dispatch as the uniform range holds
-        // (`main_groups`; after pairs at most one whole group is left, so this never runs).
-        while tok == CPU_TOKENS as usize && fit_groups >= 2 && n_tokens - t0 >= 2 * tok {
-            let groups = ((n_tokens - t0) / tok).min(fit_groups);
-            let span = CpuSpan {
-                t0,
-                tokens: groups * tok,
-                slots: tok,
-                groups,
-                ranges: 1,
-            };
-            for part in &w.parts {
-                dispatches.push(span.dispatch(ctx, w, part, x, y, accumulate, "main_groups"));
+                dispatches.push(span.dispatch(ctx, w, part, x, y, accumulate, entry));
             }
             t0 += span.tokens;
         }

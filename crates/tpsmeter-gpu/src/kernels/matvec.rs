@@ -205,16 +205,6 @@ impl MatVec {
         } else {
             XSource::Storage
         };
-        let defines = Defines {
-            act: x.dtype,
-            block: 32,
-            workgroup,
-            rows: rows_per,
-            subgroups: matches!(variant, MatVecVariant::GpuSubgroup { .. })
-                || (xs == XSource::Uniform && lanes_load_inputs(ctx, workgroup)),
-            x_vec4s: (w.cols / 4) as u32,
-            ..Defines::default()
-        };
         // On lavapipe a uniform input comes through the lanes (x_lanes.wgsl): its loads at
         // loop-dependent offsets are per lane there.
         let entry = match variant.entry() {
@@ -222,6 +212,15 @@ impl MatVec {
                 MatVecEntry::CpuLanes
             }
             e => e,
+        };
+        let defines = Defines {
+            act: x.dtype,
+            block: 32,
+            workgroup,
+            rows: rows_per,
+            subgroups: matches!(entry, MatVecEntry::GpuSubgroup | MatVecEntry::CpuLanes),
+            x_vec4s: (w.cols / 4) as u32,
+            ..Defines::default()
         };
         let pipeline = ctx.pipeline(
             ShaderId::MatVec(w.format, entry, w.store, xs),
