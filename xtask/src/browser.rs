@@ -53,14 +53,21 @@ const GPU_BROWSER_TESTS: &[&str] = &[
 const WASM_TEST_TIMEOUT_S: u32 = 600;
 
 pub fn run_browser_tests(require_assets: bool) -> Result<()> {
+    let _lock = sh::exclusive("pkg-build")?;
     let tmp = PrivateTmp::new()?;
     timed("core tests in Chromium", || wasm_tests(&tmp))?;
     timed("kernel tests in Chromium (WebGPU)", || gpu_wasm_tests(&tmp))?;
+    end_to_end(require_assets, &[], &tmp)
+}
+
+/// Step 2 to 4: the package, the site, the binaries and `node --test` over `files` (every
+/// `tests/browser/*.test.mjs` when empty).
+fn end_to_end(require_assets: bool, files: &[String], tmp: &PrivateTmp) -> Result<()> {
     let tarball = timed("pkg", pkg::build)?;
     let site = timed("site", www::build_site)?;
     let (emulator, cli) = timed("test binaries", test_binaries)?;
     timed("end-to-end tests", || {
-        node_tests(require_assets, &tarball, &site, &emulator, &cli, &tmp)
+        node_tests(require_assets, files, &tarball, &site, &emulator, &cli, tmp)
     })
 }
 
@@ -107,12 +114,26 @@ fn timed<T>(what: &str, step: impl FnOnce() -> Result<T>) -> Result<T> {
     out
 }
 
-/// `cargo xtask browser-test [--require-assets] [--kernels]`: `--kernels` runs only
-/// `tpsmeter-gpu`'s kernel tests in Chromium (a kernel change's quick check).
+/// `cargo xtask browser-test [--require-assets] [--kernels | --e2e [FILE...]]`: `--kernels`
+/// runs only `tpsmeter-gpu`'s kernel tests in Chromium (a kernel change's quick check);
+/// `--e2e` only the end-to-end tests, all of them or the named files
+/// (`tests/browser/www.test.mjs`; node's own flags such as `--test-name-pattern=…` pass
+/// through), skipping the wasm test binaries.
 pub fn run(args: &[String]) -> Result<()> {
     if args.iter().any(|a| a == "--kernels") {
         let tmp = PrivateTmp::new()?;
         return timed("kernel tests in Chromium (WebGPU)", || gpu_wasm_tests(&tmp));
+    }
+    if let Some(at) = args.iter().position(|a| a == "--e2e") {
+        let _lock = sh::exclusive("pkg-build")?;
+        let files: Vec<String> = args[at + 1..]
+            .iter()
+            .filter(|a| *a != "--require-assets")
+            .cloned()
+            .collect();
+        let tmp = PrivateTmp::new()?;
+        let require = args.iter().any(|a| a == "--require-assets");
+        return end_to_end(require, &files, &tmp);
     }
     run_browser_tests(args.iter().any(|a| a == "--require-assets"))
 }
@@ -234,6 +255,7 @@ fn test_binaries() -> Result<(PathBuf, PathBuf)> {
 /// `node --test tests/browser/` against the packed package and the test binaries.
 fn node_tests(
     require_assets: bool,
+    files: &[String],
     tarball: &Path,
     site: &Path,
     emulator: &Path,
@@ -251,8 +273,13 @@ fn node_tests(
     }
     npm_install(&dir)?;
     let mut node = Command::new("node");
-    node.current_dir(&root)
-        .args(["--test", "tests/browser/"])
+    node.current_dir(&root).arg("--test");
+    if !files.iter().any(|f| !f.starts_with("--")) {
+        node.args(files).arg("tests/browser/");
+    } else {
+        node.args(files);
+    }
+    node
         .env("TPSMETER_CHROMIUM", CHROMIUM)
         .env("TPSMETER_PKG_TARBALL", tarball)
         .env("TPSMETER_PKG_DIR", root.join("pkg"))

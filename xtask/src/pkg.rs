@@ -51,6 +51,7 @@ const WASM_OPT_FEATURES: &[&str] = &[
 ];
 
 pub fn run_pkg() -> Result<()> {
+    let _lock = crate::sh::exclusive("pkg-build")?;
     build().map(drop)
 }
 

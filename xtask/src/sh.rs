@@ -16,6 +16,28 @@ pub fn run(cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
+/// Holds an exclusive lock on `<cache>/<name>.lock` until the returned file is dropped,
+/// waiting for another process that holds it. The package build empties `pkg/wasm` and
+/// `pkg/dist` before it writes them: two builds of one checkout at once (a test run beside
+/// `cargo xtask www`) would each see the other's half-written files.
+pub fn exclusive(name: &str) -> Result<std::fs::File> {
+    let dir = crate::assets::cache_dir();
+    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+    let path = dir.join(format!("{name}.lock"));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("open {}", path.display()))?;
+    if file.try_lock().is_err() {
+        eprintln!("waiting for {} (another build of the package runs)", path.display());
+        file.lock()
+            .with_context(|| format!("lock {}", path.display()))?;
+    }
+    Ok(file)
+}
+
 /// Whether a program is on PATH.
 pub fn has(program: &str) -> bool {
     Command::new("sh")

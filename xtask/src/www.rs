@@ -17,6 +17,7 @@ pub fn out_dir() -> PathBuf {
 
 /// `cargo xtask www`: the package, then the site.
 pub fn run() -> Result<()> {
+    let _lock = crate::sh::exclusive("pkg-build")?;
     pkg::build()?;
     let out = build_site()?;
     println!("site: {}", out.display());
