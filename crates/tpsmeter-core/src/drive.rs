@@ -34,7 +34,8 @@ use crate::exchange::Outcome;
 use crate::options::BenchOptions;
 use crate::phase::PhaseSummary;
 use crate::plan::{ArrivalLimit, LoadLevel, StopCondition, poisson_arrivals};
-use crate::report::{LevelReport, RequestRecord};
+use crate::report::{ErrorRecord, LevelReport, RequestRecord};
+use crate::request::Redactor;
 use crate::shard::{LevelShare, Shard};
 use crate::slo::Slo;
 
@@ -139,20 +140,28 @@ pub struct LoadDriver {
     records: Vec<RequestRecord>,
     level_reports: Vec<LevelReport>,
     http_versions: Vec<String>,
+    /// The run's credentials, taken out of every record.
+    redactor: Redactor,
 }
 
 impl LoadDriver {
-    /// A driver for validated `options` (see [`BenchOptions::validate`]).
-    pub fn new(options: &BenchOptions) -> Result<LoadDriver> {
-        LoadDriver::new_shard(options, Shard::WHOLE)
+    /// A driver for validated `options` (see [`BenchOptions::validate`]). `redactor` holds
+    /// the run's credentials ([`Redactor::for_spec`]): every record is scrubbed of them.
+    pub fn new(options: &BenchOptions, redactor: Redactor) -> Result<LoadDriver> {
+        LoadDriver::new_shard(options, Shard::WHOLE, redactor)
     }
 
     /// A driver for `shard`'s part of the run `options` describe: records and level
     /// reports carry this machine's share of each level (its position in the run is the
     /// record's `level_index`).
-    pub fn new_shard(options: &BenchOptions, shard: Shard) -> Result<LoadDriver> {
+    pub fn new_shard(
+        options: &BenchOptions,
+        shard: Shard,
+        redactor: Redactor,
+    ) -> Result<LoadDriver> {
         options.validate()?;
         Ok(LoadDriver {
+            redactor,
             levels: options
                 .levels()
                 .into_iter()
@@ -274,7 +283,16 @@ impl LoadDriver {
         extras: RecordExtras,
         now_ms: f64,
     ) -> &RequestRecord {
-        let error = outcome.failure.as_ref().map(|f| f.to_record());
+        // The server's words (body excerpts, headers, error events) lose the run's
+        // credentials here, before the record exists: nothing downstream (terminal, files,
+        // IndexedDB, permalinks) ever sees them.
+        let error = match &outcome.failure {
+            Some(f) => Some(f.to_record_redacted(&self.redactor)),
+            None => outcome
+                .timeline
+                .stream_error()
+                .map(|e| ErrorRecord::of_stream_error(e, &self.redactor)),
+        };
         let retry_after_ms = outcome
             .failure
             .as_ref()
@@ -289,6 +307,7 @@ impl LoadDriver {
             error,
             true,
         );
+        record.redact(&self.redactor);
         record.scheduled_ms = ticket.scheduled_ms;
         record.level_index = u32::try_from(ticket.level_index).ok();
         record.queue_ms = extras.queue_ms.or(record.queue_ms);

@@ -10,6 +10,7 @@
 use crate::cap::cap_chars;
 use crate::error::CoreError;
 use crate::report::{ErrorClass, ErrorRecord};
+use crate::request::Redactor;
 
 /// Cap on the response-body excerpt kept with an HTTP error: enough for a provider's JSON
 /// error message, small enough that a server returning megabytes of HTML cannot bloat the
@@ -99,7 +100,13 @@ impl Failure {
 
     /// The report's record of this failure.
     pub fn to_record(&self) -> ErrorRecord {
-        let mut record = ErrorRecord::new(self.class(), &self.message());
+        self.to_record_redacted(&Redactor::default())
+    }
+
+    /// The report's record of this failure, with the run's secrets taken out of the
+    /// message (which may quote the server's body, a header or an error event).
+    pub fn to_record_redacted(&self, redactor: &Redactor) -> ErrorRecord {
+        let mut record = ErrorRecord::redacted(self.class(), &self.message(), redactor);
         record.http_status = self.http_status();
         record.retry_after_s = self.retry_after_s();
         record

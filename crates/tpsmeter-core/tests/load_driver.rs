@@ -14,6 +14,7 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 use tpsmeter_core::drive::{Action, LoadDriver, RecordExtras, Ticket};
 use tpsmeter_core::failure::Failure;
 use tpsmeter_core::plan::LoadLevel;
+use tpsmeter_core::request::Redactor;
 use tpsmeter_core::{BenchOptions, Exchange, Outcome, Shard};
 
 fn options(f: impl FnOnce(&mut BenchOptions)) -> BenchOptions {
@@ -93,7 +94,7 @@ fn closed_loop_keeps_exactly_c_in_flight_and_runs_each_level() {
         o.requests = Some(6);
         o.warmup = 2;
     });
-    let mut d = LoadDriver::new(&o).unwrap();
+    let mut d = LoadDriver::new(&o, Redactor::default()).unwrap();
     let (starts, max_inflight) = simulate(&mut d, |_, t| stream(t, 5));
     assert_eq!(max_inflight, 3);
     // 2 warm-up + 6 measured per level.
@@ -124,7 +125,7 @@ fn open_loop_follows_the_schedule_and_queues_behind_the_cap() {
         o.max_concurrency = 2;
         o.seed = 7;
     });
-    let mut d = LoadDriver::new(&o).unwrap();
+    let mut d = LoadDriver::new(&o, Redactor::default()).unwrap();
     // Requests last 30 ms at ~1 ms mean arrival gaps: the cap of 2 must hold them back.
     let (starts, max_inflight) = simulate(&mut d, |_, t| stream(t, 20));
     assert_eq!(max_inflight, 2);
@@ -154,7 +155,7 @@ fn a_429_pauses_only_its_slot_for_retry_after() {
         o.concurrency = vec![2];
         o.requests = Some(200);
     });
-    let mut d = LoadDriver::new(&o).unwrap();
+    let mut d = LoadDriver::new(&o, Redactor::default()).unwrap();
     let (starts, _) = simulate(&mut d, |ticket, t| {
         if ticket.id == 0 {
             let mut ex = Exchange::new(tpsmeter_core::Api::OpenaiChat, t);
@@ -183,7 +184,7 @@ fn duration_levels_stop_starting_at_the_deadline() {
         o.concurrency = vec![1];
         o.duration_s = Some(0.1);
     });
-    let mut d = LoadDriver::new(&o).unwrap();
+    let mut d = LoadDriver::new(&o, Redactor::default()).unwrap();
     let (starts, _) = simulate(&mut d, |_, t| stream(t, 20));
     // 30 ms per request: starts at 0, 30, 60, 90; the one started at 90 ends at 120,
     // after the 100 ms window, and is not counted.
@@ -199,7 +200,7 @@ fn cancel_starts_nothing_more_and_still_summarises_the_level() {
         o.concurrency = vec![2, 4];
         o.requests = Some(100);
     });
-    let mut d = LoadDriver::new(&o).unwrap();
+    let mut d = LoadDriver::new(&o, Redactor::default()).unwrap();
     let mut started = 0;
     let mut pending = Vec::new();
     while let Action::Start(t) = d.next(0.0).unwrap() {
@@ -229,7 +230,7 @@ fn cancel_starts_nothing_more_and_still_summarises_the_level() {
 #[test]
 fn invalid_options_are_refused_before_anything_starts() {
     let o = options(|o| o.concurrency = vec![]);
-    assert!(LoadDriver::new(&o).is_err());
+    assert!(LoadDriver::new(&o, Redactor::default()).is_err());
 }
 
 #[test]
@@ -243,7 +244,7 @@ fn shards_take_their_share_of_each_level_and_skip_an_empty_one() {
     let mut total_measured = [0usize; 2];
     for i in 0..3 {
         let shard = Shard::new(i, 3).unwrap();
-        let mut d = LoadDriver::new_shard(&o, shard).unwrap();
+        let mut d = LoadDriver::new_shard(&o, shard, Redactor::default()).unwrap();
         let (_, max_inflight) = simulate(&mut d, |_, t| stream(t, 5));
         assert_eq!(max_inflight, 2, "2 streams each at c=6");
         let (levels, records) = d.into_parts();
@@ -284,7 +285,7 @@ fn an_idle_shard_still_lasts_a_timed_level() {
         o.concurrency = vec![1, 4];
         o.duration_s = Some(0.1);
     });
-    let mut d = LoadDriver::new_shard(&o, Shard::new(1, 2).unwrap()).unwrap();
+    let mut d = LoadDriver::new_shard(&o, Shard::new(1, 2).unwrap(), Redactor::default()).unwrap();
     let (starts, _) = simulate(&mut d, |_, t| stream(t, 5));
     let first = starts.first().unwrap();
     assert_eq!(first.1.level_index, 1);
@@ -300,7 +301,7 @@ fn open_loop_shards_divide_the_rate_with_schedules_of_their_own() {
     });
     let mut schedules = Vec::new();
     for i in 0..3 {
-        let mut d = LoadDriver::new_shard(&o, Shard::new(i, 3).unwrap()).unwrap();
+        let mut d = LoadDriver::new_shard(&o, Shard::new(i, 3).unwrap(), Redactor::default()).unwrap();
         let (starts, _) = simulate(&mut d, |_, t| stream(t, 2));
         assert_eq!(starts.len(), 3);
         assert_eq!(starts[0].1.level, LoadLevel::Rate(10.0));
@@ -315,4 +316,77 @@ fn open_loop_shards_divide_the_rate_with_schedules_of_their_own() {
         schedules[0], schedules[1],
         "N copies of one schedule would arrive in bursts"
     );
+}
+
+/// Regression (issue 24): a server that echoed the key in its 401 body, its `Retry-After`
+/// header, an in-stream error event or a finish reason got it stored in the record, and
+/// from there printed on the terminal, written to `--json` and kept in IndexedDB.
+#[test]
+fn records_never_hold_the_key_a_server_echoed() {
+    const KEY: &str = "sk-echo-Zq8/Wx+Vb7=Nm6Lk5";
+    let url_key = "sk-echo-Zq8%2FWx%2BVb7%3DNm6Lk5";
+    let o = options(|o| {
+        o.requests = Some(5);
+    });
+    let spec = o
+        .request_spec(Some(tpsmeter_core::request::Secret::new(KEY)))
+        .unwrap();
+    let mut d = LoadDriver::new(&o, Redactor::for_spec(&spec)).unwrap();
+    let (_, _) = simulate(&mut d, |t, start| {
+        let mut ex = Exchange::new(tpsmeter_core::Api::OpenaiChat, start);
+        let end = start + 5.0;
+        match t.id {
+            0 => {
+                ex.on_response(401, None);
+                let body = format!(
+                    r#"{{"error":{{"message":"Invalid API key provided: Bearer {KEY}"}}}}"#
+                );
+                ex.on_bytes(start + 1.0, body.as_bytes());
+                ex.on_body_end(end);
+            }
+            1 => {
+                ex.on_response(429, Some(&format!("Bearer {}", &KEY[..20])));
+                ex.on_body_end(end);
+            }
+            2 => {
+                ex.on_response(200, None);
+                let event = format!(
+                    "data: {{\"error\":{{\"message\":\"bad key {url_key}\",\"code\":\"{KEY}\"}}}}\n\n"
+                );
+                ex.on_bytes(start + 1.0, event.as_bytes());
+                ex.on_body_end(end);
+            }
+            3 => {
+                ex.on_response(200, None);
+                let line = format!(
+                    "data: {{\"choices\":[{{\"delta\":{{\"content\":\"x\"}},\"finish_reason\":\"{KEY}\"}}]}}\n\ndata: [DONE]\n\n"
+                );
+                ex.on_bytes(start + 1.0, line.as_bytes());
+            }
+            _ => {
+                ex.on_response(503, None);
+                let masked = format!("key {}***{}", &KEY[..10], &KEY[KEY.len() - 8..]);
+                ex.on_bytes(start + 1.0, masked.as_bytes());
+                ex.on_body_end(end);
+            }
+        }
+        (ex.into_outcome(), end)
+    });
+    let (_, records) = d.into_parts();
+    assert_eq!(records.len(), 5);
+    for r in &records {
+        let json = r.to_json_line();
+        for w in KEY.as_bytes().windows(8).chain(url_key.as_bytes().windows(8)) {
+            let w = std::str::from_utf8(w).unwrap();
+            assert!(!json.contains(w), "record {} holds {w:?}: {json}", r.id);
+        }
+    }
+    // The records still say what happened, with the key replaced.
+    let messages: Vec<&str> = records
+        .iter()
+        .filter_map(|r| r.error.as_ref().map(|e| e.message.as_str()))
+        .collect();
+    assert!(messages[0].contains("Invalid API key provided: Bearer REDACTED"), "{messages:?}");
+    assert!(messages.iter().any(|m| m.contains("Retry-After: Bearer REDACTED")), "{messages:?}");
+    assert!(messages.iter().any(|m| m.contains("bad key REDACTED")), "{messages:?}");
 }

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 use tpsmeter_core::BenchOptions;
 use tpsmeter_core::drive::{Action, LoadDriver, RecordExtras, Ticket};
 use tpsmeter_core::report::{Environment, Report, Warning};
-use tpsmeter_core::request::{HeaderValue, HttpRequest, Secret, build_browser_request};
+use tpsmeter_core::request::{
+    HeaderValue, HttpRequest, Redactor, Secret, build_browser_request,
+};
 use wasm_bindgen::prelude::*;
 
 use crate::convert::{from_js, to_js};
@@ -76,9 +78,14 @@ impl BenchRun {
     pub fn new(options: JsValue) -> Result<BenchRun, JsError> {
         let (options, api_key) = split_key(options)?;
         let options: BenchOptions = from_js(options, "invalid options")?;
-        let driver = LoadDriver::new(&options).map_err(|e| JsError::new(&e.to_string()))?;
+        // Options first: their errors name the option, whatever the request would need.
+        options
+            .validate()
+            .map_err(|e| JsError::new(&e.to_string()))?;
         let spec = options
             .request_spec(api_key)
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        let driver = LoadDriver::new(&options, Redactor::for_spec(&spec))
             .map_err(|e| JsError::new(&e.to_string()))?;
         let request = build_browser_request(&spec).map_err(|e| JsError::new(&e.to_string()))?;
         if std::str::from_utf8(&request.body).is_err() {

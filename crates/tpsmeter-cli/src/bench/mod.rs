@@ -86,7 +86,11 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
     };
     let timeout = Duration::from_secs_f64(args.timeout);
     let client = crate::client::build(timeout)?;
-    let mut driver = LoadDriver::new_shard(&setup.options, shard)?;
+    let mut driver = LoadDriver::new_shard(
+        &setup.options,
+        shard,
+        tpsmeter_core::request::Redactor::for_spec(&setup.spec),
+    )?;
     let idle = idle_levels(&setup.options, shard);
     let mut warnings = Vec::new();
     for (_, message) in &idle {

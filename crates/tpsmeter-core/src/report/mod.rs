@@ -11,7 +11,7 @@
 pub mod csv;
 mod merge;
 mod record;
-mod redact;
+pub(crate) mod redact;
 pub mod schema;
 
 use std::collections::BTreeMap;

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use crate::event::FinishReason;
 use crate::metrics::{RequestMetrics, TokenCountSource};
 use crate::plan::LoadLevel;
-use crate::timeline::Timeline;
+use crate::request::Redactor;
+use crate::timeline::{StreamErrorMark, Timeline};
 
 /// Cap on a stored error message (characters). Messages may quote a server's body; a
 /// misbehaving server must not be able to bloat every record.
@@ -144,6 +145,21 @@ impl ErrorRecord {
             retry_after_s: None,
         }
     }
+
+    /// [`ErrorRecord::new`] with the run's secrets taken out of `message` first: before the
+    /// cap, so a key that straddles it is still seen whole.
+    pub fn redacted(class: ErrorClass, message: &str, redactor: &Redactor) -> ErrorRecord {
+        ErrorRecord::new(class, &redactor.redact(message))
+    }
+
+    /// The record of an error event the server sent inside the stream.
+    pub fn of_stream_error(e: &StreamErrorMark, redactor: &Redactor) -> ErrorRecord {
+        let message = match &e.code {
+            Some(code) => format!("{code}: {}", e.message),
+            None => e.message.clone(),
+        };
+        ErrorRecord::redacted(ErrorClass::StreamError, &message, redactor)
+    }
 }
 
 /// One request of a run. Timestamps are ms on the run's clock (one origin per run).
@@ -217,13 +233,9 @@ impl RequestRecord {
             .end_ms()
             .unwrap_or_else(|| timeline.last_stamp_ms());
         let error = error.or_else(|| {
-            timeline.stream_error().map(|e| {
-                let message = match &e.code {
-                    Some(code) => format!("{code}: {}", e.message),
-                    None => e.message.clone(),
-                };
-                ErrorRecord::new(ErrorClass::StreamError, &message)
-            })
+            timeline
+                .stream_error()
+                .map(|e| ErrorRecord::of_stream_error(e, &Redactor::default()))
         });
         RequestRecord {
             id,
@@ -247,6 +259,24 @@ impl RequestRecord {
             queue_ms: timeline.queue_ms(),
             http_version: None,
             tab_hidden: None,
+        }
+    }
+
+    /// Takes the run's secrets out of every text in the record that a server chose: the
+    /// error message (a body excerpt, a header, a stream error event) and a finish reason
+    /// kept verbatim.
+    pub fn redact(&mut self, redactor: &Redactor) {
+        if redactor.is_empty() {
+            return;
+        }
+        if let Some(e) = &mut self.error {
+            redactor.redact_in_place(&mut e.message);
+        }
+        if let Some(FinishReason::Other(reason)) = &mut self.finish_reason {
+            redactor.redact_in_place(reason);
+        }
+        if let Some(v) = &mut self.http_version {
+            redactor.redact_in_place(v);
         }
     }
 

@@ -61,6 +61,34 @@ pub fn redact_url(url: &str) -> String {
     out
 }
 
+/// The credentials [`redact_url`] removes from `url`: the userinfo (`user:pass`) and the
+/// values of secret-looking query parameters, for a [`crate::request::Redactor`] to look for
+/// in what a server sends back.
+pub(crate) fn url_secrets(url: &str) -> Vec<&str> {
+    let url = url.split('#').next().unwrap_or_default();
+    let rest = url.find("://").map_or(url, |i| &url[i + 3..]);
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let mut out = Vec::new();
+    if let Some(i) = authority.rfind('@') {
+        let userinfo = &authority[..i];
+        out.push(userinfo);
+        if let Some((_, password)) = userinfo.split_once(':') {
+            out.push(password);
+        }
+    }
+    if let Some((_, query)) = tail.split_once('?') {
+        for p in query.split('&') {
+            if let Some((name, value)) = p.split_once('=') {
+                if is_secret_param(name) {
+                    out.push(value);
+                }
+            }
+        }
+    }
+    out
+}
+
 fn is_secret_param(name: &str) -> bool {
     let name = name.to_ascii_lowercase().replace('-', "_");
     SECRET_PARAMS.contains(&name.as_str()) || SECRET_SUFFIXES.iter().any(|s| name.ends_with(s))

@@ -14,11 +14,13 @@ mod anthropic;
 mod gemini;
 mod ollama;
 mod openai;
+mod redactor;
 mod secret;
 pub mod url;
 mod vercel;
 
 pub use openai::LOCAL_URL;
+pub use redactor::{MIN_SECRET_CHARS, REDACTED, Redactor};
 pub use secret::{HeaderValue, Secret};
 
 use crate::api::Api;
