@@ -114,6 +114,26 @@ test('bench() classifies every fault', async (t) => {
     assert.ok(!message.includes(KEY), `the key is not in the message: ${message}`);
   });
 
+  // Regression (issue 24): a server that quoted the key back (a 401 body, a 429's
+  // Retry-After header, an in-stream error event: verbatim, masked to a prefix, URL-encoded)
+  // got it into the record, and from there into IndexedDB, exports and permalinks.
+  for (const api of ['openai-chat', 'openai-completions', 'openai-responses', 'anthropic', 'gemini', 'ollama-chat', 'ollama-generate', 'vercel-ui']) {
+    await t.test(`${api}: a key the server echoes is in no record`, async () => {
+      for (const spec of ['status:401', 'rate-limited:1', 'error-event:1']) {
+        const report = await benchInPage(page, options(fx.emulator.prefixed(`echo-key/fault/${spec}/pace/1,1,4`), { api, requests: 1, concurrency: [1] }));
+        const text = JSON.stringify(report);
+        assert.equal(report.requests.length, 1);
+        // The server's words are kept with the key taken out (a client that dropped every
+        // message would pass the checks below).
+        assert.match(report.requests[0].error.message, /Your key starts with REDACTED/, `${api} ${spec}`);
+        for (let i = 0; i + 8 <= KEY.length; i++) {
+          const w = KEY.slice(i, i + 8);
+          assert.ok(!text.includes(w) && !text.includes(encodeURIComponent(w)), `${api} ${spec}: ${w} in ${text}`);
+        }
+      }
+    });
+  }
+
   await t.test('AbortSignal → cancelled, the report still returned', async () => {
     const report = await page.evaluate(async (opts) => {
       const { bench } = await import('/tpsmeter/dist/index.js');

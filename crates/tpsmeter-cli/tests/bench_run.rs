@@ -275,6 +275,92 @@ async fn api_key_never_appears_in_any_output() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Regression (issue 24): a server that quoted the key back (a 401 body, a 429's
+/// `Retry-After`, an in-stream error event; verbatim, masked to a prefix, URL-encoded) got it
+/// printed on the terminal and written into `--json`, `--csv` and the records file, though
+/// `--help` says the key is never printed or written. Every API's wire format, every echo.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_the_server_echoes_reaches_no_output() {
+    const KEY: &str = "sk-echo-4f/9a+c1=e5b7d3Xq";
+    const URL_KEY: &str = "sk-echo-4f%2F9a%2Bc1%3De5b7d3Xq";
+    let dir = temp_dir("echo");
+    let emu = Emulator::start(EmulatorConfig {
+        schedule: schedule(4),
+        ..EmulatorConfig::default()
+    })
+    .await
+    .unwrap();
+    let mut runs = 0;
+    for (name, fault) in [
+        ("status", "status:401"),
+        ("header", "rate-limited:1"),
+        ("event", "error-event:1"),
+    ] {
+        for api in Api::ALL {
+            // A Vercel AI SDK route is named in full; the others take a base URL.
+            let route = if api == Api::VercelUi { "/api/ui-chat" } else { "" };
+            let url = format!("{}/echo-key/fault/{fault}{route}", emu.base_url());
+            let json = dir.join(format!("{name}-{api}.json"));
+            let csv = dir.join(format!("{name}-{api}.csv"));
+            let mut cmd = tpsmeter();
+            cmd.env("TPSMETER_TEST_KEY", KEY).arg("bench").args(argv(
+                api.name(),
+                &url,
+                &[
+                    "--api-key-env",
+                    "TPSMETER_TEST_KEY",
+                    "--requests",
+                    "1",
+                    "--warmup",
+                    "0",
+                    "--json",
+                    json.to_str().unwrap(),
+                    "--csv",
+                    csv.to_str().unwrap(),
+                ],
+            ));
+            let out = run_binary(cmd).await;
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let report: Report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap())
+                .unwrap_or_else(|e| panic!("{api} {name}: {e}: {stderr}"));
+            let message = &report.requests[0]
+                .error
+                .as_ref()
+                .unwrap_or_else(|| panic!("{api} {name}: the request should fail"))
+                .message;
+            // The server's words are kept, with the key taken out: the test would pass on
+            // a client that dropped every message, so check the echo reached the record.
+            assert!(
+                message.contains("Your key starts with REDACTED"),
+                "{api} {name}: {message}"
+            );
+            for text in [stdout.as_ref(), stderr.as_ref()] {
+                assert_no_key(KEY, URL_KEY, text, &format!("{api} {name} terminal"));
+            }
+            runs += 1;
+        }
+    }
+    let mut files = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_no_key(KEY, URL_KEY, &text, &path.display().to_string());
+        files += 1;
+    }
+    assert_eq!(runs, 3 * Api::ALL.len());
+    assert_eq!(files, 3 * runs, "json, csv and jsonl of every run");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Fails when `text` holds 8 or more characters of the key, raw or URL-encoded.
+fn assert_no_key(key: &str, url_key: &str, text: &str, what: &str) {
+    for w in key.as_bytes().windows(8).chain(url_key.as_bytes().windows(8)) {
+        let w = std::str::from_utf8(w).unwrap();
+        assert!(!text.contains(w), "{what} holds {w:?}:\n{text}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_cancels_in_flight_requests_and_still_writes_the_report() {
     // Streams of 100 tokens at 5 ms: about 0.5 s per request.

@@ -33,6 +33,7 @@ pub mod body;
 pub mod clock;
 pub mod config;
 pub mod cors;
+mod echo;
 pub mod overrides;
 mod plan;
 pub mod request;

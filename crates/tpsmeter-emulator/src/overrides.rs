@@ -7,7 +7,11 @@
 //! - `/pace/<ttft_ms>,<itl_ms>,<tokens>[,<tokens_per_chunk>]`: the schedule (milliseconds may
 //!   have decimals);
 //! - `/no-cors`: no CORS headers on this response nor on its preflight, to provoke a browser's
-//!   CORS failure on purpose.
+//!   CORS failure on purpose;
+//! - `/echo-key`: a hostile server's manners: every error this response sends (a `status`
+//!   body, the `rate-limited` body and its `Retry-After` header, an `error-event`) quotes the
+//!   credential the request carried, as `Bearer <key>`, as its first 12 characters and
+//!   asterisks, and URL-encoded. Clients must keep all of it out of their records.
 //!
 //! E.g. `POST /fault/cut:3/pace/5,2,16/v1/chat/completions`. A malformed override, a segment
 //! repeated, a prefix longer than [`MAX_PREFIX_BYTES`], or an unknown segment before an API
@@ -44,6 +48,8 @@ pub struct Overrides {
     pub tokens_per_chunk: Option<u32>,
     /// `/no-cors`.
     pub no_cors: bool,
+    /// `/echo-key`.
+    pub echo_key: bool,
 }
 
 impl Overrides {
@@ -87,6 +93,13 @@ impl Overrides {
                     o.no_cors = true;
                     rest = after;
                 }
+                "echo-key" => {
+                    if o.echo_key {
+                        bail!("/echo-key is given twice");
+                    }
+                    o.echo_key = true;
+                    rest = after;
+                }
                 _ => return Ok((o, rest)),
             }
         }
@@ -121,7 +134,7 @@ impl Overrides {
 /// overrides were split off (`rest`): an unknown segment in front of a served path (a typo
 /// such as `/faults/cut:3/v1/messages`), or overrides with no API path after them.
 pub fn diagnose_not_found(overrides: &Overrides, rest: &str) -> Option<String> {
-    const EXPECTED: &str = "expected /fault/<spec>, /pace/<ttft_ms>,<itl_ms>,<tokens>[,<tokens_per_chunk>] or /no-cors before the API path";
+    const EXPECTED: &str = "expected /fault/<spec>, /pace/<ttft_ms>,<itl_ms>,<tokens>[,<tokens_per_chunk>], /no-cors or /echo-key before the API path";
     // The root `/` also streams (see `request::route`), but a path merely ending in `/` is
     // not an API path behind an unknown segment.
     let unknown = rest
@@ -193,7 +206,7 @@ mod tests {
     fn overrides_split_in_any_order() {
         for path in [
             "/fault/cut:3/pace/5,2,16/no-cors/v1/chat/completions",
-            "/no-cors/pace/5,2,16/fault/cut:3/v1/chat/completions",
+            "/no-cors/pace/5,2,16/echo-key/fault/cut:3/v1/chat/completions",
         ] {
             let (o, rest) = Overrides::split(path).unwrap();
             assert_eq!(rest, "/v1/chat/completions");
@@ -208,6 +221,7 @@ mod tests {
             );
             assert_eq!(o.tokens_per_chunk, None);
             assert!(o.no_cors);
+            assert_eq!(o.echo_key, path.contains("echo-key"));
         }
         let (o, rest) = Overrides::split("/v1/messages").unwrap();
         assert!(o.is_empty());
@@ -229,6 +243,7 @@ mod tests {
             ("/pace/5,1,3,0/api/chat", "tokens_per_chunk"),
             ("/pace/NaN,1,3/api/chat", "ttft_ms"),
             ("/no-cors/no-cors/api/chat", "twice"),
+            ("/echo-key/echo-key/api/chat", "twice"),
         ] {
             let err = format!("{:#}", Overrides::split(path).unwrap_err());
             assert!(err.contains(says), "{path}: {err}");

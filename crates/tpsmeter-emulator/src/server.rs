@@ -250,6 +250,11 @@ async fn respond(
             );
         }
     };
+    // Read before the body takes the request: `/echo-key` quotes it back in every error.
+    let echo = overrides
+        .echo_key
+        .then(|| crate::echo::credential(req.headers(), req.uri().query()))
+        .flatten();
     let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES)
         .collect()
         .await
@@ -266,15 +271,30 @@ async fn respond(
     match &cfg.fault {
         Fault::Status { code, body } => {
             let status = StatusCode::from_u16(*code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            return json_response(status, body.clone());
+            return match &echo {
+                Some(c) => json_response(
+                    status,
+                    json!({"error": {"message": crate::echo::message(c), "type": "invalid_request_error"}})
+                        .to_string(),
+                ),
+                None => json_response(status, body.clone()),
+            };
         }
         Fault::RateLimited { retry_after_s } => {
+            let message = echo.as_deref().map_or_else(
+                || "Rate limit reached (emulated)".to_owned(),
+                crate::echo::message,
+            );
             let mut r = json_response(
                 StatusCode::TOO_MANY_REQUESTS,
-                r#"{"error":{"message":"Rate limit reached (emulated)","type":"rate_limit_error","code":"rate_limit_exceeded"}}"#,
+                json!({"error": {"message": message, "type": "rate_limit_error", "code": "rate_limit_exceeded"}})
+                    .to_string(),
             );
-            r.headers_mut()
-                .insert(RETRY_AFTER, HeaderValue::from(*retry_after_s));
+            let retry_after = echo
+                .as_deref()
+                .and_then(|c| HeaderValue::from_str(&crate::echo::header_value(c)).ok())
+                .unwrap_or_else(|| HeaderValue::from(*retry_after_s));
+            r.headers_mut().insert(RETRY_AFTER, retry_after);
             return r;
         }
         _ => {}
@@ -286,6 +306,9 @@ async fn respond(
     }
     let parsed = request::parse(api, path_model, &body);
     let mut wire = Wire::new(parsed.clone(), id);
+    if let Some(c) = &echo {
+        wire.set_error_message(crate::echo::message(c));
+    }
     let steps = plan(&cfg, &parsed, &mut wire);
     let record = cfg.record.then(|| {
         let r = RequestRecord {

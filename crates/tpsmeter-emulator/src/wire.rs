@@ -67,6 +67,8 @@ pub struct Wire {
     created: u64,
     /// Responses API `sequence_number` of the next event.
     seq: u64,
+    /// What an in-stream error event says.
+    error_message: String,
 }
 
 impl Wire {
@@ -83,7 +85,13 @@ impl Wire {
             model_json,
             created,
             seq: 0,
+            error_message: "emulated server error mid-stream".to_owned(),
         }
+    }
+
+    /// Makes the in-stream error event say `message` (`/echo-key`).
+    pub fn set_error_message(&mut self, message: String) {
+        self.error_message = message;
     }
 
     /// The response's `Content-Type`.
@@ -248,7 +256,7 @@ impl Wire {
 
     /// The API's in-stream error event (the HTTP status was already 200).
     pub fn error_event(&mut self) -> Vec<Bytes> {
-        let message = "emulated server error mid-stream";
+        let message = self.error_message.as_str();
         match self.req.api {
             // vLLM and OpenAI send the error as a data event, then `[DONE]`.
             Api::OpenaiChat | Api::Local | Api::OpenaiCompletions => vec![
@@ -264,7 +272,7 @@ impl Wire {
             )],
             Api::Anthropic => vec![self.named(
                 "error",
-                json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+                json!({"type": "error", "error": {"type": "overloaded_error", "message": message}}),
             )],
             Api::Gemini => vec![Self::gemini(
                 &json!({"error": {"code": 500, "message": message, "status": "INTERNAL"}})
