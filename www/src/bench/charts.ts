@@ -6,6 +6,7 @@
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { el } from '../common/format';
+import { count, DRAW, strideIndices } from '../common/limits';
 
 function cssVar(name: string): string {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || '#888';
@@ -31,9 +32,10 @@ export interface Chart {
   destroy(): void;
 }
 
-function chart(caption: string, summary: string, build: (width: number) => uPlot.Options, data: uPlot.AlignedData): Chart {
-  const plot = el('div', { class: 'plot', role: 'img', 'aria-label': `${caption}. ${summary}` });
-  const figure = el('figure', { class: 'chart' }, el('figcaption', { text: caption }), plot);
+/** `note`: what the chart leaves out (downsampling), shown under it. */
+function chart(caption: string, summary: string, build: (width: number) => uPlot.Options, data: uPlot.AlignedData, note?: string): Chart {
+  const plot = el('div', { class: 'plot', role: 'img', 'aria-label': `${caption}. ${summary}${note ? ` ${note}` : ''}` });
+  const figure = el('figure', { class: 'chart' }, el('figcaption', { text: caption }), plot, note ? el('p', { class: 'hint chart-note', text: note }) : undefined);
   let u: uPlot | undefined;
   let observer: ResizeObserver | undefined;
   const width = () => Math.max(260, plot.clientWidth || 460);
@@ -63,7 +65,11 @@ export interface LevelPoint {
 }
 
 /** Per-user and aggregate output TPS against load: the degradation curve. */
-export function degradationChart(points: LevelPoint[], xLabel: string): Chart {
+export function degradationChart(all: LevelPoint[], xLabel: string): Chart {
+  // Past `DRAW.levelPoints` levels, every k-th (a report holds at most 64 unless hand-made).
+  const picked = strideIndices(all.length, DRAW.levelPoints);
+  const points = picked ? picked.map((i) => all[i]) : all;
+  const note = picked ? `Drawn through ${count(points.length)} evenly spaced levels of the ${count(all.length)} (first and last included).` : undefined;
   const xs = points.map((p) => p.x);
   const series: (number | null)[][] = [
     points.map((p) => p.perUser ?? null),
@@ -72,8 +78,9 @@ export function degradationChart(points: LevelPoint[], xLabel: string): Chart {
   ];
   const hasPaint = series[2].some((v) => v !== null);
   const summary = points
+    .slice(0, 20)
     .map((p) => `${xLabel} ${p.x}: ${fmt(p.perUser)} tok/s per user, ${fmt(p.aggregate)} tok/s in all`)
-    .join('; ');
+    .join('; ') + (points.length > 20 ? `; and ${count(points.length - 20)} more levels` : '');
   return chart(
     'Output tokens per second against load',
     summary,
@@ -89,13 +96,17 @@ export function degradationChart(points: LevelPoint[], xLabel: string): Chart {
         { label: 'painted per user (p50)', stroke: cssVar('--series-3'), width: 2, show: hasPaint, points: { show: true, size: 7 } },
       ],
     }),
-    [xs, ...series] as uPlot.AlignedData,
+    [xs, series[0], series[1], series[2]] as uPlot.AlignedData,
+    note,
   );
 }
 
-/** Ticks at the load levels themselves (1, 2, 4, 8), not at 1.5 or 2.5. */
+/**
+ * Ticks at the load levels themselves (1, 2, 4, 8), not at 1.5 or 2.5; past a dozen levels
+ * the labels would overlap, and uPlot's own ticks are used.
+ */
 function withSplits(a: uPlot.Axis[], xs: number[]): uPlot.Axis[] {
-  a[0] = { ...a[0], splits: () => xs };
+  if (xs.length <= 12) a[0] = { ...a[0], splits: () => xs };
   return a;
 }
 
@@ -109,11 +120,54 @@ function niceMax(max: number | null): number {
   return Math.ceil((max * 1.1) / p) * p;
 }
 
-/** A histogram of `values` (ms). */
-export function histogramChart(caption: string, values: number[], unit: string): Chart {
-  const v = values.filter(Number.isFinite);
-  const min = Math.min(...v);
-  const max = Math.max(...v);
+/**
+ * The `p`-quantile (nearest rank below, as the caption has always said) of `v`, which it
+ * reorders: Hoare's selection, linear on average, where sorting 10 M values takes seconds.
+ */
+function select(v: Float64Array, p: number): number {
+  const k = Math.min(v.length - 1, Math.floor(p * (v.length - 1)));
+  let lo = 0;
+  let hi = v.length - 1;
+  while (lo < hi) {
+    const pivot = v[(lo + hi) >>> 1];
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (v[i] < pivot) i++;
+      while (v[j] > pivot) j--;
+      if (i <= j) {
+        const t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+        i++;
+        j--;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else break;
+  }
+  return v[k];
+}
+
+/**
+ * A histogram of `values` (ms): every value counts (loops only, no argument spread, so
+ * millions of values are fine); at most 40 bins.
+ */
+export function histogramChart(caption: string, values: ArrayLike<number>, unit: string): Chart {
+  let n = 0;
+  for (let i = 0; i < values.length; i++) if (Number.isFinite(values[i])) n++;
+  const v = new Float64Array(n);
+  let min = Infinity;
+  let max = -Infinity;
+  n = 0;
+  for (let i = 0; i < values.length; i++) {
+    const x = values[i];
+    if (!Number.isFinite(x)) continue;
+    v[n++] = x;
+    if (x < min) min = x;
+    if (x > max) max = x;
+  }
   const bins = Math.max(1, Math.min(40, Math.ceil(Math.sqrt(v.length)) + 1));
   const step = max > min ? (max - min) / bins : 1;
   const xs: number[] = [];
@@ -122,10 +176,9 @@ export function histogramChart(caption: string, values: number[], unit: string):
     xs.push(min + step * (i + 0.5));
     counts.push(0);
   }
-  for (const x of v) counts[Math.min(bins - 1, Math.floor((x - min) / step))]++;
-  const sorted = [...v].sort((a, b) => a - b);
-  const q = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * (sorted.length - 1)))];
-  const summary = `${v.length} values from ${min.toFixed(1)} to ${max.toFixed(1)} ${unit}; median ${q(0.5)?.toFixed(1)}, p90 ${q(0.9)?.toFixed(1)}`;
+  for (let i = 0; i < v.length; i++) counts[Math.min(bins - 1, Math.floor((v[i] - min) / step))]++;
+  const q = (p: number) => (v.length > 0 ? select(v, p) : undefined);
+  const summary = `${count(v.length)} values from ${min.toFixed(1)} to ${max.toFixed(1)} ${unit}; median ${q(0.5)?.toFixed(1)}, p90 ${q(0.9)?.toFixed(1)}`;
   const bars = uPlot.paths.bars!({ size: [0.9, 80] });
   return chart(
     caption,
@@ -150,24 +203,43 @@ export interface Timeline {
   paint: number[];
 }
 
+/**
+ * One line of a timeline: chunk k (from 1) at `times[k - 1]`; past `DRAW.timelinePoints`
+ * chunks, every k-th (the first and the last kept), which keeps the curve's shape.
+ */
+function cumulative(times: number[]): { table: uPlot.AlignedData; thinned: boolean } {
+  const picked = strideIndices(times.length, DRAW.timelinePoints);
+  if (!picked) return { table: [times, times.map((_, k) => k + 1)], thinned: false };
+  return { table: [picked.map((k) => times[k]), picked.map((k) => k + 1)], thinned: true };
+}
+
 /** Cumulative chunks against time for a few requests: when they arrived and when they showed. */
 export function timelineChart(timelines: Timeline[]): Chart {
   const tables: uPlot.AlignedData[] = [];
   const series: uPlot.Series[] = [{ label: 'ms' }];
   const colours = ['--series-1', '--series-2', '--series-3', '--series-4'];
   const stepped = uPlot.paths.stepped!({ align: 1 });
+  let thinned = 0;
+  let most = 0;
+  const add = (times: number[]) => {
+    const line = cumulative(times);
+    if (line.thinned) thinned++;
+    most = Math.max(most, times.length);
+    tables.push(line.table);
+  };
   timelines.forEach((t, i) => {
     const colour = colours[i % colours.length];
-    tables.push([t.wire, t.wire.map((_, k) => k + 1)]);
+    add(t.wire);
     series.push({ label: `#${t.id} wire`, stroke: cssVar(colour), width: 1.5, paths: stepped, spanGaps: true, points: { show: false } });
     if (t.paint.length > 0) {
-      tables.push([t.paint, t.paint.map((_, k) => k + 1)]);
+      add(t.paint);
       series.push({ label: `#${t.id} painted`, stroke: cssVar(colour), width: 1.5, dash: [4, 3], paths: stepped, spanGaps: true, points: { show: false } });
     }
   });
   const data = uPlot.join(tables);
   const painted = timelines.some((t) => t.paint.length > 0);
   const summary = `${timelines.length} requests; chunks received over time${painted ? ' (solid) and painted (dashed)' : ''}`;
+  const note = thinned > 0 ? `Lines of more than ${count(DRAW.timelinePoints)} chunks (up to ${count(most)}) are drawn through ${count(DRAW.timelinePoints)} evenly spaced chunks each, first and last included.` : undefined;
   return chart(
     painted ? 'Token timelines: received (solid) and painted (dashed)' : 'Token timelines: chunks received',
     summary,
@@ -181,6 +253,7 @@ export function timelineChart(timelines: Timeline[]): Chart {
       series,
     }),
     data,
+    note,
   );
 }
 
@@ -190,20 +263,26 @@ export function degradationCompareChart(runs: { title: string; report: { levels:
   const tables: uPlot.AlignedData[] = [];
   const series: uPlot.Series[] = [{ label: 'load' }];
   let open = false;
+  let thinned = 0;
   runs.forEach((r, i) => {
     const xs: number[] = [];
     const ys: (number | null)[] = [];
-    r.report.levels.forEach((l, k) => {
-      const level = l.level as { concurrency?: number; rate?: number };
+    const levels = r.report.levels;
+    const picked = strideIndices(levels.length, DRAW.levelPoints);
+    if (picked) thinned++;
+    for (const k of picked ?? levels.keys()) {
+      const l = levels[k];
+      const level = (l.level ?? {}) as { concurrency?: number; rate?: number };
       if (level.rate !== undefined) open = true;
       xs.push(level.concurrency ?? level.rate ?? k + 1);
-      ys.push((l.summary.output_tps as { p50?: number } | null)?.p50 ?? null);
-    });
+      ys.push((l.summary?.output_tps as { p50?: number } | null | undefined)?.p50 ?? null);
+    }
     const order = xs.map((_, k) => k).sort((a, b) => xs[a] - xs[b]);
     tables.push([order.map((k) => xs[k]), order.map((k) => ys[k])]);
     series.push({ label: r.title, stroke: cssVar(colours[i % colours.length]), width: 2, dash: i >= colours.length ? [6, 4] : undefined, spanGaps: true, points: { show: true, size: 7 } });
   });
   const summary = runs.map((r) => r.title).join(' vs ');
+  const note = thinned > 0 ? `Runs of more than ${count(DRAW.levelPoints)} levels are drawn through ${count(DRAW.levelPoints)} evenly spaced levels each.` : undefined;
   return chart(
     'Output tokens per second per user against load',
     summary,
@@ -215,5 +294,6 @@ export function degradationCompareChart(runs: { title: string; report: { levels:
       series,
     }),
     uPlot.join(tables),
+    note,
   );
 }

@@ -4,12 +4,20 @@
 
 import type { RequestRecord } from 'tpsmeter';
 import { date, el, num, tableWrap } from '../common/format';
+import { short } from '../common/limits';
 import type { StoredRun } from '../common/store';
 import { degradationCompareChart, type Chart } from './charts';
 import { headline, headlineOfRecords, headlineOfRows, type Headline } from './results';
 
 export function renderCompare(container: HTMLElement, runs: { run: StoredRun; partial: RequestRecord[] }[]): { destroy(): void; redraw(): void } {
-  const heads: Headline[] = runs.map(({ run, partial }) => (run.report ? headline(run.report) : run.rows ? headlineOfRows(run.rows) : headlineOfRecords(partial)));
+  // A run whose figures cannot be read (an old or hand-edited one) gets an empty column.
+  const heads: Headline[] = runs.map(({ run, partial }) => {
+    try {
+      return run.report ? headline(run.report) : run.rows ? headlineOfRows(run.rows) : headlineOfRecords(partial);
+    } catch {
+      return { basis: 'unreadable', ok: 0, failed: 0 };
+    }
+  });
   const table = el('table', { id: 'compare-table' }, el('caption', { text: `${runs.length} runs side by side (p50 at each run's lightest level)` }));
   const origin = (r: StoredRun) => {
     const tool = (r.report?.tool as { name?: string } | undefined)?.name;
@@ -18,7 +26,9 @@ export function renderCompare(container: HTMLElement, runs: { run: StoredRun; pa
     if (env && env.os !== 'browser') return `CLI (${tool ?? 'tpsmeter'} on ${env.os})`;
     return r.source;
   };
-  table.append(el('thead', {}, el('tr', {}, el('th', { scope: 'col', text: 'metric' }), ...runs.map(({ run }) => el('th', { scope: 'col', class: 'num', text: run.title })))));
+  const head = el('tr', {}, el('th', { scope: 'col', text: 'metric' }));
+  for (const { run } of runs) head.append(el('th', { scope: 'col', class: 'num', text: short(run.title) }));
+  table.append(el('thead', {}, head));
   const rows: [string, (h: Headline, r: StoredRun) => string][] = [
     ['source', (_h, r) => origin(r)],
     ['when', (_h, r) => date(r.createdAt)],
@@ -30,23 +40,27 @@ export function renderCompare(container: HTMLElement, runs: { run: StoredRun; pa
     ['ok / failed', (h) => `${h.ok} / ${h.failed}`],
   ];
   const body = el('tbody');
-  for (const [label, f] of rows) body.append(el('tr', {}, el('th', { scope: 'row', text: label }), ...runs.map(({ run }, i) => el('td', { class: 'num', text: f(heads[i], run) }))));
+  for (const [label, f] of rows) {
+    const tr = el('tr', {}, el('th', { scope: 'row', text: label }));
+    runs.forEach(({ run }, i) => tr.append(el('td', { class: 'num', text: f(heads[i], run) })));
+    body.append(tr);
+  }
   // Ratios against the first run: the figure people quote.
   if (runs.length >= 2 && heads[0].outputTps) {
-    body.append(
-      el(
-        'tr',
-        {},
-        el('th', { scope: 'row', text: 'tok/s per user vs the first' }),
-        ...heads.map((h) => el('td', { class: 'num', text: h.outputTps ? `${(h.outputTps / heads[0].outputTps!).toFixed(2)}×` : '–' })),
-      ),
-    );
+    const tr = el('tr', {}, el('th', { scope: 'row', text: 'tok/s per user vs the first' }));
+    for (const h of heads) tr.append(el('td', { class: 'num', text: h.outputTps ? `${(h.outputTps / heads[0].outputTps!).toFixed(2)}×` : '–' }));
+    body.append(tr);
   }
   table.append(body);
   const charts: Chart[] = [];
-  const withLevels = runs.filter(({ run }) => run.report && run.report.levels.length > 0);
-  if (withLevels.length > 0) charts.push(degradationCompareChart(withLevels.map(({ run }) => ({ title: run.title, report: run.report! }))));
-  container.replaceChildren(tableWrap(table, 'Runs side by side'), ...(charts.length ? [el('div', { class: 'charts' }, ...charts.map((c) => c.figure))] : []));
+  const withLevels = runs.filter(({ run }) => run.report && Array.isArray(run.report.levels) && run.report.levels.length > 0);
+  if (withLevels.length > 0) charts.push(degradationCompareChart(withLevels.map(({ run }) => ({ title: short(run.title), report: run.report! }))));
+  container.replaceChildren(tableWrap(table, 'Runs side by side'));
+  if (charts.length > 0) {
+    const box = el('div', { class: 'charts' });
+    for (const c of charts) box.append(c.figure);
+    container.append(box);
+  }
   for (const c of charts) c.draw();
   return {
     destroy: () => charts.forEach((c) => c.destroy()),

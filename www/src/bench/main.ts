@@ -2,11 +2,12 @@
 
 import { wireThemeSwitch } from '../boot';
 import '../style.css';
-import { bench, validateReport, type Progress, type RequestRecord } from 'tpsmeter';
+import { bench, type Progress, type RequestRecord } from 'tpsmeter';
 import type { LocalEngine } from 'tpsmeter/engine';
 import { allowOrigin, isAllowed, originOf } from '../common/csp';
 import { download, importFile, reportToCsv, rowsToCsv } from '../common/files';
 import { date, el, num, tableWrap } from '../common/format';
+import { short } from '../common/limits';
 import { sameOriginModel } from '../common/models';
 import { decodeFragment, encodeReport } from '../common/permalink';
 import { LOCAL_PRESET, SAME_ORIGIN_PRESET, preset } from '../common/presets';
@@ -14,6 +15,7 @@ import { redactUrl } from '../common/files';
 import { deleteRun, getRun, holdRunLock, listRuns, markInterrupted, newId, putRecord, putRun, records, type StoredRun } from '../common/store';
 import { renderCompare } from './compare';
 import { DEFAULTS, RunForm, settingsOf, validate } from './form';
+import type { Chart } from './charts';
 import { headline, headlineOfRecords, headlineOfRows, renderRun, runRows, type ResultsView } from './results';
 
 wireThemeSwitch();
@@ -41,32 +43,79 @@ function notice(text: string, kind: 'bad' | 'ok' | '' = '', ...extra: Node[]): H
   return el('div', { class: `notice ${kind}`, role: kind === 'bad' ? 'alert' : 'status' }, text, ...extra);
 }
 
-/** Shows a stored run in the results panel. */
-async function show(run: StoredRun): Promise<void> {
-  view?.destroy();
-  const partial = run.report || run.rows ? [] : await records(run.id);
-  view = renderRun(run, partial);
-  resultsBody.replaceChildren(view.root, actions(run, partial));
-  results.hidden = false;
-  results.dataset.shown = run.id;
-  for (const c of view.charts) c.draw();
+function message(e: unknown): string {
+  return short(e instanceof Error ? e.message : String(e), 1000);
 }
 
-function actions(run: StoredRun, partial: RequestRecord[]): HTMLElement {
-  const row = el('div', { class: 'row', id: 'result-actions' });
-  const stem = `tpsmeter-${(run.settings?.model || 'run').replace(/[^\w.-]+/g, '_')}-${new Date(run.createdAt).toISOString().slice(0, 19).replace(/[:T]/g, '')}`;
-  if (run.report) {
-    const json = el('button', { type: 'button', text: 'Export JSON' });
-    json.addEventListener('click', () => download(`${stem}.json`, JSON.stringify(run.report, null, 2), 'application/json'));
-    row.append(json);
+/**
+ * Shows a run in the results panel. A run that cannot be drawn (stored by an older version,
+ * or edited by hand) shows why, with what can still be done with it: export, delete.
+ */
+async function show(run: StoredRun): Promise<void> {
+  view?.destroy();
+  view = undefined;
+  let partial: RequestRecord[] = [];
+  try {
+    partial = run.report || run.rows ? [] : await records(run.id);
+    view = renderRun(run, partial);
+    resultsBody.replaceChildren(view.root, actions(run, partial));
+  } catch (e) {
+    view?.destroy();
+    view = undefined;
+    resultsBody.replaceChildren(
+      el('div', { class: 'results', 'data-run': run.id, 'data-render-error': 'true' }, notice(`This run could not be shown: ${message(e)}`, 'bad')),
+      actions(run, partial, true),
+    );
   }
-  const csv = el('button', { type: 'button', text: 'Export CSV' });
-  csv.addEventListener('click', () => download(`${stem}.csv`, run.report ? reportToCsv(run.report) : rowsToCsv(runRows(run, partial)), 'text/csv'));
-  row.append(csv);
-  if (run.report) {
-    const link = el('button', { type: 'button', text: 'Copy permalink' });
+  results.hidden = false;
+  results.dataset.shown = run.id;
+  drawCharts(view?.charts ?? []);
+}
+
+/** Draws each chart; one that fails says so in its place, and the others still draw. */
+function drawCharts(charts: Chart[]): void {
+  for (const c of charts) {
+    try {
+      c.draw();
+    } catch (e) {
+      c.destroy();
+      c.figure.querySelector('.plot')?.replaceChildren(notice(`This chart could not be drawn: ${message(e)}`, 'bad'));
+    }
+  }
+}
+
+/** The file name stem of a run's exports. */
+function stemOf(run: StoredRun): string {
+  const model = typeof run.settings?.model === 'string' ? run.settings.model : 'run';
+  const when = new Date(typeof run.createdAt === 'number' ? run.createdAt : NaN);
+  const stamp = Number.isFinite(when.getTime()) ? when.toISOString().slice(0, 19).replace(/[:T]/g, '') : 'undated';
+  return `tpsmeter-${(model || 'run').slice(0, 80).replace(/[^\w.-]+/g, '_')}-${stamp}`;
+}
+
+/** A button whose click reports a failure beside the buttons instead of throwing. */
+function action(row: HTMLElement, text: string, onClick: (button: HTMLButtonElement) => Promise<void> | void): HTMLButtonElement {
+  const b = el('button', { type: 'button', text });
+  b.addEventListener('click', async () => {
+    row.querySelector('.action-error')?.remove();
+    try {
+      await onClick(b);
+    } catch (e) {
+      row.append(el('p', { class: 'notice bad action-error', role: 'alert', text: `${text} failed: ${message(e)}` }));
+    }
+  });
+  row.append(b);
+  return b;
+}
+
+/** Export, permalink, save; `broken`: the run could not be shown, so Delete is offered here too. */
+function actions(run: StoredRun, partial: RequestRecord[], broken = false): HTMLElement {
+  const row = el('div', { class: 'row', id: 'result-actions' });
+  const stem = stemOf(run);
+  if (run.report) action(row, 'Export JSON', () => download(`${stem}.json`, JSON.stringify(run.report, null, 2), 'application/json'));
+  action(row, 'Export CSV', () => download(`${stem}.csv`, run.report ? reportToCsv(run.report) : rowsToCsv(runRows(run, partial)), 'text/csv'));
+  if (run.report && !broken) {
     const out = el('input', { type: 'url', readonly: true, id: 'permalink', 'aria-label': 'Permalink', hidden: true });
-    link.addEventListener('click', async () => {
+    action(row, 'Copy permalink', async (link) => {
       const { fragment, trimmed } = await encodeReport(run.report!);
       const url = `${location.origin}${location.pathname}#${fragment}`;
       out.value = url;
@@ -79,16 +128,22 @@ function actions(run: StoredRun, partial: RequestRecord[]): HTMLElement {
         link.textContent = 'Select the link and copy it';
       }
     });
-    row.append(link, out);
+    row.append(out);
   }
   if (run.source === 'permalink') {
-    const save = el('button', { type: 'button', text: 'Save to history' });
-    save.addEventListener('click', async () => {
+    action(row, 'Save to history', async (save) => {
       await putRun(run);
       save.disabled = true;
       await refreshHistory();
     });
-    row.append(save);
+  } else if (broken) {
+    action(row, 'Delete this run', async () => {
+      await deleteRun(run.id);
+      selected.delete(run.id);
+      resultsBody.replaceChildren(notice('Deleted.', 'ok'));
+      await refreshHistory();
+      $('history-h').focus();
+    });
   }
   return row;
 }
@@ -291,8 +346,19 @@ async function runOne(
   }
 }
 
+/**
+ * Lists the stored runs. Each row is built on its own: a run whose figures cannot be read
+ * (stored by an older version, or edited by hand) is listed with the reason, and can still be
+ * opened (which says the same) and deleted, while every other run lists as usual.
+ */
 async function refreshHistory(): Promise<void> {
-  const runs = await listRuns();
+  let runs: StoredRun[];
+  try {
+    runs = await listRuns();
+  } catch (e) {
+    history.replaceChildren(notice(`History could not be read: ${message(e)}`, 'bad'));
+    return;
+  }
   for (const id of [...selected]) if (!runs.some((r) => r.id === id)) selected.delete(id);
   compareButton.disabled = selected.size < 2;
   if (runs.length === 0) {
@@ -302,73 +368,105 @@ async function refreshHistory(): Promise<void> {
   const table = el('table', { id: 'history-table' }, el('caption', { text: `${runs.length} runs` }));
   table.append(el('thead', {}, el('tr', {}, ...['compare', 'run', 'when', 'status', 'tok/s per user', 'TTFT ms', ''].map((h) => el('th', { scope: 'col', text: h })))));
   const body = el('tbody');
-  for (const r of runs) {
-    const h = r.report ? headline(r.report) : r.rows ? headlineOfRows(r.rows) : r.status !== 'running' ? headlineOfRecords(await records(r.id)) : undefined;
-    const check = el('input', { type: 'checkbox', 'aria-label': `Compare ${r.title}`, checked: selected.has(r.id) });
-    check.addEventListener('change', () => {
-      if (check.checked) selected.add(r.id);
-      else selected.delete(r.id);
-      compareButton.disabled = selected.size < 2;
-    });
-    const open = el('button', { type: 'button', class: 'link', text: r.title });
-    open.addEventListener('click', () => void show(r));
-    const del = el('button', { type: 'button', text: 'Delete', 'aria-label': `Delete ${r.title}` });
-    del.addEventListener('click', async () => {
-      await deleteRun(r.id);
-      selected.delete(r.id);
-      await refreshHistory();
-      // The row (and the focused button) is gone: continue from the section's heading.
-      $('history-h').focus();
-    });
-    body.append(
-      el(
-        'tr',
-        { 'data-run': r.id, 'data-status': r.status },
-        el('td', {}, check),
-        el('td', {}, open),
-        el('td', { text: date(r.createdAt) }),
-        el('td', { text: r.status + (r.source !== 'browser' ? ` (${r.source})` : '') }),
-        el('td', { class: 'num', text: num(h?.outputTps) }),
-        el('td', { class: 'num', text: num(h?.ttftMs) }),
-        el('td', {}, del),
-      ),
-    );
-  }
+  for (const r of runs) body.append(await historyRow(r));
   table.append(body);
   history.replaceChildren(tableWrap(table, 'Run history'));
 }
 
+async function historyRow(r: StoredRun): Promise<HTMLTableRowElement> {
+  const title = short(r.title) || String(r.id);
+  let h: ReturnType<typeof headline> | undefined;
+  let problem = '';
+  try {
+    h = r.report ? headline(r.report) : r.rows ? headlineOfRows(r.rows) : r.status !== 'running' ? headlineOfRecords(await records(r.id)) : undefined;
+  } catch (e) {
+    problem = message(e);
+  }
+  let when = '';
+  try {
+    when = date(r.createdAt);
+  } catch {
+    when = 'unknown';
+  }
+  const check = el('input', { type: 'checkbox', 'aria-label': `Compare ${title}`, checked: selected.has(r.id) });
+  check.addEventListener('change', () => {
+    if (check.checked) selected.add(r.id);
+    else selected.delete(r.id);
+    compareButton.disabled = selected.size < 2;
+  });
+  const open = el('button', { type: 'button', class: 'link', text: title });
+  open.addEventListener('click', () => void show(r));
+  const del = el('button', { type: 'button', text: 'Delete', 'aria-label': `Delete ${title}` });
+  del.addEventListener('click', async () => {
+    try {
+      await deleteRun(r.id);
+    } catch (e) {
+      del.after(notice(`Could not delete it: ${message(e)}`, 'bad'));
+      return;
+    }
+    selected.delete(r.id);
+    await refreshHistory();
+    // The row (and the focused button) is gone: continue from the section's heading.
+    $('history-h').focus();
+  });
+  const status = `${short(r.status, 40)}${r.source !== 'browser' ? ` (${short(r.source, 40)})` : ''}`;
+  return el(
+    'tr',
+    { 'data-run': String(r.id), 'data-status': short(r.status, 40), 'data-problem': problem ? 'true' : undefined },
+    el('td', {}, check),
+    el('td', {}, open, problem ? el('p', { class: 'hint', text: `Cannot be read: ${problem}` }) : ''),
+    el('td', { text: when }),
+    el('td', { text: status }),
+    el('td', { class: 'num', text: num(h?.outputTps) }),
+    el('td', { class: 'num', text: num(h?.ttftMs) }),
+    el('td', {}, del),
+  );
+}
+
 async function showCompare(): Promise<void> {
-  const runs = (await Promise.all([...selected].map((id) => getRun(id)))).filter((r): r is StoredRun => !!r);
   compareView?.destroy();
-  const parts = await Promise.all(runs.map(async (r) => ({ run: r, partial: r.report || r.rows ? [] : await records(r.id) })));
-  compareView = renderCompare(compareBody, parts);
+  compareView = undefined;
+  try {
+    const runs = (await Promise.all([...selected].map((id) => getRun(id)))).filter((r): r is StoredRun => !!r);
+    const parts = await Promise.all(runs.map(async (r) => ({ run: r, partial: r.report || r.rows ? [] : await records(r.id) })));
+    compareView = renderCompare(compareBody, parts);
+  } catch (e) {
+    compareBody.replaceChildren(notice(`These runs could not be compared: ${message(e)}`, 'bad'));
+  }
   compare.hidden = false;
   compare.scrollIntoView({ block: 'start', behavior: 'smooth' });
 }
 
+/**
+ * Imports a file: every cap (size, nesting, string lengths, counts) and the schema are
+ * checked before it is stored, so a file that fails leaves nothing behind.
+ */
 async function importSelected(input: HTMLInputElement): Promise<void> {
   const file = input.files?.[0];
   input.value = '';
   if (!file) return;
-  const status = $('history');
+  const status = $('import-status');
+  status.replaceChildren(notice(`Reading ${short(file.name)}…`));
+  let run: StoredRun;
   try {
     const imported = await importFile(file);
-    const run: StoredRun = {
+    run = {
       id: newId(),
       createdAt: Date.now(),
       source: 'import',
       status: 'done',
       ...(imported.kind === 'report'
-        ? { report: imported.report, title: `${file.name} · ${String((imported.report.config as { model?: string }).model ?? '')}` }
-        : { rows: imported.rows, title: file.name }),
+        ? { report: imported.report, title: short(`${file.name} · ${String((imported.report.config as { model?: string }).model ?? '')}`) }
+        : { rows: imported.rows, title: short(file.name) }),
     };
     await putRun(run);
-    await refreshHistory();
-    await show(run);
   } catch (e) {
-    status.prepend(notice(`Could not import ${file.name}: ${e instanceof Error ? e.message : String(e)}`, 'bad'));
+    status.replaceChildren(notice(`Could not import ${short(file.name)}: ${message(e)}`, 'bad'));
+    return;
   }
+  await refreshHistory();
+  await show(run);
+  status.replaceChildren(notice(`Imported ${short(file.name)}.`, 'ok'));
 }
 
 async function openPermalink(): Promise<void> {
@@ -376,12 +474,11 @@ async function openPermalink(): Promise<void> {
   try {
     const decoded = await decodeFragment(location.hash);
     if (!decoded) return;
-    await validateReport(decoded.report);
     const config = decoded.report.config as { api?: string; url?: string; model?: string };
     const run: StoredRun = {
       id: newId(),
       createdAt: Date.now(),
-      title: `permalink · ${config.model ?? ''}`,
+      title: short(`permalink · ${config.model ?? ''}`),
       source: 'permalink',
       status: 'done',
       report: decoded.report,
@@ -389,7 +486,7 @@ async function openPermalink(): Promise<void> {
     };
     await show(run);
   } catch (e) {
-    resultsBody.replaceChildren(notice(`This permalink could not be opened: ${e instanceof Error ? e.message : String(e)}`, 'bad'));
+    resultsBody.replaceChildren(notice(`This permalink could not be opened: ${message(e)}`, 'bad'));
     results.hidden = false;
   }
 }
@@ -402,8 +499,12 @@ form.stop.addEventListener('click', () => abort?.abort());
 compareButton.addEventListener('click', () => void showCompare());
 $<HTMLInputElement>('import').addEventListener('change', (e) => void importSelected(e.target as HTMLInputElement));
 window.addEventListener('tpsmeter-theme', () => {
-  for (const c of view?.charts ?? []) c.draw();
-  compareView?.redraw();
+  drawCharts(view?.charts ?? []);
+  try {
+    compareView?.redraw();
+  } catch {
+    // The compare view said what it could when it was built; a theme change adds nothing.
+  }
 });
 window.addEventListener('hashchange', () => void openPermalink());
 window.addEventListener('pagehide', () => {

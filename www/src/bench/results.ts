@@ -5,6 +5,7 @@
 import type { Report, RequestRecord } from 'tpsmeter';
 import { answerSeconds, date, duration, el, median, ms, num, readingBand, tableWrap } from '../common/format';
 import { csvRow, levelLabel, paintOf, type LevelSpec } from '../common/files';
+import { count, DRAW, short } from '../common/limits';
 import type { CsvRow, StoredRun } from '../common/store';
 import { degradationChart, histogramChart, timelineChart, type Chart, type LevelPoint, type Timeline } from './charts';
 
@@ -44,7 +45,17 @@ export interface Headline {
 export function headline(report: Report): Headline {
   const level = report.levels[0];
   const s = (level?.summary ?? {}) as Summary;
-  const best = Math.max(...report.levels.map((l) => ((l.summary as Summary).aggregate_output_tps ?? 0)));
+  // A loop, not Math.max(...levels): a spread of more than ~125k arguments overflows the stack.
+  let best = 0;
+  let ok = 0;
+  let failed = 0;
+  for (const l of report.levels) {
+    const sum = (l.summary ?? {}) as Summary;
+    const agg = sum.aggregate_output_tps ?? 0;
+    if (agg > best) best = agg;
+    ok += sum.succeeded ?? 0;
+    failed += sum.failed ?? 0;
+  }
   return {
     basis: level ? `at ${levelLabel(level.level)}, p50 of ${s.succeeded ?? 0} requests` : 'no level finished',
     ttftMs: s.ttft_ms?.p50,
@@ -53,8 +64,8 @@ export function headline(report: Report): Headline {
     paintedTps: s.paint?.painted_tps?.p50 ?? undefined,
     e2eMs: s.e2e_ms?.p50,
     aggregateTps: best > 0 ? best : undefined,
-    ok: report.levels.reduce((n, l) => n + ((l.summary as Summary).succeeded ?? 0), 0),
-    failed: report.levels.reduce((n, l) => n + ((l.summary as Summary).failed ?? 0), 0),
+    ok,
+    failed,
   };
 }
 
@@ -146,10 +157,13 @@ function statCell(s: Stat | null | undefined): string {
 
 function levelTable(report: Report): HTMLElement {
   const head = ['load', 'ok', 'failed', 'TTFT ms p50/p90/p99', 'ITL ms p50/p90/p99', 'TPOT ms p50', 'e2e ms p50/p90/p99', 'tok/s per user p50', 'painted tok/s p50', 'tok/s in all', 'queue ms p50'];
-  const table = el('table', {}, el('caption', { text: 'Per load level' }));
+  const shown = Math.min(report.levels.length, DRAW.levelRows);
+  const caption = shown < report.levels.length ? `Per load level (the first ${count(shown)} of ${count(report.levels.length)}; the exported JSON has them all)` : 'Per load level';
+  const table = el('table', {}, el('caption', { text: caption }));
   table.append(el('thead', {}, el('tr', {}, ...head.map((h, i) => el('th', { scope: 'col', class: i > 0 ? 'num' : undefined, text: h })))));
   const body = el('tbody');
-  for (const l of report.levels) {
+  for (let i = 0; i < shown; i++) {
+    const l = report.levels[i];
     const s = l.summary as Summary;
     const cells = [
       levelLabel(l.level),
@@ -173,10 +187,11 @@ function levelTable(report: Report): HTMLElement {
 function errorTable(records: RequestRecord[]): HTMLElement | undefined {
   const failed = records.filter((r) => r.error);
   if (failed.length === 0) return undefined;
-  const table = el('table', { id: 'error-table' }, el('caption', { text: `Errors (${failed.length})` }));
+  const more = failed.length > DRAW.errorRows ? ` (the first ${count(DRAW.errorRows)}; Export CSV has them all)` : '';
+  const table = el('table', { id: 'error-table' }, el('caption', { text: `Errors (${count(failed.length)})${more}` }));
   table.append(el('thead', {}, el('tr', {}, ...['request', 'load', 'class', 'HTTP', 'message'].map((h) => el('th', { scope: 'col', text: h })))));
   const body = el('tbody');
-  for (const r of failed) {
+  for (const r of failed.slice(0, DRAW.errorRows)) {
     body.append(
       el(
         'tr',
@@ -185,7 +200,7 @@ function errorTable(records: RequestRecord[]): HTMLElement | undefined {
         el('td', { text: levelLabel(r.level) }),
         el('td', {}, el('code', { text: r.error!.class })),
         el('td', { text: r.error!.http_status ? String(r.error!.http_status) : r.http_status ? String(r.http_status) : '' }),
-        el('td', { text: r.error!.message }),
+        el('td', { text: short(r.error!.message, 1000) }),
       ),
     );
   }
@@ -195,10 +210,11 @@ function errorTable(records: RequestRecord[]): HTMLElement | undefined {
 
 function rowsTable(rows: CsvRow[]): HTMLElement {
   const cols = ['id', 'level', 'ttft_ms', 'e2e_ms', 'output_tokens', 'output_tps', 'painted_tps', 'error_class'];
-  const table = el('table', {}, el('caption', { text: `Requests (${rows.length})` }));
+  const more = rows.length > DRAW.requestRows ? `; the first ${count(DRAW.requestRows)} shown, Export CSV has them all` : '';
+  const table = el('table', {}, el('caption', { text: `Requests (${count(rows.length)}${more})` }));
   table.append(el('thead', {}, el('tr', {}, ...cols.map((c) => el('th', { scope: 'col', text: c })))));
   const body = el('tbody');
-  for (const r of rows.slice(0, 500)) body.append(el('tr', {}, ...cols.map((c) => el('td', { text: r[c] ?? '' }))));
+  for (const r of rows.slice(0, DRAW.requestRows)) body.append(el('tr', {}, ...cols.map((c) => el('td', { text: short(r[c]) }))));
   table.append(body);
   return tableWrap(table, 'Requests');
 }
@@ -212,21 +228,25 @@ const WARNING_HINTS: Record<string, string> = {
 function warnings(report: Report): HTMLElement | undefined {
   const list = report.warnings ?? [];
   if (list.length === 0) return undefined;
-  return el(
-    'div',
-    { id: 'warnings' },
-    el('h3', { text: 'Warnings' }),
-    ...list.map((w) => el('div', { class: 'notice', role: 'note', 'data-warning': w.code }, el('strong', { text: w.code }), ` ${w.message}`, WARNING_HINTS[w.code] ? el('p', { class: 'hint', text: WARNING_HINTS[w.code] }) : '')),
-  );
+  const out = el('div', { id: 'warnings' }, el('h3', { text: 'Warnings' }));
+  for (const w of list.slice(0, DRAW.warnings)) {
+    out.append(el('div', { class: 'notice', role: 'note', 'data-warning': short(w.code) }, el('strong', { text: short(w.code) }), ` ${short(w.message, 1000)}`, WARNING_HINTS[w.code] ? el('p', { class: 'hint', text: WARNING_HINTS[w.code] }) : ''));
+  }
+  if (list.length > DRAW.warnings) out.append(el('p', { class: 'hint', text: `${count(list.length - DRAW.warnings)} more warnings are in the exported JSON.` }));
+  return out;
 }
 
 function timelines(records: RequestRecord[]): Timeline[] {
   const out: Timeline[] = [];
   for (const r of records) {
     if (out.length >= 8) break;
-    if (r.warmup || !r.chunk_times_ms || r.chunk_times_ms.length === 0) continue;
+    if (r.warmup || !Array.isArray(r.chunk_times_ms) || r.chunk_times_ms.length === 0) continue;
     const wire = r.chunk_times_ms.map((t) => t - r.start_ms);
-    const lag = paintOf(r)?.lag_ms ?? [];
+    const lag = paintOf(r)?.lag_ms;
+    if (!Array.isArray(lag)) {
+      out.push({ id: r.id, wire, paint: [] });
+      continue;
+    }
     const paint = lag.length > 0 ? wire.slice(0, lag.length).map((t, i) => t + lag[i]) : [];
     out.push({ id: r.id, wire, paint });
   }
@@ -265,8 +285,20 @@ export function chartsFor(records: RequestRecord[], report?: Report): Chart[] {
   }
   const ttft = measured.map((r) => r.metrics?.ttft_ms).filter((v): v is number => typeof v === 'number');
   if (ttft.length > 0) out.push(histogramChart('Time to first token', ttft, 'ms'));
-  const itl = measured.flatMap((r) => r.metrics?.itl_chunk_ms ?? []);
-  if (itl.length > 0) out.push(histogramChart('Inter-token latency (gaps between chunks)', itl, 'ms'));
+  // Every gap of every request, gathered by a loop into one typed array (a browser run can
+  // have tens of millions).
+  let gaps = 0;
+  for (const r of measured) gaps += Array.isArray(r.metrics?.itl_chunk_ms) ? r.metrics!.itl_chunk_ms!.length : 0;
+  if (gaps > 0) {
+    const itl = new Float64Array(gaps);
+    let n = 0;
+    for (const r of measured) {
+      const g = r.metrics?.itl_chunk_ms;
+      if (!Array.isArray(g)) continue;
+      for (let i = 0; i < g.length; i++) itl[n++] = typeof g[i] === 'number' ? g[i] : NaN;
+    }
+    out.push(histogramChart('Inter-token latency (gaps between chunks)', itl, 'ms'));
+  }
   const t = timelines(measured);
   if (t.length > 0) out.push(timelineChart(t));
   return out;
@@ -277,8 +309,8 @@ export function renderRun(run: StoredRun, partial: RequestRecord[] = []): Result
   const root = el('div', { class: 'results', 'data-run': run.id, 'data-status': run.status });
   const report = run.report;
   const s = run.settings ?? (report?.config as StoredRun['settings']);
-  const what = s ? `${s.api} · ${s.url} · ${s.model}` : run.title;
-  root.append(el('p', { class: 'hint', text: `${what} · ${date(run.createdAt)} · ${run.source === 'browser' ? 'run in this browser' : run.source === 'import' ? `imported from ${run.title}` : 'opened from a permalink'}` }));
+  const what = s ? `${short(s.api)} · ${short(s.url)} · ${short(s.model)}` : short(run.title);
+  root.append(el('p', { class: 'hint', text: `${what} · ${date(run.createdAt)} · ${run.source === 'browser' ? 'run in this browser' : run.source === 'import' ? `imported from ${short(run.title)}` : 'opened from a permalink'}` }));
   if (run.status === 'interrupted') root.append(el('div', { class: 'notice', role: 'note', text: `This run was interrupted (the page was reloaded or closed). The ${partial.length} requests that finished are kept below.` }));
   if (run.status === 'cancelled') root.append(el('div', { class: 'notice', role: 'note', text: 'This run was stopped before it finished; the report covers what ran.' }));
   if (run.trimmed) root.append(el('div', { class: 'notice', role: 'note', text: 'Opened from a permalink that left out per-chunk times to stay short: distributions and timelines need the exported JSON.' }));
@@ -297,7 +329,7 @@ export function renderRun(run: StoredRun, partial: RequestRecord[] = []): Result
   root.append(cards(h));
   if (report) {
     const notes = report.environment?.notes ?? {};
-    const env = [notes.user_agent, notes.cross_origin_isolated !== undefined ? `cross-origin isolated: ${notes.cross_origin_isolated}` : '', notes.timer_resolution_ms && Number.isFinite(Number(notes.timer_resolution_ms)) ? `timer resolution ${num(Number(notes.timer_resolution_ms) * 1000)} µs` : '', notes.engine_adapter ? `adapter ${notes.engine_adapter}` : '']
+    const env = [short(notes.user_agent), notes.cross_origin_isolated !== undefined ? `cross-origin isolated: ${short(notes.cross_origin_isolated)}` : '', notes.timer_resolution_ms && Number.isFinite(Number(notes.timer_resolution_ms)) ? `timer resolution ${num(Number(notes.timer_resolution_ms) * 1000)} µs` : '', notes.engine_adapter ? `adapter ${short(notes.engine_adapter)}` : '']
       .filter(Boolean)
       .join(' · ');
     if (env) root.append(el('p', { class: 'hint', text: env }));
@@ -307,7 +339,9 @@ export function renderRun(run: StoredRun, partial: RequestRecord[] = []): Result
   }
   const charts = run.rows ? [] : chartsFor(records, report);
   if (charts.length > 0) {
-    root.append(el('h3', { text: 'Charts' }), el('div', { class: 'charts' }, ...charts.map((c) => c.figure)));
+    const box = el('div', { class: 'charts' });
+    for (const c of charts) box.append(c.figure);
+    root.append(el('h3', { text: 'Charts' }), box);
   }
   const errors = errorTable(records);
   if (errors) root.append(errors);

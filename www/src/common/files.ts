@@ -1,9 +1,11 @@
 // Export and import: the report as JSON (exactly what `tpsmeter bench --json` writes, so
 // either tool's file opens in the other's viewer) and the requests as CSV (one row per
-// request, for spreadsheets). Imports are validated: JSON against the report's JSON Schema
-// (the wasm core's `validateReport`), CSV against the column list.
+// request, for spreadsheets). Imports are held to the caps of `limits.ts` (size, nesting,
+// string lengths, counts) and validated: JSON against the report's JSON Schema (the wasm
+// core's `validateReport`), CSV against the column list; all of it before anything is stored.
 
 import { validateReport, type Report, type RequestRecord } from 'tpsmeter';
+import { checkCounts, checkSize, count, JsonGuard, LIMITS, LimitError, sizeText } from './limits';
 import type { CsvRow } from './store';
 
 /** The CSV columns, in order. */
@@ -29,9 +31,6 @@ export const CSV_COLUMNS = [
   'error_class',
   'error_message',
 ] as const;
-
-/** The most bytes an imported file may have. */
-export const MAX_IMPORT_BYTES = 64 << 20;
 
 /** A load level as the report writes it: `{ concurrency: n }` or `{ rate: per second }`. */
 export interface LevelSpec {
@@ -125,12 +124,22 @@ export function parseCsv(text: string): CsvRow[] {
   let field = '';
   let quoted = false;
   let i = 0;
+  const tooLong = () => new LimitError(`a CSV field is longer than ${sizeText(LIMITS.stringBytes)}: over the cap for one text`);
   const endField = () => {
     row.push(field);
     field = '';
+    if (row.length > LIMITS.csvColumns) throw new LimitError(`a CSV line has more than ${LIMITS.csvColumns} fields: over the cap`);
+  };
+  const endRow = () => {
+    table.push(row);
+    row = [];
+    // The header line is not a request.
+    if (table.length > LIMITS.requests + 1) throw new LimitError(`the CSV has more than ${count(LIMITS.requests)} rows: over the cap`);
   };
   while (i < text.length) {
     const c = text[i];
+    // Checked as the field grows: a field of 60 MB stops at the cap.
+    if (field.length > LIMITS.stringBytes) throw tooLong();
     if (quoted) {
       if (c === '"') {
         if (text[i + 1] === '"') {
@@ -147,8 +156,7 @@ export function parseCsv(text: string): CsvRow[] {
     else if (c === ',') endField();
     else if (c === '\n' || c === '\r') {
       endField();
-      table.push(row);
-      row = [];
+      endRow();
       if (c === '\r' && text[i + 1] === '\n') i++;
     } else field += c;
     i++;
@@ -156,7 +164,7 @@ export function parseCsv(text: string): CsvRow[] {
   if (quoted) throw new Error('the CSV ends inside a quoted field');
   if (field !== '' || row.length > 0) {
     endField();
-    table.push(row);
+    endRow();
   }
   const [header, ...body] = table.filter((r) => !(r.length === 1 && r[0] === ''));
   if (!header) throw new Error('the CSV is empty');
@@ -171,19 +179,64 @@ export function parseCsv(text: string): CsvRow[] {
 /** What a file import gives: a report (JSON) or request rows (CSV). */
 export type Imported = { kind: 'report'; report: Report; name: string } | { kind: 'rows'; rows: CsvRow[]; name: string };
 
+/**
+ * Reads `file` within the caps of `LIMITS`: its size before any byte is read, and a JSON
+ * file's nesting and string lengths as its bytes arrive (a file of nested brackets stops at
+ * its first bytes, before the whole file is read or parsed). Throws naming the cap.
+ */
 export async function importFile(file: File): Promise<Imported> {
-  if (file.size > MAX_IMPORT_BYTES) throw new Error(`${file.name} is ${Math.round(file.size / 2 ** 20)} MB; the limit is 64 MB`);
-  const text = await file.text();
-  if (file.name.toLowerCase().endsWith('.csv') || /^\s*id,/.test(text)) return { kind: 'rows', rows: parseCsv(text), name: file.name };
+  checkSize(file.name, file.size);
+  const bytes = new Uint8Array(file.size);
+  let n = 0;
+  let guard: JsonGuard | undefined;
+  let csv = file.name.toLowerCase().endsWith('.csv');
+  const reader = file.stream().getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (n + value.length > bytes.length) throw new Error(`${file.name} changed while it was read`);
+      bytes.set(value, n);
+      n += value.length;
+      if (!csv && !guard) {
+        // A CSV export starts with its header (`id,...`); anything else is read as JSON.
+        csv = /^\s*id,/.test(new TextDecoder().decode(bytes.subarray(0, Math.min(n, 64))));
+        if (!csv) {
+          guard = new JsonGuard(file.name);
+          guard.feed(bytes.subarray(0, n));
+          continue;
+        }
+      }
+      guard?.feed(value);
+    }
+  } catch (e) {
+    await reader.cancel().catch(() => undefined);
+    throw e;
+  }
+  if (csv) {
+    const rows = parseCsv(new TextDecoder().decode(bytes.subarray(0, n)));
+    return { kind: 'rows', rows, name: file.name };
+  }
+  return { kind: 'report', report: await parseReport(file.name, bytes.subarray(0, n), true), name: file.name };
+}
+
+/**
+ * A report from JSON bytes (a file, a permalink): the scan of `JsonGuard` (unless `scanned`
+ * says it ran as they arrived), the parser, the counts of `checkCounts`, then the schema
+ * (`validateReport`). Throws naming what does not fit.
+ */
+export async function parseReport(what: string, bytes: Uint8Array, scanned = false): Promise<Report> {
+  checkSize(what, bytes.length);
+  if (!scanned) new JsonGuard(what).feed(bytes);
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    json = JSON.parse(new TextDecoder().decode(bytes));
   } catch (e) {
-    throw new Error(`${file.name} is not JSON: ${e instanceof Error ? e.message : e}`);
+    throw new Error(`${what} is not JSON: ${e instanceof Error ? e.message : e}`);
   }
-  if (!json || typeof json !== 'object') throw new Error(`${file.name} is not a tpsmeter report`);
-  await validateReport(json);
-  return { kind: 'report', report: json as Report, name: file.name };
+  checkCounts(what, json);
+  await validateReport(json as object);
+  return json as Report;
 }
 
 /** Starts a download of `text` as `name`. */

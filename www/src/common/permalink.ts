@@ -4,6 +4,8 @@
 // per-request metrics and errors stay) and say so.
 
 import type { Report } from 'tpsmeter';
+import { parseReport } from './files';
+import { LIMITS, sizeText } from './limits';
 
 /** Links longer than this drop per-chunk detail (browsers accept ~2 MB; chat apps do not). */
 export const MAX_FRAGMENT_CHARS = 60_000;
@@ -13,10 +15,8 @@ async function deflate(text: string): Promise<Uint8Array> {
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
-/** The most bytes a permalink may inflate to: a hostile link cannot make the page hold more. */
-const MAX_INFLATED_BYTES = 64 << 20;
-
-async function inflate(bytes: Uint8Array): Promise<string> {
+/** Inflates at most `LIMITS.bytes`: a hostile link cannot make the page hold more. */
+async function inflate(bytes: Uint8Array): Promise<Uint8Array> {
   const reader = new Blob([bytes as BlobPart]).stream().pipeThrough(new DecompressionStream('deflate-raw')).getReader();
   const parts: Uint8Array[] = [];
   let total = 0;
@@ -24,13 +24,13 @@ async function inflate(bytes: Uint8Array): Promise<string> {
     const { done, value } = await reader.read();
     if (done) break;
     total += value.length;
-    if (total > MAX_INFLATED_BYTES) {
+    if (total > LIMITS.bytes) {
       await reader.cancel();
-      throw new Error('the permalink inflates past 64 MB');
+      throw new Error(`the permalink inflates past ${sizeText(LIMITS.bytes)}, the cap for a report`);
     }
     parts.push(value);
   }
-  return new TextDecoder().decode(await new Blob(parts as BlobPart[]).arrayBuffer());
+  return new Uint8Array(await new Blob(parts as BlobPart[]).arrayBuffer());
 }
 
 function toBase64Url(bytes: Uint8Array): string {
@@ -74,15 +74,17 @@ export async function encodeReport(report: Report): Promise<{ fragment: string; 
   return { fragment, trimmed };
 }
 
-/** The report in a `#r=...` fragment, or undefined when there is none; throws on a corrupt one. */
+/**
+ * The report in a `#r=...` fragment, or undefined when there is none; throws on a corrupt
+ * one, or one over the caps of an imported report (`parseReport`), naming what is wrong.
+ */
 export async function decodeFragment(hash: string): Promise<{ report: Report; trimmed: boolean } | undefined> {
   const params = new URLSearchParams(hash.replace(/^#/, ''));
   const r = params.get('r');
   if (!r) return undefined;
-  // Caps: a fragment is at most a few MB; an inflated report past 64 MB is hostile.
+  // Caps: a fragment is at most a few MB; the report it inflates to, as an imported one.
   if (r.length > 4_000_000) throw new Error('the permalink is too long');
-  const text = await inflate(fromBase64Url(r));
-  const report = JSON.parse(text) as Report;
+  const report = await parseReport('the permalink', await inflate(fromBase64Url(r)));
   const trimmed = report.requests.some((q) => q.chunk_times_ms === null && q.output_tokens > 0);
   return { report, trimmed };
 }

@@ -73,9 +73,16 @@ export async function getRun(id: string): Promise<StoredRun | undefined> {
   return (await open()).get('runs', id);
 }
 
-/** Every run, newest first. */
+/**
+ * Every run, newest first. Read from the store itself, not the `createdAt` index: a run
+ * whose `createdAt` is not a valid key (stored by an older version, or by hand) is in no
+ * index, yet must still be listed, and so deletable. Those come last.
+ */
 export async function listRuns(): Promise<StoredRun[]> {
-  return (await (await open()).getAllFromIndex('runs', 'createdAt')).reverse();
+  const runs = await (await open()).getAll('runs');
+  const when = (r: StoredRun) => (typeof r.createdAt === 'number' && Number.isFinite(r.createdAt) ? r.createdAt : -Infinity);
+  // As the index was read, reversed: newest first, then the greater id first.
+  return runs.sort((a, b) => (when(a) === when(b) ? indexedDB.cmp(b.id, a.id) : when(b) > when(a) ? 1 : -1));
 }
 
 export async function deleteRun(id: string): Promise<void> {
