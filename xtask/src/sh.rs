@@ -31,7 +31,10 @@ pub fn exclusive(name: &str) -> Result<std::fs::File> {
         .open(&path)
         .with_context(|| format!("open {}", path.display()))?;
     if file.try_lock().is_err() {
-        eprintln!("waiting for {} (another build of the package runs)", path.display());
+        eprintln!(
+            "waiting for {} (another build of the package runs)",
+            path.display()
+        );
         file.lock()
             .with_context(|| format!("lock {}", path.display()))?;
     }
@@ -65,10 +68,10 @@ pub fn describe(cmd: &Command) -> String {
 /// whose compiled-in path may no longer exist. `cargo run` sets `CARGO_MANIFEST_DIR` for the
 /// process; without it, the nearest ancestor of the working directory holding `xtask/`.
 pub fn repo_root() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") {
-        if let Some(root) = Path::new(&dir).parent() {
-            return root.to_path_buf();
-        }
+    if let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR")
+        && let Some(root) = Path::new(&dir).parent()
+    {
+        return root.to_path_buf();
     }
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     cwd.ancestors()

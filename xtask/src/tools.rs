@@ -41,14 +41,13 @@ pub fn locked_wasm_bindgen_version() -> Result<String> {
         std::fs::read_to_string(&lock).with_context(|| format!("read {}", lock.display()))?;
     let mut lines = text.lines();
     while let Some(line) = lines.next() {
-        if line == "name = \"wasm-bindgen\"" {
-            if let Some(v) = lines
+        if line == "name = \"wasm-bindgen\""
+            && let Some(v) = lines
                 .next()
                 .and_then(|l| l.strip_prefix("version = \""))
                 .and_then(|l| l.strip_suffix('"'))
-            {
-                return Ok(v.to_string());
-            }
+        {
+            return Ok(v.to_string());
         }
     }
     bail!("no wasm-bindgen package in {}", lock.display())

@@ -298,7 +298,11 @@ async fn a_key_the_server_echoes_reaches_no_output() {
     ] {
         for api in Api::ALL {
             // A Vercel AI SDK route is named in full; the others take a base URL.
-            let route = if api == Api::VercelUi { "/api/ui-chat" } else { "" };
+            let route = if api == Api::VercelUi {
+                "/api/ui-chat"
+            } else {
+                ""
+            };
             let url = format!("{}/echo-key/fault/{fault}{route}", emu.base_url());
             let json = dir.join(format!("{name}-{api}.json"));
             let csv = dir.join(format!("{name}-{api}.csv"));
@@ -355,7 +359,11 @@ async fn a_key_the_server_echoes_reaches_no_output() {
 
 /// Fails when `text` holds 8 or more characters of the key, raw or URL-encoded.
 fn assert_no_key(key: &str, url_key: &str, text: &str, what: &str) {
-    for w in key.as_bytes().windows(8).chain(url_key.as_bytes().windows(8)) {
+    for w in key
+        .as_bytes()
+        .windows(8)
+        .chain(url_key.as_bytes().windows(8))
+    {
         let w = std::str::from_utf8(w).unwrap();
         assert!(!text.contains(w), "{what} holds {w:?}:\n{text}");
     }

@@ -301,7 +301,8 @@ fn open_loop_shards_divide_the_rate_with_schedules_of_their_own() {
     });
     let mut schedules = Vec::new();
     for i in 0..3 {
-        let mut d = LoadDriver::new_shard(&o, Shard::new(i, 3).unwrap(), Redactor::default()).unwrap();
+        let mut d =
+            LoadDriver::new_shard(&o, Shard::new(i, 3).unwrap(), Redactor::default()).unwrap();
         let (starts, _) = simulate(&mut d, |_, t| stream(t, 2));
         assert_eq!(starts.len(), 3);
         assert_eq!(starts[0].1.level, LoadLevel::Rate(10.0));
@@ -376,7 +377,11 @@ fn records_never_hold_the_key_a_server_echoed() {
     assert_eq!(records.len(), 5);
     for r in &records {
         let json = r.to_json_line();
-        for w in KEY.as_bytes().windows(8).chain(url_key.as_bytes().windows(8)) {
+        for w in KEY
+            .as_bytes()
+            .windows(8)
+            .chain(url_key.as_bytes().windows(8))
+        {
             let w = std::str::from_utf8(w).unwrap();
             assert!(!json.contains(w), "record {} holds {w:?}: {json}", r.id);
         }
@@ -386,7 +391,18 @@ fn records_never_hold_the_key_a_server_echoed() {
         .iter()
         .filter_map(|r| r.error.as_ref().map(|e| e.message.as_str()))
         .collect();
-    assert!(messages[0].contains("Invalid API key provided: Bearer REDACTED"), "{messages:?}");
-    assert!(messages.iter().any(|m| m.contains("Retry-After: Bearer REDACTED")), "{messages:?}");
-    assert!(messages.iter().any(|m| m.contains("bad key REDACTED")), "{messages:?}");
+    assert!(
+        messages[0].contains("Invalid API key provided: Bearer REDACTED"),
+        "{messages:?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("Retry-After: Bearer REDACTED")),
+        "{messages:?}"
+    );
+    assert!(
+        messages.iter().any(|m| m.contains("bad key REDACTED")),
+        "{messages:?}"
+    );
 }

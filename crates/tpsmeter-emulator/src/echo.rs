@@ -62,7 +62,10 @@ mod tests {
     #[test]
     fn the_credential_is_found_wherever_the_api_puts_it() {
         let mut h = HeaderMap::new();
-        assert_eq!(credential(&h, Some("alt=sse&key=k%2F1")), Some("k%2F1".into()));
+        assert_eq!(
+            credential(&h, Some("alt=sse&key=k%2F1")),
+            Some("k%2F1".into())
+        );
         h.insert("x-goog-api-key", "g-key".parse().unwrap());
         assert_eq!(credential(&h, None), Some("g-key".into()));
         h.insert("authorization", "Bearer sk-1".parse().unwrap());

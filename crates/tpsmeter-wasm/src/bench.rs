@@ -7,9 +7,7 @@ use serde::{Deserialize, Serialize};
 use tpsmeter_core::BenchOptions;
 use tpsmeter_core::drive::{Action, LoadDriver, RecordExtras, Ticket};
 use tpsmeter_core::report::{Environment, Report, Warning};
-use tpsmeter_core::request::{
-    HeaderValue, HttpRequest, Redactor, Secret, build_browser_request,
-};
+use tpsmeter_core::request::{HeaderValue, HttpRequest, Redactor, Secret, build_browser_request};
 use wasm_bindgen::prelude::*;
 
 use crate::convert::{from_js, to_js};

@@ -187,6 +187,7 @@ fn json_escaped(s: &[u8]) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     const KEY: &str = "sk-proj-Ab3/dE+fG9=hIjK0lMnOpQ";
