@@ -279,8 +279,7 @@ fn node_tests(
     } else {
         node.args(files);
     }
-    node
-        .env("TPSMETER_CHROMIUM", CHROMIUM)
+    node.env("TPSMETER_CHROMIUM", CHROMIUM)
         .env("TPSMETER_PKG_TARBALL", tarball)
         .env("TPSMETER_PKG_DIR", root.join("pkg"))
         .env("TPSMETER_WWW_DIR", site)
