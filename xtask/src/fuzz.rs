@@ -67,7 +67,8 @@ struct Target {
 /// - chat_template (16 KiB): real templates are 1-10 KiB, plus the messages.
 /// - serve_request (16 KiB): a chat request with several messages; the server's own 4 MiB
 ///   body cap only scales the same JSON paths.
-const TARGETS: [Target; 6] = [
+/// - redactor (4 KiB): an error message is capped at 1,000 characters before it is stored.
+const TARGETS: [Target; 7] = [
     Target {
         name: "gguf_slice",
         max_len: 64 << 10,
@@ -91,6 +92,10 @@ const TARGETS: [Target; 6] = [
     Target {
         name: "serve_request",
         max_len: 16 << 10,
+    },
+    Target {
+        name: "redactor",
+        max_len: 4 << 10,
     },
 ];
 
