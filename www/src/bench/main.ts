@@ -288,11 +288,10 @@ async function runOne(
   const keptText = $('kept');
   keptText.textContent = '';
   // The run's lock is held before it is stored as running, so no page (this one included)
-  // can take it for an interrupted run.
-  let settle!: () => void;
-  const finished = new Promise<void>((r) => (settle = r));
-  await holdRunLock(stored.id, finished);
-  await putRun(stored);
+  // can take it for an interrupted run, and released only after the run's last write has
+  // committed (finally, below): a page that gets the lock the moment it is free (one opened
+  // while this run went on) takes what it then reads as final.
+  const release = await holdRunLock(stored.id);
   const hooks = {
     signal,
     render: render ? answer : undefined,
@@ -317,10 +316,10 @@ async function runOne(
     },
   };
   try {
+    await putRun(stored);
     const pending = local
       ? bench({ ...settings, api: 'local', url: undefined, model: undefined, engine: local, ...hooks })
       : bench({ ...settings, api: settings.api as Exclude<typeof settings.api, 'local'>, apiKey, ...hooks });
-    void pending.then(settle, settle);
     await refreshHistory();
     const report = await pending;
     await saving;
@@ -334,7 +333,6 @@ async function runOne(
     progressBar.value = 1;
     return stored;
   } catch (e) {
-    settle();
     await saving;
     // Nothing finished: keep no empty run.
     if ((await records(stored.id)).length === 0) await deleteRun(stored.id);
@@ -343,8 +341,13 @@ async function runOne(
       await putRun(stored);
     }
     throw e;
+  } finally {
+    release();
   }
 }
+
+/** Counts `refreshHistory` calls (see there). */
+let historyReads = 0;
 
 /**
  * Lists the stored runs. Each row is built on its own: a run whose figures cannot be read
@@ -352,17 +355,18 @@ async function runOne(
  * opened (which says the same) and deleted, while every other run lists as usual.
  */
 async function refreshHistory(): Promise<void> {
+  const read = ++historyReads;
   let runs: StoredRun[];
   try {
     runs = await listRuns();
   } catch (e) {
-    history.replaceChildren(notice(`History could not be read: ${message(e)}`, 'bad'));
+    if (read === historyReads) history.replaceChildren(notice(`History could not be read: ${message(e)}`, 'bad'));
     return;
   }
   for (const id of [...selected]) if (!runs.some((r) => r.id === id)) selected.delete(id);
   compareButton.disabled = selected.size < 2;
   if (runs.length === 0) {
-    history.replaceChildren(el('p', { class: 'hint', text: 'No runs yet.' }));
+    if (read === historyReads) history.replaceChildren(el('p', { class: 'hint', text: 'No runs yet.' }));
     return;
   }
   const table = el('table', { id: 'history-table' }, el('caption', { text: `${runs.length} runs` }));
@@ -370,6 +374,10 @@ async function refreshHistory(): Promise<void> {
   const body = el('tbody');
   for (const r of runs) body.append(await historyRow(r));
   table.append(body);
+  // Calls overlap (a run ending in another tab refreshes the table while this page starts
+  // up): one that read the history before a later call did must not replace that call's
+  // table, or a finished run shows as still running.
+  if (read !== historyReads) return;
   history.replaceChildren(tableWrap(table, 'Run history'));
 }
 

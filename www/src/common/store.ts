@@ -45,6 +45,11 @@ function open(): Promise<IDBPDatabase<Schema>> {
   return db;
 }
 
+/** The keys of run `id`'s per-request records. */
+function recordsOf(id: string): IDBKeyRange {
+  return IDBKeyRange.bound([id, -Infinity], [id, Infinity]);
+}
+
 export function newId(): string {
   return `${Date.now().toString(36)}-${crypto.getRandomValues(new Uint32Array(1))[0].toString(36)}`;
 }
@@ -55,7 +60,7 @@ export async function putRun(run: StoredRun): Promise<void> {
   await tx.objectStore('runs').put(run);
   if (run.report) {
     // The report holds every record: drop the per-request copies.
-    await tx.objectStore('records').delete(IDBKeyRange.bound([run.id, -Infinity], [run.id, Infinity]));
+    await tx.objectStore('records').delete(recordsOf(run.id));
   }
   await tx.done;
 }
@@ -65,7 +70,7 @@ export async function putRecord(run: string, record: RequestRecord): Promise<voi
 }
 
 export async function records(run: string): Promise<RequestRecord[]> {
-  const rows = await (await open()).getAll('records', IDBKeyRange.bound([run, -Infinity], [run, Infinity]));
+  const rows = await (await open()).getAll('records', recordsOf(run));
   return rows.map((r) => r.record).sort((a, b) => a.id - b.id);
 }
 
@@ -89,15 +94,16 @@ export async function deleteRun(id: string): Promise<void> {
   const d = await open();
   const tx = d.transaction(['runs', 'records'], 'readwrite');
   await tx.objectStore('runs').delete(id);
-  await tx.objectStore('records').delete(IDBKeyRange.bound([id, -Infinity], [id, Infinity]));
+  await tx.objectStore('records').delete(recordsOf(id));
   await tx.done;
 }
 
 /**
  * Runs left `running` by a page that is gone (reloaded, crashed, closed) become
  * `interrupted`; their finished records stay, and one with none is deleted. A run whose
- * lock another page still holds is left alone now and marked when that lock is released
- * (that page ended, or a reload's old document let go of it); `onChange` then runs.
+ * lock another page still holds is that page's, running now: it is left alone, and looked
+ * at again when the lock is released (that page's run ended, or a reload's old document let
+ * go of it); `onChange` then runs, since the run is no longer `running` either way.
  * Resolves to the runs marked now.
  */
 export async function markInterrupted(onChange: () => void): Promise<StoredRun[]> {
@@ -105,32 +111,51 @@ export async function markInterrupted(onChange: () => void): Promise<StoredRun[]
   for (const run of await listRuns()) {
     if (run.status !== 'running' || mine.has(run.id)) continue;
     if (!('locks' in navigator)) {
-      if (await interrupt(run)) out.push(run);
+      // Nothing says whether another tab runs it: `recover` at least never touches a run
+      // that has ended, and that tab's last write stores the whole run again.
+      const kept = await recover(run.id);
+      if (kept) out.push(kept);
       continue;
     }
     const name = lockName(run.id);
-    const free = await navigator.locks.request(name, { ifAvailable: true }, async (lock) => (lock ? interrupt(run) : 'held'));
-    if (free === 'held') {
-      // Held by a live page (or a reloaded page's old document, released shortly): mark the
-      // run when the lock comes free, if it is still running then.
+    const now = await navigator.locks.request(name, { ifAvailable: true }, async (lock) => (lock ? recover(run.id) : 'held'));
+    if (now === 'held') {
+      // Held by a live page (or a reloaded page's old document, released shortly). That page
+      // lets go only after its last write, so what `recover` reads then is final.
       void navigator.locks.request(name, async () => {
-        const now = await getRun(run.id);
-        if (now?.status === 'running' && (await interrupt(now)) !== undefined) onChange();
+        await recover(run.id);
+        onChange();
       });
-    } else if (free) out.push(run);
+    } else if (now) out.push(now);
   }
   return out;
 }
 
-/** Marks `run` interrupted (or deletes it when no request finished); whether it is kept. */
-async function interrupt(run: StoredRun): Promise<boolean> {
-  if ((await records(run.id)).length === 0) {
-    await deleteRun(run.id);
-    return false;
+/**
+ * Marks run `id` interrupted, or deletes it when no request of it finished, if it is still
+ * `running` without a report. Called with the run's lock held (or without Web Locks). The
+ * run is read again here, and read and written in one transaction: the copy `listRuns` gave
+ * may be stale, since the page that ran it may have stored its report (which drops the
+ * per-request records) just before letting go of the lock, and deciding on that copy
+ * deleted finished runs. Resolves to the run as marked, or undefined when it was left or
+ * deleted.
+ */
+async function recover(id: string): Promise<StoredRun | undefined> {
+  const tx = (await open()).transaction(['runs', 'records'], 'readwrite');
+  const runs = tx.objectStore('runs');
+  const run = await runs.get(id);
+  let kept: StoredRun | undefined;
+  if (run?.status === 'running' && !run.report) {
+    if ((await tx.objectStore('records').count(recordsOf(id))) === 0) {
+      await runs.delete(id);
+    } else {
+      run.status = 'interrupted';
+      await runs.put(run);
+      kept = run;
+    }
   }
-  run.status = 'interrupted';
-  await putRun(run);
-  return true;
+  await tx.done;
+  return kept;
 }
 
 // Another tab of this site may be running a benchmark right now: a Web Lock held for the
@@ -142,21 +167,24 @@ function lockName(id: string): string {
 }
 
 /**
- * Holds the run's lock until `done` settles, so other pages (and this one) see it running.
- * Resolves once the lock is held: store the run as running only after that.
+ * Takes run `id`'s lock, so that other pages (and this one) see the run as running, not left
+ * behind. Resolves once the lock is held (store the run as running only after that) to the
+ * function that releases it: call it only after the run's last write has committed, since
+ * the moment it is free another page may recover the run.
  */
-export function holdRunLock(id: string, done: Promise<unknown>): Promise<void> {
+export async function holdRunLock(id: string): Promise<() => void> {
   mine.add(id);
-  const release = () => mine.delete(id);
-  void done.then(release, release);
-  if (!('locks' in navigator)) return Promise.resolve();
-  return new Promise<void>((held) => {
+  if (!('locks' in navigator)) return () => void mine.delete(id);
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  await new Promise<void>((held) => {
     void navigator.locks.request(lockName(id), () => {
       held();
-      return done.then(
-        () => undefined,
-        () => undefined,
-      );
+      return released;
     });
   });
+  return () => {
+    mine.delete(id);
+    release();
+  };
 }
