@@ -24,8 +24,10 @@ pub mod openai;
 mod scheduler;
 mod site;
 mod worker;
+mod write_timeout;
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -48,6 +50,7 @@ use self::body::ChannelBody;
 use self::openai::{Api, Meta, SSE_DONE, sse};
 use self::site::Site;
 use self::worker::{Event, Job, KvPlan, Worker};
+use self::write_timeout::WriteTimeout;
 use crate::exit::Status;
 
 /// Largest request body accepted: a prompt filling a 32k context is ~150 KiB of text, and
@@ -64,6 +67,17 @@ pub const MAX_CONNECTIONS: usize = 256;
 /// A client has this long to send its request headers (slow-header clients hold a
 /// connection for nothing) and, separately, its body.
 pub const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A connection whose client leaves the server unable to write one byte of its response for
+/// this long (it asked for a download or a stream and does not read it) is closed, and its
+/// place among the [`MAX_CONNECTIONS`] freed: without this, 256 such clients would shut
+/// every other one out for as long as they liked. The clock runs only while a write waits
+/// for the client (see `write_timeout.rs`), so a slow generation (the server is the slow
+/// one) is never cut, nor a slow download that keeps reading. 30 s: a live client frees
+/// room in its socket far more often (a lossy link's retransmissions back off to such
+/// gaps only when the link is as good as gone), and the time such clients can hold a
+/// place stays short (nginx's `send_timeout`, the same limit, is 60 s).
+pub const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Arguments of `tpsmeter serve`.
 #[derive(Debug, clap::Args)]
@@ -175,6 +189,25 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Status> {
 }
 
 async fn serve(listener: TcpListener, shared: Arc<Shared>) -> anyhow::Result<Status> {
+    accept(listener, WRITE_TIMEOUT, move |req| {
+        handle(req, shared.clone())
+    })
+    .await
+}
+
+/// The connection loop: serves each connection accepted on `listener` with `handle`, at
+/// most [`MAX_CONNECTIONS`] at once, each with [`READ_TIMEOUT`] for its headers and
+/// `write_timeout` for each wait on its client's reading ([`WRITE_TIMEOUT`] but in tests).
+/// Returns only on an error of the listener.
+async fn accept<H, F>(
+    listener: TcpListener,
+    write_timeout: std::time::Duration,
+    handle: H,
+) -> anyhow::Result<Status>
+where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + 'static,
+    F: Future<Output = Result<Response<ChannelBody>, Infallible>> + Send + 'static,
+{
     let open = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         let (mut stream, _) = match listener.accept().await {
@@ -226,13 +259,15 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>) -> anyhow::Result<Sta
             });
             continue;
         };
-        let shared = shared.clone();
+        let handle = handle.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |req| handle(req, shared.clone()));
+            // A client that stops reading fails the write hyper waits in, which ends the
+            // connection and gives its permit back.
+            let io = TokioIo::new(WriteTimeout::new(stream, write_timeout));
             let _ = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(READ_TIMEOUT)
-                .serve_connection(TokioIo::new(stream), service)
+                .serve_connection(io, service_fn(handle))
                 .await;
             drop(permit);
         });
@@ -527,6 +562,10 @@ async fn complete(api: Api, req: Request<Incoming>, shared: &Shared) -> Response
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     r
 }
+
+#[cfg(test)]
+#[path = "stalled_readers_tests.rs"]
+mod stalled_readers_tests;
 
 #[cfg(test)]
 mod tests {
