@@ -1,6 +1,7 @@
 //! `GgufStreamParser` fed the bytes in fuzzer-chosen chunks must agree with `GgufFile::parse`
-//! of the same bytes: both accept or both refuse, and when both accept, the same header and
-//! every tensor's bytes, each exactly once, in file order.
+//! of the same bytes: both accept or both refuse, and when both accept, the same header,
+//! every tensor's bytes, each exactly once, in file order, and as `Bytes` the file up to the
+//! model's end and nothing after it.
 
 #![no_main]
 
@@ -31,8 +32,10 @@ fuzz_target!(|data: &[u8]| {
     let (chunks, body) = tpsmeter_fuzz::chunks(data);
     let mut header_seen: Option<Summary> = None;
     let mut tensors: Vec<(usize, Vec<u8>)> = Vec::new();
+    let mut model: Vec<u8> = Vec::new();
     let mut sink = |ev: GgufEvent<'_>| {
         match ev {
+            GgufEvent::Bytes(bytes) => model.extend_from_slice(bytes),
             GgufEvent::Header(h) => {
                 assert!(header_seen.is_none(), "header reported twice");
                 header_seen = Some(summary(h));
@@ -73,6 +76,12 @@ fuzz_target!(|data: &[u8]| {
                 let want = file.bytes_of(info).expect("checked by parse");
                 assert!(bytes == want, "bytes of tensor {:?}", info.name);
             }
+            let end =
+                usize::try_from(file.header.model_len()).map_or(body.len(), |n| n.min(body.len()));
+            assert!(
+                model == body[..end],
+                "the Bytes events are the model, up to its end"
+            );
         }
         (Err(_), Err(_)) => {}
         (Ok(_), Err(e)) => panic!("the push reader accepted what the slice reader refused: {e}"),

@@ -13,6 +13,7 @@ import path from 'node:path';
 import test from 'node:test';
 import { assertClean } from './support/browser.mjs';
 import { asset } from './support/env.mjs';
+import { inWorkers, modelPage } from './support/engine.mjs';
 import { fixture } from './support/fixture.mjs';
 
 const PROMPTS = ['The capital of France is', 'def fibonacci(n):\n'];
@@ -36,19 +37,6 @@ function nativeTokens(cli, model, prompt, maxTokens = MAX_TOKENS) {
   });
   assert.equal(r.status, 0, `tpsmeter run failed: ${r.stderr}`);
   return JSON.parse(r.stdout).tokens;
-}
-
-/**
- * A WebGPU page of a fresh fixture with the model's folder served at `/models/`, closed after
- * the test; undefined (the test skipped) without the model or a browser.
- */
-async function modelPage(t) {
-  const model = asset(t, 'TPSMETER_MODEL');
-  if (!model) return undefined;
-  const fx = await fixture(t, { emulator: false, webgpu: true, mounts: { '/models/': path.dirname(model) } });
-  if (!fx) return undefined;
-  t.after(() => fx.close());
-  return { model, fx, page: await fx.page() };
 }
 
 test('createEngine: SmolLM2 in a Worker on WebGPU gives the native greedy tokens', async (t) => {
@@ -227,25 +215,6 @@ test('createEngine without WebGPU names the reason', async (t) => {
 test('createEngine caches a downloaded model in OPFS: the second load reads the cache, not the network', (t) => cacheTest(t, 'opfs'));
 
 test('without OPFS the model cache falls back to Cache Storage, with the same guarantees', (t) => cacheTest(t, 'cache-storage'));
-
-/**
- * Runs `code` (script text) first thing in every Worker this page starts (each runs a module
- * that imports `code` before the real worker script), after setting the Worker's
- * `self.__param` to the page's `window.__param` at the time the Worker is made.
- */
-async function inWorkers(page, code) {
-  await page.evaluate((code) => {
-    const Original = window.Worker;
-    window.Worker = class extends Original {
-      constructor(url, options) {
-        const real = new URL(url, location.href).href;
-        const src = `self.__param = ${JSON.stringify(window.__param ?? null)};\n${code}`;
-        const mod = `import ${JSON.stringify(`data:text/javascript,${encodeURIComponent(src)}`)};\nimport ${JSON.stringify(real)};\n`;
-        super(URL.createObjectURL(new Blob([mod], { type: 'text/javascript' })), options);
-      }
-    };
-  }, code);
-}
 
 /**
  * Makes this page and the Workers it starts look like a browser without OPFS (no

@@ -18,9 +18,18 @@ pub enum GpuError {
         offset: u64,
         needed: u64,
     },
-    /// A count or length beyond the reader's caps.
+    /// A count or size beyond a limit of this crate or of the request (vocabulary size, stop
+    /// strings, sequence slots).
     #[error("{what} is {value}, above the limit of {limit}")]
     LimitExceeded {
+        what: String,
+        value: u64,
+        limit: u64,
+    },
+    /// A count or length the GGUF file declares beyond the reader's caps
+    /// ([`crate::gguf::limits`]): no real model comes near them, so the file is malformed.
+    #[error("malformed GGUF file: {what} is {value}, above the reader's limit of {limit}")]
+    FileLimit {
         what: String,
         value: u64,
         limit: u64,
@@ -98,6 +107,25 @@ pub enum GpuError {
         dims: Vec<u64>,
         reason: String,
     },
+    /// A tensor larger than the largest buffer the GPU adapter can create, found in the
+    /// header, before any of its bytes are read.
+    #[error(
+        "tensor {tensor:?} with dims {dims:?} takes {bytes} bytes, more than the {limit} bytes this GPU adapter allows in one buffer"
+    )]
+    TensorTooLarge {
+        tensor: String,
+        dims: Vec<u64>,
+        bytes: u64,
+        limit: u64,
+    },
+    /// Holding a tensor's bytes until the last of them arrives needed more memory than the
+    /// allocator could give (a WebAssembly module has at most 4 GiB).
+    #[error("out of memory holding the {bytes} bytes of tensor {tensor:?} before its upload")]
+    HostOutOfMemory { tensor: String, bytes: u64 },
+    /// The model's SHA-256 differs from the one the caller expected (a pinned download, or
+    /// the digest a cache recorded).
+    #[error("the model's SHA-256 is {found}, expected {expected}")]
+    ChecksumMismatch { expected: String, found: String },
     /// A tensor's bytes lie (partly) outside the data section.
     #[error(
         "tensor {tensor:?} occupies bytes {offset}..{offset}+{size} of the data section, which has {data_len}"
@@ -192,9 +220,11 @@ pub enum GpuError {
 impl GpuError {
     /// A stable name for the kind of failure, for callers that branch on it (the browser
     /// engine's `Error.name`): `InvalidModel` (the file is not a GGUF this engine reads
-    /// correctly: cut, corrupt, inconsistent), `UnsupportedModel` (well-formed, but an
-    /// architecture, tokenizer or format not implemented), `NoAdapter`, `RequestDeviceError`,
-    /// `MissingFeature`, `LimitExceeded` (a device or parser limit), `OutOfMemory`,
+    /// correctly: cut, corrupt, inconsistent, or declaring counts and lengths beyond the
+    /// reader's caps), `UnsupportedModel` (well-formed, but an architecture, tokenizer or
+    /// format not implemented), `ChecksumMismatch` (not the bytes the caller pinned),
+    /// `NoAdapter`, `RequestDeviceError`, `MissingFeature`, `LimitExceeded` (a device limit,
+    /// or one of this crate's), `OutOfMemory`,
     /// `DeviceLost`, `GpuError` (validation or readback: a bug here, or a driver's),
     /// `ContextFull` and `InvalidRequest` (a prompt or template problem).
     pub fn kind(&self) -> &'static str {
@@ -210,6 +240,7 @@ impl GpuError {
             | UnknownValueType { .. }
             | BadAlignment { .. }
             | BadTensorShape { .. }
+            | FileLimit { .. }
             | TensorOutOfRange { .. }
             | TensorsOverlap { .. }
             | TensorMisaligned { .. }
@@ -228,8 +259,11 @@ impl GpuError {
             NoAdapter { .. } => "NoAdapter",
             RequestDevice { .. } => "RequestDeviceError",
             MissingFeature { .. } => "MissingFeature",
-            LimitExceeded { .. } | BindingTooLarge { .. } => "LimitExceeded",
-            OutOfMemory { .. } => "OutOfMemory",
+            LimitExceeded { .. } | BindingTooLarge { .. } | TensorTooLarge { .. } => {
+                "LimitExceeded"
+            }
+            OutOfMemory { .. } | HostOutOfMemory { .. } => "OutOfMemory",
+            ChecksumMismatch { .. } => "ChecksumMismatch",
             DeviceLost { .. } => "DeviceLost",
             Validation { .. } | Readback { .. } | ShapeMismatch { .. } => "GpuError",
             ContextFull { .. } => "ContextFull",

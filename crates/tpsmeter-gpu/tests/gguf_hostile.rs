@@ -105,18 +105,24 @@ fn bad_magic_and_versions() {
     }
 }
 
+/// Counts and lengths past the reader's caps are a malformed file (`InvalidModel`), not a
+/// GPU limit: the browser once told the user "the model needs more than this GPU adapter
+/// allows … Try a smaller model" for a tensor count of 2^64 - 1.
 #[test]
 fn absurd_counts_hit_the_caps() {
     for (at, what) in [(8, "tensor count"), (16, "metadata count")] {
         let (mut bytes, _) = small_gguf();
         patch_u64(&mut bytes, at, u64::MAX);
-        match parse_err(&bytes) {
-            GpuError::LimitExceeded { what: w, value, .. } => {
+        let e = parse_err(&bytes);
+        assert_eq!(e.kind(), "InvalidModel", "{e}");
+        assert!(e.to_string().starts_with("malformed GGUF file: "), "{e}");
+        match e {
+            GpuError::FileLimit { what: w, value, .. } => {
                 assert_eq!((w.as_str(), value), (what, u64::MAX))
             }
             other => panic!("{what}: {other}"),
         }
-        assert!(matches!(stream_err(&bytes), GpuError::LimitExceeded { .. }));
+        assert!(matches!(stream_err(&bytes), GpuError::FileLimit { .. }));
     }
     // Within the cap but more than the file holds: the reader runs into the data section or
     // the end of the input, and fails there (the allocation bound is gguf_alloc.rs's test).
@@ -124,7 +130,7 @@ fn absurd_counts_hit_the_caps() {
     patch_u64(&mut bytes, 8, 60_000);
     let e = parse_err(&bytes);
     assert!(
-        !matches!(e, GpuError::LimitExceeded { ref what, .. } if what == "tensor count"),
+        !matches!(e, GpuError::FileLimit { ref what, .. } if what == "tensor count"),
         "{e}"
     );
 }
@@ -137,7 +143,7 @@ fn huge_string_and_array_lengths() {
     patch_u64(&mut b, key_at, u64::MAX);
     assert!(matches!(
         parse_err(&b),
-        GpuError::LimitExceeded {
+        GpuError::FileLimit {
             value: u64::MAX,
             ..
         }
@@ -156,7 +162,7 @@ fn huge_string_and_array_lengths() {
         let mut b = bytes.clone();
         patch_u64(&mut b, count_at, count);
         match parse_err(&b) {
-            GpuError::LimitExceeded { what, .. } if limit_hit => {
+            GpuError::FileLimit { what, .. } if limit_hit => {
                 assert!(what.contains("tokenizer.ggml.scores"), "{what}")
             }
             GpuError::Truncated { .. } if !limit_hit => {}
@@ -180,7 +186,7 @@ fn unknown_value_types_and_deep_nesting() {
     let mut w = GgufWriter::new();
     w.metadata("deep", MetadataValue::Array(deep));
     match parse_err(&w.to_bytes()) {
-        GpuError::LimitExceeded { what, .. } => assert!(what.contains("deep"), "{what}"),
+        GpuError::FileLimit { what, .. } => assert!(what.contains("deep"), "{what}"),
         other => panic!("{other}"),
     }
 }
@@ -234,9 +240,9 @@ fn bad_tensor_infos_name_the_tensor() {
         "{e}"
     );
     let e = with("a.weight", "n_dims", &|b, at| patch_u32(b, at, 5));
-    assert!(matches!(e, GpuError::LimitExceeded { value: 5, .. }), "{e}");
+    assert!(matches!(e, GpuError::FileLimit { value: 5, .. }), "{e}");
     let e = with("a.weight", "n_dims", &|b, at| patch_u32(b, at, u32::MAX));
-    assert!(matches!(e, GpuError::LimitExceeded { .. }), "{e}");
+    assert!(matches!(e, GpuError::FileLimit { .. }), "{e}");
     let e = with("a.weight", "dims", &|b, at| {
         patch_u64(b, at, 1 << 32);
         patch_u64(b, at + 8, 1 << 32);

@@ -98,6 +98,7 @@ fn stream(bytes: &[u8], sizes: &[usize]) -> Vec<(String, Vec<u8>)> {
                 assert!(saw_header, "tensor before header");
                 got.push((info.name.clone(), bytes.to_vec()));
             }
+            GgufEvent::Bytes(_) => {}
         }
         Ok(())
     };

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use tpsmeter_gpu::GpuError;
 use tpsmeter_gpu::chat::ChatMessage;
-use tpsmeter_gpu::engine::{Engine, EngineLoader, ModelOptions};
+use tpsmeter_gpu::engine::{Engine, EngineLoader, FileChecks, ModelOptions};
 use tpsmeter_gpu::generate::{CancelToken, GenerateParams, StopReason, TokenEvent};
 use tpsmeter_gpu::gpu::context::{AdapterProfile, ContextOptions, GpuContext};
 use tpsmeter_gpu::kernels::SamplerConfig;
@@ -21,6 +21,27 @@ const MAX_TOKENS_LIMIT: u32 = 1 << 16;
 /// Most stop strings, and characters in each.
 const MAX_STOPS: usize = 16;
 const MAX_STOP_CHARS: usize = 256;
+
+/// The global property where the panic hook leaves the last panic's message.
+const PANIC_PROPERTY: &str = "__tpsmeterPanic";
+
+/// The engine's panic hook: the message goes to the console and to
+/// `globalThis.__tpsmeterPanic`. A panic ends in a trap, which reaches JS as a bare
+/// `RuntimeError: unreachable`; the Worker reads the cause there, since calling back into a
+/// trapped module is not safe.
+pub(crate) fn set_panic_hook() {
+    static SET: std::sync::Once = std::sync::Once::new();
+    SET.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            console_error_panic_hook::hook(info);
+            let _ = js_sys::Reflect::set(
+                &js_sys::global(),
+                &JsValue::from_str(PANIC_PROPERTY),
+                &JsValue::from_str(&info.to_string()),
+            );
+        }));
+    });
+}
 
 /// A JS `Error` whose `name` says what kind of failure it is. The engine's exports return
 /// these rather than `JsError` (which is always named `Error`): the page branches on the
@@ -82,15 +103,40 @@ struct LoaderOptions {
     disable_f16: Option<bool>,
 }
 
+/// What the file must satisfy (camelCase in JS).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Expectations {
+    /// The file's length in bytes, when known: a header whose tensors need more is refused
+    /// as soon as it is complete.
+    size: Option<u64>,
+    /// The SHA-256 the model must have (64 hex digits): `finish` refuses another with a
+    /// `ChecksumMismatch`.
+    sha256: Option<String>,
+}
+
+/// 64 hex digits as the 32 bytes of a SHA-256.
+fn parse_sha256(hex: &str) -> Result<[u8; 32], JsValue> {
+    let bad = || request_err("sha256 must be 64 hexadecimal digits");
+    if hex.len() != 64 || !hex.is_ascii() {
+        return Err(bad());
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+    }
+    Ok(out)
+}
+
 /// A GGUF file on its way into GPU memory.
 #[wasm_bindgen(js_name = EngineLoader)]
 #[derive(Debug)]
 pub struct JsEngineLoader {
     inner: Option<EngineLoader>,
-    /// SHA-256 of every byte pushed (the cache records it, and checks it on a cached load).
-    digest: sha2::Sha256,
-    /// The digest once the loader has finished.
+    /// Lowercase hex SHA-256 of the model's bytes, once the loader has finished.
     sha256: Option<String>,
+    /// The model's bytes among those pushed, as of the last call.
+    model_bytes: u64,
 }
 
 #[wasm_bindgen(js_class = EngineLoader)]
@@ -118,50 +164,97 @@ impl JsEngineLoader {
         // wgpu's handles are not `Send`, and everything runs on the Worker's one thread.
         #[allow(clippy::arc_with_non_send_sync)]
         let ctx = Arc::new(ctx);
+        let mut loader = EngineLoader::new(ctx, model);
+        // The digest is always taken: the model cache records it.
+        loader
+            .set_checks(FileChecks {
+                sha256: true,
+                ..FileChecks::default()
+            })
+            .map_err(gpu_err)?;
         Ok(JsEngineLoader {
-            inner: Some(EngineLoader::new(ctx, model)),
-            digest: sha2::Sha256::default(),
+            inner: Some(loader),
             sha256: None,
+            model_bytes: 0,
         })
     }
 
-    /// The next bytes of the file.
-    pub fn push(&mut self, chunk: &[u8]) -> Result<(), JsValue> {
-        let loader = self
-            .inner
-            .as_mut()
-            .ok_or_else(|| state_err("the loader has finished"))?;
-        sha2::Digest::update(&mut self.digest, chunk);
-        loader.push(chunk).map_err(gpu_err)
+    /// What the file must satisfy, before the first `push`: `{ size?, sha256? }` (its
+    /// length when known, and the SHA-256 it must have).
+    pub fn expect(&mut self, options: JsValue) -> Result<(), JsValue> {
+        let e: Expectations = serde_wasm_bindgen::from_value(options).map_err(request_err)?;
+        let checks = FileChecks {
+            len: e.size,
+            sha256: true,
+            expect_sha256: e.sha256.as_deref().map(parse_sha256).transpose()?,
+        };
+        self.loader()?.set_checks(checks).map_err(gpu_err)
     }
 
-    /// Lowercase hex SHA-256 of the whole file, once [`JsEngineLoader::finish`] succeeded.
+    /// The next bytes of the file. Resolves to how many bytes of the file so far are the
+    /// model's (see `modelBytes`).
+    pub fn push(&mut self, chunk: &[u8]) -> Result<f64, JsValue> {
+        let loader = self.loader()?;
+        loader.push(chunk).map_err(gpu_err)?;
+        self.model_bytes = loader.model_bytes();
+        Ok(self.model_bytes as f64)
+    }
+
+    /// How many bytes at the start of the file are known to be the model's: none until the
+    /// header is complete, then all that arrived up to the end of the last tensor. What a
+    /// cache should keep; bytes pushed past it are not read.
+    #[wasm_bindgen(getter, js_name = modelBytes)]
+    pub fn model_bytes(&self) -> f64 {
+        self.model_bytes as f64
+    }
+
+    /// Whether more of the file can belong to the model: false once the end of its last
+    /// tensor has arrived, when the download should stop.
+    #[wasm_bindgen(getter, js_name = wantsMore)]
+    pub fn wants_more(&self) -> bool {
+        self.inner.as_ref().is_some_and(EngineLoader::wants_more)
+    }
+
+    /// The model's length in bytes, once the header is complete.
+    #[wasm_bindgen(getter, js_name = modelLength)]
+    pub fn model_length(&self) -> Option<f64> {
+        self.inner
+            .as_ref()
+            .and_then(EngineLoader::model_len)
+            .map(|n| n as f64)
+    }
+
+    /// Lowercase hex SHA-256 of the model's bytes, once [`JsEngineLoader::finish`]
+    /// succeeded.
     #[wasm_bindgen(getter)]
     pub fn sha256(&self) -> Option<String> {
         self.sha256.clone()
     }
 
-    /// Bytes received so far.
-    #[wasm_bindgen(getter, js_name = bytesReceived)]
-    pub fn bytes_received(&self) -> f64 {
-        self.inner
-            .as_ref()
-            .map_or(0.0, |l| l.bytes_received() as f64)
-    }
-
-    /// The file ended: checks it was whole and returns the engine.
+    /// The file ended: checks it was whole (and its SHA-256, when `create` was given one)
+    /// and returns the engine. `modelBytes` is final from here on, even when this fails.
     pub fn finish(&mut self) -> Result<JsEngine, JsValue> {
+        let loader = self.loader()?;
+        loader.flush().map_err(gpu_err)?;
+        self.model_bytes = loader.model_bytes();
         let loader = self
             .inner
             .take()
             .ok_or_else(|| state_err("the loader has finished"))?;
         let engine = loader.finish().map_err(gpu_err)?;
-        let digest = sha2::Digest::finalize(std::mem::take(&mut self.digest));
-        self.sha256 = Some(digest.iter().map(|b| format!("{b:02x}")).collect());
+        self.sha256 = engine.sha256().map(str::to_owned);
         Ok(JsEngine {
             slot: Rc::new(RefCell::new(Slot::Idle(Box::new(engine)))),
             cancel: CancelToken::new(),
         })
+    }
+}
+
+impl JsEngineLoader {
+    fn loader(&mut self) -> Result<&mut EngineLoader, JsValue> {
+        self.inner
+            .as_mut()
+            .ok_or_else(|| state_err("the loader has finished"))
     }
 }
 

@@ -34,6 +34,9 @@ pub use exchange::JsExchange;
 /// Sets the panic hook once, when the module is instantiated.
 #[wasm_bindgen(start)]
 pub fn start() {
+    #[cfg(feature = "gpu")]
+    engine::set_panic_hook();
+    #[cfg(not(feature = "gpu"))]
     console_error_panic_hook::set_once();
 }
 

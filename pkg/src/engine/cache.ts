@@ -9,12 +9,18 @@
 // overwritten by the next download of the same URL; an interrupted load removes its own.
 // So a cancelled download, a cut connection or a bad file never leaves anything that a
 // later load would read.
+//
+// Identity: an entry is named by the file name and the SHA-256 of its whole source URL, and
+// is served only for the URL its manifest records (a pinned digest, when the caller has one,
+// must match too). Earlier versions named entries by a 32-bit hash of the URL, which a
+// forged URL could share in a fraction of a second: their entries are never served, and
+// `listCachedModels` removes them.
 
 import { EngineError } from './error.js';
 
 /** One cached model. */
 export interface CachedModel {
-  /** The entry's name (what `deleteCachedModel` takes): the file name and a hash of the URL. */
+  /** The entry's name (what `deleteCachedModel` takes): the file name and the SHA-256 of the URL. */
   name: string;
   /** Bytes. */
   size: number;
@@ -35,26 +41,40 @@ const CACHE_NAME = 'tpsmeter-models';
 /** Cache Storage keys live under this made-up path of the page's origin. */
 const CACHE_PREFIX = '/__tpsmeter-models/';
 
-/** FNV-1a of `s`, 8 hex digits: tells apart files of the same name from different URLs. */
-function hash8(s: string): string {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h.toString(16).padStart(8, '0');
+/** Lowercase hex SHA-256 of `text` (UTF-8). */
+async function sha256Hex(text: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
-/** The entry name for a source URL. */
-export function entryName(sourceUrl: string): string {
+/**
+ * The entry name for a source URL: the file's name, for people, then the SHA-256 of the whole
+ * URL, which tells entries apart (no other URL can be made to share it).
+ */
+export async function entryName(sourceUrl: string): Promise<string> {
   let file = 'model.gguf';
   try {
     file = decodeURIComponent(new URL(sourceUrl).pathname.split('/').pop() || file);
   } catch {
-    // Not a URL: the hash alone tells entries apart.
+    // Not a URL: the digest alone tells entries apart.
   }
   const safe = file.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100);
-  return `${safe.replace(/\.gguf$/i, '')}-${hash8(sourceUrl)}`;
+  return `${safe.replace(/\.gguf$/i, '')}-${await sha256Hex(sourceUrl)}`;
+}
+
+/**
+ * Whether `manifest`, stored under `name`, is an entry of this version for `sourceUrl`:
+ * named for that very URL, recording it, and a digest to check its bytes against. A name
+ * match alone proves nothing about a manifest that was written by an earlier version or
+ * tampered with.
+ */
+async function isEntry(manifest: CachedModel, name: string, sourceUrl: string): Promise<boolean> {
+  return (
+    manifest.name === name &&
+    manifest.sourceUrl === sourceUrl &&
+    /^[0-9a-f]{64}$/.test(String(manifest.sha256)) &&
+    (await entryName(sourceUrl)) === name
+  );
 }
 
 type Store = 'opfs' | 'cache-storage' | 'none';
@@ -69,6 +89,8 @@ function storage(): StorageManagerLike | undefined {
 }
 
 async function store(): Promise<Store> {
+  // Entry names are digests (Web Crypto exists only in secure contexts, as do OPFS and WebGPU).
+  if (typeof crypto === 'undefined' || !crypto.subtle) return 'none';
   if (storage()?.getDirectory) {
     try {
       await opfsDir();
@@ -109,8 +131,12 @@ function keyBase(): string {
   return origin.startsWith('http') ? origin : 'https://tpsmeter.invalid';
 }
 
-/** Every complete entry. Data without a manifest is skipped, not removed: it may be a
- * download another Worker is writing right now. */
+/**
+ * Every complete entry. Data without a manifest is skipped, not removed: it may be a download
+ * another Worker is writing right now. A complete entry that is not named for the URL its
+ * manifest records (one of an earlier version, named by a 32-bit hash, or a tampered one) is
+ * never served: it is removed here, so its space comes back.
+ */
 export async function listCachedModels(): Promise<CachedModel[]> {
   const s = await store();
   const out: CachedModel[] = [];
@@ -122,18 +148,37 @@ export async function listCachedModels(): Promise<CachedModel[]> {
       if (!name.endsWith('.gguf')) continue;
       const key = name.slice(0, -'.gguf'.length);
       const manifest = await readOpfsManifest(dir, key);
-      if (manifest) out.push(manifest);
+      if (!manifest) continue;
+      if (await isEntry(manifest, key, manifest.sourceUrl)) out.push(manifest);
+      else await deleteCachedModel(key);
     }
   } else if (s === 'cache-storage') {
     const cache = await caches.open(CACHE_NAME);
     for (const req of await cache.keys()) {
-      if (!req.url.endsWith('/manifest')) continue;
-      const res = await cache.match(req);
-      const manifest = res ? ((await res.json()) as CachedModel) : undefined;
-      if (manifest && (await cache.match(cacheKey(manifest.name, 'data')))) out.push(manifest);
+      const key = cacheKeyName(req.url, 'manifest');
+      if (key === undefined) continue;
+      const manifest = await readCacheManifest(cache, key);
+      if (!manifest || !(await cache.match(cacheKey(key, 'data')))) continue;
+      if (await isEntry(manifest, key, manifest.sourceUrl)) out.push(manifest);
+      else await deleteCachedModel(key);
     }
   }
   return out.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** The entry name in a Cache Storage key URL of `part`, or undefined for another key. */
+function cacheKeyName(url: string, part: 'data' | 'manifest'): string | undefined {
+  const path = new URL(url).pathname;
+  if (!path.startsWith(CACHE_PREFIX) || !path.endsWith(`/${part}`)) return undefined;
+  return decodeURIComponent(path.slice(CACHE_PREFIX.length, -`/${part}`.length));
+}
+
+async function readCacheManifest(cache: Cache, name: string): Promise<CachedModel | undefined> {
+  try {
+    return (await (await cache.match(cacheKey(name, 'manifest')))?.json()) as CachedModel | undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 async function readOpfsManifest(dir: FileSystemDirectoryHandle, key: string): Promise<CachedModel | undefined> {
@@ -174,25 +219,34 @@ export async function cacheEstimate(): Promise<{ usage?: number; quota?: number;
   return { usage: estimate.usage, quota: estimate.quota, models, store: await store() };
 }
 
-/** A cached copy of `sourceUrl` to load from, when there is a complete one. */
-export async function openCached(sourceUrl: string): Promise<{ stream: ReadableStream<Uint8Array>; manifest: CachedModel } | undefined> {
-  const name = entryName(sourceUrl);
+/**
+ * A cached copy of `sourceUrl` to load from, when there is a complete one recorded for that
+ * very URL and, with `sha256` (a pinned digest, lowercase hex), recorded with that digest. A
+ * miss leaves the entry to be overwritten by the download that follows. The bytes are still
+ * to be checked against the manifest's digest as they load (the Worker does).
+ */
+export async function openCached(sourceUrl: string, sha256?: string): Promise<{ stream: ReadableStream<Uint8Array>; manifest: CachedModel } | undefined> {
   const s = await store();
+  if (s === 'none') return undefined;
+  const name = await entryName(sourceUrl);
+  let found: { stream: ReadableStream<Uint8Array>; manifest: CachedModel } | undefined;
   if (s === 'opfs') {
     const dir = await opfsDir();
     const manifest = await readOpfsManifest(dir, name);
     const data = manifest && (await opfsFile(dir, `${name}.gguf`));
-    if (!manifest || !data) return undefined;
-    return { stream: data.stream(), manifest };
-  }
-  if (s === 'cache-storage') {
+    if (manifest && data) found = { stream: data.stream(), manifest };
+  } else {
     const cache = await caches.open(CACHE_NAME);
-    const meta = await cache.match(cacheKey(name, 'manifest'));
+    const manifest = await readCacheManifest(cache, name);
     const data = await cache.match(cacheKey(name, 'data'));
-    if (!meta || !data?.body) return undefined;
-    return { stream: data.body, manifest: (await meta.json()) as CachedModel };
+    if (manifest && data?.body) found = { stream: data.body, manifest };
   }
-  return undefined;
+  if (!found) return undefined;
+  if (!(await isEntry(found.manifest, name, sourceUrl)) || (sha256 !== undefined && found.manifest.sha256 !== sha256)) {
+    await found.stream.cancel().catch(() => {});
+    return undefined;
+  }
+  return found;
 }
 
 /** Writes one download into the cache; nothing is visible before `commit`. */
@@ -224,7 +278,7 @@ export async function beginCacheWrite(sourceUrl: string, total: number | undefin
       );
     }
   }
-  const name = entryName(sourceUrl);
+  const name = await entryName(sourceUrl);
   const finish = (m: Omit<CachedModel, 'name' | 'store' | 'date'>): CachedModel => ({
     ...m,
     name,

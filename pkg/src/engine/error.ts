@@ -2,8 +2,9 @@
 
 /**
  * An error from the engine, its cache or its Worker, with a `name` that says why
- * (`WebGpuUnavailable`, `NoAdapter`, `DownloadError`, `InvalidModel`, `DeviceLost`,
- * `QuotaExceededError`, `CacheError`, `AbortError`, ...). Errors cross from the Worker by name and message.
+ * (`WebGpuUnavailable`, `NoAdapter`, `DownloadError`, `InvalidModel`, `ChecksumMismatch`,
+ * `LimitExceeded`, `DeviceLost`, `EngineCrashed`, `QuotaExceededError`, `CacheError`,
+ * `AbortError`, ...). Errors cross from the Worker by name and message.
  */
 export class EngineError extends Error {
   constructor(name: string, message: string) {

@@ -29,6 +29,13 @@ export interface CreateEngineOptions {
    * origin's free storage is short; `false` downloads without caching.
    */
   cache?: boolean;
+  /**
+   * The SHA-256 the model must have (64 hex digits), for a model pinned to known bytes: a
+   * file with another digest is refused with `ChecksumMismatch`, downloaded or cached. A
+   * cached copy recorded with another digest is not used (the model downloads again); one
+   * whose bytes turn out not to match is deleted.
+   */
+  sha256?: string;
 }
 
 interface Pending {
@@ -172,12 +179,15 @@ export class LocalEngine {
   /** @internal */
   async load(o: CreateEngineOptions): Promise<void> {
     const model = o.model instanceof URL ? o.model.href : typeof o.model === 'string' ? new URL(o.model, location.href).href : o.model;
+    if (o.sha256 !== undefined && !/^[0-9a-f]{64}$/i.test(o.sha256)) {
+      throw new EngineError('InvalidRequest', 'sha256 must be 64 hexadecimal digits');
+    }
     const abort = (): void => void this.post({ id: 0, kind: 'abortLoad' });
     if (o.signal?.aborted) throw new EngineError('AbortError', 'the model load was cancelled');
     o.signal?.addEventListener('abort', abort, { once: true });
     try {
       const loaded = (await this.call(
-        { kind: 'load', model, cache: o.cache !== false, profile: o.profile, maxContext: o.maxContext },
+        { kind: 'load', model, cache: o.cache !== false, sha256: o.sha256?.toLowerCase(), profile: o.profile, maxContext: o.maxContext },
         (m) => {
           if (m.kind === 'progress') o.onProgress?.(m.progress);
         },
@@ -215,7 +225,8 @@ export class LocalEngine {
     } else if (m.kind === 'error') {
       this.pending.delete(m.id);
       const err = new EngineError(m.name, m.message);
-      if (m.name === 'DeviceLost') this.lostWith ??= err;
+      // Neither a lost device nor a trapped WebAssembly module runs again.
+      if (m.name === 'DeviceLost' || m.name === 'EngineCrashed') this.lostWith ??= err;
       p.reject(err);
     } else {
       p.onMessage?.(m);

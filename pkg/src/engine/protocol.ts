@@ -6,7 +6,7 @@
 export type ModelSource = string | Blob;
 
 export type ToWorker =
-  | { id: number; kind: 'load'; model: ModelSource; cache: boolean; profile?: 'cpu' | 'gpu'; maxContext?: number }
+  | { id: number; kind: 'load'; model: ModelSource; cache: boolean; sha256?: string; profile?: 'cpu' | 'gpu'; maxContext?: number }
   | { id: number; kind: 'generate'; request: string }
   | { id: number; kind: 'probe'; profile?: 'cpu' | 'gpu'; mib?: number }
   | { id: number; kind: 'teacherForced'; prompt: string; tokens: number[] }

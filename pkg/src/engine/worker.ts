@@ -22,6 +22,13 @@ const post = (m: FromWorker): void => scope.postMessage(m);
 /** Errors cross to the page by name and message (an `Error` does not survive cloning). */
 function fail(id: number, e: unknown): void {
   const err = e instanceof Error ? e : new Error(String(e));
+  // A trap (a Rust panic or abort) leaves this Worker's WebAssembly unusable: say so, with
+  // the panic's message, which the engine's panic hook left on the global scope.
+  if (e instanceof WebAssembly.RuntimeError) {
+    const panic = (self as unknown as { __tpsmeterPanic?: string }).__tpsmeterPanic;
+    post({ id, kind: 'error', name: 'EngineCrashed', message: `the engine stopped inside WebAssembly (${panic ?? err.message}); create the engine again` });
+    return;
+  }
   post({ id, kind: 'error', name: err.name, message: err.message });
 }
 
@@ -98,25 +105,45 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
   // URLs are cached; a File or Blob is already on this machine.
   const sourceUrl = msg.cache && typeof msg.model === 'string' ? msg.model : undefined;
   let writer: CacheWriter | undefined;
+  let hit: Awaited<ReturnType<typeof openCached>> = undefined;
   try {
-    const hit = sourceUrl ? await openCached(sourceUrl) : undefined;
+    hit = sourceUrl ? await openCached(sourceUrl, msg.sha256) : undefined;
     const fromCache = hit !== undefined;
     const { stream, total } = hit ? { stream: hit.stream, total: hit.manifest.size } : await open(msg.model, signal);
+    // A cached copy must still hold the bytes its manifest recorded; a pinned model, its pin.
+    loader.expect({ size: total, sha256: msg.sha256 ?? hit?.manifest.sha256 });
     if (sourceUrl && !hit) writer = await beginCacheWrite(sourceUrl, total);
     const reader = stream.getReader();
     const started = performance.now();
     let last = 0;
-    let loaded = 0;
+    let received = 0;
     const progress = (): LoadProgress => {
+      // Once the header is read, the model's own length: whatever follows it is not read.
+      const length = loader.modelLength;
+      const loaded = length === undefined ? received : Math.min(received, length);
+      const size = length ?? total;
       const seconds = (performance.now() - started) / 1000;
       const bytesPerSecond = seconds > 0 ? loaded / seconds : 0;
       const p: LoadProgress = { loaded, bytesPerSecond, fromCache };
-      if (total !== undefined) {
-        p.total = total;
-        p.percent = Math.min(100, (100 * loaded) / total);
-        if (bytesPerSecond > 0) p.etaSeconds = Math.max(0, (total - loaded) / bytesPerSecond);
+      if (size !== undefined) {
+        p.total = size;
+        p.percent = Math.min(100, (100 * loaded) / size);
+        if (bytesPerSecond > 0) p.etaSeconds = Math.max(0, (size - loaded) / bytesPerSecond);
       }
       return p;
+    };
+    // Chunks read but not yet known to be the model's (its end is known once its header
+    // is): the cache gets them once they are, and never what follows the model.
+    const held: Uint8Array[] = [];
+    let kept = 0;
+    const keep = async (modelBytes: number): Promise<void> => {
+      while (kept < modelBytes && held.length > 0) {
+        const chunk = held.shift()!;
+        const n = Math.min(chunk.byteLength, modelBytes - kept);
+        await writer?.write(n === chunk.byteLength ? chunk : chunk.subarray(0, n));
+        kept += n;
+      }
+      if (!loader.wantsMore) held.length = 0;
     };
     for (;;) {
       if (signal.aborted) {
@@ -125,30 +152,30 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
       }
       const r = await reader.read();
       if (r.done) break;
-      loader.push(r.value);
-      if (writer) await writer.write(r.value);
-      loaded += r.value.byteLength;
+      received += r.value.byteLength;
+      if (writer) held.push(r.value);
+      await keep(loader.push(r.value));
       const now = performance.now();
       if (now - last >= PROGRESS_EVERY_MS) {
         last = now;
         post({ id, kind: 'progress', progress: progress() });
       }
+      if (!loader.wantsMore) {
+        // The model is complete: stop the download (or the cache read) here.
+        await reader.cancel().catch(() => {});
+        break;
+      }
     }
     post({ id, kind: 'progress', progress: progress() });
     engine = loader.finish();
+    // A header that completed only at the end of a small file.
+    await keep(loader.modelBytes);
     const sha256 = loader.sha256 ?? '';
     let cached: CachedModel | undefined;
     if (hit) {
       cached = hit.manifest;
-      if (hit.manifest.sha256 !== sha256) {
-        // The stored bytes changed under us (storage corruption): drop the entry.
-        await deleteCachedModel(hit.manifest.name);
-        engine.free();
-        engine = undefined;
-        throw new EngineError('InvalidModel', `the cached copy of ${hit.manifest.sourceUrl} is corrupt (SHA-256 mismatch) and was deleted: load it again`);
-      }
     } else if (writer && sourceUrl) {
-      cached = await writer.commit({ size: loaded, sourceUrl, sha256, modelName: engine.name });
+      cached = await writer.commit({ size: kept, sourceUrl, sha256, modelName: engine.name });
       writer = undefined;
     }
     const info = JSON.parse(engine.info()) as { adapter: string };
@@ -157,10 +184,32 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
     return { name: engine.name, info, profile, sha256, fromCache, cached };
   } catch (e) {
     await writer?.abort();
+    if (hit && e instanceof Error && (e.name === 'ChecksumMismatch' || e.name === 'InvalidModel')) {
+      // The stored bytes are not those recorded (storage corruption, or a planted entry):
+      // never serve them again.
+      await deleteCachedModel(hit.manifest.name);
+      const what = e.name === 'InvalidModel' ? 'unusable' : `not ${msg.sha256 ? 'the model this URL pins' : 'the model that was stored'}`;
+      throw new EngineError(e.name, `the cached copy of ${hit.manifest.sourceUrl} is ${what} (${e.message}), so it was deleted: load it again to download it afresh`);
+    }
     throw e;
   } finally {
-    loader.free();
     loadAbort = undefined;
+    freeLoader(loader);
+  }
+}
+
+/**
+ * Frees the loader without hiding the error in flight. A trap inside `push` (a panic, an
+ * allocation failure) or a JS exception thrown through the wasm code (a GPU call failing
+ * inside an upload) leaves the loader borrowed, and `free()` then throws "attempted to take
+ * ownership of Rust value while it was borrowed": thrown from a `finally`, that message
+ * would replace the one that explains the failure. The Worker goes with the failed load.
+ */
+function freeLoader(loader: { free(): void }): void {
+  try {
+    loader.free();
+  } catch {
+    // Only after a failure that is being reported already.
   }
 }
 

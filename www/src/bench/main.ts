@@ -8,7 +8,7 @@ import { allowOrigin, isAllowed, originOf } from '../common/csp';
 import { download, importFile, reportToCsv, rowsToCsv } from '../common/files';
 import { date, el, num, tableWrap } from '../common/format';
 import { short } from '../common/limits';
-import { sameOriginModel } from '../common/models';
+import { pinnedSha256, sameOriginModel } from '../common/models';
 import { decodeFragment, encodeReport } from '../common/permalink';
 import { LOCAL_PRESET, SAME_ORIGIN_PRESET, preset } from '../common/presets';
 import { redactUrl } from '../common/files';
@@ -171,6 +171,7 @@ async function localEngine(url: string, signal: AbortSignal): Promise<LocalEngin
   const { createEngine } = await import('tpsmeter/engine');
   const e = await createEngine({
     model: url,
+    sha256: pinnedSha256(url),
     signal,
     onProgress: (p) => {
       progressText.textContent = `Loading the model${p.fromCache ? ' from the cache' : ''}: ${p.percent !== undefined ? `${p.percent.toFixed(0)} %` : `${(p.loaded / 1e6).toFixed(0)} MB`}`;

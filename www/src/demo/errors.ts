@@ -37,7 +37,14 @@ export function explain(e: unknown): Explained {
         text: `The download could not start${detail(message)}: the server may not allow this page to read the file (CORS), or the connection failed.`,
       };
     case 'InvalidModel':
-      return { text: `That file is not a usable GGUF model: it may be cut short, corrupt, or another format${detail(message)}.` };
+      return { text: `That file is not a usable GGUF model: it is malformed, cut short, corrupt, or another format${detail(message)}.` };
+    case 'ChecksumMismatch':
+      return {
+        text: `The file is not the model this choice pins: its SHA-256 differs, so it was not loaded${detail(message)}. A copy kept in this browser that did not match was deleted; loading again downloads the model afresh.`,
+        reload: true,
+      };
+    case 'EngineCrashed':
+      return { text: `The engine stopped with an internal error${detail(message)}. Load the model again to continue.`, reload: true };
     case 'UnsupportedModel':
       return { text: `The engine cannot run this model yet${detail(message)}. It runs ${SUPPORTED}.` };
     case 'DeviceLost':

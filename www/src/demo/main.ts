@@ -5,6 +5,7 @@ import '../boot';
 import '../style.css';
 import { wireThemeSwitch } from '../boot';
 import { createEngine, type LoadProgress, type LocalEngine } from 'tpsmeter/engine';
+import { pinnedSha256 } from '../common/models';
 import { CacheView } from './cache';
 import { ChatView } from './chat';
 import { byId, fill, h } from './dom';
@@ -122,6 +123,8 @@ async function load(source: Source, keepCopy = true): Promise<void> {
   try {
     const e = await createEngine({
       model: source.kind === 'url' ? source.url : source.file,
+      // A preset's URL loads only the bytes it pins, from the network or this browser's copy.
+      sha256: source.kind === 'url' ? pinnedSha256(source.url) : undefined,
       signal: job.abort.signal,
       cache: keepCopy,
       onProgress: (p) => {
@@ -234,7 +237,8 @@ chat.onEngineFailed = (why, where) => {
   showFailure(where, why, lastSource);
 };
 picker.onChange = updateLoadButton;
-cache.onList = (models) => picker.setCachedUrls(models.map((m) => m.sourceUrl));
+// A kept copy of a preset counts only when it is the pinned file (another is downloaded again).
+cache.onList = (models) => picker.setCachedUrls(models.filter((m) => (pinnedSha256(m.sourceUrl) ?? m.sha256) === m.sha256).map((m) => m.sourceUrl));
 
 // Leaving the page frees the GPU memory now rather than when the tab's process ends; a page
 // restored from the back/forward cache starts without a model.

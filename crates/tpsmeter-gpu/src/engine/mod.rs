@@ -23,7 +23,7 @@ pub(crate) mod readback;
 mod session;
 
 pub use forced::ForcedStep;
-pub use loader::EngineLoader;
+pub use loader::{EngineLoader, FileChecks};
 pub use model::{DEFAULT_MAX_CONTEXT, GpuModel, MAX_SLOTS, ModelOptions, PREFILL_CHUNK, StepStats};
 pub use readback::TOKEN_BYTES;
 pub use session::{Engine, Prompts};

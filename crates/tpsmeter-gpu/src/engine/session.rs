@@ -19,6 +19,7 @@ pub struct Engine {
     prompts: Prompts,
     generator: Generator<GpuModel>,
     name: String,
+    sha256: Option<String>,
 }
 
 impl Engine {
@@ -37,6 +38,7 @@ impl Engine {
         chat: Option<ChatTemplate>,
         model: GpuModel,
         name: String,
+        sha256: Option<String>,
     ) -> Self {
         Self {
             prompts: Prompts {
@@ -45,12 +47,19 @@ impl Engine {
             },
             generator: Generator::new(model),
             name,
+            sha256,
         }
     }
 
     /// `general.name` of the file.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Lowercase hex SHA-256 of the model's bytes, when its loader was asked for it
+    /// ([`super::loader::FileChecks`]).
+    pub fn sha256(&self) -> Option<&str> {
+        self.sha256.as_deref()
     }
 
     pub fn tokenizer(&self) -> &Tokenizer {

@@ -80,7 +80,7 @@ impl<'a> Cursor<'a> {
     pub(crate) fn string(&mut self, what: &str) -> Result<String> {
         let len = self.u64(what)?;
         if len > super::limits::MAX_STRING_LEN {
-            return Err(GpuError::LimitExceeded {
+            return Err(GpuError::FileLimit {
                 what: format!("length of {what} at offset {}", self.pos - 8),
                 value: len,
                 limit: super::limits::MAX_STRING_LEN,

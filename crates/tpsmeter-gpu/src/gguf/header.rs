@@ -89,7 +89,7 @@ impl GgufHeader {
                 .u32("tensor dimension count")
                 .map_err(|e| in_tensor(e, &name))?;
             if n_dims > MAX_DIMS {
-                return Err(GpuError::LimitExceeded {
+                return Err(GpuError::FileLimit {
                     what: format!("dimension count of tensor {name:?}"),
                     value: n_dims.into(),
                     limit: MAX_DIMS.into(),
@@ -173,6 +173,32 @@ impl GgufHeader {
             .unwrap_or(0)
     }
 
+    /// Bytes of the file the model occupies: the header, then the data section through the
+    /// end of the last tensor, rounded up to the alignment (writers pad after each tensor,
+    /// the last included). Whatever follows is not part of the model. `u64::MAX` where the
+    /// offsets would overflow.
+    pub fn model_len(&self) -> u64 {
+        self.data_offset
+            .checked_add(self.data_len_needed())
+            .and_then(|end| end.checked_next_multiple_of(self.alignment))
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Fails with [`GpuError::TensorTooLarge`] on the first tensor of more than `limit` bytes
+    /// (the largest buffer the GPU adapter can create): the loader refuses such a file from
+    /// its header, before it holds any of that tensor's bytes.
+    pub fn check_tensor_bytes(&self, limit: u64) -> Result<()> {
+        match self.tensors.iter().find(|t| t.n_bytes > limit) {
+            Some(t) => Err(GpuError::TensorTooLarge {
+                tensor: t.name.clone(),
+                dims: t.dims.clone(),
+                bytes: t.n_bytes,
+                limit,
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// `general.architecture`.
     pub fn architecture(&self) -> Result<&str> {
         self.metadata.get_str("general.architecture")
@@ -181,7 +207,7 @@ impl GgufHeader {
 
 fn cap(what: &str, value: u64, limit: u64) -> Result<()> {
     if value > limit {
-        return Err(GpuError::LimitExceeded {
+        return Err(GpuError::FileLimit {
             what: what.into(),
             value,
             limit,

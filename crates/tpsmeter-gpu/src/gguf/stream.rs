@@ -3,6 +3,11 @@
 //! last of them arrives, in file order. Only the header and at most one partly received
 //! tensor are buffered, so a model can stream into GPU buffers without being held twice.
 //!
+//! The model ends where the header says its last tensor (and that tensor's alignment
+//! padding) ends, [`GgufHeader::model_len`]: input past that point is not read, so a file
+//! with anything appended loads as the model alone, and [`GgufStreamParser::wants_more`]
+//! tells the caller when to stop its download.
+//!
 //! A tensor that arrives inside a single chunk is passed as a slice of that chunk (no copy).
 
 use super::header::GgufHeader;
@@ -15,6 +20,10 @@ use crate::error::{GpuError, Result};
 pub enum GgufEvent<'a> {
     /// Header, metadata and tensor infos are complete (reported once, before any tensor).
     Header(&'a GgufHeader),
+    /// The next bytes of the model, in file order: every byte from the first to the model's
+    /// end is reported once (the header's when the header completes), none after it. For a
+    /// checksum or a copy of exactly the model.
+    Bytes(&'a [u8]),
     /// All bytes of one tensor have arrived.
     Tensor {
         /// Index into `header.tensors`.
@@ -29,6 +38,9 @@ pub enum GgufEvent<'a> {
 struct DataState {
     /// Absolute file offset of the next byte to arrive.
     pos: u64,
+    /// Absolute file offset where the model ends ([`GgufHeader::model_len`]): `pos` stops
+    /// there.
+    end: u64,
     /// Tensor indices sorted by offset.
     order: Vec<usize>,
     /// Position in `order` of the tensor being received.
@@ -61,7 +73,8 @@ impl GgufStreamParser {
         self.header.as_ref()
     }
 
-    /// Bytes received so far.
+    /// Bytes taken so far: every byte until the header is complete, then up to the model's
+    /// end, not beyond.
     pub fn bytes_received(&self) -> u64 {
         if self.header.is_some() {
             self.data.pos
@@ -73,6 +86,23 @@ impl GgufStreamParser {
     /// Whether every tensor has been reported.
     pub fn is_complete(&self) -> bool {
         self.header.is_some() && self.data.next == self.data.order.len()
+    }
+
+    /// Bytes of the file known to belong to the model, reported as [`GgufEvent::Bytes`]:
+    /// none until the header is complete (the model's end is unknown before), then all that
+    /// arrived up to that end.
+    pub fn model_bytes(&self) -> u64 {
+        if self.header.is_some() {
+            self.data.pos
+        } else {
+            0
+        }
+    }
+
+    /// Whether more input can belong to the model: false once its last byte has arrived,
+    /// when the caller should stop reading (the rest of the input would be ignored).
+    pub fn wants_more(&self) -> bool {
+        self.header.is_none() || self.data.pos < self.data.end
     }
 
     /// Feeds the next chunk of the file. `sink` receives the events the chunk completes; an
@@ -114,6 +144,7 @@ impl GgufStreamParser {
                 order.sort_by_key(|&i| header.tensors[i].offset);
                 self.data = DataState {
                     order,
+                    end: header.model_len(),
                     ..DataState::default()
                 };
                 let head = std::mem::take(&mut self.head);
@@ -123,7 +154,7 @@ impl GgufStreamParser {
             Err(GpuError::Truncated { offset, needed, .. }) => {
                 let least = offset.saturating_add(needed);
                 if least > MAX_HEADER_BYTES {
-                    return Err(GpuError::LimitExceeded {
+                    return Err(GpuError::FileLimit {
                         what: "GGUF header size".into(),
                         value: least,
                         limit: MAX_HEADER_BYTES,
@@ -134,6 +165,17 @@ impl GgufStreamParser {
             }
             Err(other) => Err(other),
         }
+    }
+
+    /// The input has ended: parses a header still held back (the parser re-parses only as
+    /// its buffer doubles), so that [`Self::model_bytes`] counts every byte of the model
+    /// that arrived. [`Self::finish`] does this itself.
+    pub fn flush(&mut self, sink: &mut dyn FnMut(GgufEvent<'_>) -> Result<()>) -> Result<()> {
+        if self.header.is_some() {
+            return Ok(());
+        }
+        self.next_attempt = 0;
+        self.push(&[], sink)
     }
 
     /// Ends the stream: returns the header if every tensor arrived, else the error a
@@ -198,16 +240,25 @@ impl GgufStreamParser {
     }
 }
 
-/// Routes `data` (the bytes at absolute offset `st.pos`) to the tensors it belongs to.
+/// Routes `data` (the bytes at absolute offset `st.pos`) to the tensors it belongs to. What
+/// lies past the model's end is dropped unread.
 fn feed_data(
     header: &GgufHeader,
     st: &mut DataState,
     mut data: &[u8],
     sink: &mut dyn FnMut(GgufEvent<'_>) -> Result<()>,
 ) -> Result<()> {
+    let room = st.end - st.pos;
+    if data.len() as u64 > room {
+        data = &data[..room as usize];
+    }
+    if data.is_empty() {
+        return Ok(());
+    }
+    sink(GgufEvent::Bytes(data))?;
     while !data.is_empty() {
         let Some(&index) = st.order.get(st.next) else {
-            // Bytes after the last tensor (padding): nothing to deliver.
+            // The last tensor's alignment padding: nothing to deliver.
             st.pos += data.len() as u64;
             return Ok(());
         };
@@ -239,6 +290,14 @@ fn feed_data(
         } else {
             // No reserve for the declared size: the buffer grows with the bytes that really
             // arrive, so a header declaring a huge tensor cannot make us allocate up-front.
+            // Growth that the allocator refuses is an error, not an abort: in WebAssembly an
+            // abort is a trap that leaves the loader's JS object unusable.
+            st.pending
+                .try_reserve(now.len())
+                .map_err(|_| GpuError::HostOutOfMemory {
+                    tensor: info.name.clone(),
+                    bytes: info.n_bytes,
+                })?;
             st.pending.extend_from_slice(now);
             if st.pos == end {
                 st.next += 1;

@@ -201,7 +201,7 @@ fn fixed<T>(
 fn read_array(c: &mut Cursor<'_>, key: &str, depth: usize) -> Result<MetadataArray> {
     const W: &str = "metadata array element";
     if depth > MAX_NESTING_DEPTH {
-        return Err(GpuError::LimitExceeded {
+        return Err(GpuError::FileLimit {
             what: format!("nesting depth of arrays in metadata key {key:?}"),
             value: depth as u64,
             limit: MAX_NESTING_DEPTH as u64,
@@ -210,7 +210,7 @@ fn read_array(c: &mut Cursor<'_>, key: &str, depth: usize) -> Result<MetadataArr
     let elem = c.u32("metadata array element type")?;
     let count = c.u64("metadata array length")?;
     if count > MAX_ARRAY_LEN {
-        return Err(GpuError::LimitExceeded {
+        return Err(GpuError::FileLimit {
             what: format!("length of array in metadata key {key:?}"),
             value: count,
             limit: MAX_ARRAY_LEN,

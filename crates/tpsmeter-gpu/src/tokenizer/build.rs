@@ -83,7 +83,7 @@ fn finish(mut tok: tokenizers::Tokenizer, spec: &TokenizerSpec) -> tokenizers::T
 pub(crate) fn build_gpt2(spec: &TokenizerSpec) -> Result<tokenizers::Tokenizer> {
     let recipe = PreTokenizerRecipe::for_pre(&spec.pre)?;
     if spec.merges.len() > MAX_MERGES {
-        return Err(GpuError::LimitExceeded {
+        return Err(GpuError::FileLimit {
             what: "tokenizer.ggml.merges count".to_owned(),
             value: spec.merges.len() as u64,
             limit: MAX_MERGES as u64,
@@ -154,7 +154,7 @@ fn merges_from_scores(spec: &TokenizerSpec, vocab: &Vocab) -> Result<Merges> {
             }
         }
         if ranked.len() > MAX_MERGES {
-            return Err(GpuError::LimitExceeded {
+            return Err(GpuError::FileLimit {
                 what: "SentencePiece merges derived from scores".to_owned(),
                 value: ranked.len() as u64,
                 limit: MAX_MERGES as u64,

@@ -61,7 +61,7 @@ impl Tokenizer {
     /// Builds the tokenizer a GGUF file's metadata describes.
     pub fn from_spec(spec: &TokenizerSpec) -> Result<Self> {
         if spec.tokens.len() > MAX_VOCAB {
-            return Err(GpuError::LimitExceeded {
+            return Err(GpuError::FileLimit {
                 what: "vocabulary size".to_owned(),
                 value: spec.tokens.len() as u64,
                 limit: MAX_VOCAB as u64,
