@@ -120,7 +120,9 @@ test('bench() classifies every fault', async (t) => {
   for (const api of ['openai-chat', 'openai-completions', 'openai-responses', 'anthropic', 'gemini', 'ollama-chat', 'ollama-generate', 'vercel-ui']) {
     await t.test(`${api}: a key the server echoes is in no record`, async () => {
       for (const spec of ['status:401', 'rate-limited:1', 'error-event:1']) {
-        const report = await benchInPage(page, options(fx.emulator.prefixed(`echo-key/fault/${spec}/pace/1,1,4`), { api, requests: 1, concurrency: [1] }));
+        // A Vercel AI SDK route is named in full; the other APIs take a base URL.
+        const route = api === 'vercel-ui' ? '/api/ui-chat' : '';
+        const report = await benchInPage(page, options(fx.emulator.prefixed(`echo-key/fault/${spec}/pace/1,1,4`) + route, { api, requests: 1, concurrency: [1] }));
         const text = JSON.stringify(report);
         assert.equal(report.requests.length, 1);
         // The server's words are kept with the key taken out (a client that dropped every
