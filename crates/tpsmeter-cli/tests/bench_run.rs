@@ -226,28 +226,15 @@ async fn api_key_never_appears_in_any_output() {
         .await
         .unwrap();
         for api in ["openai-chat", "anthropic", "gemini"] {
-            let json = dir.join(format!("{name}-{api}.json"));
-            let csv = dir.join(format!("{name}-{api}.csv"));
-            let mut cmd = tpsmeter();
-            cmd.env("TPSMETER_TEST_KEY", KEY).arg("bench").args(argv(
+            let (stdout, stderr, _) = bench_with_key(
+                KEY,
                 api,
                 &emu.base_url(),
-                &[
-                    "--api-key-env",
-                    "TPSMETER_TEST_KEY",
-                    "--requests",
-                    "2",
-                    "--warmup",
-                    "1",
-                    "--json",
-                    json.to_str().unwrap(),
-                    "--csv",
-                    csv.to_str().unwrap(),
-                ],
-            ));
-            let out = run_binary(cmd).await;
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            let stderr = String::from_utf8_lossy(&out.stderr);
+                &dir.join(format!("{name}-{api}")),
+                2,
+                1,
+            )
+            .await;
             assert!(stdout.contains("TTFT"), "{api} {name}: {stdout}{stderr}");
             assert!(!stdout.contains(KEY) && !stderr.contains(KEY));
         }
@@ -304,29 +291,16 @@ async fn a_key_the_server_echoes_reaches_no_output() {
                 ""
             };
             let url = format!("{}/echo-key/fault/{fault}{route}", emu.base_url());
-            let json = dir.join(format!("{name}-{api}.json"));
-            let csv = dir.join(format!("{name}-{api}.csv"));
-            let mut cmd = tpsmeter();
-            cmd.env("TPSMETER_TEST_KEY", KEY).arg("bench").args(argv(
+            let (stdout, stderr, json) = bench_with_key(
+                KEY,
                 api.name(),
                 &url,
-                &[
-                    "--api-key-env",
-                    "TPSMETER_TEST_KEY",
-                    "--requests",
-                    "1",
-                    "--warmup",
-                    "0",
-                    "--json",
-                    json.to_str().unwrap(),
-                    "--csv",
-                    csv.to_str().unwrap(),
-                ],
-            ));
-            let out = run_binary(cmd).await;
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let report: Report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap())
+                &dir.join(format!("{name}-{api}")),
+                1,
+                0,
+            )
+            .await;
+            let report: Report = serde_json::from_str(&json)
                 .unwrap_or_else(|e| panic!("{api} {name}: {e}: {stderr}"));
             let message = &report.requests[0]
                 .error
@@ -339,7 +313,7 @@ async fn a_key_the_server_echoes_reaches_no_output() {
                 message.contains("Your key starts with REDACTED"),
                 "{api} {name}: {message}"
             );
-            for text in [stdout.as_ref(), stderr.as_ref()] {
+            for text in [stdout.as_str(), stderr.as_str()] {
                 assert_no_key(KEY, URL_KEY, text, &format!("{api} {name} terminal"));
             }
             runs += 1;
@@ -355,6 +329,45 @@ async fn a_key_the_server_echoes_reaches_no_output() {
     assert_eq!(runs, 3 * Api::ALL.len());
     assert_eq!(files, 3 * runs, "json, csv and jsonl of every run");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Runs `tpsmeter bench` on `api` at `url` with `key` in the environment, writing
+/// `<stem>.json` and `<stem>.csv`. Returns stdout, stderr and the JSON report's text.
+async fn bench_with_key(
+    key: &str,
+    api: &str,
+    url: &str,
+    stem: &std::path::Path,
+    requests: u32,
+    warmup: u32,
+) -> (String, String, String) {
+    let json = stem.with_extension("json");
+    let csv = stem.with_extension("csv");
+    let (requests, warmup) = (requests.to_string(), warmup.to_string());
+    let mut cmd = tpsmeter();
+    cmd.env("TPSMETER_TEST_KEY", key).arg("bench").args(argv(
+        api,
+        url,
+        &[
+            "--api-key-env",
+            "TPSMETER_TEST_KEY",
+            "--requests",
+            &requests,
+            "--warmup",
+            &warmup,
+            "--json",
+            json.to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+    ));
+    let out = run_binary(cmd).await;
+    let report = std::fs::read_to_string(&json).unwrap_or_default();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        report,
+    )
 }
 
 /// Fails when `text` holds 8 or more characters of the key, raw or URL-encoded.
