@@ -144,13 +144,7 @@ fn stalled_readers_are_cut_and_a_normal_client_is_then_served() {
     let site = Arc::new(Site::open(&www, Some(&model)).unwrap());
 
     // The server: the real connection loop, answering with the site as `handle` does.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
-    let port = listener.local_addr().unwrap().port();
+    let (runtime, listener, port) = loopback_server();
     let handle = move |req: Request<Incoming>| {
         let site = site.clone();
         async move {
@@ -301,13 +295,7 @@ fn stalled_readers_are_cut_and_a_normal_client_is_then_served() {
 fn a_slow_stream_to_a_reading_client_is_never_cut() {
     let timeout = Duration::from_millis(100);
     let pause = 3 * timeout;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
-    let port = listener.local_addr().unwrap().port();
+    let (runtime, listener, port) = loopback_server();
     let handle = move |_req: Request<Incoming>| async move {
         let (body, tx) = ChannelBody::channel();
         tokio::spawn(async move {
@@ -342,4 +330,16 @@ fn a_slow_stream_to_a_reading_client_is_never_cut() {
     assert!(raw.ends_with("\r\n0\r\n\r\n"), "{raw:?}");
     assert!(took >= 5 * pause, "the stream took only {took:?}");
     runtime.shutdown_background();
+}
+
+/// The runtime a test's server runs on, its listener on a free loopback port, and the port.
+fn loopback_server() -> (tokio::runtime::Runtime, TcpListener, u16) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    (runtime, listener, port)
 }
