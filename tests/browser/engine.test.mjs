@@ -84,8 +84,24 @@ test('createEngine: SmolLM2 in a Worker on WebGPU gives the native greedy tokens
     const text = chunks.map((c) => c.choices[0].text).join('');
     assert.ok(text.length > 0);
     assert.ok(final.timings.decode_tokens_per_second > 0 && final.timings.ttft_ms > 0);
+    // The host's cost per decoded token, from the engine's counters: the decode graph's
+    // dispatches in one pass and one submit, one 4-byte id read back, the step timed on
+    // the Worker's clock.
+    const c = final.timings.perTokenCost;
+    assert.ok(c, 'timings carry perTokenCost');
+    assert.equal(c.steps, expected[i].length - 1, 'every token after the first is a decode step');
+    assert.equal(c.dispatches, out.info.dispatchesPerToken);
+    assert.equal(c.passes, 1);
+    assert.equal(c.submits, 1);
+    assert.equal(c.bytesRead, 4);
+    assert.equal(c.bytesWritten, 12, 'position pair and token id');
+    assert.equal(c.bindGroupChanges, c.dispatches);
+    assert.ok(c.pipelineChanges >= 1 && c.pipelineChanges <= c.dispatches, JSON.stringify(c));
+    assert.ok(c.encodeMs > 0 && c.encodeMs < 10_000, JSON.stringify(c));
+    const p = final.timings.prefillCost;
+    assert.ok(p && p.steps >= 1 && p.submits === 1 && p.dispatches > 0 && p.encodeMs > 0, JSON.stringify(p));
     t.diagnostic(
-      `prompt ${i}: TTFT ${final.timings.ttft_ms.toFixed(0)} ms, prefill ${final.timings.prefill_tokens_per_second.toFixed(1)} tok/s, decode ${final.timings.decode_tokens_per_second.toFixed(2)} tok/s (${final.timings.cold ? 'cold' : 'warm'})`,
+      `prompt ${i}: TTFT ${final.timings.ttft_ms.toFixed(0)} ms, prefill ${final.timings.prefill_tokens_per_second.toFixed(1)} tok/s, decode ${final.timings.decode_tokens_per_second.toFixed(2)} tok/s (${final.timings.cold ? 'cold' : 'warm'}); per token ${JSON.stringify(c)}`,
     );
   }
   assert.equal(out.chat.object, 'chat.completion');

@@ -47,6 +47,11 @@ test('the demo loads SmolLM2 from the server, streams a chat and meters it', asy
   assert.ok((await numberOf(page, 'engine-decode-tps')) > 0);
   assert.ok((await numberOf(page, 'prefill-tps')) > 0);
   assert.ok((await numberOf(page, 'completion-tokens')) > 0);
+  // The engine's cost per decoded token (its counters, shown in the stats panel).
+  assert.ok((await numberOf(page, 'dispatches-per-token')) > 0);
+  assert.equal(await numberOf(page, 'submits-per-token'), 1);
+  assert.equal(await numberOf(page, 'bytes-read-per-token'), 4);
+  assert.ok((await numberOf(page, 'encode-ms')) > 0);
 
   await t.test('Stop ends an answer within a token or so', async () => {
     await page.getByLabel('Max tokens').fill('400');

@@ -2,7 +2,9 @@
 //! prompt tokens, decode tok/s at context 64, 512 and 2048, TTFT, cold (load and pipeline
 //! compilation included) and warm, N runs with median and spread; dispatches and submits per
 //! decoded token, bytes read back per token, weight bytes read per token and the GB/s that
-//! implies; where a token's time goes, per kernel. Then, on the same GGUF, llama.cpp on the
+//! implies; beside each decode and prefill rate, the host's cost per decoded token or prompt
+//! chunk (dispatches, passes, submits, pipeline and bind-group changes, bytes written and
+//! read, median CPU time from the step's start until its submit returned); where a token's time goes, per kernel. Then, on the same GGUF, llama.cpp on the
 //! CPU with 2 threads (`llama-bench` from `TPSMETER_LLAMA_BIN`) and, where it was built
 //! (`cargo xtask llama-vulkan`), llama.cpp's Vulkan backend on the same adapter
 //! (`TPSMETER_LLAMA_VULKAN_BIN`), with our decode speed as a ratio to each.
@@ -28,7 +30,7 @@ mod native {
     use std::sync::Arc;
     use std::time::Instant;
 
-    use tpsmeter_gpu::engine::{GpuModel, ModelOptions};
+    use tpsmeter_gpu::engine::{GpuModel, ModelOptions, StepCost};
     use tpsmeter_gpu::gguf::GgufFile;
     use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
     use tpsmeter_gpu::kernels::SamplerConfig;
@@ -160,10 +162,14 @@ mod native {
         for c in [64, 512, 2048] {
             let (at, first) = fill(&mut m, c);
             let before = m.stats();
+            let mark = m.cost_mark();
             let v: Vec<f64> = (0..runs)
                 .map(|_| decode(&mut m, at, first, n_decode))
                 .collect();
             let med = show(&format!("decode at context {c}"), &v, "tok/s");
+            if let Some(cost) = m.cost_since(&mark).decode {
+                show_cost("  per decoded token", &cost);
+            }
             if c != 64 {
                 println!(
                     "{:<34} {:>9.2} x",
@@ -253,9 +259,30 @@ mod native {
         show("TTFT, 64-token prompt", &ttft, "ms");
         for n in [64, 512] {
             let ids = prompt(n, vocab);
+            let mark = m.cost_mark();
             let v: Vec<f64> = (0..runs).map(|_| n as f64 / prefill(m, &ids)).collect();
             show(&format!("prefill, {n} tokens"), &v, "tok/s");
+            if let Some(cost) = m.cost_since(&mark).prefill {
+                show_cost("  per 64-token chunk", &cost);
+            }
         }
+    }
+
+    /// The host's cost of a step (`tpsmeter run --json`'s `per_token_cost` fields): what
+    /// sets decode speed on a real GPU (docs/performance.md).
+    fn show_cost(label: &str, c: &StepCost) {
+        println!(
+            "{label:<34} {:.1} dispatches, {:.1} passes, {:.1} submits, {:.1} pipeline / {:.1} bind-group changes, {:.0} B written, {:.0} B read; encode+submit median {} ms (n={})",
+            c.dispatches,
+            c.passes,
+            c.submits,
+            c.pipeline_changes,
+            c.bind_group_changes,
+            c.bytes_written,
+            c.bytes_read,
+            c.encode_ms.map_or("n/a".into(), |v| format!("{v:.3}")),
+            c.steps
+        );
     }
 
     /// Batched decode (what `tpsmeter serve` runs under concurrency): B sequences, each after

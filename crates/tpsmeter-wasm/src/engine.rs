@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use tpsmeter_gpu::GpuError;
 use tpsmeter_gpu::chat::ChatMessage;
-use tpsmeter_gpu::engine::{Engine, EngineLoader, FileChecks, ModelOptions};
+use tpsmeter_gpu::engine::{Engine, EngineLoader, FileChecks, ModelOptions, StepCost};
 use tpsmeter_gpu::generate::{CancelToken, GenerateParams, StopReason, TokenEvent};
 use tpsmeter_gpu::gpu::context::{AdapterProfile, ContextOptions, GpuContext};
 use tpsmeter_gpu::kernels::SamplerConfig;
@@ -241,7 +241,9 @@ impl JsEngineLoader {
             .inner
             .take()
             .ok_or_else(|| state_err("the loader has finished"))?;
-        let engine = loader.finish().map_err(gpu_err)?;
+        let mut engine = loader.finish().map_err(gpu_err)?;
+        // `Instant` panics on wasm32: the engine times its steps on the scope's clock.
+        engine.model_mut().set_clock(performance_now_ms);
         self.sha256 = engine.sha256().map(str::to_owned);
         Ok(JsEngine {
             slot: Rc::new(RefCell::new(Slot::Idle(Box::new(engine)))),
@@ -350,6 +352,11 @@ struct GenerateResult {
     submits: u64,
     dispatches: u64,
     readback_bytes: u64,
+    /// What the host did per decoded token of this generation (`null` when none was
+    /// decoded): the engine's counters and median encode+submit time.
+    per_token_cost: Option<StepCost>,
+    /// The same per prompt chunk (`null` when the whole prompt was reused).
+    prefill_cost: Option<StepCost>,
 }
 
 /// Where the engine is: a generation takes it out of the slot for its duration (no borrow
@@ -555,6 +562,7 @@ async fn run(
         }
     };
     let before = engine.model().stats();
+    let mark = engine.model().cost_mark();
     let g = engine
         .generate_async(&prompt, params, sampling, cancel, &mut clock, &mut on_event)
         .await
@@ -564,6 +572,7 @@ async fn run(
         return Err(e);
     }
     let after = engine.model().stats();
+    let cost = engine.model().cost_since(&mark);
     let finish_reason = match g.stop {
         StopReason::EndOfGeneration { .. } | StopReason::StopString { .. } => "stop",
         StopReason::MaxTokens => "length",
@@ -583,6 +592,8 @@ async fn run(
         submits: after.submits - before.submits,
         dispatches: after.dispatches - before.dispatches,
         readback_bytes: after.readback_bytes - before.readback_bytes,
+        per_token_cost: cost.decode,
+        prefill_cost: cost.prefill,
     })
     .map_err(request_err)
 }
@@ -646,6 +657,14 @@ fn parse_request(req: &GenerateRequest) -> Result<(GenerateParams, SamplerConfig
         ignore_eos: req.ignore_eos,
     };
     Ok((params, sampling))
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// `performance.now()` of the global scope (a Worker's or a window's): one import call,
+    /// cheap enough to read twice per step.
+    #[wasm_bindgen(js_namespace = performance, js_name = now)]
+    fn performance_now_ms() -> f64;
 }
 
 /// `performance.now()` of the global scope (a Worker's or a window's).

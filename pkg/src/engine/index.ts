@@ -4,7 +4,7 @@
 
 import { EngineError } from './error.js';
 import type { FromWorker, LoadProgress, ToWorker } from './protocol.js';
-import type { ChatCompletion, ChatCompletionChunk, ChatRequest, CompletionRequest, EngineInfo, ForcedStep, GenerateResult, LocalTimings, ProbeReport } from './types.js';
+import type { ChatCompletion, ChatCompletionChunk, ChatRequest, CompletionRequest, EngineInfo, ForcedStep, GenerateResult, LocalTimings, ProbeReport, RawStepCost, StepCost } from './types.js';
 import type { CachedModel } from './cache.js';
 
 export type { LoadProgress } from './protocol.js';
@@ -341,6 +341,22 @@ function finalChunk(id: string, created: number, model: string, kind: 'chat' | '
   } as ChatCompletionChunk;
 }
 
+/** The Worker's per-step cost in the package's names. */
+function stepCost(c: RawStepCost | null | undefined): StepCost | undefined {
+  if (!c) return undefined;
+  return {
+    dispatches: c.dispatches,
+    passes: c.passes,
+    submits: c.submits,
+    pipelineChanges: c.pipeline_changes,
+    bindGroupChanges: c.bind_group_changes,
+    bytesWritten: c.bytes_written,
+    bytesRead: c.bytes_read,
+    encodeMs: c.encode_ms ?? undefined,
+    steps: c.steps,
+  };
+}
+
 /** Prefill and decode rates, TTFT and per-token times, on the Worker's clock. */
 function timingsOf(r: GenerateResult, info: EngineInfo | undefined, cold: boolean, probe: ProbeReport | undefined): LocalTimings {
   const t = r.token_times_ms;
@@ -362,6 +378,8 @@ function timingsOf(r: GenerateResult, info: EngineInfo | undefined, cold: boolea
     token_times_ms: t.map((x) => x - r.start_ms),
     tokens: r.tokens,
     gpu: { submits: r.submits, dispatches: r.dispatches, readback_bytes: r.readback_bytes },
+    perTokenCost: stepCost(r.per_token_cost),
+    prefillCost: stepCost(r.prefill_cost),
     adapter: info?.adapter,
     profile: info?.profile,
     cold,

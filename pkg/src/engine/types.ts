@@ -53,6 +53,14 @@ export interface LocalTimings {
   cold: boolean;
   /** GPU work of this generation, prompt included: queue submits, dispatches, bytes read back. */
   gpu: { submits: number; dispatches: number; readback_bytes: number };
+  /**
+   * What the host did per decoded token of this generation (decode steps only), from the
+   * engine's counters; undefined when no token was decoded after the first. On a real GPU
+   * these, not bandwidth, bound a small model's decode (see docs/performance.md).
+   */
+  perTokenCost: StepCost | undefined;
+  /** The same per prompt chunk (up to 64 tokens each); undefined when the prompt was reused. */
+  prefillCost: StepCost | undefined;
   /** Decode against the adapter's roofline, once `engine.probe()` has run. */
   roofline?: {
     /** Probed streaming-read bandwidth, GB/s. */
@@ -62,6 +70,31 @@ export interface LocalTimings {
     /** decode_tokens_per_second ÷ the ceiling. */
     share: number | undefined;
   };
+}
+
+/**
+ * Host-side cost of a step, averaged per decoded token (`perTokenCost`) or per prompt chunk
+ * (`prefillCost`). The same figures as `tpsmeter run --json`'s `per_token_cost`.
+ */
+export interface StepCost {
+  /** Compute dispatches recorded. */
+  dispatches: number;
+  /** Compute passes begun. */
+  passes: number;
+  /** Queue submits. */
+  submits: number;
+  /** `setPipeline` calls: a dispatch of the pipeline already set in the pass needs none. */
+  pipelineChanges: number;
+  /** `setBindGroup` calls, likewise. */
+  bindGroupChanges: number;
+  /** Bytes written through `queue.writeBuffer` (positions, token ids, sampler state). */
+  bytesWritten: number;
+  /** Bytes read back to the Worker (4 per sampled token id). */
+  bytesRead: number;
+  /** Median ms from a step's start until its `queue.submit` returned, on the Worker's clock. */
+  encodeMs: number | undefined;
+  /** Steps the figures come from (decode steps, or prompt chunks). */
+  steps: number;
 }
 
 /** What the adapter probe measured (`probeAdapter`, `engine.probe()`). */
@@ -135,6 +168,21 @@ export interface GenerateResult {
   submits: number;
   dispatches: number;
   readback_bytes: number;
+  per_token_cost: RawStepCost | null;
+  prefill_cost: RawStepCost | null;
+}
+
+/** The Worker's form of {@link StepCost} (snake_case, as the engine serialises it). */
+export interface RawStepCost {
+  dispatches: number;
+  passes: number;
+  submits: number;
+  pipeline_changes: number;
+  bind_group_changes: number;
+  bytes_written: number;
+  bytes_read: number;
+  encode_ms: number | null;
+  steps: number;
 }
 
 /** One position of `engine.teacherForced`. */

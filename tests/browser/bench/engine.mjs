@@ -7,7 +7,9 @@
 // Prints: cold load (download + upload + pipelines, cache empty) and warm load (from the
 // model cache), prefill tok/s and TTFT at a 64-token prompt, decode tok/s at contexts 64 and
 // 512 (32 tokens generated after the prompt), submits, dispatches and bytes read back per
-// token (from the engine's GPU counters), the probed roofline and
+// token (from the engine's GPU counters), the host's cost per decoded token
+// (`timings.perTokenCost`: passes, pipeline and bind-group changes, bytes written, median
+// encode+submit ms in the Worker), the probed roofline and
 // decode as its share; then the same figures from the native engine, and browser / native
 // ratios (and, where Chromium's SwiftShader can be loaded as a native Vulkan driver, the native
 // engine on that same adapter); then wllama (npm `@wllama/wllama`: llama.cpp compiled to wasm, installed with the
@@ -139,6 +141,8 @@ const figures = (runs) => ({
   prefill: median(runs.map((t) => t.prefill_tokens_per_second)),
   decode: median(runs.map((t) => t.decode_tokens_per_second)),
   promptTokens: median(runs.map((t) => t.prompt_tokens_evaluated)),
+  // Median CPU ms per decoded token from the step's start until submit returned.
+  encode: median(runs.map((t) => t.encode_ms ?? t.perTokenCost?.encodeMs)),
 });
 const b64 = figures(browser.runs.p64);
 const b512 = figures(browser.runs.p512);
@@ -159,7 +163,7 @@ function nativeRuns(env) {
       const j = JSON.parse(out.stdout);
       const f = j.figures;
       adapter = j.adapter ?? adapter;
-      runs[key].push({ ttft_ms: f.ttft_s * 1e3, prefill_tokens_per_second: f.prefill_tps, decode_tokens_per_second: f.decode_tps, prompt_tokens_evaluated: f.prompt_tokens });
+      runs[key].push({ ttft_ms: f.ttft_s * 1e3, prefill_tokens_per_second: f.prefill_tps, decode_tokens_per_second: f.decode_tps, prompt_tokens_evaluated: f.prompt_tokens, encode_ms: j.per_token_cost?.encode_ms });
     }
   }
   return { runs, adapter };
@@ -180,6 +184,15 @@ const g = browser.perToken;
 console.log(
   `  per generated token (1-token prompt)       ${f2(g.submits / g.tokens)} submits, ${f2(g.readback_bytes / g.tokens)} bytes read back, ${f1(g.dispatches / g.tokens)} dispatches`,
 );
+// The engine's own counters per decoded token (timings.perTokenCost), medians over the
+// context-64 runs: what sets decode speed on a real GPU (docs/performance.md).
+const costs = browser.runs.p64.map((t) => t.perTokenCost).filter(Boolean);
+if (costs.length) {
+  const m = (k) => median(costs.map((c) => c[k]));
+  console.log(
+    `  per decoded token (engine counters, @64)   ${f1(m('dispatches'))} dispatches, ${f1(m('passes'))} passes, ${f1(m('submits'))} submits, ${f1(m('pipelineChanges'))} pipeline / ${f1(m('bindGroupChanges'))} bind-group changes, ${f1(m('bytesWritten'))} B written, ${f1(m('bytesRead'))} B read; encode+submit median ${f2(m('encodeMs'))} ms`,
+  );
+}
 console.log(`  weights read per token                     ${f1(browser.info.weightBytesPerToken / 1e6)} MB`);
 const ceiling = (browser.probe.read_gb_per_s * 1e9) / browser.info.weightBytesPerToken;
 console.log(
@@ -192,6 +205,7 @@ row(`TTFT ms (${b64.promptTokens} tok)`, b64.ttft, n64.ttft);
 row('prefill tok/s @64', b64.prefill, n64.prefill);
 row('decode tok/s @64', b64.decode, n64.decode);
 row('decode tok/s @512', b512.decode, n512.decode);
+row('encode ms/token @64', b64.encode, n64.encode);
 console.log(`  decode @64 as a share of the probed ceiling: ${f1((100 * b64.decode) / ceiling)} %`);
 if (sameAdapter) {
   const s64 = figures(sameAdapter.runs.p64);

@@ -133,6 +133,33 @@ export class LiveMeter {
     ];
     if (completionTokens !== undefined) items.push(...row('Tokens generated', String(completionTokens), 'completion-tokens'));
     items.push(...row('Adapter', t.adapter ?? NONE), ...row('Kernel profile', t.profile ?? NONE));
+    // What each decoded token cost the Worker: on a real GPU these fixed costs, not memory
+    // bandwidth, bound a small model's decode.
+    const c = t.perTokenCost;
+    if (c) {
+      items.push(
+        h('dt', {}, 'Per decoded token'),
+        h(
+          'dd',
+          {},
+          h('span', { 'data-metric': 'dispatches-per-token' }, fixed(c.dispatches, 0)),
+          ' dispatches in ',
+          h('span', { 'data-metric': 'passes-per-token' }, fixed(c.passes, 0)),
+          ' pass, ',
+          h('span', { 'data-metric': 'submits-per-token' }, fixed(c.submits, 0)),
+          ' submit; ',
+          h('span', { 'data-metric': 'pipeline-changes-per-token' }, fixed(c.pipelineChanges, 0)),
+          ' pipeline and ',
+          h('span', { 'data-metric': 'bind-group-changes-per-token' }, fixed(c.bindGroupChanges, 0)),
+          ' bind-group changes; ',
+          h('span', { 'data-metric': 'bytes-written-per-token' }, fixed(c.bytesWritten, 0)),
+          ' B written, ',
+          h('span', { 'data-metric': 'bytes-read-per-token' }, fixed(c.bytesRead, 0)),
+          ' B read back',
+        ),
+        ...row('Encode + submit per token (median)', fixed(c.encodeMs, 2), 'encode-ms', 'ms'),
+      );
+    }
     const roof = t.roofline;
     if (roof) {
       const share = roof.share === undefined ? undefined : roof.share * 100;

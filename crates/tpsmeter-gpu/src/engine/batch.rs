@@ -25,7 +25,8 @@ use crate::gpu::defines::DType;
 use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor, batch_positions, positions};
 
 use super::graph::{self, Activations};
-use super::model::{GpuModel, Sample, record};
+use super::cost::Phase;
+use super::model::{GpuModel, Sample, record, write};
 use super::readback::TOKEN_BYTES;
 
 /// One sequence's state.
@@ -140,11 +141,13 @@ impl GpuModel {
     ) -> Result<()> {
         self.check_slot(slot)?;
         self.check_tokens(tokens, start, self.slot_history(slot).len())?;
+        self.cost.begin(&self.stats);
         let ctx = self.ctx.clone();
         let s = self.claim_slot(slot, start, sampling)?;
         s.history.extend_from_slice(tokens);
         if sample {
-            s.sampler.reset(&ctx, 0, &s.history);
+            let written = s.sampler.reset(&ctx, 0, &s.history);
+            self.stats.bytes_written += written;
         }
         let base = self.kv.base(slot);
         if let ([token], true) = (tokens, sample) {
@@ -237,17 +240,10 @@ impl GpuModel {
         token: u32,
         (position, base): (usize, usize),
     ) -> Result<()> {
-        let q = &self.ctx.queue;
-        q.write_buffer(
-            &self.pos.buffer,
-            0,
-            bytemuck::cast_slice(&positions(position, 1, base)),
-        );
-        q.write_buffer(
-            &self.decode_act.tokens.buffer,
-            0,
-            bytemuck::bytes_of(&token),
-        );
+        let (q, s) = (&self.ctx.queue, &mut self.stats);
+        let pos = positions(position, 1, base);
+        write(s, q, &self.pos.buffer, bytemuck::cast_slice(&pos));
+        write(s, q, &self.decode_act.tokens.buffer, bytemuck::bytes_of(&token));
         let mut enc = self.ctx.encoder("one token");
         record(&mut self.stats, &mut enc, &[&self.decode, &self.head]);
         let logits = self.logits.buffer.clone();
@@ -255,6 +251,7 @@ impl GpuModel {
         self.ctx.submit(enc);
         self.stats.submits += 1;
         self.stats.tokens += 1;
+        self.cost.end(Phase::Decode, &self.stats, 1);
         Ok(())
     }
 
@@ -327,7 +324,9 @@ impl GpuModel {
             }
             places.push((held, self.kv.base(slot)));
         }
+        self.cost.begin(&self.stats);
         let ctx = self.ctx.clone();
+        let mut written = 0;
         let b = self.batch_state()?;
         for &(slot, token) in steps {
             let Some(s) = b.slots[slot].as_mut() else {
@@ -339,9 +338,10 @@ impl GpuModel {
             s.history.push(token);
             s.last_sampled = None;
             if !continuation {
-                s.sampler.reset(&ctx, 0, &s.history);
+                written += s.sampler.reset(&ctx, 0, &s.history);
             }
         }
+        self.stats.bytes_written += written;
         if let ([(slot, token)], [place]) = (steps, &places[..]) {
             // One sequence: the one-token graph, exactly as `submit_step` runs it.
             return self.submit_one(*slot, *token, *place);
@@ -355,9 +355,9 @@ impl GpuModel {
                 reason: "batch state",
             });
         };
-        let q = &ctx.queue;
-        q.write_buffer(&self.pos.buffer, 0, bytemuck::cast_slice(&pos));
-        q.write_buffer(&b.act.tokens.buffer, 0, bytemuck::cast_slice(&tokens));
+        let (q, s) = (&ctx.queue, &mut self.stats);
+        write(s, q, &self.pos.buffer, bytemuck::cast_slice(&pos));
+        write(s, q, &b.act.tokens.buffer, bytemuck::cast_slice(&tokens));
         let (layers, head) = b.graphs.remove(&n).unwrap_or_default();
         let logits = b.logits.buffer.clone();
         let mut enc = self.ctx.encoder("batched decode");
@@ -369,6 +369,7 @@ impl GpuModel {
         self.ctx.submit(enc);
         self.stats.submits += 1;
         self.stats.tokens += n as u64;
+        self.cost.end(Phase::Decode, &self.stats, n as u64);
         Ok(())
     }
 
@@ -416,6 +417,7 @@ impl GpuModel {
         }
         let ids = self.readback.read_n(&self.ctx, pending.len()).await?;
         self.stats.readback_bytes += TOKEN_BYTES * ids.len() as u64;
+        self.cost.read_back(TOKEN_BYTES * ids.len() as u64);
         if let Some(b) = self.batch.as_mut() {
             for (&slot, &id) in pending.iter().zip(&ids) {
                 if let Some(s) = b.slots[slot].as_mut() {

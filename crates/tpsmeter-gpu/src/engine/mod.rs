@@ -13,6 +13,7 @@
 //! choose which requests share a batch, or serve HTTP (the CLI does).
 
 mod batch;
+pub mod cost;
 mod forced;
 pub mod graph;
 mod loader;
@@ -22,6 +23,7 @@ mod profile;
 pub(crate) mod readback;
 mod session;
 
+pub use cost::{CostMark, CostReport, Phase, PhaseTotals, StepClock, StepCost};
 pub use forced::ForcedStep;
 pub use loader::{EngineLoader, FileChecks};
 pub use model::{DEFAULT_MAX_CONTEXT, GpuModel, MAX_SLOTS, ModelOptions, PREFILL_CHUNK, StepStats};

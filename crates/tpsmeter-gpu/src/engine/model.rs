@@ -18,6 +18,7 @@ use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor, positions};
 use crate::model::config::ModelConfig;
 use crate::model::llama::GpuWeights;
 
+use super::cost::{CostLog, CostMark, CostReport, Phase, PhaseTotals, StepClock};
 use super::graph::{self, Activations, KvCache, Shared};
 use super::readback::{TOKEN_BYTES, TokenReadback};
 
@@ -61,7 +62,8 @@ impl Default for ModelOptions {
     }
 }
 
-/// Counters of the work done, for benchmarks and tests.
+/// Counters of the work done since load, for benchmarks and tests (per phase and per step:
+/// [`GpuModel::cost_since`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StepStats {
     /// Queue submits so far.
@@ -72,6 +74,15 @@ pub struct StepStats {
     pub readback_bytes: u64,
     /// Tokens run through the model so far (prompt and decoded).
     pub tokens: u64,
+    /// Compute passes begun so far.
+    pub passes: u64,
+    /// `set_pipeline` calls so far: one per change of pipeline within a pass (a dispatch of
+    /// the pipeline already set encodes none).
+    pub pipeline_changes: u64,
+    /// `set_bind_group` calls so far, likewise one per change.
+    pub bind_group_changes: u64,
+    /// Bytes written through `queue.write_buffer` by steps so far (not the weights' upload).
+    pub bytes_written: u64,
 }
 
 /// A model on the GPU, ready to run tokens.
@@ -101,6 +112,8 @@ pub struct GpuModel {
     /// The id returned by the last step, to recognise a decode continuation.
     pub(super) last_sampled: Option<u32>,
     pub(super) stats: StepStats,
+    /// Per-phase costs and encode times of the steps (`cost.rs`).
+    pub(super) cost: CostLog,
     /// Batched decoding's buffers and per-sequence state, made on first use (`batch.rs`).
     pub(super) batch: Option<super::batch::BatchState>,
 }
@@ -181,6 +194,7 @@ impl GpuModel {
             history: Vec::new(),
             last_sampled: None,
             stats: StepStats::default(),
+            cost: CostLog::new(),
             batch: None,
         })
     }
@@ -212,6 +226,29 @@ impl GpuModel {
     /// Work counters since load.
     pub fn stats(&self) -> StepStats {
         self.stats
+    }
+
+    /// Times each step's encoding with `clock` (milliseconds) from now on: natively an
+    /// `Instant` is the default; on the web pass `performance.now()`, without which
+    /// encode times are not measured.
+    pub fn set_clock(&mut self, clock: StepClock) {
+        self.cost.set_clock(clock);
+    }
+
+    /// Where a span of steps to report on begins ([`GpuModel::cost_since`]).
+    pub fn cost_mark(&self) -> CostMark {
+        self.cost.mark()
+    }
+
+    /// What the steps since `mark` cost: per decoded token (decode) and per prompt chunk
+    /// (prefill), with the median encode time of each.
+    pub fn cost_since(&self, mark: &CostMark) -> CostReport {
+        self.cost.since(mark)
+    }
+
+    /// Totals of one phase since load.
+    pub fn cost_totals(&self, phase: Phase) -> PhaseTotals {
+        self.cost.totals(phase)
     }
 
     /// Weight bytes one decoded token reads (all layer matrices and the output head).
@@ -294,6 +331,7 @@ impl GpuModel {
     /// [`GpuModel::read_token`] returns it. Entries from `start` on are overwritten.
     pub fn submit_step(&mut self, tokens: &[u32], start: usize) -> Result<()> {
         self.check_tokens(tokens, start, self.history.len())?;
+        self.cost.begin(&self.stats);
         // A continuation feeds back the id sampled last, right after the cache's end; anything
         // else starts a new generation, whose sampler state (step counter, recent tokens for
         // the repetition penalty) restarts from the context.
@@ -307,21 +345,14 @@ impl GpuModel {
             b.forget_slot(0);
         }
         if !continuation {
-            self.sampler.reset(&self.ctx, 0, &self.history);
+            self.stats.bytes_written += self.sampler.reset(&self.ctx, 0, &self.history);
         }
         self.last_sampled = None;
-        let q = &self.ctx.queue;
         if tokens.len() == 1 {
-            q.write_buffer(
-                &self.pos.buffer,
-                0,
-                bytemuck::cast_slice(&positions(start, 1, 0)),
-            );
-            q.write_buffer(
-                &self.decode_act.tokens.buffer,
-                0,
-                bytemuck::cast_slice(tokens),
-            );
+            let q = &self.ctx.queue;
+            let s = &mut self.stats;
+            write(s, q, &self.pos.buffer, bytemuck::cast_slice(&positions(start, 1, 0)));
+            write(s, q, &self.decode_act.tokens.buffer, bytemuck::cast_slice(tokens));
             let mut enc = self.ctx.encoder("decode");
             let decode = std::mem::take(&mut self.decode);
             let head = std::mem::take(&mut self.head);
@@ -332,10 +363,12 @@ impl GpuModel {
             self.readback.encode(&mut enc, &self.sampler.token);
             self.ctx.submit(enc);
             self.stats.submits += 1;
+            self.stats.tokens += 1;
+            self.cost.end(Phase::Decode, &self.stats, 1);
         } else {
             self.submit_prompt(tokens, start, 0, Sample::Model)?;
+            self.stats.tokens += tokens.len() as u64;
         }
-        self.stats.tokens += tokens.len() as u64;
         Ok(())
     }
 
@@ -363,7 +396,8 @@ impl GpuModel {
 
     /// Runs prompt `tokens` at positions `start..` of the sequence whose cache rows start at
     /// `base`, in chunks of [`PREFILL_CHUNK`] then powers of two; after the last chunk, only
-    /// the last row's logits are computed, and `sample` says who samples from them.
+    /// the last row's logits are computed, and `sample` says who samples from them. Each
+    /// chunk is a step of its own; the caller began the first ([`CostLog::begin`]).
     pub(super) fn submit_prompt(
         &mut self,
         tokens: &[u32],
@@ -374,18 +408,16 @@ impl GpuModel {
         let chunks = Self::chunks(tokens.len());
         let mut at = 0;
         for (i, &c) in chunks.iter().enumerate() {
+            if i > 0 {
+                self.cost.begin(&self.stats);
+            }
             self.prefill_graph(c)?;
             let q = &self.ctx.queue;
-            q.write_buffer(
-                &self.pos.buffer,
-                0,
-                bytemuck::cast_slice(&positions(start + at, c, base)),
-            );
-            q.write_buffer(
-                &self.prefill_act.tokens.buffer,
-                0,
-                bytemuck::cast_slice(&tokens[at..at + c]),
-            );
+            let s = &mut self.stats;
+            let pos = positions(start + at, c, base);
+            write(s, q, &self.pos.buffer, bytemuck::cast_slice(&pos));
+            let ids = bytemuck::cast_slice(&tokens[at..at + c]);
+            write(s, q, &self.prefill_act.tokens.buffer, ids);
             let mut enc = self.ctx.encoder("prefill");
             let g = self.prefill.remove(&c).unwrap_or_default();
             self.record(&mut enc, &[&g]);
@@ -419,6 +451,7 @@ impl GpuModel {
             }
             self.ctx.submit(enc);
             self.stats.submits += 1;
+            self.cost.end(Phase::Prefill, &self.stats, c as u64);
             at += c;
         }
         Ok(())
@@ -428,6 +461,7 @@ impl GpuModel {
     pub async fn read_token(&mut self) -> Result<u32> {
         let id = self.readback.read(&self.ctx).await?;
         self.stats.readback_bytes += TOKEN_BYTES;
+        self.cost.read_back(TOKEN_BYTES);
         self.last_sampled = Some(id);
         Ok(id)
     }
@@ -463,7 +497,16 @@ pub(super) enum Sample {
     Slot(usize),
 }
 
-/// Records `dispatches` into one compute pass of `enc`, counting them.
+/// Writes `data` at the start of `buffer` through the queue, counting the bytes.
+pub(super) fn write(stats: &mut StepStats, queue: &wgpu::Queue, buffer: &wgpu::Buffer, data: &[u8]) {
+    queue.write_buffer(buffer, 0, data);
+    stats.bytes_written += data.len() as u64;
+}
+
+/// Records `dispatches` into one compute pass of `enc`, counting them, the pass and the
+/// pipeline and bind-group changes. A pipeline or bind group already set in the pass is not
+/// set again: pass state persists between dispatches (WebGPU §"compute pass encoding"), and
+/// on the web every call is a trip through JS into the browser's GPU process.
 pub(super) fn record(
     stats: &mut StepStats,
     enc: &mut wgpu::CommandEncoder,
@@ -473,9 +516,23 @@ pub(super) fn record(
         label: Some("step"),
         timestamp_writes: None,
     });
+    stats.passes += 1;
+    let mut pipeline: Option<&wgpu::ComputePipeline> = None;
+    let mut bind_group: Option<&wgpu::BindGroup> = None;
     for list in dispatches {
         for d in *list {
-            d.encode(&mut pass);
+            if pipeline != Some(&*d.pipeline) {
+                pass.set_pipeline(&d.pipeline);
+                pipeline = Some(&*d.pipeline);
+                stats.pipeline_changes += 1;
+            }
+            if bind_group != Some(&d.bind_group) {
+                pass.set_bind_group(0, &d.bind_group, &[]);
+                bind_group = Some(&d.bind_group);
+                stats.bind_group_changes += 1;
+            }
+            let [x, y, z] = d.workgroups;
+            pass.dispatch_workgroups(x, y, z);
         }
         stats.dispatches += list.len() as u64;
     }

@@ -142,8 +142,8 @@ impl Sampler {
     }
 
     /// Sets the step counter and the recent-token window (e.g. the prompt's last tokens)
-    /// through the queue, before the next recorded sample runs.
-    pub fn reset(&self, ctx: &GpuContext, step: u32, recent: &[u32]) {
+    /// through the queue, before the next recorded sample runs; returns the bytes written.
+    pub fn reset(&self, ctx: &GpuContext, step: u32, recent: &[u32]) -> u64 {
         let w = self.window as usize;
         let tail = &recent[recent.len().saturating_sub(w)..];
         let head = if w == 0 { 0 } else { (tail.len() % w) as u32 };
@@ -156,6 +156,7 @@ impl Sampler {
             ctx.queue
                 .write_buffer(&self.ring, 0, bytemuck::cast_slice(tail));
         }
+        16 + 4 * tail.len() as u64
     }
 
     /// The dispatch to record.
