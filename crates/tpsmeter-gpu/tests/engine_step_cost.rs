@@ -63,7 +63,10 @@ fn a_decoded_token_costs_what_its_graph_records() {
     assert_eq!(p.steps, 2, "chunks of 4 and 1 tokens");
     assert_eq!(p.submits, 1.0);
     assert_eq!(p.bytes_read, 2.0, "4 bytes over 2 chunks");
-    assert_eq!(p.bytes_written, (8.0 * 5.0 + 4.0 * 5.0 + 16.0 + 4.0 * 5.0) / 2.0);
+    assert_eq!(
+        p.bytes_written,
+        (8.0 * 5.0 + 4.0 * 5.0 + 16.0 + 4.0 * 5.0) / 2.0
+    );
     assert!(p.dispatches > 0.0 && p.encode_ms.unwrap() > 0.0);
     assert_eq!(r.decode.unwrap().steps, DECODED as u64);
     let totals = m.cost_totals(Phase::Prefill);

@@ -24,8 +24,8 @@ use crate::error::{GpuError, Result};
 use crate::gpu::defines::DType;
 use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor, batch_positions, positions};
 
-use super::graph::{self, Activations};
 use super::cost::Phase;
+use super::graph::{self, Activations};
 use super::model::{GpuModel, Sample, record, write};
 use super::readback::TOKEN_BYTES;
 
@@ -243,7 +243,12 @@ impl GpuModel {
         let (q, s) = (&self.ctx.queue, &mut self.stats);
         let pos = positions(position, 1, base);
         write(s, q, &self.pos.buffer, bytemuck::cast_slice(&pos));
-        write(s, q, &self.decode_act.tokens.buffer, bytemuck::bytes_of(&token));
+        write(
+            s,
+            q,
+            &self.decode_act.tokens.buffer,
+            bytemuck::bytes_of(&token),
+        );
         let mut enc = self.ctx.encoder("one token");
         record(&mut self.stats, &mut enc, &[&self.decode, &self.head]);
         let logits = self.logits.buffer.clone();

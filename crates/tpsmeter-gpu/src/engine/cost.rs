@@ -88,7 +88,9 @@ struct Ring {
 impl std::fmt::Debug for Ring {
     // Not the 4,096 samples.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ring").field("pushed", &self.pushed).finish()
+        f.debug_struct("Ring")
+            .field("pushed", &self.pushed)
+            .finish()
     }
 }
 
@@ -309,6 +311,7 @@ fn default_clock() -> Option<StepClock> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn stats(dispatches: u64, written: u64) -> StepStats {
@@ -336,8 +339,14 @@ mod tests {
         log.end(Phase::Prefill, &stats(7, 300), 64);
         let r = log.since(&mark);
         let d = r.decode.unwrap();
-        assert_eq!((d.dispatches, d.bytes_written, d.bytes_read), (10.0, 12.0, 4.0));
-        assert_eq!((d.passes, d.submits, d.steps, d.encode_ms), (1.0, 1.0, 3, Some(0.0)));
+        assert_eq!(
+            (d.dispatches, d.bytes_written, d.bytes_read),
+            (10.0, 12.0, 4.0)
+        );
+        assert_eq!(
+            (d.passes, d.submits, d.steps, d.encode_ms),
+            (1.0, 1.0, 3, Some(0.0))
+        );
         let p = r.prefill.unwrap();
         assert_eq!((p.dispatches, p.bytes_written, p.steps), (7.0, 300.0, 1));
         // A mark taken now sees nothing.
@@ -354,10 +363,10 @@ mod tests {
         let s = r.since(0);
         assert_eq!(s.len(), ENCODE_SAMPLES);
         assert_eq!(s[0], 10.0);
-        assert_eq!(r.since(ENCODE_SAMPLES as u64 + 8), vec![
-            ENCODE_SAMPLES as f64 + 8.0,
-            ENCODE_SAMPLES as f64 + 9.0
-        ]);
+        assert_eq!(
+            r.since(ENCODE_SAMPLES as u64 + 8),
+            vec![ENCODE_SAMPLES as f64 + 8.0, ENCODE_SAMPLES as f64 + 9.0]
+        );
         assert_eq!(median(vec![3.0, 1.0, f64::NAN, 2.0, 10.0]), Some(2.5));
     }
 }

@@ -351,8 +351,18 @@ impl GpuModel {
         if tokens.len() == 1 {
             let q = &self.ctx.queue;
             let s = &mut self.stats;
-            write(s, q, &self.pos.buffer, bytemuck::cast_slice(&positions(start, 1, 0)));
-            write(s, q, &self.decode_act.tokens.buffer, bytemuck::cast_slice(tokens));
+            write(
+                s,
+                q,
+                &self.pos.buffer,
+                bytemuck::cast_slice(&positions(start, 1, 0)),
+            );
+            write(
+                s,
+                q,
+                &self.decode_act.tokens.buffer,
+                bytemuck::cast_slice(tokens),
+            );
             let mut enc = self.ctx.encoder("decode");
             let decode = std::mem::take(&mut self.decode);
             let head = std::mem::take(&mut self.head);
@@ -498,7 +508,12 @@ pub(super) enum Sample {
 }
 
 /// Writes `data` at the start of `buffer` through the queue, counting the bytes.
-pub(super) fn write(stats: &mut StepStats, queue: &wgpu::Queue, buffer: &wgpu::Buffer, data: &[u8]) {
+pub(super) fn write(
+    stats: &mut StepStats,
+    queue: &wgpu::Queue,
+    buffer: &wgpu::Buffer,
+    data: &[u8],
+) {
     queue.write_buffer(buffer, 0, data);
     stats.bytes_written += data.len() as u64;
 }
