@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::Context as _;
 use serde::Serialize;
 use tpsmeter_gpu::chat::ChatMessage;
-use tpsmeter_gpu::engine::{Engine, ModelOptions, StepCost};
+use tpsmeter_gpu::engine::{Engine, ModelOptions};
 use tpsmeter_gpu::generate::{CancelToken, GenerateParams, Generation, StopReason};
 use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
 use tpsmeter_gpu::kernels::SamplerConfig;
@@ -201,26 +201,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
             stop_name(g.stop),
         );
         if let Some(c) = cost.decode {
-            eprintln!("per decoded token: {}", cost_line(&c));
+            eprintln!("per decoded token: {c}");
         }
     }
     Ok(Status::Ok)
-}
-
-/// One short line of a step's cost: counts, bytes and the median encode time.
-pub fn cost_line(c: &StepCost) -> String {
-    format!(
-        "{:.0} dispatches in {:.0} pass(es), {:.0} submit(s) | {:.0} pipeline, {:.0} bind-group changes | {:.0} B written, {:.0} B read | encode+submit {} ms (median of {})",
-        c.dispatches,
-        c.passes,
-        c.submits,
-        c.pipeline_changes,
-        c.bind_group_changes,
-        c.bytes_written,
-        c.bytes_read,
-        c.encode_ms.map_or("n/a".into(), |v| format!("{v:.3}")),
-        c.steps,
-    )
 }
 
 /// A short name of why generation ended (OpenAI's `finish_reason` vocabulary where it fits).

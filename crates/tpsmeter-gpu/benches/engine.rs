@@ -30,7 +30,7 @@ mod native {
     use std::sync::Arc;
     use std::time::Instant;
 
-    use tpsmeter_gpu::engine::{GpuModel, ModelOptions, StepCost};
+    use tpsmeter_gpu::engine::{GpuModel, ModelOptions};
     use tpsmeter_gpu::gguf::GgufFile;
     use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
     use tpsmeter_gpu::kernels::SamplerConfig;
@@ -168,7 +168,7 @@ mod native {
                 .collect();
             let med = show(&format!("decode at context {c}"), &v, "tok/s");
             if let Some(cost) = m.cost_since(&mark).decode {
-                show_cost("  per decoded token", &cost);
+                println!("{:<34} {cost}", "  per decoded token");
             }
             if c != 64 {
                 println!(
@@ -263,26 +263,9 @@ mod native {
             let v: Vec<f64> = (0..runs).map(|_| n as f64 / prefill(m, &ids)).collect();
             show(&format!("prefill, {n} tokens"), &v, "tok/s");
             if let Some(cost) = m.cost_since(&mark).prefill {
-                show_cost("  per 64-token chunk", &cost);
+                println!("{:<34} {cost}", "  per 64-token chunk");
             }
         }
-    }
-
-    /// The host's cost of a step (`tpsmeter run --json`'s `per_token_cost` fields): what
-    /// sets decode speed on a real GPU (docs/performance.md).
-    fn show_cost(label: &str, c: &StepCost) {
-        println!(
-            "{label:<34} {:.1} dispatches, {:.1} passes, {:.1} submits, {:.1} pipeline / {:.1} bind-group changes, {:.0} B written, {:.0} B read; encode+submit median {} ms (n={})",
-            c.dispatches,
-            c.passes,
-            c.submits,
-            c.pipeline_changes,
-            c.bind_group_changes,
-            c.bytes_written,
-            c.bytes_read,
-            c.encode_ms.map_or("n/a".into(), |v| format!("{v:.3}")),
-            c.steps
-        );
     }
 
     /// Batched decode (what `tpsmeter serve` runs under concurrency): B sequences, each after

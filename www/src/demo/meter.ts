@@ -137,26 +137,19 @@ export class LiveMeter {
     // bandwidth, bound a small model's decode.
     const c = t.perTokenCost;
     if (c) {
+      // (metric, value, the words after it)
+      const parts: [string, number, string][] = [
+        ['dispatches-per-token', c.dispatches, ' dispatches in '],
+        ['passes-per-token', c.passes, ' pass, '],
+        ['submits-per-token', c.submits, ' submit; '],
+        ['pipeline-changes-per-token', c.pipelineChanges, ' pipeline and '],
+        ['bind-group-changes-per-token', c.bindGroupChanges, ' bind-group changes; '],
+        ['bytes-written-per-token', c.bytesWritten, ' B written, '],
+        ['bytes-read-per-token', c.bytesRead, ' B read back'],
+      ];
       items.push(
         h('dt', {}, 'Per decoded token'),
-        h(
-          'dd',
-          {},
-          h('span', { 'data-metric': 'dispatches-per-token' }, fixed(c.dispatches, 0)),
-          ' dispatches in ',
-          h('span', { 'data-metric': 'passes-per-token' }, fixed(c.passes, 0)),
-          ' pass, ',
-          h('span', { 'data-metric': 'submits-per-token' }, fixed(c.submits, 0)),
-          ' submit; ',
-          h('span', { 'data-metric': 'pipeline-changes-per-token' }, fixed(c.pipelineChanges, 0)),
-          ' pipeline and ',
-          h('span', { 'data-metric': 'bind-group-changes-per-token' }, fixed(c.bindGroupChanges, 0)),
-          ' bind-group changes; ',
-          h('span', { 'data-metric': 'bytes-written-per-token' }, fixed(c.bytesWritten, 0)),
-          ' B written, ',
-          h('span', { 'data-metric': 'bytes-read-per-token' }, fixed(c.bytesRead, 0)),
-          ' B read back',
-        ),
+        h('dd', {}, ...parts.flatMap(([metric, v, words]) => [h('span', { 'data-metric': metric }, fixed(v, 0)), words])),
         ...row('Encode + submit per token (median)', fixed(c.encodeMs, 2), 'encode-ms', 'ms'),
       );
     }

@@ -165,6 +165,29 @@ impl StepCost {
     }
 }
 
+/// One line for people: counts, bytes and the median encode time (the CLI's and the engine
+/// bench's).
+impl std::fmt::Display for StepCost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:.1} dispatches, {:.1} passes, {:.1} submits, {:.1} pipeline / {:.1} bind-group \
+             changes, {:.0} B written, {:.0} B read; encode+submit median ",
+            self.dispatches,
+            self.passes,
+            self.submits,
+            self.pipeline_changes,
+            self.bind_group_changes,
+            self.bytes_written,
+            self.bytes_read,
+        )?;
+        match self.encode_ms {
+            Some(ms) => write!(f, "{ms:.3} ms (n={})", self.steps),
+            None => write!(f, "n/a (no clock)"),
+        }
+    }
+}
+
 /// Median of the finite values (the mean of the middle two for an even count).
 fn median(mut v: Vec<f64>) -> Option<f64> {
     v.retain(|x| x.is_finite());
