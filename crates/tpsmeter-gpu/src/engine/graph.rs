@@ -174,7 +174,7 @@ fn linear(
             y,
             MatVecOptions {
                 accumulate,
-                variant: None,
+                ..MatVecOptions::default()
             },
         )?;
         out.extend_from_slice(mv.dispatches());
