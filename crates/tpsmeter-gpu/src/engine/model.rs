@@ -29,8 +29,7 @@ pub const PREFILL_CHUNK: usize = 64;
 /// 2048-token decode, small enough that the f32 cache of a 1B model stays under 1 GiB.
 pub const DEFAULT_MAX_CONTEXT: usize = 4096;
 
-/// Most sequences one model decodes as a batch (the `pos` buffer, the repeated biases and
-/// the batch activations are sized for it; beyond a few dozen a small model's step is bound
+/// Most sequences one model decodes as a batch (the `pos` buffer and the batch activations are sized for it; beyond a few dozen a small model's step is bound
 /// by compute, not by the weight reads batching shares).
 pub const MAX_SLOTS: usize = 32;
 
@@ -83,7 +82,6 @@ pub struct GpuModel {
     pub(super) kv: KvCache,
     pub(super) pos: Tensor,
     pub(super) scores: wgpu::Buffer,
-    pub(super) biases: Vec<[Tensor; 3]>,
     pub(super) decode_act: Activations,
     pub(super) prefill_act: Activations,
     pub(super) logits: Tensor,
@@ -144,7 +142,6 @@ impl GpuModel {
         };
         let scratch = scratch(PREFILL_CHUNK, false).max(scratch(slots, true));
         let scores = ctx.storage_zeroed("attention scores", scratch)?;
-        let biases = graph::repeated_biases(&ctx, &weights, PREFILL_CHUNK)?;
         let decode_act = Activations::new(&ctx, &cfg, 1, dt)?;
         let prefill_act = Activations::new(&ctx, &cfg, PREFILL_CHUNK, dt)?;
         let logits = Tensor::zeros(&ctx, "logits", cfg.vocab_size, DType::F32)?;
@@ -154,7 +151,6 @@ impl GpuModel {
             kv: &kv,
             pos: &pos,
             scores: &scores,
-            biases: &biases,
         };
         let decode = graph::layers(&ctx, &shared, &decode_act, 1, true)?;
         let head = graph::head(&ctx, &shared, &decode_act, &logits, 1)?;
@@ -168,7 +164,6 @@ impl GpuModel {
             kv,
             pos,
             scores,
-            biases,
             decode_act,
             prefill_act,
             logits,
@@ -259,7 +254,6 @@ impl GpuModel {
             kv: &self.kv,
             pos: &self.pos,
             scores: &self.scores,
-            biases: &self.biases,
         }
     }
 
