@@ -26,8 +26,10 @@ pub fn build() -> Result<()> {
         println!("export TPSMETER_LLAMA_VULKAN_BIN={}", bin_dir().display());
         return Ok(());
     }
-    // glslc compiles llama.cpp's shaders; libvulkan-dev provides the loader to link against.
-    apt_install(&["glslc", "libvulkan-dev", "curl"])?;
+    // glslc compiles llama.cpp's shaders; libvulkan-dev provides the loader to link against;
+    // spirv-headers carries the CMake package `find_package(SPIRV-Headers)` asks for (without
+    // it, this llama.cpp's configure step fails).
+    apt_install(&["glslc", "libvulkan-dev", "spirv-headers", "curl"])?;
     let cache = cache_dir();
     let headers = cache.join("vulkan-headers");
     let include = headers.join("usr/include");
