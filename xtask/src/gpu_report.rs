@@ -24,7 +24,8 @@
 //! Offline (a lent GPU machine without network): everything comes from the cache. Run
 //! `cargo xtask setup` and `cargo xtask pkg` on a networked machine, then make
 //! `TPSMETER_CACHE` point at a copy of that cache; `TPSMETER_CLI_RELEASE` may name a
-//! prebuilt `tpsmeter` binary (no cargo build then).
+//! prebuilt `tpsmeter` binary and `TPSMETER_PKG_TARBALL` a packed npm package (no cargo
+//! build of either then).
 
 use crate::assets::{self, cache_dir};
 use crate::sh::{self, repo_root};
@@ -62,7 +63,7 @@ pub const GPU_CHROMIUM_ARGS: &[&str] = &[
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lengths {
     pub prompt: usize,
-    pub gen: usize,
+    pub generated: usize,
     pub runs: usize,
 }
 
@@ -73,13 +74,13 @@ impl Lengths {
         if quick {
             Lengths {
                 prompt: 32,
-                gen: 8,
+                generated: 8,
                 runs: 2,
             }
         } else {
             Lengths {
                 prompt: 512,
-                gen: 128,
+                generated: 128,
                 runs: 5,
             }
         }
@@ -554,11 +555,11 @@ pub fn run(args: &[String]) -> Result<()> {
         markdown(&rows),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         len.prompt,
-        len.gen,
+        len.generated,
         len.runs,
     );
     let doc = json!({
-        "lengths": {"prompt": len.prompt, "gen": len.gen, "runs": len.runs},
+        "lengths": {"prompt": len.prompt, "gen": len.generated, "runs": len.runs},
         "load_average_start": load_start,
         "load_average_end": load_end,
         "gpus": nvidia_gpus(),
@@ -570,7 +571,7 @@ pub fn run(args: &[String]) -> Result<()> {
     std::fs::write(&md_path, &md)?;
     println!(
         "\n== gpu-report: prompt {} tokens, {} generated, medians of {} runs; load average {load_start} → {load_end}",
-        len.prompt, len.gen, len.runs
+        len.prompt, len.generated, len.runs
     );
     if let Some(g) = nvidia_gpus() {
         println!("nvidia-smi: {g}");
@@ -620,8 +621,8 @@ fn native(cli: &Path, model: &Path, name: &str, len: Lengths, adapter: Option<&s
             .arg("--model")
             .arg(model)
             .args(["--prompt", &prompt(len.prompt, salt)])
-            .args(["--max-tokens", &len.gen.to_string()])
-            .args(["--context", &(len.prompt + len.gen + 64).to_string()])
+            .args(["--max-tokens", &len.generated.to_string()])
+            .args(["--context", &(len.prompt + len.generated + 64).to_string()])
             .args(["--ignore-eos", "--warmup", "1", "--json"]);
         if let Some(a) = adapter {
             cmd.args(["--adapter", a]);
@@ -689,7 +690,7 @@ fn llama_rows(models: &[PathBuf], names: &[String], len: Lengths, real_gpu: bool
             cmd.arg("-m")
                 .arg(m)
                 .args(["-p", &len.prompt.to_string()])
-                .args(["-n", &len.gen.to_string()])
+                .args(["-n", &len.generated.to_string()])
                 .args(["-r", &len.runs.to_string()])
                 .args(["-o", "json"]);
             match backend {
@@ -731,9 +732,14 @@ fn browser_rows(models: &[PathBuf], names: &[String], len: Lengths, out_dir: &Pa
             Path::new(CHROMIUM).exists(),
             "no Chromium at {CHROMIUM}: run `cargo xtask setup`"
         );
-        let tarball = {
-            let _lock = sh::exclusive("pkg-build")?;
-            pkg::build()?
+        // A packed package named by TPSMETER_PKG_TARBALL (a machine without the wasm tool
+        // chain, or a build to compare), else built now.
+        let tarball = match std::env::var_os("TPSMETER_PKG_TARBALL") {
+            Some(t) => PathBuf::from(t),
+            None => {
+                let _lock = sh::exclusive("pkg-build")?;
+                pkg::build()?
+            }
         };
         let root = repo_root();
         tools::npm_install(&root.join("tests").join("browser"))?;
@@ -747,7 +753,7 @@ fn browser_rows(models: &[PathBuf], names: &[String], len: Lengths, out_dir: &Pa
             node.current_dir(&root)
                 .arg("tests/browser/bench/gpu-report.mjs")
                 .arg(&out)
-                .args([len.prompt, len.gen, len.runs].map(|n| n.to_string()))
+                .args([len.prompt, len.generated, len.runs].map(|n| n.to_string()))
                 .args(models)
                 .env("TPSMETER_PKG_TARBALL", &tarball)
                 .env("TPSMETER_CHROMIUM", CHROMIUM);
