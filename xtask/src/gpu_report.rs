@@ -333,6 +333,11 @@ pub fn parse_llama_bench(text: &str, runtime: &str, backend: &str, model: &str) 
         if !backends.is_empty() && !row.backend.contains(backends) {
             row.backend = format!("{backend} ({backends})");
         }
+        // A GPU build that found no device (ggml's Vulkan backend skips CPU-type devices such
+        // as lavapipe unless one is named) runs every layer on the CPU: never a GPU figure.
+        if gpu.is_empty() && backend != "CPU" {
+            row.note = format!("no {backend} device: ran on the CPU");
+        }
     }
     if row.runs == 0 && (row.prefill.is_some() || row.decode.is_some()) {
         row.runs = tests
@@ -341,7 +346,7 @@ pub fn parse_llama_bench(text: &str, runtime: &str, backend: &str, model: &str) 
             .unwrap_or(1) as usize;
         row.note = "mean (no samples_ts)".into();
     }
-    row.software = is_software(&row.adapter) || row.backend.starts_with("CPU");
+    row.software = is_software(&row.adapter);
     Ok(row)
 }
 
@@ -909,6 +914,18 @@ mod tests {
         assert_eq!(row.note, "mean (no samples_ts)");
         assert!(row.software);
         assert!(parse_llama_bench("{}", "llama.cpp", "CPU", "m").is_err());
+    }
+
+    #[test]
+    fn llama_bench_gpu_build_without_a_device_says_it_ran_on_the_cpu() {
+        let none = LLAMA_BENCH.replace("NVIDIA H100 80GB HBM3", "");
+        let row = parse_llama_bench(&none, "llama.cpp", "Vulkan", "m.gguf").unwrap();
+        assert_eq!(row.adapter, "AMD EPYC");
+        assert_eq!(row.note, "no Vulkan device: ran on the CPU");
+        let cpu = none.replace("Vulkan", "CPU");
+        let cpu = parse_llama_bench(&cpu, "llama.cpp", "CPU", "m.gguf").unwrap();
+        assert_eq!(cpu.note, "");
+        assert!(!cpu.software);
     }
 
     #[test]

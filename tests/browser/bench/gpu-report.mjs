@@ -50,7 +50,7 @@ try {
   // What a page asking for the fast adapter gets (the engine's Worker asks the same way).
   report.adapter = await ctx.page.evaluate(async () => {
     if (!navigator.gpu) return { error: 'navigator.gpu is missing (WebGPU is off)' };
-    const a = await navigator.gpu.requestAdapter({ powerPreference: 'high-performance' });
+    const a = (await navigator.gpu.requestAdapter({ powerPreference: 'high-performance' })) ?? (await navigator.gpu.requestAdapter());
     if (!a) return { error: 'requestAdapter() returned null' };
     const i = a.info ?? {};
     return {
@@ -132,7 +132,7 @@ async function ours(url) {
  */
 async function wllama(url) {
   return ctx.page.evaluate(
-    async ({ url, prompts, genTokens, promptTokens }) => {
+    async ({ url, prompts, genTokens, promptTokens, shaderF16 }) => {
       const { Wllama } = await import('/wllama/index.js');
       const lines = [];
       const keep = (...a) => lines.push(a.join(' '));
@@ -150,7 +150,9 @@ async function wllama(url) {
         const gpu = m && Number(m[1]) > 0;
         const device = lines.find((l) => /ggml_webgpu|WebGPU.*(adapter|device)/i.test(l)) ?? '';
         return {
-          backend: gpu ? `WebGPU (${m[1]}/${m[2]} layers)` : 'wasm CPU (WebGPU not taken)',
+          // ggml's WebGPU backend registers no device without `shader-f16` (ggml-webgpu.cpp:
+          // "WebGPU backend requires f16 support"); SwiftShader lacks it.
+          backend: gpu ? `WebGPU (${m[1]}/${m[2]} layers)` : `wasm CPU (WebGPU not taken${shaderF16 ? '' : ': adapter lacks shader-f16'})`,
           engine_adapter: device.trim().slice(0, 160),
           prefill: runs.map((t) => t.prompt_per_second),
           decode: runs.map((t) => t.predicted_per_second),
@@ -158,12 +160,12 @@ async function wllama(url) {
           gen_tokens: runs[0]?.predicted_n ?? null,
           dispatches_per_token: null,
           encode_ms_per_token: null,
-          log_tail: lines.filter((l) => /webgpu|offload|buffer size/i.test(l)).slice(0, 12),
+          log_tail: lines.filter((l) => /webgpu|gpu|device|offload|buffer size|jspi|compat/i.test(l)).slice(0, 16),
         };
       } finally {
         await w.exit();
       }
     },
-    { url, prompts, genTokens, promptTokens },
+    { url, prompts, genTokens, promptTokens, shaderF16: Boolean(report.adapter?.shader_f16) },
   );
 }
