@@ -249,10 +249,7 @@ pub fn parse_run_json(text: &str) -> Result<NativeRun> {
         gen_tokens: f["generated_tokens"].as_u64(),
         prefill: f["prefill_tps"].as_f64(),
         decode: f["decode_tps"].as_f64(),
-        per_token_cost: v
-            .get("per_token_cost")
-            .filter(|c| c.is_object())
-            .cloned(),
+        per_token_cost: v.get("per_token_cost").filter(|c| c.is_object()).cloned(),
     })
 }
 
@@ -537,7 +534,12 @@ pub fn run(args: &[String]) -> Result<()> {
         }
         Err(e) => {
             for name in &names {
-                rows.push(Row::failed("tpsmeter (native)", "wgpu", name, format!("{e:#}")));
+                rows.push(Row::failed(
+                    "tpsmeter (native)",
+                    "wgpu",
+                    name,
+                    format!("{e:#}"),
+                ));
             }
             false
         }
@@ -582,7 +584,11 @@ pub fn run(args: &[String]) -> Result<()> {
         println!("nvidia-smi: {g}");
     }
     print!("{table}");
-    println!("\nwritten: {}\n         {}", json_path.display(), md_path.display());
+    println!(
+        "\nwritten: {}\n         {}",
+        json_path.display(),
+        md_path.display()
+    );
     Ok(())
 }
 
@@ -610,7 +616,11 @@ fn file_name(p: &Path) -> String {
 fn cli_binary() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("TPSMETER_CLI_RELEASE") {
         let p = PathBuf::from(p);
-        anyhow::ensure!(p.exists(), "TPSMETER_CLI_RELEASE={} does not exist", p.display());
+        anyhow::ensure!(
+            p.exists(),
+            "TPSMETER_CLI_RELEASE={} does not exist",
+            p.display()
+        );
         return Ok(p);
     }
     crate::demo::release_cli()
@@ -633,18 +643,15 @@ fn native(cli: &Path, model: &Path, name: &str, len: Lengths, adapter: Option<&s
             cmd.args(["--adapter", a]);
         }
         eprintln!("$ {}", sh::describe(&cmd));
-        let parsed = cmd
-            .output()
-            .context("start tpsmeter run")
-            .and_then(|o| {
-                if !o.status.success() {
-                    bail!(
-                        "tpsmeter run failed: {}",
-                        String::from_utf8_lossy(&o.stderr).trim()
-                    );
-                }
-                parse_run_json(&String::from_utf8_lossy(&o.stdout))
-            });
+        let parsed = cmd.output().context("start tpsmeter run").and_then(|o| {
+            if !o.status.success() {
+                bail!(
+                    "tpsmeter run failed: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                );
+            }
+            parse_run_json(&String::from_utf8_lossy(&o.stdout))
+        });
         match parsed {
             Ok(r) => runs.push(r),
             Err(e) => return Row::failed("tpsmeter (native)", "wgpu", name, format!("{e:#}")),
@@ -685,7 +692,12 @@ fn llama_rows(models: &[PathBuf], names: &[String], len: Lengths, real_gpu: bool
             Ok(b) => b,
             Err(e) => {
                 for n in names {
-                    rows.push(Row::failed(runtime, backend, n, format!("not built: {e:#}")));
+                    rows.push(Row::failed(
+                        runtime,
+                        backend,
+                        n,
+                        format!("not built: {e:#}"),
+                    ));
                 }
                 continue;
             }
@@ -708,22 +720,24 @@ fn llama_rows(models: &[PathBuf], names: &[String], len: Lengths, real_gpu: bool
             }
             // ggml's Vulkan backend skips CPU-type devices (lavapipe) unless one is named:
             // without a GPU, name device 0 so the row measures lavapipe rather than failing.
-            if backend == "Vulkan" && !real_gpu && std::env::var_os("GGML_VK_VISIBLE_DEVICES").is_none() {
+            if backend == "Vulkan"
+                && !real_gpu
+                && std::env::var_os("GGML_VK_VISIBLE_DEVICES").is_none()
+            {
                 cmd.env("GGML_VK_VISIBLE_DEVICES", "0");
             }
             eprintln!("$ {}", sh::describe(&cmd));
-            let row = cmd
-                .output()
-                .context("start llama-bench")
-                .and_then(|o| {
-                    if !o.status.success() {
-                        let err = String::from_utf8_lossy(&o.stderr);
-                        let tail: Vec<&str> = err.lines().rev().take(3).collect();
-                        bail!("llama-bench failed: {}", tail.join(" / "));
-                    }
-                    parse_llama_bench(&String::from_utf8_lossy(&o.stdout), runtime, backend, name)
-                });
-            rows.push(row.unwrap_or_else(|e| Row::failed(runtime, backend, name, format!("{e:#}"))));
+            let row = cmd.output().context("start llama-bench").and_then(|o| {
+                if !o.status.success() {
+                    let err = String::from_utf8_lossy(&o.stderr);
+                    let tail: Vec<&str> = err.lines().rev().take(3).collect();
+                    bail!("llama-bench failed: {}", tail.join(" / "));
+                }
+                parse_llama_bench(&String::from_utf8_lossy(&o.stdout), runtime, backend, name)
+            });
+            rows.push(
+                row.unwrap_or_else(|e| Row::failed(runtime, backend, name, format!("{e:#}"))),
+            );
         }
     }
     rows
@@ -749,7 +763,8 @@ fn browser_rows(models: &[PathBuf], names: &[String], len: Lengths, out_dir: &Pa
         let root = repo_root();
         tools::npm_install(&root.join("tests").join("browser"))?;
         // The script serves one directory as /models/.
-        let dirs: std::collections::BTreeSet<_> = models.iter().filter_map(|m| m.parent()).collect();
+        let dirs: std::collections::BTreeSet<_> =
+            models.iter().filter_map(|m| m.parent()).collect();
         anyhow::ensure!(dirs.len() == 1, "the models lie in several directories");
         let out = out_dir.join("browser.json");
         let script = |gpu_flags: bool| -> Result<(String, Vec<Row>)> {
@@ -771,8 +786,8 @@ fn browser_rows(models: &[PathBuf], names: &[String], len: Lengths, out_dir: &Pa
                 );
             }
             sh::run(&mut node)?;
-            let text = std::fs::read_to_string(&out)
-                .with_context(|| format!("read {}", out.display()))?;
+            let text =
+                std::fs::read_to_string(&out).with_context(|| format!("read {}", out.display()))?;
             parse_browser(&text)
         };
         let (adapter, mut rows) = script(true)?;
@@ -807,9 +822,11 @@ fn nvidia_gpus() -> Option<String> {
         .args(["--query-gpu=name,driver_version", "--format=csv,noheader"])
         .output()
         .ok()?;
-    o.status
-        .success()
-        .then(|| String::from_utf8_lossy(&o.stdout).trim().replace('\n', "; "))
+    o.status.success().then(|| {
+        String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .replace('\n', "; ")
+    })
 }
 
 fn load_average() -> String {
@@ -950,7 +967,9 @@ mod tests {
         assert_eq!(rows[1].backend, "WebGPU (31/31 layers)");
         assert_eq!(rows[2].note, "boom");
         assert_eq!(rows[2].decode, None);
-        let (none, _) = parse_browser(r#"{"adapter":{"error":"requestAdapter() returned null"},"rows":[]}"#).unwrap();
+        let (none, _) =
+            parse_browser(r#"{"adapter":{"error":"requestAdapter() returned null"},"rows":[]}"#)
+                .unwrap();
         assert!(none.starts_with("no adapter"));
     }
 
