@@ -396,6 +396,11 @@ pub fn parse_browser(text: &str) -> Result<(String, Vec<Row>)> {
         if row.backend.is_empty() {
             row.backend = "WebGPU".into();
         }
+        if row.backend.starts_with("wasm CPU") {
+            // Ran in wasm threads, not on the adapter: its kind says nothing about this row.
+            row.software = false;
+            row.adapter = format!("CPU (Chromium's adapter: {adapter})");
+        }
         rows.push(row);
     }
     Ok((adapter, rows))
@@ -952,17 +957,25 @@ mod tests {
             {"runtime":"ours","model":"m.gguf","backend":"WebGPU","engine_adapter":"SwiftShader Device (Subzero)",
              "prefill":[50,70,60],"decode":[10,12,11],"prompt_tokens":33,"gen_tokens":8,"dispatches_per_token":454.0,"encode_ms_per_token":null},
             {"runtime":"wllama 3.8.1","model":"m.gguf","backend":"WebGPU (31/31 layers)","prefill":[5],"decode":[3],"prompt_tokens":33,"gen_tokens":8},
-            {"runtime":"wllama 3.8.1","model":"g.gguf","error":"boom"}
+            {"runtime":"wllama 3.8.1","model":"g.gguf","error":"boom"},
+            {"runtime":"wllama 3.8.1","model":"m.gguf","backend":"wasm CPU (WebGPU not taken: adapter lacks shader-f16)","prefill":[5],"decode":[3]}
           ]}"#;
         let (adapter, rows) = parse_browser(doc).unwrap();
         assert_eq!(adapter, "google / swiftshader");
-        assert_eq!(rows.len(), 3);
+        assert_eq!(rows.len(), 4);
         assert_eq!(rows[0].runtime, "ours (Chromium)");
         assert_eq!(rows[0].decode, Some(11.0));
         assert_eq!(rows[0].prefill, Some(60.0));
         assert_eq!(rows[0].runs, 3);
         assert_eq!(rows[0].dispatches_per_token, Some(454.0));
-        assert!(rows.iter().all(|r| r.software));
+        assert!(rows[..3].iter().all(|r| r.software));
+        // wllama on wasm threads: not a figure of the (software) adapter.
+        assert!(!rows[3].software);
+        assert!(
+            rows[3]
+                .adapter
+                .starts_with("CPU (Chromium's adapter: google")
+        );
         assert!(rows[0].adapter.contains("[engine: SwiftShader"));
         assert_eq!(rows[1].backend, "WebGPU (31/31 layers)");
         assert_eq!(rows[2].note, "boom");
