@@ -2,8 +2,8 @@
 //! only where `nvcc` exists (`cargo xtask gpu-report` on a machine with an NVIDIA GPU): the
 //! strongest native peer on that GPU.
 
-use crate::assets::{LLAMA_CMAKE_FLAGS, LLAMA_DIR, build_tools, cache_dir};
-use crate::sh::{has, run};
+use crate::assets::{build_llama_bench, cache_dir};
+use crate::sh::has;
 use anyhow::{Result, bail};
 use std::path::PathBuf;
 use std::process::Command;
@@ -15,8 +15,14 @@ pub fn bin_dir() -> PathBuf {
 
 /// `nvcc` on PATH, else where the CUDA toolkit installs it by default.
 pub fn nvcc() -> Option<PathBuf> {
-    if has("nvcc") {
-        return Some(PathBuf::from("nvcc"));
+    // Its full path: CMake is handed the compiler, not a name to look up.
+    if has("nvcc")
+        && let Ok(o) = Command::new("sh").args(["-c", "command -v nvcc"]).output()
+    {
+        let path = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        if !path.is_empty() {
+            return Some(PathBuf::from(path));
+        }
     }
     let default = PathBuf::from("/usr/local/cuda/bin/nvcc");
     default.exists().then_some(default)
@@ -33,27 +39,13 @@ pub fn build() -> Result<PathBuf> {
     let Some(nvcc) = nvcc() else {
         bail!("no nvcc (the CUDA toolkit) on this machine");
     };
-    let cache = cache_dir();
-    let src = cache.join(LLAMA_DIR).join("vendor/llama.cpp");
-    anyhow::ensure!(
-        src.join("CMakeLists.txt").exists(),
-        "llama.cpp's source is not in the cache: run `cargo xtask setup` first"
-    );
-    let (cmake, ninja) = build_tools()?;
-    let build = cache.join("llama-cuda");
-    run(Command::new(&cmake)
-        .arg("-S")
-        .arg(&src)
-        .arg("-B")
-        .arg(&build)
-        .args(["-G", "Ninja"])
-        .arg(format!("-DCMAKE_MAKE_PROGRAM={}", ninja.display()))
-        .arg(format!("-DCMAKE_CUDA_COMPILER={}", nvcc.display()))
-        .args(LLAMA_CMAKE_FLAGS)
-        .args(["-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=native"]))?;
-    run(Command::new(&cmake)
-        .arg("--build")
-        .arg(&build)
-        .args(["--target", "llama-bench"]))?;
+    build_llama_bench(
+        &cache_dir().join("llama-cuda"),
+        &[
+            format!("-DCMAKE_CUDA_COMPILER={}", nvcc.display()),
+            "-DGGML_CUDA=ON".into(),
+            "-DCMAKE_CUDA_ARCHITECTURES=native".into(),
+        ],
+    )?;
     Ok(bin)
 }
