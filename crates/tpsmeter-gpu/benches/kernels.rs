@@ -125,6 +125,7 @@ fn main() {
                 MatVecOptions {
                     accumulate: false,
                     variant: Some(*v),
+                    ..MatVecOptions::default()
                 },
             )
             .unwrap();
@@ -194,6 +195,7 @@ fn main() {
                     MatVecOptions {
                         accumulate: false,
                         variant: Some(*v),
+                        ..MatVecOptions::default()
                     },
                 )
                 .unwrap()

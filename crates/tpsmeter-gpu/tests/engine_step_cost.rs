@@ -46,10 +46,11 @@ fn a_decoded_token_costs_what_its_graph_records() {
     assert_eq!(d.bytes_written, 12.0);
     assert_eq!(d.bytes_read, 4.0);
     // Every dispatch has its own bind group; consecutive dispatches of one kernel (the
-    // same pipeline) set it once.
+    // same pipeline) set it once, so there are at most as many pipeline changes as
+    // dispatches (484 → 334 before the fused decode graph; 183 → 183 after it).
     assert_eq!(d.bind_group_changes, d.dispatches);
     assert!(
-        d.pipeline_changes >= 1.0 && d.pipeline_changes < d.dispatches,
+        d.pipeline_changes >= 1.0 && d.pipeline_changes <= d.dispatches,
         "pipeline changes {} of {} dispatches",
         d.pipeline_changes,
         d.dispatches

@@ -83,6 +83,7 @@ async fn check(
         MatVecOptions {
             accumulate,
             variant: Some(variant),
+            ..MatVecOptions::default()
         },
     )
     .unwrap();

@@ -26,7 +26,7 @@ use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor, batch_positions, 
 
 use super::cost::Phase;
 use super::graph::{self, Activations};
-use super::model::{GpuModel, Sample, record, write};
+use super::model::{GpuModel, Sample, decode_graph, record, write};
 use super::readback::TOKEN_BYTES;
 
 /// One sequence's state.
@@ -250,7 +250,8 @@ impl GpuModel {
             bytemuck::bytes_of(&token),
         );
         let mut enc = self.ctx.encoder("one token");
-        record(&mut self.stats, &mut enc, &[&self.decode, &self.head]);
+        let layers = decode_graph(&self.decode, self.decode_short.as_deref(), position);
+        record(&mut self.stats, &mut enc, &[layers, &self.head]);
         let logits = self.logits.buffer.clone();
         self.sample_slots(&mut enc, &[slot], &logits)?;
         self.ctx.submit(enc);
