@@ -28,7 +28,7 @@ pub use embed::Embed;
 pub use format::WeightFormat;
 pub use kv::{KvSlab, KvStore};
 pub use kv_append::KvAppend;
-pub use matmul::MatMul;
+pub use matmul::{GpuMatMul, MatMul};
 pub use matvec::{MatVec, MatVecOptions, MatVecVariant};
 pub use positions::{batch_positions, positions};
 pub use rms_norm::RmsNorm;
