@@ -18,6 +18,7 @@ pub mod graph;
 mod loader;
 pub mod model;
 #[cfg(not(target_arch = "wasm32"))]
+mod prefill;
 mod profile;
 pub(crate) mod readback;
 mod session;
