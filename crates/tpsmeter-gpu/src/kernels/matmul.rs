@@ -92,13 +92,13 @@ pub enum GpuMatMul {
 }
 
 impl GpuMatMul {
-    /// The kernel the engine uses: tiled, in f16 where the adapter has `shader-f16`.
-    pub fn best(ctx: &GpuContext) -> Self {
-        GpuMatMul::Tiled(if ctx.has_f16() {
-            DType::F16
-        } else {
-            DType::F32
-        })
+    /// The kernel the engine uses: tiled, with f32 tiles. f16 tiles (where `shader-f16` is
+    /// offered) moved SmolLM2's prefill logits by 2.0e-3 relative L2 from the f64 reference
+    /// on lavapipe, twice the 1e-3 that every f32 path of the engine keeps
+    /// (`gpu_profile_logits_match_the_cpu_reference_at_every_position`): they stay a tested
+    /// kernel until a real GPU shows they pay for it.
+    pub fn best(_ctx: &GpuContext) -> Self {
+        GpuMatMul::Tiled(DType::F32)
     }
 }
 
