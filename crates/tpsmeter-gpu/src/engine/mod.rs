@@ -17,8 +17,8 @@ mod forced;
 pub mod graph;
 mod loader;
 pub mod model;
-#[cfg(not(target_arch = "wasm32"))]
 mod prefill;
+#[cfg(not(target_arch = "wasm32"))]
 mod profile;
 pub(crate) mod readback;
 mod session;

@@ -13,7 +13,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
-use crate::error::{GpuError, Result};
+use crate::error::Result;
 use crate::generate::CancelToken;
 use crate::gpu::context::GpuContext;
 
@@ -101,7 +101,7 @@ impl WorkDone {
                 submission_index: Some(self.index),
                 timeout: None,
             })
-            .map_err(|e| GpuError::DeviceLost {
+            .map_err(|e| crate::error::GpuError::DeviceLost {
                 reason: e.to_string(),
             })?;
         Done { state: self.state }.await;
