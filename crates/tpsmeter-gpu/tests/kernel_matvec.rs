@@ -278,15 +278,7 @@ async fn matmul_matches_twin_over_random_shapes() {
             run(ctx, &op.dispatches().iter().collect::<Vec<_>>());
             let mut want = y0.clone();
             cpu::matmul(&w, rows, cols, &x, n_tokens, &mut want, accumulate);
-            let scale: Vec<f32> = (0..n_tokens * rows)
-                .map(|i| {
-                    let (t, r) = (i / rows, i % rows);
-                    let s: f32 = (0..cols)
-                        .map(|c| (w[r * cols + c] * x[t * cols + c]).abs())
-                        .sum();
-                    s + y0[i].abs()
-                })
-                .collect();
+            let scale = matmul_scale(&w, &x, &y0, rows, cols, n_tokens);
             // Same bound as the matvec (f32 sums in another order than the f64 twin).
             assert_close(
                 &format!(
@@ -372,15 +364,7 @@ async fn gpu_matmul_kernels_match_twin_on_ragged_tiles() {
                     ctx.take_error().unwrap();
                     let mut want = y0.clone();
                     cpu::matmul(&w, rows, cols, &x, n_tokens, &mut want, accumulate);
-                    let scale: Vec<f32> = (0..n_tokens * rows)
-                        .map(|i| {
-                            let (t, r) = (i / rows, i % rows);
-                            let s: f32 = (0..cols)
-                                .map(|c| (w[r * cols + c] * x[t * cols + c]).abs())
-                                .sum();
-                            s + y0[i].abs()
-                        })
-                        .collect();
+                    let scale = matmul_scale(&w, &x, &y0, rows, cols, n_tokens);
                     let (rtol, atol) = match (kernel, act) {
                         (GpuMatMul::Tiled(DType::F16), _) => (4e-3, 1e-4),
                         (_, DType::F16) => (2e-3, 1e-4),
@@ -411,4 +395,25 @@ async fn gpu_matmul_kernels_match_twin_on_ragged_tiles() {
 /// Values as a tensor of `dt` stores them.
 fn stored_as(v: Vec<f32>, dt: DType) -> Vec<f32> {
     if dt == DType::F16 { round_f16(&v) } else { v }
+}
+
+/// Each matmul output's scale for the tolerance: the sum of |w x| over its dot product, plus
+/// |y0| (what it accumulates into).
+fn matmul_scale(
+    w: &[f32],
+    x: &[f32],
+    y0: &[f32],
+    rows: usize,
+    cols: usize,
+    n_tokens: usize,
+) -> Vec<f32> {
+    (0..n_tokens * rows)
+        .map(|i| {
+            let (t, r) = (i / rows, i % rows);
+            let s: f32 = (0..cols)
+                .map(|c| (w[r * cols + c] * x[t * cols + c]).abs())
+                .sum();
+            s + y0[i].abs()
+        })
+        .collect()
 }
