@@ -47,7 +47,12 @@ fn main(
             xt[(i / 8u) * PITCH + i % 8u] = vec4<mt>(x_at((t * p.nsub + s) * 8u + i % 8u));
         }
         workgroupBarrier();
+        // Zeroed by hand each step: a `var` declared in a loop body should start at zero
+        // on every iteration, but on SwiftShader (Chromium) it kept the last step's sums.
         var part: array<mt, ROWS * TOK>;
+        for (var i = 0u; i < ROWS * TOK; i++) {
+            part[i] = mt(0.0);
+        }
         for (var k = 0u; k < 8u; k++) {
             var wv: array<vec4<mt>, ROWS>;
             for (var a = 0u; a < ROWS; a++) {
