@@ -256,6 +256,46 @@ fn build_llama() -> Result<()> {
         .args(LLAMA_TARGETS))
 }
 
+/// Configures the cached llama.cpp source into `build` with [`LLAMA_CMAKE_FLAGS`] and `extra`
+/// (a GPU backend's flags), then builds `llama-bench` into `build/bin`: the one binary the
+/// GPU builds (Vulkan, CUDA) are measured with.
+pub fn build_llama_bench(build: &Path, extra: &[String]) -> Result<()> {
+    let cache = cache_dir();
+    let src = cache.join(LLAMA_DIR).join("vendor/llama.cpp");
+    anyhow::ensure!(
+        src.join("CMakeLists.txt").exists(),
+        "llama.cpp's source is not in the cache yet: run `cargo xtask setup` first"
+    );
+    let (cmake, ninja) = build_tools()?;
+    // The Vulkan shader generator is a nested CMake project that looks for ninja on PATH.
+    let ninja_dir = cache.join("ninja-bin");
+    std::fs::create_dir_all(&ninja_dir)?;
+    let link = ninja_dir.join("ninja");
+    if !link.exists() {
+        std::os::unix::fs::symlink(&ninja, &link).context("link ninja")?;
+    }
+    let path = format!(
+        "{}:{}",
+        ninja_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    run(Command::new(&cmake)
+        .env("PATH", &path)
+        .arg("-S")
+        .arg(&src)
+        .arg("-B")
+        .arg(build)
+        .args(["-G", "Ninja"])
+        .arg(format!("-DCMAKE_MAKE_PROGRAM={}", ninja.display()))
+        .args(LLAMA_CMAKE_FLAGS)
+        .args(extra))?;
+    run(Command::new(&cmake)
+        .env("PATH", &path)
+        .arg("--build")
+        .arg(build)
+        .args(["--target", "llama-bench"]))
+}
+
 /// cmake ≥ 3.19 and ninja, from the system or else from PyPI into the cache.
 pub fn build_tools() -> Result<(PathBuf, PathBuf)> {
     let tools = cache_dir().join("pytools");

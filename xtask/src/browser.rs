@@ -41,9 +41,11 @@ const CHROMIUM_ARGS: &[&str] = &[
 /// rest read model files from disk or need native threads.
 const GPU_BROWSER_TESTS: &[&str] = &[
     "kernel_attention",
+    "kernel_fused_matvec",
     "kernel_matvec",
     "kernel_ops",
     "kernel_probe",
+    "kernel_rope_kv",
     "kernel_sample",
 ];
 

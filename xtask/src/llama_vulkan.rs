@@ -6,9 +6,9 @@
 //! llama.cpp needs, so the newer headers of Debian trixie's `libvulkan-dev` are unpacked into
 //! the cache (headers only: the system loader stays) and handed to CMake.
 
-use crate::assets::{LLAMA_CMAKE_FLAGS, LLAMA_DIR, apt_install, build_tools, cache_dir};
+use crate::assets::{apt_install, build_llama_bench, cache_dir};
 use crate::sh::run;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -26,8 +26,10 @@ pub fn build() -> Result<()> {
         println!("export TPSMETER_LLAMA_VULKAN_BIN={}", bin_dir().display());
         return Ok(());
     }
-    // glslc compiles llama.cpp's shaders; libvulkan-dev provides the loader to link against.
-    apt_install(&["glslc", "libvulkan-dev", "curl"])?;
+    // glslc compiles llama.cpp's shaders; libvulkan-dev provides the loader to link against;
+    // spirv-headers carries the CMake package `find_package(SPIRV-Headers)` asks for (without
+    // it, this llama.cpp's configure step fails).
+    apt_install(&["glslc", "libvulkan-dev", "spirv-headers", "curl"])?;
     let cache = cache_dir();
     let headers = cache.join("vulkan-headers");
     let include = headers.join("usr/include");
@@ -39,41 +41,13 @@ pub fn build() -> Result<()> {
             .arg(HEADERS_DEB))?;
         run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&headers))?;
     }
-    let src = cache.join(LLAMA_DIR).join("vendor/llama.cpp");
-    anyhow::ensure!(
-        src.join("CMakeLists.txt").exists(),
-        "llama.cpp's source is not in the cache yet: run `cargo xtask setup` first"
-    );
-    let (cmake, ninja) = build_tools()?;
-    // The shader generator is a nested CMake project that looks for ninja on PATH.
-    let ninja_dir = cache.join("ninja-bin");
-    std::fs::create_dir_all(&ninja_dir)?;
-    let link = ninja_dir.join("ninja");
-    if !link.exists() {
-        std::os::unix::fs::symlink(&ninja, &link).context("link ninja")?;
-    }
-    let path = format!(
-        "{}:{}",
-        ninja_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let build = cache.join("llama-vulkan");
-    run(Command::new(&cmake)
-        .env("PATH", &path)
-        .arg("-S")
-        .arg(&src)
-        .arg("-B")
-        .arg(&build)
-        .args(["-G", "Ninja"])
-        .arg(format!("-DCMAKE_MAKE_PROGRAM={}", ninja.display()))
-        .arg(format!("-DVulkan_INCLUDE_DIR={}", include.display()))
-        .args(LLAMA_CMAKE_FLAGS)
-        .arg("-DGGML_VULKAN=ON"))?;
-    run(Command::new(&cmake)
-        .env("PATH", &path)
-        .arg("--build")
-        .arg(&build)
-        .args(["--target", "llama-bench"]))?;
+    build_llama_bench(
+        &cache.join("llama-vulkan"),
+        &[
+            format!("-DVulkan_INCLUDE_DIR={}", include.display()),
+            "-DGGML_VULKAN=ON".into(),
+        ],
+    )?;
     println!("export TPSMETER_LLAMA_VULKAN_BIN={}", bin_dir().display());
     Ok(())
 }

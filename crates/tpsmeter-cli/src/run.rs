@@ -52,6 +52,13 @@ pub struct RunArgs {
     /// Print one JSON object (text and figures) instead of streaming text.
     #[arg(long)]
     pub json: bool,
+    /// Keep generating past end-of-generation tokens, to exactly `--max-tokens` (benchmarks).
+    #[arg(long)]
+    pub ignore_eos: bool,
+    /// Generations run first and thrown away (their prompt cache too), so that the reported
+    /// one finds its pipelines compiled: a benchmark's warm figures from one process.
+    #[arg(long, default_value_t = 0)]
+    pub warmup: usize,
 }
 
 /// Speed figures of one generation.
@@ -145,8 +152,24 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
     };
     let params = GenerateParams {
         max_tokens: args.max_tokens,
+        ignore_eos: args.ignore_eos,
         ..Default::default()
     };
+    for _ in 0..args.warmup {
+        let t0 = Instant::now();
+        let mut clock = move || t0.elapsed().as_secs_f64();
+        engine.generate(
+            &prompt,
+            &params,
+            &sampling,
+            &CancelToken::new(),
+            &mut clock,
+            &mut |_: &tpsmeter_gpu::generate::TokenEvent| {},
+        )?;
+        // Else the measured run would reuse this run's prompt from the KV cache and its
+        // prefill figure would count tokens it never computed.
+        engine.forget_cache();
+    }
     let t0 = Instant::now();
     let mut clock = move || t0.elapsed().as_secs_f64();
     let stdout = std::io::stdout();
@@ -167,11 +190,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
         &mut on_event,
     )?;
     let figures = RunFigures::from_generation(&g);
-    let adapter = engine.model().context().info.name.clone();
+    let info = &engine.model().context().info;
+    let adapter = info.name.clone();
     if json {
         let out = serde_json::json!({
             "model": engine.name(),
             "adapter": adapter,
+            // Which device and driver the figures are from (a GPU machine also lists lavapipe).
+            "adapter_info": {
+                "backend": format!("{:?}", info.backend),
+                "device_type": format!("{:?}", info.device_type),
+                "driver": info.driver,
+                "driver_info": info.driver_info,
+            },
             "text": g.text,
             "tokens": g.tokens,
             "stop": stop_name(g.stop),

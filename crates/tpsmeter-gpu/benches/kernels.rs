@@ -142,6 +142,7 @@ fn main() {
                 MatVecOptions {
                     accumulate: false,
                     variant: Some(*v),
+                    ..MatVecOptions::default()
                 },
             )
             .unwrap();
@@ -211,6 +212,7 @@ fn main() {
                     MatVecOptions {
                         accumulate: false,
                         variant: Some(*v),
+                        ..MatVecOptions::default()
                     },
                 )
                 .unwrap()

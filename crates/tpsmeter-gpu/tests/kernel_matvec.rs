@@ -84,6 +84,7 @@ async fn check(
         MatVecOptions {
             accumulate,
             variant: Some(variant),
+            ..MatVecOptions::default()
         },
     )
     .unwrap();

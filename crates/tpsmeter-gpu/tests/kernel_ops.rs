@@ -81,6 +81,37 @@ async fn add_and_gated_units_match_twins() {
                     t,
                 );
             }
+            // Packed: the same gate and up values as rows of [gate | up] per token.
+            let width = rng.range(1, 300).min(n);
+            let tokens = (n / width).min(8);
+            let m = tokens * width;
+            let packed: Vec<f32> = (0..tokens)
+                .flat_map(|t| {
+                    let row = t * width..(t + 1) * width;
+                    a[row.clone()]
+                        .iter()
+                        .chain(&b[row])
+                        .copied()
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            let gu = Tensor::from_f32(ctx, "gate_up", &packed, dt).unwrap();
+            let out = Tensor::zeros(ctx, "out", m, dt).unwrap();
+            let op = Glu::packed(ctx, GluKind::SwiGlu, &gu, &out, tokens, width).unwrap();
+            run(ctx, &[op.dispatch()]);
+            let (mut ga, mut ub) = (Vec::new(), Vec::new());
+            for row in packed.chunks(2 * width) {
+                ga.extend_from_slice(&row[..width]);
+                ub.extend_from_slice(&row[width..]);
+            }
+            assert_close(
+                &format!("packed SwiGlu {tokens}x{width} {dt:?}"),
+                &out.read_f32_async(ctx).await.unwrap(),
+                &cpu::swiglu(&ga, &ub),
+                None,
+                r.max(1e-5) * 4.0,
+                t,
+            );
             let op = Add::new(ctx, &at, &bt, n).unwrap();
             run(ctx, &[op.dispatch()]);
             let mut want = b.clone();

@@ -51,7 +51,7 @@ export function log(...args) {
  * Installs the package (as a user gets it), serves it with the test pages (cross-origin
  * isolated), launches Chromium and opens the blank page. Resolves to
  * { page, pkgDir, source, close() }. opts.mounts: more { prefix: dir } to serve; opts.webgpu:
- * Chromium with WebGPU (SwiftShader here).
+ * Chromium with WebGPU (SwiftShader here); opts.args: Chromium's flags, replacing the default set.
  */
 export async function isolatedPage(opts = {}) {
   choosePackage();
@@ -65,7 +65,7 @@ export async function isolatedPage(opts = {}) {
   const server = await serveStatic({ '/tpsmeter/': pkg.dir, '/': PAGES_DIR, ...(opts.mounts ?? {}) });
   let browser;
   try {
-    browser = await launchBrowser(scriptT, { webgpu: opts.webgpu });
+    browser = await launchBrowser(scriptT, { webgpu: opts.webgpu, args: opts.args });
   } catch (e) {
     await server.close();
     throw e;

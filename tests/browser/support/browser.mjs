@@ -28,7 +28,7 @@ export const WEBGPU_ARGS = ['--enable-unsafe-webgpu'];
 
 /**
  * Launches Chromium; resolves to { context, newPage(url), close() }.
- * opts.webgpu: also pass WEBGPU_ARGS.
+ * opts.webgpu: also pass WEBGPU_ARGS; opts.args: these flags instead of either.
  */
 export async function launchBrowser(t, opts = {}) {
   if (!fs.existsSync(env.chromium)) {
@@ -41,7 +41,9 @@ export async function launchBrowser(t, opts = {}) {
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: env.chromium,
     headless: true,
-    args: opts.webgpu ? [...CHROMIUM_ARGS, ...WEBGPU_ARGS] : CHROMIUM_ARGS,
+    // opts.args: a whole set of its own (`cargo xtask gpu-report` asks for the real GPU,
+    // which CHROMIUM_ARGS turns off with --disable-gpu).
+    args: opts.args ?? (opts.webgpu ? [...CHROMIUM_ARGS, ...WEBGPU_ARGS] : CHROMIUM_ARGS),
   });
   await context.addInitScript(() => {
     window.__rejections = [];

@@ -25,7 +25,7 @@ use crate::gpu::defines::DType;
 use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor, batch_positions, positions};
 
 use super::graph::{self, Activations};
-use super::model::{GpuModel, Sample, record};
+use super::model::{GpuModel, Sample, decode_graph, record};
 use super::readback::TOKEN_BYTES;
 
 /// One sequence's state.
@@ -249,7 +249,8 @@ impl GpuModel {
             bytemuck::bytes_of(&token),
         );
         let mut enc = self.ctx.encoder("one token");
-        record(&mut self.stats, &mut enc, &[&self.decode, &self.head]);
+        let layers = decode_graph(&self.decode, self.decode_short.as_deref(), position);
+        record(&mut self.stats, &mut enc, &[layers, &self.head]);
         let logits = self.logits.buffer.clone();
         self.sample_slots(&mut enc, &[slot], &logits)?;
         self.ctx.submit(enc);

@@ -6,6 +6,20 @@
 //! step: one token of each of several sequences) the tiled matrix-matrix kernels, which
 //! dequantize each weight block once per tile of tokens. Where each token sits (position and
 //! cache rows) comes from the `pos` buffer, per token (see [`crate::kernels::positions()`]).
+//!
+//! A decode step is fused to at most 6 dispatches per layer (7 where the CPU-type attention
+//! splits a long cache), because on a real GPU each dispatch's fixed cost, not bandwidth,
+//! sets the speed of a small model (docs/performance.md):
+//! 1. the attention norm folded into the QKV matvec (one matrix where q, k and v fuse);
+//! 2. biases, head norms, RoPE and the KV append (`rope_kv`);
+//! 3. attention;
+//! 4. the output projection with the residual add in its epilogue;
+//! 5. the FFN norm folded into the gate/up matvec with the gated unit in its epilogue;
+//! 6. the down projection with the residual add.
+//!
+//! Several tokens keep a norm dispatch before each matmul and a packed GLU after the gate/up
+//! one (9 per layer): their dispatches are amortised over the tokens. Gemma 3's post-norms
+//! add two dispatches where they apply.
 
 use crate::error::Result;
 use crate::gpu::context::GpuContext;
@@ -13,11 +27,11 @@ use crate::gpu::defines::DType;
 use crate::kernels::attention::AttentionConfig;
 use crate::kernels::matmul;
 use crate::kernels::{
-    Add, Dispatch, Embed, Glu, GluKind, KvAppend, KvSlab, KvStore, MatMul, MatVec, MatVecOptions,
-    QWeight, RmsNorm, Rope, RopeConfig, RopeLayout, Tensor,
+    Add, Dispatch, Embed, Glu, GluKind, KvSlab, KvStore, MatMul, MatVec, MatVecOptions, NormFold,
+    QWeight, RmsNorm, RopeKv, RopeKvConfig, RopeLayout, Tensor,
 };
 use crate::model::config::{Activation, ModelConfig, RopeLayout as ConfigRope};
-use crate::model::llama::GpuWeights;
+use crate::model::llama::{GateUp, GpuWeights};
 
 /// Activation buffers for up to `n` tokens.
 #[derive(Debug)]
@@ -28,21 +42,20 @@ pub struct Activations {
     pub tokens: Tensor,
     /// Residual stream `[n, n_embd]`.
     pub x: Tensor,
-    /// Normed residual.
+    /// Normed residual (several tokens), or a post-normed projection (Gemma 3).
     pub h: Tensor,
+    /// q, k and v of each token in one row `[n, q_dim + k_dim + v_dim]`.
+    pub qkv: Tensor,
+    /// Rotated queries `[n, q_dim]`, attention's input.
     pub q: Tensor,
-    pub k: Tensor,
-    pub v: Tensor,
-    /// Gemma 3: q and k after the per-head RMSNorm.
-    pub qn: Tensor,
-    pub kn: Tensor,
     /// Gemma 3: attention or FFN output before its post-norm.
     pub proj: Tensor,
     /// Attention output `[n, q_dim]`.
     pub attn: Tensor,
-    pub gate: Tensor,
-    pub up: Tensor,
-    /// `act(gate) * up`.
+    /// Gate and up of each token in one row `[n, 2 n_ff]` (where they are not fused with
+    /// their gated unit).
+    pub gate_up: Tensor,
+    /// `act(gate) * up` `[n, n_ff]`.
     pub ffn: Tensor,
 }
 
@@ -57,15 +70,11 @@ impl Activations {
             tokens: Tensor::from_u32(ctx, "tokens", &vec![0; n])?,
             x: t("x", cfg.n_embd)?,
             h: t("h", cfg.n_embd)?,
+            qkv: t("qkv", cfg.q_dim() + cfg.k_dim() + cfg.v_dim())?,
             q: t("q", cfg.q_dim())?,
-            k: t("k", cfg.k_dim())?,
-            v: t("v", cfg.v_dim())?,
-            qn: t("qn", cfg.q_dim())?,
-            kn: t("kn", cfg.k_dim())?,
             proj: t("proj", cfg.n_embd)?,
             attn: t("attn", cfg.q_dim())?,
-            gate: t("gate", cfg.n_ff)?,
-            up: t("up", cfg.n_ff)?,
+            gate_up: t("gate_up", 2 * cfg.n_ff)?,
             ffn: t("ffn", cfg.n_ff)?,
         })
     }
@@ -152,11 +161,10 @@ pub struct Shared<'a> {
     pub pos: &'a Tensor,
     /// Attention scores scratch.
     pub scores: &'a wgpu::Buffer,
-    /// Per layer, q/k/v biases repeated for the largest batch (Qwen2); empty otherwise.
-    pub biases: &'a [[Tensor; 3]],
 }
 
-/// `y (+)= W x` for `n` tokens with the kernel that suits the batch size.
+/// `y (+)= W x` for `n` tokens with the kernel that suits the batch size; one token may
+/// fold an RMSNorm of `x` into the matvec.
 fn linear(
     ctx: &GpuContext,
     w: &QWeight,
@@ -164,22 +172,49 @@ fn linear(
     y: &Tensor,
     n: usize,
     accumulate: bool,
+    norm: Option<NormFold<'_>>,
     out: &mut Vec<Dispatch>,
 ) -> Result<()> {
     if n == 1 {
-        let mv = MatVec::new(
-            ctx,
-            w,
-            x,
-            y,
-            MatVecOptions {
-                accumulate,
-                variant: None,
-            },
-        )?;
-        out.extend_from_slice(mv.dispatches());
+        let opts = MatVecOptions {
+            accumulate,
+            norm,
+            ..MatVecOptions::default()
+        };
+        out.extend_from_slice(MatVec::new(ctx, w, x, y, opts)?.dispatches());
     } else {
         out.extend_from_slice(MatMul::new(ctx, w, x, y, n, accumulate)?.dispatches());
+    }
+    Ok(())
+}
+
+/// `W norm(x)` into `y` for every matrix of `ws` (each placed at its columns of `y`'s rows),
+/// the norm over rows of `e` values: one token folds the norm into each matvec; several run
+/// it once into `a.h` first.
+#[allow(clippy::too_many_arguments)]
+fn normed_linear(
+    ctx: &GpuContext,
+    ws: &[&QWeight],
+    (norm, e, eps): (&Tensor, usize, f32),
+    a: &Activations,
+    y: &Tensor,
+    n: usize,
+    d: &mut Vec<Dispatch>,
+) -> Result<()> {
+    if n == 1 {
+        let fold = NormFold { weight: norm, eps };
+        for w in ws {
+            linear(ctx, w, &a.x, y, 1, false, Some(fold), d)?;
+        }
+    } else {
+        d.push(
+            RmsNorm::new(ctx, &a.x, norm, &a.h, n, e, eps)?
+                .dispatch()
+                .clone(),
+        );
+        for w in ws {
+            linear(ctx, w, &a.h, y, n, false, None, d)?;
+        }
     }
     Ok(())
 }
@@ -197,6 +232,7 @@ pub fn layers(
 ) -> Result<Vec<Dispatch>> {
     let cfg = s.cfg;
     let e = cfg.n_embd;
+    let eps = cfg.rms_eps;
     let mut d = Vec::new();
     let embed_scale = cfg.embedding_scale.unwrap_or(1.0);
     d.extend_from_slice(
@@ -210,23 +246,21 @@ pub fn layers(
         Activation::Silu => GluKind::SwiGlu,
         Activation::GeluTanh => GluKind::GeluTanh,
     };
-    let norm = |x: &Tensor, w: &Tensor, y: &Tensor, rows: usize, dim: usize| -> Result<Dispatch> {
-        Ok(RmsNorm::new(ctx, x, w, y, rows, dim, cfg.rms_eps)?
-            .dispatch()
-            .clone())
-    };
     for (l, lw) in s.weights.layers.iter().enumerate() {
         // Gemma 3's local layers see a sliding window, rotate with their own base and are not
         // position-scaled (as in llama.cpp); global layers and other models use the defaults.
         let local = cfg.is_local_layer(l);
-        let rope = |heads: usize| RopeConfig {
+        let rope = RopeKvConfig {
             n_tokens: n,
-            n_heads: heads,
+            n_heads: cfg.n_head,
+            n_kv_heads: cfg.n_head_kv,
             head_dim: cfg.head_dim,
             rope_dim: cfg.rope_dim,
             layout,
             freq_base: cfg.rope_base_for_layer(l),
             freq_scale: if local { 1.0 } else { 1.0 / cfg.rope_scale },
+            max_ctx: s.kv.max_ctx,
+            eps,
         };
         let att = AttentionConfig {
             n_tokens: n,
@@ -243,43 +277,30 @@ pub fn layers(
             split_by_group: ctx.fetches_are_gathers(),
         };
 
-        d.push(norm(&a.x, &lw.attn_norm, &a.h, n, e)?);
-        linear(ctx, &lw.wq, &a.h, &a.q, n, false, &mut d)?;
-        linear(ctx, &lw.wk, &a.h, &a.k, n, false, &mut d)?;
-        linear(ctx, &lw.wv, &a.h, &a.v, n, false, &mut d)?;
-        if let Some([bq, bk, bv]) = s.biases.get(l) {
-            d.push(Add::new(ctx, bq, &a.q, n * cfg.q_dim())?.dispatch().clone());
-            d.push(Add::new(ctx, bk, &a.k, n * cfg.k_dim())?.dispatch().clone());
-            d.push(Add::new(ctx, bv, &a.v, n * cfg.v_dim())?.dispatch().clone());
-        }
-        let (q, k) = match &lw.qk_norm {
-            Some([qw, kw]) => {
-                d.push(norm(&a.q, qw, &a.qn, n * cfg.n_head, cfg.head_dim)?);
-                d.push(norm(&a.k, kw, &a.kn, n * cfg.n_head_kv, cfg.head_dim)?);
-                (&a.qn, &a.kn)
-            }
-            None => (&a.q, &a.k),
-        };
+        let qkv: Vec<&QWeight> = lw.qkv.iter().collect();
+        normed_linear(ctx, &qkv, (&lw.attn_norm, e, eps), a, &a.qkv, n, &mut d)?;
         // Llama 3.x frequency factors apply to every layer when the file has them.
         let freqs = s.weights.rope_freqs.as_ref();
-        for (x, heads) in [(q, cfg.n_head), (k, cfg.n_head_kv)] {
-            d.push(
-                Rope::with_factors(ctx, &rope(heads), s.pos, x, freqs)?
-                    .dispatch()
-                    .clone(),
-            );
-        }
-        let kv_app = |src: &Tensor, cache: &KvSlab, width: usize| {
-            KvAppend::new(ctx, s.pos, src, cache, n, width, s.kv.max_ctx)
-        };
-        d.push(kv_app(k, &s.kv.k[l], cfg.k_dim())?.dispatch().clone());
-        d.push(kv_app(&a.v, &s.kv.v[l], cfg.v_dim())?.dispatch().clone());
+        d.push(
+            RopeKv::new(
+                ctx,
+                &rope,
+                s.pos,
+                &a.qkv,
+                &a.q,
+                (&s.kv.k[l], &s.kv.v[l]),
+                freqs,
+                lw.head_extras.as_ref(),
+            )?
+            .dispatch()
+            .clone(),
+        );
         d.extend(crate::kernels::attention::prepare(
             ctx,
             ctx.profile,
             &att,
             s.pos,
-            q,
+            &a.q,
             (&s.kv.k[l], &s.kv.v[l]),
             s.scores,
             &a.attn,
@@ -292,18 +313,33 @@ pub fn layers(
             a,
             n,
             e,
-            cfg.rms_eps,
+            eps,
             &mut d,
         )?;
 
-        d.push(norm(&a.x, &lw.ffn_norm, &a.h, n, e)?);
-        linear(ctx, &lw.w_gate, &a.h, &a.gate, n, false, &mut d)?;
-        linear(ctx, &lw.w_up, &a.h, &a.up, n, false, &mut d)?;
-        d.push(
-            Glu::new(ctx, glu, &a.gate, &a.up, &a.ffn, n * cfg.n_ff)?
-                .dispatch()
-                .clone(),
-        );
+        match &lw.gate_up {
+            // One token: the norm and the gated unit both ride in the gate/up matvec.
+            GateUp::Fused(w) if n == 1 => {
+                let opts = MatVecOptions {
+                    norm: Some(NormFold {
+                        weight: &lw.ffn_norm,
+                        eps,
+                    }),
+                    glu: Some(glu),
+                    ..MatVecOptions::default()
+                };
+                d.extend_from_slice(MatVec::new(ctx, w, &a.x, &a.ffn, opts)?.dispatches());
+            }
+            gu => {
+                let ws = gu.matrices();
+                normed_linear(ctx, &ws, (&lw.ffn_norm, e, eps), a, &a.gate_up, n, &mut d)?;
+                d.push(
+                    Glu::packed(ctx, glu, &a.gate_up, &a.ffn, n, cfg.n_ff)?
+                        .dispatch()
+                        .clone(),
+                );
+            }
+        }
         residual(
             ctx,
             &lw.w_down,
@@ -312,7 +348,7 @@ pub fn layers(
             a,
             n,
             e,
-            cfg.rms_eps,
+            eps,
             &mut d,
         )?;
     }
@@ -335,9 +371,9 @@ fn residual(
     d: &mut Vec<Dispatch>,
 ) -> Result<()> {
     match post {
-        None => linear(ctx, w, input, &a.x, n, true, d),
+        None => linear(ctx, w, input, &a.x, n, true, None, d),
         Some(post) => {
-            linear(ctx, w, input, &a.proj, n, false, d)?;
+            linear(ctx, w, input, &a.proj, n, false, None, d)?;
             d.push(
                 RmsNorm::new(ctx, &a.proj, post, &a.h, n, e, eps)?
                     .dispatch()
@@ -350,7 +386,7 @@ fn residual(
 }
 
 /// The output norm and head on the first `rows` residual rows of `x`, writing `rows` rows of
-/// `logits`.
+/// `logits` (one row folds the norm into the head's matvec).
 pub fn head(
     ctx: &GpuContext,
     s: &Shared<'_>,
@@ -358,37 +394,9 @@ pub fn head(
     logits: &Tensor,
     rows: usize,
 ) -> Result<Vec<Dispatch>> {
-    let mut d = vec![
-        RmsNorm::new(
-            ctx,
-            &a.x,
-            &s.weights.output_norm,
-            &a.h,
-            rows,
-            s.cfg.n_embd,
-            s.cfg.rms_eps,
-        )?
-        .dispatch()
-        .clone(),
-    ];
-    linear(ctx, s.weights.head(), &a.h, logits, rows, false, &mut d)?;
+    let mut d = Vec::new();
+    let head = s.weights.head();
+    let norm = (&s.weights.output_norm, s.cfg.n_embd, s.cfg.rms_eps);
+    normed_linear(ctx, &[head], norm, a, logits, rows, &mut d)?;
     Ok(d)
-}
-
-/// Per layer, q/k/v biases repeated `n` times so one elementwise add covers a batch.
-pub fn repeated_biases(
-    ctx: &GpuContext,
-    weights: &GpuWeights,
-    n: usize,
-) -> Result<Vec<[Tensor; 3]>> {
-    let mut out = Vec::new();
-    for (l, layer) in weights.layers.iter().enumerate() {
-        let Some(b) = &layer.bias else { continue };
-        let rep = |v: &[f32], which: &str| -> Result<Tensor> {
-            let all: Vec<f32> = std::iter::repeat_n(v, n).flatten().copied().collect();
-            Tensor::from_f32(ctx, &format!("blk.{l}.{which}.bias x{n}"), &all, DType::F32)
-        };
-        out.push([rep(&b[0], "q")?, rep(&b[1], "k")?, rep(&b[2], "v")?]);
-    }
-    Ok(out)
 }

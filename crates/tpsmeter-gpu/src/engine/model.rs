@@ -25,12 +25,17 @@ use super::readback::{TOKEN_BYTES, TokenReadback};
 /// chunk size with its own prepared graph (at most log2(64) + 1 = 7 of them).
 pub const PREFILL_CHUNK: usize = 64;
 
+/// Positions below which a decode step's attention runs as one dispatch per layer even
+/// where longer contexts split it into chunks and a combine (the CPU-type kernel): a short
+/// cache gives the split no work worth a second dispatch, whose fixed cost (35-60 us on
+/// lavapipe) is what the fused layer saves.
+pub const SINGLE_PASS_CONTEXT: usize = 256;
+
 /// Context used when the caller asks for none: long enough for chats and the benchmark's
 /// 2048-token decode, small enough that the f32 cache of a 1B model stays under 1 GiB.
 pub const DEFAULT_MAX_CONTEXT: usize = 4096;
 
-/// Most sequences one model decodes as a batch (the `pos` buffer, the repeated biases and
-/// the batch activations are sized for it; beyond a few dozen a small model's step is bound
+/// Most sequences one model decodes as a batch (the `pos` buffer and the batch activations are sized for it; beyond a few dozen a small model's step is bound
 /// by compute, not by the weight reads batching shares).
 pub const MAX_SLOTS: usize = 32;
 
@@ -83,12 +88,14 @@ pub struct GpuModel {
     pub(super) kv: KvCache,
     pub(super) pos: Tensor,
     pub(super) scores: wgpu::Buffer,
-    pub(super) biases: Vec<[Tensor; 3]>,
     pub(super) decode_act: Activations,
     pub(super) prefill_act: Activations,
     pub(super) logits: Tensor,
     /// Embedding and layers for one token.
     pub(super) decode: Vec<Dispatch>,
+    /// The same with attention in one pass over the cache, for positions below
+    /// [`SINGLE_PASS_CONTEXT`], where the long graph splits it in two (CPU-type adapters).
+    pub(super) decode_short: Option<Vec<Dispatch>>,
     /// Output norm and head on `decode_act.x`.
     pub(super) head: Vec<Dispatch>,
     /// Embedding and layers per prefill chunk size.
@@ -144,7 +151,6 @@ impl GpuModel {
         };
         let scratch = scratch(PREFILL_CHUNK, false).max(scratch(slots, true));
         let scores = ctx.storage_zeroed("attention scores", scratch)?;
-        let biases = graph::repeated_biases(&ctx, &weights, PREFILL_CHUNK)?;
         let decode_act = Activations::new(&ctx, &cfg, 1, dt)?;
         let prefill_act = Activations::new(&ctx, &cfg, PREFILL_CHUNK, dt)?;
         let logits = Tensor::zeros(&ctx, "logits", cfg.vocab_size, DType::F32)?;
@@ -154,9 +160,11 @@ impl GpuModel {
             kv: &kv,
             pos: &pos,
             scores: &scores,
-            biases: &biases,
         };
         let decode = graph::layers(&ctx, &shared, &decode_act, 1, true)?;
+        // Not a decode for attention's purposes: one pass over the keys, no split.
+        let short = graph::layers(&ctx, &shared, &decode_act, 1, false)?;
+        let decode_short = (short.len() < decode.len()).then_some(short);
         let head = graph::head(&ctx, &shared, &decode_act, &logits, 1)?;
         let sampler = Sampler::new(&ctx, &opts.sampling, &logits, cfg.vocab_size)?;
         let readback = TokenReadback::new(&ctx, slots);
@@ -168,11 +176,11 @@ impl GpuModel {
             kv,
             pos,
             scores,
-            biases,
             decode_act,
             prefill_act,
             logits,
             decode,
+            decode_short,
             head,
             prefill: HashMap::new(),
             sampler,
@@ -219,9 +227,14 @@ impl GpuModel {
         self.weights.bytes_per_token()
     }
 
-    /// Dispatches recorded for one decoded token.
+    /// Dispatches recorded for the next decoded token (at the cache's current length).
     pub fn dispatches_per_token(&self) -> usize {
-        self.decode.len() + self.head.len() + 1
+        self.decode_graph(self.history.len()).len() + self.head.len() + 1
+    }
+
+    /// The one-token layers for a token at `position`.
+    pub(super) fn decode_graph(&self, position: usize) -> &[Dispatch] {
+        decode_graph(&self.decode, self.decode_short.as_deref(), position)
     }
 
     /// Current sampling settings.
@@ -259,7 +272,6 @@ impl GpuModel {
             kv: &self.kv,
             pos: &self.pos,
             scores: &self.scores,
-            biases: &self.biases,
         }
     }
 
@@ -307,12 +319,16 @@ impl GpuModel {
                 bytemuck::cast_slice(tokens),
             );
             let mut enc = self.ctx.encoder("decode");
-            let decode = std::mem::take(&mut self.decode);
-            let head = std::mem::take(&mut self.head);
             let sample = [self.sampler.dispatch().clone()];
-            self.record(&mut enc, &[&decode, &head, &sample]);
-            self.decode = decode;
-            self.head = head;
+            record(
+                &mut self.stats,
+                &mut enc,
+                &[
+                    decode_graph(&self.decode, self.decode_short.as_deref(), start),
+                    &self.head,
+                    &sample,
+                ],
+            );
             self.readback.encode(&mut enc, &self.sampler.token);
             self.ctx.submit(enc);
             self.stats.submits += 1;
@@ -472,6 +488,19 @@ impl GpuModel {
     #[cfg(not(target_arch = "wasm32"))]
     pub fn read_logits(&self) -> Result<Vec<f32>> {
         pollster::block_on(self.read_logits_async())
+    }
+}
+
+/// The one-token layers for a token at `position`: the single-pass attention graph (where
+/// there is one) below [`SINGLE_PASS_CONTEXT`], else the split one.
+pub(super) fn decode_graph<'a>(
+    long: &'a [Dispatch],
+    short: Option<&'a [Dispatch]>,
+    position: usize,
+) -> &'a [Dispatch] {
+    match short {
+        Some(short) if position < SINGLE_PASS_CONTEXT => short,
+        _ => long,
     }
 }
 

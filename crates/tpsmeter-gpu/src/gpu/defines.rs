@@ -67,6 +67,11 @@ pub struct Defines {
     /// the arithmetic rate on many GPUs), f32 everywhere else. Sums across sub-blocks stay
     /// f32 either way.
     pub arith: DType,
+    /// Matvec: an RMSNorm of the input folded into the kernel (`NORM`).
+    pub norm: bool,
+    /// Matvec: a gated unit in the epilogue, 0 none, 1 SwiGLU, 2 GELU-tanh (`GLU`); each
+    /// output then pairs a gate row with its up row, so `OUTS` is `ROWS / 2`.
+    pub glu: u32,
 }
 
 impl Default for Defines {
@@ -81,6 +86,8 @@ impl Default for Defines {
             x_vec4s: 1,
             tokens: 1,
             arith: DType::F32,
+            norm: false,
+            glu: 0,
         }
     }
 }
@@ -112,6 +119,14 @@ impl Defines {
         let _ = writeln!(s, "const TEX_W: u32 = {}u;", 1u32 << self.tex_shift);
         let _ = writeln!(s, "const X_VEC4S: u32 = {}u;", self.x_vec4s.max(1));
         let _ = writeln!(s, "const TOK: u32 = {}u;", self.tokens.max(1));
+        let _ = writeln!(s, "const NORM: bool = {};", self.norm);
+        let _ = writeln!(s, "const GLU: u32 = {}u;", self.glu);
+        let outs = if self.glu != 0 {
+            self.rows / 2
+        } else {
+            self.rows
+        };
+        let _ = writeln!(s, "const OUTS: u32 = {}u;", outs.max(1));
         s
     }
 }
@@ -132,6 +147,8 @@ mod tests {
             x_vec4s: 144,
             tokens: 8,
             arith: DType::F32,
+            norm: true,
+            glu: 1,
         };
         let p = d.prelude();
         assert!(p.starts_with("enable f16;\n"), "{p}");
@@ -144,6 +161,9 @@ mod tests {
             "TEX_W: u32 = 4096u",
             "X_VEC4S: u32 = 144u",
             "TOK: u32 = 8u",
+            "NORM: bool = true",
+            "GLU: u32 = 1u",
+            "OUTS: u32 = 2u",
         ] {
             assert!(p.contains(needle), "missing {needle} in {p}");
         }

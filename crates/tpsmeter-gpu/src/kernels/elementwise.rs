@@ -15,7 +15,10 @@ const WORKGROUP: u32 = 64;
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 struct Params {
     n: u32,
-    _pad: [u32; 3],
+    /// Gated units: 0 for gate and up in two tensors, else values per token of each, in
+    /// one row of `2 * width` (gate first).
+    width: u32,
+    _pad: [u32; 2],
 }
 
 /// Which elementwise op.
@@ -53,7 +56,8 @@ impl Add {
         dst.expect("add", "dst", n, src.dtype)?;
         let p = Params {
             n: n as u32,
-            _pad: [0; 3],
+            width: 0,
+            _pad: [0; 2],
         };
         Ok(Add {
             dispatch: ctx.prepare(
@@ -93,15 +97,45 @@ impl Glu {
         gate.expect(OP, "gate", n, gate.dtype)?;
         up.expect(OP, "up", n, gate.dtype)?;
         out.expect(OP, "out", n, gate.dtype)?;
+        Ok(Self::prepare(ctx, kind, gate, up, out, n, 0))
+    }
+
+    /// The gated unit over `n_tokens` rows of `gate_up`, each `width` gate values then
+    /// `width` up values (a fused gate/up matmul's output), into `[n_tokens, width]`.
+    pub fn packed(
+        ctx: &GpuContext,
+        kind: GluKind,
+        gate_up: &Tensor,
+        out: &Tensor,
+        n_tokens: usize,
+        width: usize,
+    ) -> Result<Self> {
+        const OP: &str = "glu";
+        let n = n_tokens * width;
+        gate_up.expect(OP, "gate_up", 2 * n, gate_up.dtype)?;
+        out.expect(OP, "out", n, gate_up.dtype)?;
+        Ok(Self::prepare(ctx, kind, gate_up, gate_up, out, n, width))
+    }
+
+    fn prepare(
+        ctx: &GpuContext,
+        kind: GluKind,
+        gate: &Tensor,
+        up: &Tensor,
+        out: &Tensor,
+        n: usize,
+        width: usize,
+    ) -> Self {
         let entry = match kind {
             GluKind::SwiGlu => "swiglu",
             GluKind::GeluTanh => "gelu_glu",
         };
         let p = Params {
             n: n as u32,
-            _pad: [0; 3],
+            width: width as u32,
+            _pad: [0; 2],
         };
-        Ok(Glu {
+        Glu {
             dispatch: ctx.prepare(
                 ShaderId::Elementwise,
                 entry,
@@ -110,7 +144,7 @@ impl Glu {
                 &[(1, &gate.buffer), (3, &up.buffer), (4, &out.buffer)],
                 groups(ctx, n),
             ),
-        })
+        }
     }
 
     /// The dispatch to record.

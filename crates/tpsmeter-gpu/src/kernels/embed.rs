@@ -61,6 +61,9 @@ impl Embed {
                     y_stride: table.cols as u32,
                     scale_bits: scale.to_bits(),
                     t0: 0,
+                    eps: 0.0,
+                    glu_up: 0,
+                    _pad: [0; 2],
                 };
                 let pipeline =
                     ctx.pipeline(ShaderId::Embed(table.format, table.store), "main", defines);

@@ -115,8 +115,10 @@ impl KvSlab {
                     } else {
                         wgpu::TextureFormat::Rgba32Float
                     },
+                    // COPY_SRC: tests read the cache back.
                     usage: wgpu::TextureUsages::TEXTURE_BINDING
-                        | wgpu::TextureUsages::STORAGE_BINDING,
+                        | wgpu::TextureUsages::STORAGE_BINDING
+                        | wgpu::TextureUsages::COPY_SRC,
                     view_formats: &[],
                 });
                 let view = texture.create_view(&wgpu::TextureViewDescriptor::default());
@@ -142,6 +144,45 @@ impl KvSlab {
             KvSlab::Buffer(t) => t.buffer.as_entire_binding(),
             KvSlab::Texture { view, .. } => wgpu::BindingResource::TextureView(view),
         }
+    }
+
+    /// The whole slab as f32 rows of `kv_dim` values (f16 texels widened), for tests and
+    /// debugging: copies it to a staging buffer and waits for the device.
+    pub async fn read_f32_async(&self, ctx: &GpuContext) -> Result<Vec<f32>> {
+        let (texture, store) = match self {
+            KvSlab::Buffer(t) => return t.read_f32_async(ctx).await,
+            KvSlab::Texture { texture, .. } => (texture, self.store()),
+        };
+        let (w, h) = (texture.width() as u64, texture.height() as u64);
+        // Texture-to-buffer copies need rows aligned to 256 bytes.
+        let row = (w * 16).div_ceil(256) * 256;
+        let staging = ctx.storage_zeroed("kv readback", row * h)?;
+        let mut enc = ctx.encoder("kv readback");
+        enc.copy_texture_to_buffer(
+            texture.as_image_copy(),
+            wgpu::TexelCopyBufferInfo {
+                buffer: &staging,
+                layout: wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(row as u32),
+                    rows_per_image: None,
+                },
+            },
+            texture.size(),
+        );
+        ctx.submit(enc);
+        let bytes = ctx.read_bytes(&staging, 0, row * h).await?;
+        let mut out = Vec::new();
+        for r in bytes.chunks_exact(row as usize) {
+            let texels = &r[..(w * 16) as usize];
+            if store == KvStore::TextureF16 {
+                let hs: Vec<half::f16> = bytemuck::pod_collect_to_vec(texels);
+                out.extend(hs.iter().map(|v| v.to_f32()));
+            } else {
+                out.extend(bytemuck::pod_collect_to_vec::<u8, f32>(texels));
+            }
+        }
+        Ok(out)
     }
 
     /// Bytes per position.

@@ -4,12 +4,21 @@
 //! Two kernel shapes live behind this one op (engine.md): CPU-type adapters get several rows
 //! per invocation with contiguous reads and no barriers; real GPUs get coalesced reads and a
 //! workgroup or subgroup reduction.
+//!
+//! Two fusions ride on every shape, because on a real GPU the fixed cost of each dispatch
+//! (24-70 us through Dawn or wgpu) outweighs the few extra instructions:
+//! - an RMSNorm of the input folded in (`norm_fold.wgsl`): the decode step's norms then cost
+//!   no dispatch of their own;
+//! - a gated unit in the epilogue: gate and up rows held in one matrix (gate rows first),
+//!   each output `act(gate_r . x) * (up_r . x)` written at once, so the FFN's first half is
+//!   one dispatch instead of three.
 
 use crate::error::{GpuError, Result};
 use crate::gpu::context::{AdapterProfile, GpuContext};
 use crate::gpu::defines::{DType, Defines};
 use crate::kernels::dispatch::Dispatch;
-use crate::kernels::source::{MatVecEntry, ShaderId, XSource};
+use crate::kernels::elementwise::GluKind;
+use crate::kernels::source::{MatVecEntry, MatVecNorm, ShaderId, XSource};
 use crate::kernels::tensor::Tensor;
 use crate::kernels::weights::{QWeight, WeightPart};
 
@@ -105,13 +114,40 @@ pub(crate) fn lanes_load_inputs(ctx: &GpuContext, workgroup: u32) -> bool {
         && workgroup.is_multiple_of(8)
 }
 
+/// An RMSNorm folded into a matvec: `y = W (x / rms(x) * weight)`.
+#[derive(Clone, Copy, Debug)]
+pub struct NormFold<'a> {
+    /// The norm's weight, `cols` f32 values.
+    pub weight: &'a Tensor,
+    /// Added to the mean square.
+    pub eps: f32,
+}
+
+/// The input (or a folded norm's weight beside it) as a uniform range of exactly the
+/// input's `bytes`, or as a whole storage buffer.
+fn input(t: &Tensor, xs: XSource, bytes: u64) -> wgpu::BindingResource<'_> {
+    match xs {
+        XSource::Uniform => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: &t.buffer,
+            offset: 0,
+            size: std::num::NonZeroU64::new(bytes),
+        }),
+        XSource::Storage => t.buffer.as_entire_binding(),
+    }
+}
+
 /// Options of a matvec.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct MatVecOptions {
+pub struct MatVecOptions<'a> {
     /// Add into `y` instead of overwriting (fuses a residual add).
     pub accumulate: bool,
     /// Kernel shape; `None` picks [`MatVecVariant::for_context`].
     pub variant: Option<MatVecVariant>,
+    /// Normalise the input first.
+    pub norm: Option<NormFold<'a>>,
+    /// `W` holds gate rows then as many up rows (one part), and `y[r] = act(gate_r . x) *
+    /// (up_r . x)` for the `W.rows / 2` outputs.
+    pub glu: Option<GluKind>,
 }
 
 /// Parameters shared with the matmul kernel (`matvec_common.wgsl`).
@@ -128,6 +164,11 @@ pub(crate) struct Params {
     pub(crate) scale_bits: u32,
     /// CPU matmul: index in y of the dispatch's first token.
     pub(crate) t0: u32,
+    /// Matvec with a folded norm: its epsilon.
+    pub(crate) eps: f32,
+    /// Matvec with a gated unit: the first up row.
+    pub(crate) glu_up: u32,
+    pub(crate) _pad: [u32; 2],
 }
 
 impl Params {
@@ -149,6 +190,9 @@ impl Params {
             y_stride: w.rows as u32,
             scale_bits: 0,
             t0: t0 as u32,
+            eps: 0.0,
+            glu_up: 0,
+            _pad: [0; 2],
         }
     }
 }
@@ -171,8 +215,25 @@ impl MatVec {
         opts: MatVecOptions,
     ) -> Result<Self> {
         const OP: &str = "matvec";
+        let shape = |detail: String| GpuError::ShapeMismatch { op: OP, detail };
+        // With a gated unit, each output reads a gate row and the up row `outputs` further.
+        let outputs = if opts.glu.is_some() {
+            if !w.rows.is_multiple_of(2) || w.parts.len() != 1 {
+                return Err(shape(format!(
+                    "a gated unit needs gate and up rows in one part, got {} rows in {} parts",
+                    w.rows,
+                    w.parts.len()
+                )));
+            }
+            w.rows / 2
+        } else {
+            w.rows
+        };
         x.expect(OP, "x", w.cols, x.dtype)?;
-        y.expect(OP, "y", w.rows, x.dtype)?;
+        y.expect(OP, "y", outputs, x.dtype)?;
+        if let Some(n) = &opts.norm {
+            n.weight.expect(OP, "norm weight", w.cols, DType::F32)?;
+        }
         ctx.check_dtype(x.dtype, OP)?;
         if !w.cols.is_multiple_of(w.format.col_multiple()) {
             return Err(GpuError::ShapeMismatch {
@@ -194,6 +255,16 @@ impl MatVec {
             });
         }
         let (rows_per, workgroup) = variant.shape();
+        if opts.glu.is_some() && !rows_per.is_multiple_of(2) {
+            return Err(shape(format!(
+                "a gated unit pairs rows: {rows_per} rows per unit is odd"
+            )));
+        }
+        let outs_per = if opts.glu.is_some() {
+            rows_per / 2
+        } else {
+            rows_per
+        };
         // CPU-type shapes read x at offsets shared by every invocation: a uniform binding
         // loads those cheaper than storage (x_uniform.wgsl). GPU shapes spread x over lanes.
         let x_bytes = (w.cols * 4) as u64;
@@ -220,37 +291,53 @@ impl MatVec {
             rows: rows_per,
             subgroups: matches!(entry, MatVecEntry::GpuSubgroup | MatVecEntry::CpuLanes),
             x_vec4s: (w.cols / 4) as u32,
+            norm: opts.norm.is_some(),
+            glu: match opts.glu {
+                None => 0,
+                Some(GluKind::SwiGlu) => 1,
+                Some(GluKind::GeluTanh) => 2,
+            },
             ..Defines::default()
         };
+        let norm = if opts.norm.is_some() {
+            MatVecNorm::Fold
+        } else {
+            MatVecNorm::None
+        };
         let pipeline = ctx.pipeline(
-            ShaderId::MatVec(w.format, entry, w.store, xs),
+            ShaderId::MatVec(w.format, entry, w.store, xs, norm),
             "main",
             defines,
         );
         let mut dispatches = Vec::with_capacity(w.parts.len());
         for part in &w.parts {
-            let params = ctx.uniform(
-                "matvec params",
-                &Params::matrix(w, part, opts.accumulate, 1, 0),
-            );
-            let x_binding = match xs {
-                XSource::Uniform => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                    buffer: &x.buffer,
-                    offset: 0,
-                    size: std::num::NonZeroU64::new(x_bytes),
-                }),
-                XSource::Storage => x.buffer.as_entire_binding(),
-            };
+            let mut params = Params::matrix(w, part, opts.accumulate, 1, 0);
+            if let Some(n) = &opts.norm {
+                params.eps = n.eps;
+            }
+            if opts.glu.is_some() {
+                params.rows = outputs as u32;
+                params.glu_up = outputs as u32;
+            }
+            let params = ctx.uniform("matvec params", &params);
             let mut entries = vec![
                 (0, params.as_entire_binding()),
-                (1, x_binding),
+                (1, input(x, xs, x_bytes)),
                 (4, y.buffer.as_entire_binding()),
             ];
+            if let Some(n) = &opts.norm {
+                entries.push((7, input(n.weight, xs, x_bytes)));
+            }
             entries.extend(part.entries());
             let bind_group = ctx.bind_resources(&pipeline, entries);
+            let units = if opts.glu.is_some() {
+                outputs as u32
+            } else {
+                part.rows as u32
+            };
             let groups = match variant {
-                MatVecVariant::Cpu { .. } => (part.rows as u32).div_ceil(rows_per * workgroup),
-                _ => (part.rows as u32).div_ceil(rows_per),
+                MatVecVariant::Cpu { .. } => units.div_ceil(outs_per * workgroup),
+                _ => units.div_ceil(outs_per),
             };
             dispatches.push(Dispatch {
                 pipeline: pipeline.clone(),

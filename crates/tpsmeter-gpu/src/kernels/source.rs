@@ -45,11 +45,22 @@ pub static SOURCES: &[(&str, &str)] = &[
     ("weights_buffer", include_str!("wgsl/weights_buffer.wgsl")),
     ("weights_texture", include_str!("wgsl/weights_texture.wgsl")),
     ("x_storage", include_str!("wgsl/x_storage.wgsl")),
+    ("norm_none", include_str!("wgsl/norm_none.wgsl")),
+    ("norm_fold", include_str!("wgsl/norm_fold.wgsl")),
+    ("g_uniform", include_str!("wgsl/g_uniform.wgsl")),
+    ("g_storage", include_str!("wgsl/g_storage.wgsl")),
     ("x_uniform", include_str!("wgsl/x_uniform.wgsl")),
     ("reduce", include_str!("wgsl/reduce.wgsl")),
     ("rms_norm", include_str!("wgsl/rms_norm.wgsl")),
     ("elementwise", include_str!("wgsl/elementwise.wgsl")),
     ("rope", include_str!("wgsl/rope.wgsl")),
+    ("rope_kv", include_str!("wgsl/rope_kv.wgsl")),
+    ("rope_kv_buffer", include_str!("wgsl/rope_kv_buffer.wgsl")),
+    ("rope_kv_texture", include_str!("wgsl/rope_kv_texture.wgsl")),
+    (
+        "rope_kv_texture_f16",
+        include_str!("wgsl/rope_kv_texture_f16.wgsl"),
+    ),
     (
         "kv_append_common",
         include_str!("wgsl/kv_append_common.wgsl"),
@@ -110,11 +121,22 @@ pub enum XSource {
     Uniform,
 }
 
+/// Whether a matvec folds an RMSNorm of its input (`norm_fold.wgsl`); the norm's weight is
+/// bound beside the input, as a uniform array when the input is one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MatVecNorm {
+    /// The input is used as is (`norm_none.wgsl`).
+    None,
+    /// `W (x / rms(x) * g)`.
+    Fold,
+}
+
 /// A WGSL module before specialisation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ShaderId {
-    /// Fused dequantize + matrix-vector product.
-    MatVec(WeightFormat, MatVecEntry, WeightStore, XSource),
+    /// Fused dequantize + matrix-vector product, with an optional folded RMSNorm (the
+    /// gated-unit epilogue is a define).
+    MatVec(WeightFormat, MatVecEntry, WeightStore, XSource, MatVecNorm),
     /// Tiled dequantize + matrix-matrix product (prefill), workgroup-memory tiles, one row
     /// per invocation (the Gpu profile's kernel before the register-tiled one).
     MatMul(WeightFormat, WeightStore),
@@ -131,6 +153,8 @@ pub enum ShaderId {
     Elementwise,
     /// Rotary position embedding.
     Rope,
+    /// RoPE, biases, head norms and the KV append in one dispatch, into a cache store.
+    RopeKv(KvStore),
     /// KV-cache append.
     KvAppend,
     /// KV-cache append into a texture.
@@ -163,6 +187,7 @@ impl ShaderId {
             ShaderId::RmsNorm => "rms_norm",
             ShaderId::Elementwise => "elementwise",
             ShaderId::Rope => "rope",
+            ShaderId::RopeKv(_) => "rope_kv",
             ShaderId::KvAppend => "kv_append",
             ShaderId::KvAppendTexture => "kv_append_texture",
             ShaderId::KvAppendTextureF16 => "kv_append_texture_f16",
@@ -178,7 +203,7 @@ impl ShaderId {
     /// The files of this module, in order.
     pub fn files(&self) -> Vec<&'static str> {
         match self {
-            ShaderId::MatVec(format, entry, store, xs) => {
+            ShaderId::MatVec(format, entry, store, xs, norm) => {
                 let mut files = vec![
                     "matvec_common",
                     match xs {
@@ -188,6 +213,15 @@ impl ShaderId {
                     store_file(*store),
                     format_file(*format),
                 ];
+                match (norm, xs) {
+                    (MatVecNorm::None, _) => files.push("norm_none"),
+                    (MatVecNorm::Fold, XSource::Uniform) => {
+                        files.extend(["g_uniform", "norm_fold"])
+                    }
+                    (MatVecNorm::Fold, XSource::Storage) => {
+                        files.extend(["g_storage", "norm_fold"])
+                    }
+                }
                 if *entry == MatVecEntry::CpuLanes {
                     files.push("x_lanes");
                 }
@@ -232,6 +266,7 @@ impl ShaderId {
             ShaderId::RmsNorm => vec!["reduce", "rms_norm"],
             ShaderId::Softmax => vec!["reduce", "softmax"],
             ShaderId::KvAppend => vec!["kv_append_common", "kv_append"],
+            ShaderId::RopeKv(store) => vec!["rope_kv", store.rope_kv_file()],
             ShaderId::KvAppendTexture => vec!["kv_append_common", "kv_append_texture"],
             ShaderId::KvAppendTextureF16 => vec!["kv_append_common", "kv_append_texture_f16"],
             ShaderId::AttentionCpu(store) => vec![
@@ -302,9 +337,10 @@ mod tests {
                 MatVecEntry::GpuSubgroup,
             ] {
                 for (st, xs) in stores.into_iter().zip([XSource::Storage, XSource::Uniform]) {
-                    for name in ShaderId::MatVec(f, e, st, xs)
+                    for name in ShaderId::MatVec(f, e, st, xs, MatVecNorm::None)
                         .files()
                         .into_iter()
+                        .chain(ShaderId::MatVec(f, e, st, xs, MatVecNorm::Fold).files())
                         .chain(ShaderId::MatMul(f, st).files())
                         .chain(ShaderId::MatMulTiled(f, st).files())
                         .chain(ShaderId::MatMulCpu(f, st).files())
@@ -327,6 +363,9 @@ mod tests {
             ShaderId::AttentionCpu(KvStore::TextureF16),
             ShaderId::KvAppendTexture,
             ShaderId::KvAppendTextureF16,
+            ShaderId::RopeKv(KvStore::Buffer),
+            ShaderId::RopeKv(KvStore::Texture),
+            ShaderId::RopeKv(KvStore::TextureF16),
             ShaderId::Softmax,
             ShaderId::Sample,
             ShaderId::Probe,

@@ -31,6 +31,16 @@ impl WeightStore {
     }
 }
 
+/// The most bytes of GGUF rows one part holds in `store`.
+fn part_limit(ctx: &GpuContext, store: WeightStore) -> u64 {
+    match store {
+        WeightStore::Buffer => ctx.max_binding(),
+        // Every array of a part has at most as many texels as its values have 16-byte
+        // texels, and those are at most the part's bytes / 16.
+        WeightStore::Texture => ctx.max_texels() * 16,
+    }
+}
+
 /// One array of a weight part, bound at one binding slot.
 #[derive(Debug, Clone)]
 pub enum WeightData {
@@ -99,7 +109,8 @@ impl WeightPart {
 pub struct QWeight {
     /// Storage format.
     pub format: WeightFormat,
-    /// Output dimension.
+    /// Output dimension: its rows, or the width of the output rows it is placed into
+    /// ([`QWeight::placed`]).
     pub rows: usize,
     /// Input dimension.
     pub cols: usize,
@@ -120,13 +131,36 @@ impl QWeight {
         bytes: &[u8],
     ) -> Result<Self> {
         let store = WeightStore::for_context(ctx);
-        let limit = match store {
-            WeightStore::Buffer => ctx.max_binding(),
-            // Every array of a part has at most as many texels as its values have 16-byte
-            // texels, and those are at most the part's bytes / 16.
-            WeightStore::Texture => ctx.max_texels() * 16,
-        };
-        Self::upload_with(ctx, name, format, rows, cols, bytes, store, limit)
+        Self::upload_with(
+            ctx,
+            name,
+            format,
+            rows,
+            cols,
+            bytes,
+            store,
+            part_limit(ctx, store),
+        )
+    }
+
+    /// Whether [`QWeight::upload`] keeps a `rows x cols` matrix in one part (one binding per
+    /// array), which a matrix fused from several needs where its kernel pairs their rows.
+    pub fn fits_one_part(ctx: &GpuContext, format: WeightFormat, rows: usize, cols: usize) -> bool {
+        let row = format.row_bytes(cols) as u64;
+        let limit = part_limit(ctx, WeightStore::for_context(ctx));
+        row > 0 && limit / row >= rows as u64
+    }
+
+    /// The same weights writing their rows into columns `offset .. offset + rows` of output
+    /// rows `width` wide (several matrices filling one row: q, k and v of a model whose
+    /// three differ in format). The arrays are shared, not copied.
+    pub fn placed(&self, offset: usize, width: usize) -> QWeight {
+        let mut w = self.clone();
+        w.rows = width;
+        for p in &mut w.parts {
+            p.row_start += offset;
+        }
+        w
     }
 
     /// [`QWeight::upload`] into an explicit store with an explicit per-binding limit in bytes
@@ -214,6 +248,7 @@ impl QWeight {
 
     /// Bytes a full pass over the weights reads (the quantized size).
     pub fn bytes(&self) -> u64 {
-        (self.rows * self.format.row_bytes(self.cols)) as u64
+        let rows: usize = self.parts.iter().map(|p| p.rows).sum();
+        (rows * self.format.row_bytes(self.cols)) as u64
     }
 }

@@ -5,6 +5,13 @@
 //! `maxStorageBufferBindingSize`); small vectors (norms, biases) are expanded to f32, which
 //! costs a few hundred KiB. Shapes are checked against the configuration so the forward pass
 //! can wire dispatches without further checks.
+//!
+//! Matrices that read the same input are fused at load where their formats match and one
+//! binding holds them: q, k and v become one matrix (one matvec per layer instead of three),
+//! gate and up another (whose kernel writes the gated unit). Their raw rows are held on the
+//! host until the group is complete, at most a few matrices of one layer; a group that cannot
+//! fuse (a Q4_K_M file stores some `attn_v` in Q6_K) is uploaded matrix by matrix and each
+//! is placed at its columns of the shared output row.
 
 use crate::error::{GpuError, Result};
 use std::collections::HashMap;
@@ -12,30 +19,75 @@ use std::collections::HashMap;
 use crate::gguf::{GgmlType, GgufFile, TensorInfo};
 use crate::gpu::context::GpuContext;
 use crate::gpu::defines::DType;
-use crate::kernels::{QWeight, Tensor, WeightFormat};
+use crate::kernels::{HeadExtras, QWeight, Tensor, WeightFormat};
 use crate::model::config::ModelConfig;
 
 /// One transformer block's weights.
 #[derive(Debug)]
 pub struct GpuLayer {
     pub attn_norm: Tensor,
-    pub wq: QWeight,
-    pub wk: QWeight,
-    pub wv: QWeight,
-    /// Qwen2's q/k/v biases, kept on the host: the engine uploads them repeated for its
-    /// largest batch so that one elementwise add covers every token.
-    pub bias: Option<[Vec<f32>; 3]>,
-    /// Gemma 3's RMSNorm weights of each query and key head (`[head_dim]`).
-    pub qk_norm: Option<[Tensor; 2]>,
+    /// The QKV row's matrices: q, k and v as one matrix of `q_dim + k_dim + v_dim` rows, or
+    /// each placed at its columns of that row.
+    pub qkv: Vec<QWeight>,
+    /// Qwen2's q/k/v biases and Gemma 3's q/k head norms, applied by `rope_kv`.
+    pub head_extras: Option<HeadExtras>,
     pub wo: QWeight,
     /// Gemma 3's RMSNorm of the attention output before the residual add.
     pub attn_post_norm: Option<Tensor>,
     pub ffn_norm: Tensor,
-    pub w_gate: QWeight,
-    pub w_up: QWeight,
+    pub gate_up: GateUp,
     pub w_down: QWeight,
     /// Gemma 3's RMSNorm of the FFN output before the residual add.
     pub ffn_post_norm: Option<Tensor>,
+}
+
+/// The FFN's gate and up matrices.
+#[derive(Debug)]
+pub enum GateUp {
+    /// One matrix, `n_ff` gate rows then `n_ff` up rows, in one part: the decode matvec
+    /// writes `act(gate) * up` itself.
+    Fused(QWeight),
+    /// Two matrices placed at columns `0..n_ff` and `n_ff..2 n_ff` of a `[gate | up]` row.
+    Split(QWeight, QWeight),
+}
+
+impl GateUp {
+    /// The matrices, in order.
+    pub fn matrices(&self) -> Vec<&QWeight> {
+        match self {
+            GateUp::Fused(w) => vec![w],
+            GateUp::Split(g, u) => vec![g, u],
+        }
+    }
+}
+
+/// Matrices fused at load: the layer-relative names of their members, in row order.
+const QKV: [&str; 3] = ["attn_q.weight", "attn_k.weight", "attn_v.weight"];
+const GATE_UP: [&str; 2] = ["ffn_gate.weight", "ffn_up.weight"];
+
+/// A member of a fusable group, held on the host until its group is complete.
+#[derive(Debug)]
+struct Held {
+    format: WeightFormat,
+    rows: usize,
+    cols: usize,
+    dims: Vec<u64>,
+    bytes: Vec<u8>,
+}
+
+/// A fused matrix and its members' (name, rows, cols, dims), for shape checks at assembly.
+type Fused = (QWeight, Vec<(String, usize, usize, Vec<u64>)>);
+
+/// The group a layer matrix belongs to: (`blk.N.`, the group's member names).
+fn group_of(name: &str) -> Option<(String, &'static [&'static str])> {
+    let rest = name.strip_prefix("blk.")?;
+    let (layer, member) = rest.split_once('.')?;
+    layer.parse::<usize>().ok()?;
+    let prefix = format!("blk.{layer}.");
+    [&QKV[..], &GATE_UP[..]]
+        .into_iter()
+        .find(|g| g.contains(&member))
+        .map(|g| (prefix, g))
 }
 
 /// All weights of a Llama-family model, resident on one device.
@@ -79,6 +131,10 @@ pub fn weight_format(ty: GgmlType, tensor: &str) -> Result<WeightFormat> {
 pub struct StagedWeights {
     matrices: HashMap<String, (QWeight, Vec<u64>)>,
     vectors: HashMap<String, (Vec<f32>, Vec<u64>)>,
+    /// Members of fusable groups waiting for the rest of their group.
+    held: HashMap<String, Held>,
+    /// Fused groups by their first member's name.
+    fused: HashMap<String, Fused>,
 }
 
 impl StagedWeights {
@@ -114,6 +170,19 @@ impl StagedWeights {
             let cols = usize::try_from(cols).map_err(|_| too_big(cols))?;
             let rows = usize::try_from(rows).map_err(|_| too_big(rows))?;
             let format = weight_format(info.ty, name)?;
+            if let Some((prefix, group)) = group_of(name) {
+                self.held.insert(
+                    name.clone(),
+                    Held {
+                        format,
+                        rows,
+                        cols,
+                        dims: info.dims.clone(),
+                        bytes: bytes.to_vec(),
+                    },
+                );
+                return self.fuse_if_complete(ctx, &prefix, group);
+            }
             let weight = QWeight::upload(ctx, name, format, rows, cols, bytes)?;
             self.matrices
                 .insert(name.clone(), (weight, info.dims.clone()));
@@ -121,8 +190,87 @@ impl StagedWeights {
         Ok(())
     }
 
+    /// Once every member of a group is held: one matrix of all their rows when they share
+    /// a format and width and one part holds it, else each uploaded on its own.
+    fn fuse_if_complete(&mut self, ctx: &GpuContext, prefix: &str, group: &[&str]) -> Result<()> {
+        let names: Vec<String> = group.iter().map(|m| format!("{prefix}{m}")).collect();
+        if !names.iter().all(|n| self.held.contains_key(n)) {
+            return Ok(());
+        }
+        let members: Vec<(String, Held)> = names
+            .iter()
+            .filter_map(|n| self.held.remove(n).map(|h| (n.clone(), h)))
+            .collect();
+        let (format, cols) = (members[0].1.format, members[0].1.cols);
+        let rows: usize = members.iter().map(|(_, h)| h.rows).sum();
+        let alike = members
+            .iter()
+            .all(|(_, h)| h.format == format && h.cols == cols);
+        if alike && QWeight::fits_one_part(ctx, format, rows, cols) {
+            let mut bytes = Vec::with_capacity(members.iter().map(|(_, h)| h.bytes.len()).sum());
+            for (_, h) in &members {
+                bytes.extend_from_slice(&h.bytes);
+            }
+            let label = format!("{}+", names[0]);
+            let weight = QWeight::upload(ctx, &label, format, rows, cols, &bytes)?;
+            let shapes = members
+                .into_iter()
+                .map(|(n, h)| (n, h.rows, h.cols, h.dims))
+                .collect();
+            self.fused.insert(names[0].clone(), (weight, shapes));
+        } else {
+            for (n, h) in members {
+                let weight = QWeight::upload(ctx, &n, h.format, h.rows, h.cols, &h.bytes)?;
+                self.matrices.insert(n, (weight, h.dims));
+            }
+        }
+        Ok(())
+    }
+
+    /// The matrices of a group (member names under `prefix`, each `rows[i] x cols`): the
+    /// fused one, or each member placed at its columns of the shared output row.
+    fn group(
+        &mut self,
+        ctx: &GpuContext,
+        prefix: &str,
+        group: &[&str],
+        rows: &[usize],
+        cols: usize,
+    ) -> Result<Vec<QWeight>> {
+        let names: Vec<String> = group.iter().map(|m| format!("{prefix}{m}")).collect();
+        if let Some((weight, shapes)) = self.fused.remove(&names[0]) {
+            for ((name, r, c, dims), &want) in shapes.into_iter().zip(rows) {
+                if r != want || c != cols {
+                    return Err(GpuError::WrongTensorShape {
+                        tensor: name,
+                        expected: vec![cols as u64, want as u64],
+                        found: dims,
+                    });
+                }
+            }
+            return Ok(vec![weight]);
+        }
+        // A group that never completed (a member is missing) or could not fuse.
+        for n in &names {
+            if let Some(h) = self.held.remove(n) {
+                let weight = QWeight::upload(ctx, n, h.format, h.rows, h.cols, &h.bytes)?;
+                self.matrices.insert(n.clone(), (weight, h.dims));
+            }
+        }
+        let width = rows.iter().sum();
+        let mut offset = 0;
+        let mut out = Vec::with_capacity(names.len());
+        for (n, &r) in names.iter().zip(rows) {
+            out.push(self.matrix(n, cols, r)?.placed(offset, width));
+            offset += r;
+        }
+        Ok(out)
+    }
+
     fn has(&self, name: &str) -> bool {
-        self.matrices.contains_key(name) || self.vectors.contains_key(name)
+        self.matrices.contains_key(name)
+            || self.vectors.contains_key(name)
+            || self.held.contains_key(name)
     }
 
     fn missing(name: &str) -> GpuError {
@@ -211,23 +359,28 @@ impl GpuWeights {
         let mut layers = Vec::with_capacity(cfg.n_layers);
         for l in 0..cfg.n_layers {
             let n = |s: &str| format!("blk.{l}.{s}");
-            let bias = if cfg.qkv_bias {
-                Some([
-                    st.host_vector(&n("attn_q.bias"), cfg.q_dim())?,
-                    st.host_vector(&n("attn_k.bias"), cfg.k_dim())?,
-                    st.host_vector(&n("attn_v.bias"), cfg.v_dim())?,
-                ])
+            let biases = if cfg.qkv_bias {
+                let mut all = st.host_vector(&n("attn_q.bias"), cfg.q_dim())?;
+                all.extend(st.host_vector(&n("attn_k.bias"), cfg.k_dim())?);
+                all.extend(st.host_vector(&n("attn_v.bias"), cfg.v_dim())?);
+                Some(all)
             } else {
                 None
             };
-            let qk_norm = if cfg.qk_norm {
-                Some([
-                    st.vector(ctx, &n("attn_q_norm.weight"), cfg.head_dim)?,
-                    st.vector(ctx, &n("attn_k_norm.weight"), cfg.head_dim)?,
-                ])
+            let norms = if cfg.qk_norm {
+                Some((
+                    st.host_vector(&n("attn_q_norm.weight"), cfg.head_dim)?,
+                    st.host_vector(&n("attn_k_norm.weight"), cfg.head_dim)?,
+                ))
             } else {
                 None
             };
+            let head_extras = HeadExtras::pack(
+                ctx,
+                &n("head extras"),
+                biases.as_deref(),
+                norms.as_ref().map(|(q, k)| (&q[..], &k[..])),
+            )?;
             let attn_post_norm = if cfg.post_norms {
                 Some(st.vector(ctx, &n("post_attention_norm.weight"), e)?)
             } else {
@@ -238,18 +391,30 @@ impl GpuWeights {
             } else {
                 None
             };
+            let prefix = n("");
+            let qkv = st.group(
+                ctx,
+                &prefix,
+                &QKV,
+                &[cfg.q_dim(), cfg.k_dim(), cfg.v_dim()],
+                e,
+            )?;
+            let mut gu = st
+                .group(ctx, &prefix, &GATE_UP, &[cfg.n_ff, cfg.n_ff], e)?
+                .into_iter();
+            let gate_up = match (gu.next(), gu.next()) {
+                (Some(gate), Some(up)) => GateUp::Split(gate, up),
+                (Some(fused), None) => GateUp::Fused(fused),
+                _ => return Err(StagedWeights::missing(&n("ffn_gate.weight"))),
+            };
             layers.push(GpuLayer {
                 attn_norm: st.vector(ctx, &n("attn_norm.weight"), e)?,
-                wq: st.matrix(&n("attn_q.weight"), e, cfg.q_dim())?,
-                wk: st.matrix(&n("attn_k.weight"), e, cfg.k_dim())?,
-                wv: st.matrix(&n("attn_v.weight"), e, cfg.v_dim())?,
-                bias,
-                qk_norm,
+                qkv,
+                head_extras,
                 wo: st.matrix(&n("attn_output.weight"), cfg.q_dim(), e)?,
                 attn_post_norm,
                 ffn_norm: st.vector(ctx, &n("ffn_norm.weight"), e)?,
-                w_gate: st.matrix(&n("ffn_gate.weight"), e, cfg.n_ff)?,
-                w_up: st.matrix(&n("ffn_up.weight"), e, cfg.n_ff)?,
+                gate_up,
                 w_down: st.matrix(&n("ffn_down.weight"), cfg.n_ff, e)?,
                 ffn_post_norm,
             });
@@ -279,8 +444,10 @@ impl GpuWeights {
             .layers
             .iter()
             .map(|l| {
-                [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down]
+                l.qkv
                     .iter()
+                    .chain(l.gate_up.matrices())
+                    .chain([&l.wo, &l.w_down])
                     .map(|w| w.bytes())
                     .sum::<u64>()
             })

@@ -4,10 +4,12 @@
 
 mod matvec;
 mod ops;
+mod rope_kv;
 mod sample;
 
-pub use matvec::{matmul, matvec};
+pub use matvec::{matmul, matvec, matvec_fused};
 pub use ops::{
     add, attention, embed, gelu_glu, gelu_tanh, kv_append, rms_norm, rope, silu, softmax, swiglu,
 };
+pub use rope_kv::rope_kv;
 pub use sample::{sample, uniform01};

@@ -3,10 +3,12 @@
 //   add:      b[i] += a[i]                     (residual add, in place)
 //   swiglu:   out[i] = silu(a[i]) * b[i]       (a = gate, b = up)
 //   gelu_glu: out[i] = gelu_tanh(a[i]) * b[i]
+// The gated units read gate and up either from two buffers (width 0) or from one row of
+// 2 * width values per token, gate first (the fused gate/up matmul's output).
 
 struct Params {
     n: u32,
-    _pad0: u32,
+    width: u32,
     _pad1: u32,
     _pad2: u32,
 }
@@ -29,6 +31,17 @@ fn add(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) n
     }
 }
 
+// Where output i's gate and up values are.
+fn gate_at(i: u32) -> u32 {
+    if (p.width == 0u) {
+        return i;
+    }
+    return (i / p.width) * 2u * p.width + i % p.width;
+}
+fn up_at(i: u32) -> u32 {
+    return gate_at(i) + p.width;
+}
+
 fn silu(v: f32) -> f32 {
     return v / (1.0 + exp(-v));
 }
@@ -43,7 +56,7 @@ fn gelu_tanh(v: f32) -> f32 {
 fn swiglu(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i0 = first(gid, nwg);
     for (var i = i0; i < min(i0 + ROWS, p.n); i++) {
-        out[i] = act(silu(f32(a[i])) * f32(up[i]));
+        out[i] = act(silu(f32(a[gate_at(i)])) * f32(up[up_at(i)]));
     }
 }
 
@@ -51,6 +64,6 @@ fn swiglu(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
 fn gelu_glu(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i0 = first(gid, nwg);
     for (var i = i0; i < min(i0 + ROWS, p.n); i++) {
-        out[i] = act(gelu_tanh(f32(a[i])) * f32(up[i]));
+        out[i] = act(gelu_tanh(f32(a[gate_at(i)])) * f32(up[up_at(i)]));
     }
 }

@@ -14,6 +14,10 @@ struct Params {
     y_stride: u32,   // matmul, embed: values per row of y
     scale_bits: u32, // embed only: output scale, f32 bits
     t0: u32,         // matmul_cpu: index in y of the dispatch's first token
+    eps: f32,        // matvec with NORM: the RMSNorm's epsilon
+    glu_up: u32,     // matvec with GLU: the row of W where the up half starts
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -24,6 +28,8 @@ struct Params {
 struct XB {
     v: array<vec4<f32>, 8>,
     sum: f32,
+    // NORM: the sum of squares of the raw input values (before the norm's weight).
+    ss: f32,
 }
 
 // 32 dequantized weights of one sub-block (matmul decodes once, reuses for many tokens).
@@ -73,4 +79,39 @@ fn write_y(row: u32, v: f32) {
         t += f32(y[o]);
     }
     y[o] = act(t);
+}
+
+// Matvec epilogues. A unit (an invocation on CPU-type adapters, a workgroup on GPUs) owns
+// ROWS accumulators and writes OUTS outputs starting at o0: without a GLU, ROWS rows; with
+// one, OUTS = ROWS / 2 gate rows and the up rows at the same offsets past `p.glu_up`, so
+// that act(gate) * up needs no second pass over memory.
+
+// The weight row accumulator r of the unit whose first output is o0 reads (clamped rather
+// than branched: a tail unit recomputes the last row and writes nothing for it).
+fn w_row(o0: u32, r: u32) -> u32 {
+    if (GLU == 0u || r < OUTS) {
+        return min(o0 + r, p.rows - 1u);
+    }
+    return p.glu_up + min(o0 + r - OUTS, p.rows - 1u);
+}
+
+fn glu_silu(v: f32) -> f32 {
+    return v / (1.0 + exp(-v));
+}
+
+fn glu_gelu(v: f32) -> f32 {
+    // As elementwise.wgsl: tanh of a large argument overflows exp in some implementations.
+    let t = clamp(0.7978845608028654 * (v + 0.044715 * v * v * v), -10.0, 10.0);
+    return 0.5 * v * (1.0 + tanh(t));
+}
+
+// Output o from its row's sum a (and, with a GLU, its up row's sum b).
+fn emit(o: u32, a: f32, b: f32) {
+    if (GLU == 0u) {
+        write_y(o, a);
+    } else if (GLU == 1u) {
+        write_y(o, glu_silu(a) * b);
+    } else {
+        write_y(o, glu_gelu(a) * b);
+    }
 }
