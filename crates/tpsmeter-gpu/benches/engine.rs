@@ -13,6 +13,7 @@
 //! for just the per-kernel profile, the first and warm 64-token prefills, or decode and its per-kernel
 //! profile at each context); `TPSMETER_BENCH_RUNS` (default 5) sets N,
 //! `TPSMETER_BENCH_DECODE` (default 32) the tokens timed per decode run, and
+//! `TPSMETER_BENCH_PROFILE=gpu` forces the Gpu profile's kernels on any adapter, and
 //! `TPSMETER_BENCH_KV_F32=1` loads the model with the exact f32 KV cache instead of the
 //! f16 one (CPU-type adapters), for an A/B of the two.
 #![allow(clippy::unwrap_used)]
@@ -32,7 +33,7 @@ mod native {
 
     use tpsmeter_gpu::engine::{GpuModel, ModelOptions};
     use tpsmeter_gpu::gguf::GgufFile;
-    use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
+    use tpsmeter_gpu::gpu::{AdapterProfile, ContextOptions, GpuContext};
     use tpsmeter_gpu::kernels::SamplerConfig;
 
     fn env_usize(key: &str, default: usize) -> usize {
@@ -110,7 +111,16 @@ mod native {
         // Cold: device, upload, decode pipelines, then the first prefill (its pipelines
         // compile now) and the first decoded tokens.
         let t_cold = Instant::now();
-        let ctx = Arc::new(GpuContext::new_blocking(&ContextOptions::default()).unwrap());
+        // TPSMETER_BENCH_PROFILE=gpu forces the kernels of real GPUs on any adapter (how the
+        // Gpu profile's prefill is measured on lavapipe).
+        let forced = std::env::var("TPSMETER_BENCH_PROFILE")
+            .is_ok_and(|p| p == "gpu")
+            .then_some(AdapterProfile::Gpu);
+        let ctx_opts = ContextOptions {
+            profile: forced,
+            ..ContextOptions::default()
+        };
+        let ctx = Arc::new(GpuContext::new_blocking(&ctx_opts).unwrap());
         // Decode "at context c" runs positions c - 1 .. c - 1 + n_decode: room for the last.
         let opts = ModelOptions {
             max_context: 2048 + n_decode,

@@ -4,12 +4,19 @@
 //! submitted once: ms per token. Medians of N runs.
 //!
 //! `cargo bench -p tpsmeter-gpu --bench kernels` (set TPSMETER_BENCH_RUNS to change N).
+//!
+//! `-- matmul`: the Gpu profile's prefill matmuls instead, at SmolLM2's shapes for one
+//! 64-token chunk: the one-row kernel against the register-tiled one (f32 tiles, and f16
+//! where the adapter has `shader-f16`), alternated within each run, ms per dispatch and
+//! the ratio to the one-row kernel.
 #![allow(clippy::unwrap_used)]
 
 use std::time::Instant;
 
-use tpsmeter_gpu::gpu::{ContextOptions, DType, GpuContext};
-use tpsmeter_gpu::kernels::{MatVec, MatVecOptions, MatVecVariant, QWeight, Tensor, WeightFormat};
+use tpsmeter_gpu::gpu::{AdapterProfile, ContextOptions, DType, GpuContext};
+use tpsmeter_gpu::kernels::{
+    GpuMatMul, MatMul, MatVec, MatVecOptions, MatVecVariant, QWeight, Tensor, WeightFormat,
+};
 
 /// Random but finite GGUF blocks (the kernels' speed does not depend on the values).
 fn weights(seed: &mut u64, f: WeightFormat, rows: usize, cols: usize) -> Vec<u8> {
@@ -77,7 +84,13 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(9);
-    let ctx = match GpuContext::new_blocking(&ContextOptions::default()) {
+    // The matmul comparison forces the Gpu profile (storage-buffer weights) on any adapter.
+    let matmul = std::env::args().any(|a| a == "matmul");
+    let opts = ContextOptions {
+        profile: matmul.then_some(AdapterProfile::Gpu),
+        ..ContextOptions::default()
+    };
+    let ctx = match GpuContext::new_blocking(&opts) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("no GPU adapter, nothing to benchmark: {e}");
@@ -88,6 +101,10 @@ fn main() {
         "adapter: {} ({:?}, {:?}); median of {runs} runs",
         ctx.info.name, ctx.info.backend, ctx.info.device_type
     );
+    if matmul {
+        matmuls(&ctx, runs);
+        return;
+    }
     let variants = MatVecVariant::candidates(&ctx);
     let shapes = [
         ("576x576 Q4_1", WeightFormat::Q4_1, 576, 576),
@@ -211,5 +228,79 @@ fn main() {
             t * 1e3,
             total_bytes as f64 / t / 1e9
         );
+    }
+}
+
+/// The Gpu profile's prefill kernels on one 64-token chunk of SmolLM2-135M (Q4_1): each
+/// shape's dispatch timed for every kernel in turn within a run (so load changes hit them
+/// alike), 10 dispatches per timed submit, medians of `runs`.
+fn matmuls(ctx: &GpuContext, runs: usize) {
+    const TOKENS: usize = 64;
+    const REPEAT: usize = 10;
+    let mut kernels = vec![GpuMatMul::Rows, GpuMatMul::Tiled(DType::F32)];
+    if ctx.has_f16() {
+        kernels.push(GpuMatMul::Tiled(DType::F16));
+    }
+    let shapes = [
+        ("q/o 576x576", 576, 576),
+        ("k/v 192x576", 192, 576),
+        ("gate/up 1536x576", 1536, 576),
+        ("down 576x1536", 576, 1536),
+    ];
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let x = Tensor::from_f32(ctx, "x", &vec![0.5; TOKENS * 1536], DType::F32).unwrap();
+    let y = Tensor::zeros(ctx, "y", TOKENS * 1536, DType::F32).unwrap();
+    println!("Gpu-profile matmul, {TOKENS} tokens, Q4_1, ms per dispatch (median of {runs})");
+    println!(
+        "{:<18} {:<16} {:>10} {:>10}",
+        "shape", "kernel", "ms", "vs Rows"
+    );
+    for (name, rows, cols) in shapes {
+        let f = WeightFormat::Q4_1;
+        let w =
+            QWeight::upload(ctx, name, f, rows, cols, &weights(&mut seed, f, rows, cols)).unwrap();
+        let xs = Tensor {
+            len: TOKENS * cols,
+            ..x.clone()
+        };
+        let ys = Tensor {
+            len: TOKENS * rows,
+            ..y.clone()
+        };
+        let ops: Vec<MatMul> = kernels
+            .iter()
+            .map(|k| MatMul::with_gpu_kernel(ctx, *k, &w, &xs, &ys, TOKENS, false).unwrap())
+            .collect();
+        let mut samples = vec![Vec::with_capacity(runs); ops.len()];
+        for run in 0..runs + 1 {
+            for (i, op) in ops.iter().enumerate() {
+                let t = Instant::now();
+                let mut enc = ctx.encoder("bench");
+                {
+                    let mut pass = enc.begin_compute_pass(&Default::default());
+                    for _ in 0..REPEAT {
+                        for d in op.dispatches() {
+                            d.encode(&mut pass);
+                        }
+                    }
+                }
+                ctx.submit(enc);
+                ctx.wait().unwrap();
+                // The first run warms up (pipeline first use).
+                if run > 0 {
+                    samples[i].push(t.elapsed().as_secs_f64() / REPEAT as f64);
+                }
+            }
+        }
+        let meds: Vec<f64> = samples.iter_mut().map(|v| median(v)).collect();
+        for (k, m) in kernels.iter().zip(&meds) {
+            println!(
+                "{:<18} {:<16} {:>10.3} {:>9.2}x",
+                name,
+                format!("{k:?}"),
+                m * 1e3,
+                meds[0] / m
+            );
+        }
     }
 }

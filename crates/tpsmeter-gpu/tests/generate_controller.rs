@@ -288,3 +288,57 @@ fn the_next_turn_reuses_the_shared_prefix_of_the_cache() {
     let fresh = run(&mut g, &third, &params(1), None).unwrap();
     assert_eq!(fresh.generation.reused_tokens, 0);
 }
+
+/// A model that runs prompts in chunks and is cancelled while the first runs (as the UI's
+/// abort arrives from another task): it stops there and samples nothing.
+struct CancelledMidPrompt(Scripted);
+
+impl TokenStep for CancelledMidPrompt {
+    async fn step(&mut self, tokens: &[u32], start: usize) -> Result<u32> {
+        self.0.step(tokens, start).await
+    }
+
+    async fn step_cancellable(
+        &mut self,
+        tokens: &[u32],
+        start: usize,
+        cancel: &CancelToken,
+    ) -> Result<Option<u32>> {
+        self.0.calls.push((tokens[..1].to_vec(), start));
+        cancel.cancel();
+        Ok(None)
+    }
+
+    fn context_len(&self) -> usize {
+        self.0.context
+    }
+}
+
+/// Before: the loop checked the cancel token only after the prompt's whole step returned.
+/// A prompt stopped between its chunks ends the generation as cancelled, with no token,
+/// and none of the prompt counts as cached (the next turn runs it again from its start).
+#[test]
+fn a_prompt_cancelled_between_chunks_ends_cancelled_and_caches_nothing() {
+    let mut g = Generator::new(CancelledMidPrompt(Scripted::new(&[b'x' as u32], 64)));
+    let tok = tiny_byte_level();
+    let cancel = CancelToken::new();
+    let mut now = 0.0;
+    let mut events = 0;
+    let out = pollster::block_on(g.generate(
+        &tok,
+        &bytes("a long prompt"),
+        &params(8),
+        &cancel,
+        &mut || {
+            now += 1.0;
+            now
+        },
+        &mut |_| events += 1,
+    ))
+    .unwrap();
+    assert_eq!(out.stop, StopReason::Cancelled);
+    assert!(out.tokens.is_empty(), "{:?}", out.tokens);
+    assert_eq!(events, 0);
+    assert!(g.cached_tokens().is_empty(), "{:?}", g.cached_tokens());
+    assert_eq!(g.model().0.calls.len(), 1, "stepped after the cancel");
+}

@@ -8,7 +8,8 @@ use common::{Rng, assert_close, dequantize, gpu, gpu_test, random_weights, round
 use tpsmeter_gpu::gpu::{AdapterProfile, DType, GpuContext};
 use tpsmeter_gpu::kernels::dispatch::run;
 use tpsmeter_gpu::kernels::{
-    MatVec, MatVecOptions, MatVecVariant, QWeight, Tensor, WeightFormat, WeightStore, cpu,
+    GpuMatMul, MatMul, MatVec, MatVecOptions, MatVecVariant, QWeight, Tensor, WeightFormat,
+    WeightStore, cpu,
 };
 
 const FORMATS: [WeightFormat; 8] = [
@@ -278,15 +279,7 @@ async fn matmul_matches_twin_over_random_shapes() {
             run(ctx, &op.dispatches().iter().collect::<Vec<_>>());
             let mut want = y0.clone();
             cpu::matmul(&w, rows, cols, &x, n_tokens, &mut want, accumulate);
-            let scale: Vec<f32> = (0..n_tokens * rows)
-                .map(|i| {
-                    let (t, r) = (i / rows, i % rows);
-                    let s: f32 = (0..cols)
-                        .map(|c| (w[r * cols + c] * x[t * cols + c]).abs())
-                        .sum();
-                    s + y0[i].abs()
-                })
-                .collect();
+            let scale = matmul_scale(&w, &x, &y0, rows, cols, n_tokens);
             // Same bound as the matvec (f32 sums in another order than the f64 twin).
             assert_close(
                 &format!(
@@ -300,4 +293,128 @@ async fn matmul_matches_twin_over_random_shapes() {
             );
         }
     }
+}
+
+/// The Gpu profile's prefill kernels against the twin, on whatever adapter runs the tests
+/// (lavapipe here: the only place CI runs the path real GPUs take): the one-row kernel and the
+/// register-tiled one with f32 tiles, and with f16 tiles and f16 activations where the adapter
+/// has `shader-f16`; every format, with token counts and rows that are not multiples of the
+/// tiles (a workgroup covers 64 rows and 4 to 32 tokens) and single ones.
+///
+/// Tolerances, relative to the sum of |w x| of each output (plus |y0| when accumulating):
+/// f32 tiles 1e-5 (f32 sums in another order than the f64 twin); f16 tiles 4e-3: the weights
+/// and inputs round to f16 in the tiles (2^-11 relative each) and each sub-block's 32
+/// products are summed in f16 (a rounding per add, to 2^-11 of the running sum) before the
+/// f32 sum across sub-blocks; observed 5.3e-4 on lavapipe. f16 activations add the rounding of y to
+/// f16 (as the matvec's f16 tolerance).
+#[gpu_test]
+async fn gpu_matmul_kernels_match_twin_on_ragged_tiles() {
+    let Some(ctx) = gpu("gpu_matmul_kernels_match_twin_on_ragged_tiles").await else {
+        return;
+    };
+    let mut kernels = vec![GpuMatMul::Rows, GpuMatMul::Tiled(DType::F32)];
+    if ctx.has_f16() {
+        kernels.push(GpuMatMul::Tiled(DType::F16));
+    } else {
+        eprintln!("adapter lacks shader-f16: f16 tiles and activations not tested");
+    }
+    let mut rng = Rng::new(0x7165);
+    // (tokens, rows): single token and row, ragged both ways, exact tiles, more than one
+    // workgroup each way.
+    let shapes = [
+        (1, 1),
+        (3, 65),
+        (5, 64),
+        (17, 130),
+        (33, 97),
+        (64, 192),
+        (70, 13),
+    ];
+    let mut worst = 0f32;
+    for f in FORMATS {
+        for (i, &(n_tokens, rows)) in shapes.iter().enumerate() {
+            let m = f.col_multiple();
+            let cols = m * rng.range(1, 768 / m + 2);
+            let bytes = random_weights(&mut rng, f, rows, cols);
+            let w = dequantize(f, &bytes, rows * cols);
+            let store = STORES[i % 2];
+            let qw =
+                QWeight::upload_with(ctx, "w", f, rows, cols, &bytes, store, ctx.max_binding())
+                    .unwrap();
+            let accumulate = i % 2 == 1;
+            for kernel in &kernels {
+                let acts = if ctx.has_f16() && i == 3 {
+                    vec![DType::F32, DType::F16]
+                } else {
+                    vec![DType::F32]
+                };
+                for act in acts {
+                    let x = stored_as(rng.vec(n_tokens * cols, 1.0), act);
+                    let y0 = if accumulate {
+                        stored_as(rng.vec(n_tokens * rows, 1.0), act)
+                    } else {
+                        vec![0f32; n_tokens * rows]
+                    };
+                    let xt = Tensor::from_f32(ctx, "x", &x, act).unwrap();
+                    let yt = Tensor::from_f32(ctx, "y", &y0, act).unwrap();
+                    let op =
+                        MatMul::with_gpu_kernel(ctx, *kernel, &qw, &xt, &yt, n_tokens, accumulate)
+                            .unwrap();
+                    run(ctx, &op.dispatches().iter().collect::<Vec<_>>());
+                    let got = yt.read_f32_async(ctx).await.unwrap();
+                    ctx.take_error().unwrap();
+                    let mut want = y0.clone();
+                    cpu::matmul(&w, rows, cols, &x, n_tokens, &mut want, accumulate);
+                    let scale = matmul_scale(&w, &x, &y0, rows, cols, n_tokens);
+                    let (rtol, atol) = match (kernel, act) {
+                        (GpuMatMul::Tiled(DType::F16), _) => (4e-3, 1e-4),
+                        (_, DType::F16) => (2e-3, 1e-4),
+                        _ => (1e-5, 1e-6),
+                    };
+                    if *kernel == GpuMatMul::Tiled(DType::F16) {
+                        for ((g, w), s) in got.iter().zip(&want).zip(&scale) {
+                            worst = worst.max((g - w).abs() / s.max(1e-6));
+                        }
+                    }
+                    assert_close(
+                        &format!(
+                            "gpu matmul {kernel:?} {f} {rows}x{cols} t={n_tokens} act={act:?} acc={accumulate} {store:?}"
+                        ),
+                        &got,
+                        &want,
+                        Some(&scale),
+                        rtol,
+                        atol,
+                    );
+                }
+            }
+        }
+    }
+    eprintln!("f16 tiles: largest error relative to the sum of |w x|: {worst:e}");
+}
+
+/// Values as a tensor of `dt` stores them.
+fn stored_as(v: Vec<f32>, dt: DType) -> Vec<f32> {
+    if dt == DType::F16 { round_f16(&v) } else { v }
+}
+
+/// Each matmul output's scale for the tolerance: the sum of |w x| over its dot product, plus
+/// |y0| (what it accumulates into).
+fn matmul_scale(
+    w: &[f32],
+    x: &[f32],
+    y0: &[f32],
+    rows: usize,
+    cols: usize,
+    n_tokens: usize,
+) -> Vec<f32> {
+    (0..n_tokens * rows)
+        .map(|i| {
+            let (t, r) = (i / rows, i % rows);
+            let s: f32 = (0..cols)
+                .map(|c| (w[r * cols + c] * x[t * cols + c]).abs())
+                .sum();
+            s + y0[i].abs()
+        })
+        .collect()
 }

@@ -18,6 +18,7 @@ mod forced;
 pub mod graph;
 mod loader;
 pub mod model;
+mod prefill;
 #[cfg(not(target_arch = "wasm32"))]
 mod profile;
 pub(crate) mod readback;

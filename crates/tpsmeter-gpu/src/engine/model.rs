@@ -342,24 +342,7 @@ impl GpuModel {
     /// Runs `tokens` at positions `start..` and submits the work that samples the next id;
     /// [`GpuModel::read_token`] returns it. Entries from `start` on are overwritten.
     pub fn submit_step(&mut self, tokens: &[u32], start: usize) -> Result<()> {
-        self.check_tokens(tokens, start, self.history.len())?;
-        self.cost.begin(&self.stats);
-        // A continuation feeds back the id sampled last, right after the cache's end; anything
-        // else starts a new generation, whose sampler state (step counter, recent tokens for
-        // the repetition penalty) restarts from the context.
-        let continuation = tokens.len() == 1
-            && start == self.history.len()
-            && self.last_sampled == Some(tokens[0]);
-        self.history.truncate(start);
-        self.history.extend_from_slice(tokens);
-        // Slot 0's rows are this path's rows: what batched decoding kept there is gone.
-        if let Some(b) = self.batch.as_mut() {
-            b.forget_slot(0);
-        }
-        if !continuation {
-            self.stats.bytes_written += self.sampler.reset(&self.ctx, 0, &self.history);
-        }
-        self.last_sampled = None;
+        self.start_step(tokens, start)?;
         if tokens.len() == 1 {
             let q = &self.ctx.queue;
             let s = &mut self.stats;
@@ -395,6 +378,30 @@ impl GpuModel {
             self.submit_prompt(tokens, start, 0, Sample::Model)?;
             self.stats.tokens += tokens.len() as u64;
         }
+        Ok(())
+    }
+
+    /// What every step does before it records: checks `tokens`, updates the history and
+    /// restarts the sampler unless the step continues the last one.
+    pub(super) fn start_step(&mut self, tokens: &[u32], start: usize) -> Result<()> {
+        self.check_tokens(tokens, start, self.history.len())?;
+        self.cost.begin(&self.stats);
+        // A continuation feeds back the id sampled last, right after the cache's end; anything
+        // else starts a new generation, whose sampler state (step counter, recent tokens for
+        // the repetition penalty) restarts from the context.
+        let continuation = tokens.len() == 1
+            && start == self.history.len()
+            && self.last_sampled == Some(tokens[0]);
+        self.history.truncate(start);
+        self.history.extend_from_slice(tokens);
+        // Slot 0's rows are this path's rows: what batched decoding kept there is gone.
+        if let Some(b) = self.batch.as_mut() {
+            b.forget_slot(0);
+        }
+        if !continuation {
+            self.stats.bytes_written += self.sampler.reset(&self.ctx, 0, &self.history);
+        }
+        self.last_sampled = None;
         Ok(())
     }
 
@@ -441,49 +448,70 @@ impl GpuModel {
             if i > 0 {
                 self.cost.begin(&self.stats);
             }
-            let q = &self.ctx.queue;
-            let s = &mut self.stats;
-            let pos = positions(start + at, c, base);
-            write(s, q, &self.pos.buffer, bytemuck::cast_slice(&pos));
-            let ids = bytemuck::cast_slice(&tokens[at..at + c]);
-            write(s, q, &self.prefill_act.tokens.buffer, ids);
-            let mut enc = self.ctx.encoder("prefill");
-            let g = self.prefill.remove(&c).unwrap_or_default();
-            self.record(&mut enc, &[&g]);
-            self.prefill.insert(c, g);
-            if i + 1 == chunks.len() && !matches!(sample, Sample::Nothing) {
-                // Only the last row needs logits: move it to the decode residual and run
-                // the head there.
-                let row = (self.cfg.n_embd * self.decode_act.x.dtype.size()) as u64;
-                enc.copy_buffer_to_buffer(
-                    &self.prefill_act.x.buffer,
-                    (c as u64 - 1) * row,
-                    &self.decode_act.x.buffer,
-                    0,
-                    row,
-                );
-                let head = std::mem::take(&mut self.head);
-                self.record(&mut enc, &[&head]);
-                self.head = head;
-                match sample {
-                    Sample::Model => {
-                        let sampler = [self.sampler.dispatch().clone()];
-                        self.record(&mut enc, &[&sampler]);
-                        self.readback.encode(&mut enc, &self.sampler.token);
-                    }
-                    Sample::Slot(slot) => {
-                        let logits = self.logits.buffer.clone();
-                        self.sample_slots(&mut enc, &[slot], &logits)?;
-                    }
-                    Sample::Nothing => {}
-                }
-            }
-            self.ctx.submit(enc);
-            self.stats.submits += 1;
-            self.cost.end(Phase::Prefill, &self.stats, c as u64);
+            let last = i + 1 == chunks.len();
+            self.submit_chunk(&tokens[at..at + c], start + at, base, last, sample)?;
             at += c;
         }
         Ok(())
+    }
+
+    /// Records and submits one prompt chunk, `tokens` at positions `start..` of the sequence
+    /// whose cache rows start at `base`; after the `last` chunk, `sample` samples.
+    pub(super) fn submit_chunk(
+        &mut self,
+        tokens: &[u32],
+        start: usize,
+        base: usize,
+        last: bool,
+        sample: Sample,
+    ) -> Result<wgpu::SubmissionIndex> {
+        let c = tokens.len();
+        self.prefill_graph(c)?;
+        let q = &self.ctx.queue;
+        let s = &mut self.stats;
+        let pos = positions(start, c, base);
+        write(s, q, &self.pos.buffer, bytemuck::cast_slice(&pos));
+        write(
+            s,
+            q,
+            &self.prefill_act.tokens.buffer,
+            bytemuck::cast_slice(tokens),
+        );
+        let mut enc = self.ctx.encoder("prefill");
+        let g = self.prefill.remove(&c).unwrap_or_default();
+        self.record(&mut enc, &[&g]);
+        self.prefill.insert(c, g);
+        if last && !matches!(sample, Sample::Nothing) {
+            // Only the last row needs logits: move it to the decode residual and run
+            // the head there.
+            let row = (self.cfg.n_embd * self.decode_act.x.dtype.size()) as u64;
+            enc.copy_buffer_to_buffer(
+                &self.prefill_act.x.buffer,
+                (c as u64 - 1) * row,
+                &self.decode_act.x.buffer,
+                0,
+                row,
+            );
+            let head = std::mem::take(&mut self.head);
+            self.record(&mut enc, &[&head]);
+            self.head = head;
+            match sample {
+                Sample::Model => {
+                    let sampler = [self.sampler.dispatch().clone()];
+                    self.record(&mut enc, &[&sampler]);
+                    self.readback.encode(&mut enc, &self.sampler.token);
+                }
+                Sample::Slot(slot) => {
+                    let logits = self.logits.buffer.clone();
+                    self.sample_slots(&mut enc, &[slot], &logits)?;
+                }
+                Sample::Nothing => {}
+            }
+        }
+        let index = self.ctx.submit(enc);
+        self.stats.submits += 1;
+        self.cost.end(Phase::Prefill, &self.stats, c as u64);
+        Ok(index)
     }
 
     /// Waits for the step submitted last and returns the sampled id (4 bytes read back).
@@ -589,6 +617,15 @@ impl crate::generate::TokenStep for GpuModel {
     async fn step(&mut self, tokens: &[u32], start: usize) -> Result<u32> {
         self.submit_step(tokens, start)?;
         self.read_token().await
+    }
+
+    fn step_cancellable(
+        &mut self,
+        tokens: &[u32],
+        start: usize,
+        cancel: &crate::generate::CancelToken,
+    ) -> impl std::future::Future<Output = Result<Option<u32>>> {
+        GpuModel::step_cancellable(self, tokens, start, cancel)
     }
 
     fn context_len(&self) -> usize {

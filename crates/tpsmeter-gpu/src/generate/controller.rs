@@ -112,8 +112,9 @@ impl<M: TokenStep> Generator<M> {
     /// showable. `clock` is read once before the prompt runs, once per sampled token and at the
     /// end. A prompt longer than the context is [`GpuError::ContextFull`]; reaching the limit
     /// while generating ends with [`StopReason::ContextFull`], keeping what was generated.
-    /// `cancel` is checked after every token, so a cancellation (from another task while
-    /// this one awaits the model) stops it within one token.
+    /// `cancel` is checked after every token and between the chunks of a long prompt, so a
+    /// cancellation (from another task while this one awaits the model) stops it within one
+    /// token or one prompt chunk.
     pub async fn generate(
         &mut self,
         tokenizer: &Tokenizer,
@@ -152,7 +153,16 @@ impl<M: TokenStep> Generator<M> {
         // Entries past `keep` are about to be overwritten: forget them first, so an error in
         // the step leaves the bookkeeping true.
         self.cached.truncate(keep);
-        let mut next = self.model.step(&prompt[keep..], keep).await?;
+        // A long prompt runs in chunks and stops between them once cancelled: what it left
+        // in the cache past `keep` is not counted as cached.
+        let Some(mut next) = self
+            .model
+            .step_cancellable(&prompt[keep..], keep, cancel)
+            .await?
+        else {
+            seq.end_early(true);
+            return Ok(seq.finish(clock()).1);
+        };
         self.cached.extend_from_slice(&prompt[keep..]);
 
         loop {

@@ -2,6 +2,7 @@
 
 use std::future::Future;
 
+use super::cancel::CancelToken;
 use crate::Result;
 
 /// One forward pass plus sampling: implemented by the GPU model (and by scripted fakes in
@@ -18,6 +19,19 @@ pub trait TokenStep {
     /// positions at or past [`TokenStep::context_len`].
     fn step(&mut self, tokens: &[u32], start: usize) -> impl Future<Output = Result<u32>>;
 
+    /// [`TokenStep::step`] for a prompt, which a model may run in parts: one that does stops
+    /// between parts once `cancel` is set and returns `None` (the cache then holds some of
+    /// `tokens`; the caller treats positions from `start` on as lost). By default one step.
+    fn step_cancellable(
+        &mut self,
+        tokens: &[u32],
+        start: usize,
+        cancel: &CancelToken,
+    ) -> impl Future<Output = Result<Option<u32>>> {
+        let _ = cancel;
+        async move { self.step(tokens, start).await.map(Some) }
+    }
+
     /// Number of positions the KV cache holds.
     fn context_len(&self) -> usize;
 }
@@ -25,6 +39,15 @@ pub trait TokenStep {
 impl<T: TokenStep + ?Sized> TokenStep for &mut T {
     fn step(&mut self, tokens: &[u32], start: usize) -> impl Future<Output = Result<u32>> {
         (**self).step(tokens, start)
+    }
+
+    fn step_cancellable(
+        &mut self,
+        tokens: &[u32],
+        start: usize,
+        cancel: &CancelToken,
+    ) -> impl Future<Output = Result<Option<u32>>> {
+        (**self).step_cancellable(tokens, start, cancel)
     }
 
     fn context_len(&self) -> usize {

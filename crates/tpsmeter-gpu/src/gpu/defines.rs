@@ -7,7 +7,8 @@
 
 use std::fmt::Write as _;
 
-/// Storage type of activations and the KV cache. Arithmetic is always f32 inside kernels;
+/// Storage type of activations and the KV cache. Arithmetic is f32 inside kernels (but for the
+/// tiled matmul's products, see [`Defines::arith`]);
 /// f16 halves the bytes moved where the adapter has `shader-f16`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum DType {
@@ -59,8 +60,13 @@ pub struct Defines {
     /// Length in vec4s of an input vector bound as a uniform array (`X_VEC4S`); WGSL needs a
     /// fixed size there. Unused when the input is a storage buffer.
     pub x_vec4s: u32,
-    /// Tokens per invocation of the CPU-type matmul (`TOK`).
+    /// Tokens per invocation of the CPU-type matmul and the tiled matmul (`TOK`).
     pub tokens: u32,
+    /// Type of the tiled matmul's workgroup tiles and per-sub-block products (`mt` in WGSL):
+    /// f16 where the adapter has `shader-f16` (half the workgroup memory and loads, twice
+    /// the arithmetic rate on many GPUs), f32 everywhere else. Sums across sub-blocks stay
+    /// f32 either way.
+    pub arith: DType,
     /// Matvec: an RMSNorm of the input folded into the kernel (`NORM`).
     pub norm: bool,
     /// Matvec: a gated unit in the epilogue, 0 none, 1 SwiGLU, 2 GELU-tanh (`GLU`); each
@@ -79,6 +85,7 @@ impl Default for Defines {
             tex_shift: TEX_SHIFT,
             x_vec4s: 1,
             tokens: 1,
+            arith: DType::F32,
             norm: false,
             glu: 0,
         }
@@ -96,7 +103,7 @@ impl Defines {
     /// declaration), then the `act` alias and constants.
     pub fn prelude(&self) -> String {
         let mut s = String::with_capacity(256);
-        if self.act == DType::F16 {
+        if self.act == DType::F16 || self.arith == DType::F16 {
             s.push_str("enable f16;\n");
         }
         // No `enable subgroups;`: naga 30 rejects the directive and instead allows subgroup
@@ -104,6 +111,7 @@ impl Defines {
         // expose subgroups on the web, so the web never gets a subgroup variant).
         // Writing into a String cannot fail.
         let _ = writeln!(s, "alias act = {};", self.act.wgsl());
+        let _ = writeln!(s, "alias mt = {};", self.arith.wgsl());
         let _ = writeln!(s, "const BLOCK: u32 = {}u;", self.block);
         let _ = writeln!(s, "const WG: u32 = {}u;", self.workgroup);
         let _ = writeln!(s, "const ROWS: u32 = {}u;", self.rows);
@@ -138,6 +146,7 @@ mod tests {
             tex_shift: 12,
             x_vec4s: 144,
             tokens: 8,
+            arith: DType::F32,
             norm: true,
             glu: 1,
         };
@@ -145,6 +154,7 @@ mod tests {
         assert!(p.starts_with("enable f16;\n"), "{p}");
         for needle in [
             "alias act = f16;",
+            "alias mt = f32;",
             "BLOCK: u32 = 256u",
             "WG: u32 = 16u",
             "ROWS: u32 = 4u",
@@ -158,5 +168,10 @@ mod tests {
             assert!(p.contains(needle), "missing {needle} in {p}");
         }
         assert!(!Defines::default().prelude().contains("enable"));
+        let arith_only = Defines {
+            arith: DType::F16,
+            ..Defines::default()
+        };
+        assert!(arith_only.prelude().starts_with("enable f16;\n"));
     }
 }

@@ -2,7 +2,14 @@
 //! dequantizing each weight sub-block once per tile of tokens (instead of once per token, as
 //! repeated matvecs would).
 //!
-//! Real GPUs get tiles staged in workgroup memory (`matmul.wgsl`). CPU-type adapters, where
+//! Real GPUs get tiles staged in workgroup memory: [`GpuMatMul::Tiled`]
+//! (`matmul_tiled.wgsl`) stages 64 dequantized weight rows and up to 32 tokens' inputs per
+//! 32-wide step and gives each invocation a 4-row by up-to-8-token register tile, in f16
+//! where the adapter has `shader-f16`; [`GpuMatMul::Rows`] (`matmul.wgsl`, one row per
+//! invocation, 8 tokens per workgroup) is the kernel it replaced, kept for the benchmark.
+//! No subgroup operations: a register-tiled product shares its operands through workgroup
+//! memory, and a subgroup shuffle in its place would need a subgroup size fixed at compile
+//! time, which neither Vulkan nor WebGPU promises. CPU-type adapters, where
 //! a workgroup barrier costs 5-100x, get `matmul_cpu.wgsl`: several rows per invocation, no
 //! barriers, the format's `block_dot` applied to up to 8 tokens per dispatch whose inputs sit
 //! in a uniform binding (entry `main8` for groups of 5-8, `main` for 3-4, `main2` for 1-2:
@@ -52,10 +59,48 @@ use crate::kernels::source::ShaderId;
 use crate::kernels::tensor::Tensor;
 use crate::kernels::weights::{QWeight, WeightPart};
 
-/// Rows of W per workgroup (one per invocation).
+/// [`GpuMatMul::Rows`]: rows of W per workgroup (one per invocation).
 const TILE_ROWS: u32 = 64;
-/// Tokens per workgroup.
+/// [`GpuMatMul::Rows`]: tokens per workgroup.
 const TILE_TOKENS: u32 = 8;
+
+/// [`GpuMatMul::Tiled`]: rows of the register tile of each invocation (a workgroup covers 16
+/// times as many rows). 4 rows by up to 8 tokens is 32 f32 accumulators per invocation, the
+/// register budget at which GPU GEMMs usually still run at full occupancy.
+const TILED_ROWS: u32 = 4;
+/// [`GpuMatMul::Tiled`]: the most tokens of the register tile (a workgroup covers 4 times as
+/// many).
+const TILED_MAX_TOKENS: u32 = 8;
+
+/// Tokens of the register tile for a product over `n_tokens`: the power of two from 1 to
+/// [`TILED_MAX_TOKENS`] whose workgroup (4 token lanes) covers them, so a 4-token chunk does
+/// not compute 32 tokens' products.
+fn tiled_tokens(n_tokens: usize) -> u32 {
+    let per_lane = n_tokens.div_ceil(4).clamp(1, TILED_MAX_TOKENS as usize) as u32;
+    per_lane.next_power_of_two()
+}
+
+/// The Gpu profile's prefill kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GpuMatMul {
+    /// One row per invocation, 8 tokens per workgroup (`matmul.wgsl`): each invocation
+    /// dequantizes its row's sub-block once for the 8 tokens. Kept to compare against.
+    Rows,
+    /// A 4-row register tile per invocation, 64 rows and up to 32 tokens per workgroup
+    /// (`matmul_tiled.wgsl`), its tiles and products in the given type.
+    Tiled(DType),
+}
+
+impl GpuMatMul {
+    /// The kernel the engine uses: tiled, with f32 tiles. f16 tiles (where `shader-f16` is
+    /// offered) moved SmolLM2's prefill logits by 2.0e-3 relative L2 from the f64 reference
+    /// on lavapipe, twice the 1e-3 that every f32 path of the engine keeps
+    /// (`gpu_profile_logits_match_the_cpu_reference_at_every_position`): they stay a tested
+    /// kernel until a real GPU shows they pay for it.
+    pub fn best(_ctx: &GpuContext) -> Self {
+        GpuMatMul::Tiled(DType::F32)
+    }
+}
 
 /// CPU-type path: rows per invocation, invocations per workgroup, and the most tokens per
 /// dispatch (each weight sub-block is fetched once per this many tokens; the inputs of that
@@ -229,16 +274,7 @@ impl MatMul {
         n_tokens: usize,
         accumulate: bool,
     ) -> Result<Self> {
-        const OP: &str = "matmul";
-        if n_tokens == 0 {
-            return Err(GpuError::ShapeMismatch {
-                op: OP,
-                detail: "no tokens".into(),
-            });
-        }
-        x.expect(OP, "x", n_tokens * w.cols, x.dtype)?;
-        y.expect(OP, "y", n_tokens * w.rows, x.dtype)?;
-        ctx.check_dtype(x.dtype, OP)?;
+        Self::check(ctx, w, x, y, n_tokens)?;
         if profile == AdapterProfile::Cpu && x.dtype == DType::F32 {
             let x_row = (w.cols * 4) as u64;
             let fit = cpu_window(ctx) / x_row;
@@ -248,14 +284,82 @@ impl MatMul {
                 return Self::new_cpu(ctx, w, x, y, n_tokens, accumulate, tok);
             }
         }
-        let defines = Defines {
-            act: x.dtype,
-            block: 32,
-            workgroup: TILE_ROWS,
-            rows: TILE_TOKENS,
-            ..Defines::default()
+        Self::new_gpu(ctx, GpuMatMul::best(ctx), w, x, y, n_tokens, accumulate)
+    }
+
+    /// The Gpu profile's dispatches with the kernel `kernel` (benchmarks and tests compare
+    /// them on one adapter). Shapes are checked as in [`MatMul::new`].
+    pub fn with_gpu_kernel(
+        ctx: &GpuContext,
+        kernel: GpuMatMul,
+        w: &QWeight,
+        x: &Tensor,
+        y: &Tensor,
+        n_tokens: usize,
+        accumulate: bool,
+    ) -> Result<Self> {
+        Self::check(ctx, w, x, y, n_tokens)?;
+        if kernel == GpuMatMul::Tiled(DType::F16) {
+            ctx.check_dtype(DType::F16, "matmul f16 tiles")?;
+        }
+        Self::new_gpu(ctx, kernel, w, x, y, n_tokens, accumulate)
+    }
+
+    fn check(ctx: &GpuContext, w: &QWeight, x: &Tensor, y: &Tensor, n_tokens: usize) -> Result<()> {
+        const OP: &str = "matmul";
+        if n_tokens == 0 {
+            return Err(GpuError::ShapeMismatch {
+                op: OP,
+                detail: "no tokens".into(),
+            });
+        }
+        x.expect(OP, "x", n_tokens * w.cols, x.dtype)?;
+        y.expect(OP, "y", n_tokens * w.rows, x.dtype)?;
+        ctx.check_dtype(x.dtype, OP)
+    }
+
+    /// The workgroup-memory kernels of real GPUs: one dispatch per weight part.
+    fn new_gpu(
+        ctx: &GpuContext,
+        kernel: GpuMatMul,
+        w: &QWeight,
+        x: &Tensor,
+        y: &Tensor,
+        n_tokens: usize,
+        accumulate: bool,
+    ) -> Result<Self> {
+        let (shader, defines, tile_rows, tile_tokens) = match kernel {
+            GpuMatMul::Rows => (
+                ShaderId::MatMul(w.format, w.store),
+                Defines {
+                    act: x.dtype,
+                    block: 32,
+                    workgroup: TILE_ROWS,
+                    rows: TILE_TOKENS,
+                    ..Defines::default()
+                },
+                TILE_ROWS,
+                TILE_TOKENS,
+            ),
+            GpuMatMul::Tiled(arith) => {
+                let tok = tiled_tokens(n_tokens);
+                (
+                    ShaderId::MatMulTiled(w.format, w.store),
+                    Defines {
+                        act: x.dtype,
+                        block: 32,
+                        workgroup: 64,
+                        rows: TILED_ROWS,
+                        tokens: tok,
+                        arith,
+                        ..Defines::default()
+                    },
+                    16 * TILED_ROWS,
+                    4 * tok,
+                )
+            }
         };
-        let pipeline = ctx.pipeline(ShaderId::MatMul(w.format, w.store), "main", defines);
+        let pipeline = ctx.pipeline(shader, "main", defines);
         let mut dispatches = Vec::with_capacity(w.parts.len());
         for part in &w.parts {
             let params = ctx.uniform(
@@ -268,13 +372,13 @@ impl MatMul {
                 (4, y.buffer.as_entire_binding()),
             ];
             entries.extend(part.entries());
-            let groups_y = (n_tokens as u32).div_ceil(TILE_TOKENS);
-            let groups_x = (part.rows as u32).div_ceil(TILE_ROWS);
+            let groups_y = (n_tokens as u32).div_ceil(tile_tokens);
+            let groups_x = (part.rows as u32).div_ceil(tile_rows);
             if groups_x > ctx.limits.max_compute_workgroups_per_dimension
                 || groups_y > ctx.limits.max_compute_workgroups_per_dimension
             {
                 return Err(GpuError::ShapeMismatch {
-                    op: OP,
+                    op: "matmul",
                     detail: format!("{groups_x}x{groups_y} workgroups exceed the adapter's grid"),
                 });
             }

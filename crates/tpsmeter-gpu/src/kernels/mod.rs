@@ -29,7 +29,7 @@ pub use embed::Embed;
 pub use format::WeightFormat;
 pub use kv::{KvSlab, KvStore};
 pub use kv_append::KvAppend;
-pub use matmul::MatMul;
+pub use matmul::{GpuMatMul, MatMul};
 pub use matvec::{MatVec, MatVecOptions, MatVecVariant, NormFold};
 pub use positions::{batch_positions, positions};
 pub use rms_norm::RmsNorm;

@@ -31,6 +31,7 @@ pub static SOURCES: &[(&str, &str)] = &[
     ("matvec_q4_k", include_str!("wgsl/matvec_q4_k.wgsl")),
     ("matvec_q6_k", include_str!("wgsl/matvec_q6_k.wgsl")),
     ("matmul", include_str!("wgsl/matmul.wgsl")),
+    ("matmul_tiled", include_str!("wgsl/matmul_tiled.wgsl")),
     ("matmul_cpu", include_str!("wgsl/matmul_cpu.wgsl")),
     (
         "matmul_cpu_pairs",
@@ -136,8 +137,11 @@ pub enum ShaderId {
     /// Fused dequantize + matrix-vector product, with an optional folded RMSNorm (the
     /// gated-unit epilogue is a define).
     MatVec(WeightFormat, MatVecEntry, WeightStore, XSource, MatVecNorm),
-    /// Tiled dequantize + matrix-matrix product (prefill), workgroup-memory tiles.
+    /// Tiled dequantize + matrix-matrix product (prefill), workgroup-memory tiles, one row
+    /// per invocation (the Gpu profile's kernel before the register-tiled one).
     MatMul(WeightFormat, WeightStore),
+    /// The same with a register tile of rows x tokens per invocation (real GPUs).
+    MatMulTiled(WeightFormat, WeightStore),
     /// Dequantize + matrix-matrix product without barriers, inputs uniform (CPU-type).
     MatMulCpu(WeightFormat, WeightStore),
     /// The same over two uniform ranges of 8 tokens at once, inputs loaded through subgroup
@@ -177,6 +181,7 @@ impl ShaderId {
         match self {
             ShaderId::MatVec(..) => "matvec",
             ShaderId::MatMul(..) => "matmul",
+            ShaderId::MatMulTiled(..) => "matmul_tiled",
             ShaderId::MatMulCpu(..) => "matmul_cpu",
             ShaderId::MatMulCpuPairs(..) => "matmul_cpu_pairs",
             ShaderId::RmsNorm => "rms_norm",
@@ -234,6 +239,13 @@ impl ShaderId {
                 store_file(*store),
                 format_file(*format),
                 "matmul",
+            ],
+            ShaderId::MatMulTiled(format, store) => vec![
+                "matvec_common",
+                "x_storage",
+                store_file(*store),
+                format_file(*format),
+                "matmul_tiled",
             ],
             ShaderId::MatMulCpu(format, store) => vec![
                 "matvec_common",
@@ -330,6 +342,7 @@ mod tests {
                         .into_iter()
                         .chain(ShaderId::MatVec(f, e, st, xs, MatVecNorm::Fold).files())
                         .chain(ShaderId::MatMul(f, st).files())
+                        .chain(ShaderId::MatMulTiled(f, st).files())
                         .chain(ShaderId::MatMulCpu(f, st).files())
                         .chain(ShaderId::MatMulCpuPairs(f, st).files())
                     {
