@@ -21,9 +21,11 @@ pub mod model;
 mod profile;
 pub(crate) mod readback;
 mod session;
+mod step;
 
 pub use forced::ForcedStep;
 pub use loader::{EngineLoader, FileChecks};
 pub use model::{DEFAULT_MAX_CONTEXT, GpuModel, MAX_SLOTS, ModelOptions, PREFILL_CHUNK, StepStats};
 pub use readback::TOKEN_BYTES;
 pub use session::{Engine, Prompts};
+pub use step::StepPart;
