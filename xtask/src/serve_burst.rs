@@ -11,7 +11,8 @@
 //!
 //! `--variant LABEL=[BIN][:SERVE ARGS]` adds one (BIN empty: this checkout's release build;
 //! SERVE ARGS split on spaces); without any, this checkout's build alone. `--trials N`
-//! (default 5).
+//! (default 5). Where several checkouts share one target directory, copy each binary out and
+//! name it: another checkout's build may replace `target/release/tpsmeter` mid-run.
 
 use crate::assets;
 use crate::demo::{BENCH_PROMPT, free_port, release_cli, start};
@@ -35,7 +36,6 @@ struct Figures {
 
 pub fn run(args: &[String]) -> Result<()> {
     assets::setup_all()?;
-    let ours = release_cli()?;
     let mut trials = 5usize;
     let mut variants = Vec::new();
     let mut it = args.iter();
@@ -55,7 +55,7 @@ pub fn run(args: &[String]) -> Result<()> {
                 variants.push(Variant {
                     label: label.to_owned(),
                     bin: if bin.is_empty() {
-                        ours.clone()
+                        release_cli()?
                     } else {
                         PathBuf::from(bin)
                     },
@@ -68,7 +68,7 @@ pub fn run(args: &[String]) -> Result<()> {
     if variants.is_empty() {
         variants.push(Variant {
             label: "this checkout".into(),
-            bin: ours,
+            bin: release_cli()?,
             serve_args: Vec::new(),
         });
     }

@@ -146,16 +146,13 @@ impl GpuModel {
                     ..
                 } => {
                     let base = self.kv.base(slot);
-                    let rows = tokens.iter().enumerate().map(|(i, &t)| (t, (start + i, base)));
-                    if sample {
-                        let (last, before) = rows.collect::<Vec<_>>().split_last().map_or(
-                            (None, Vec::new()),
-                            |(l, b)| (Some(*l), b.to_vec()),
-                        );
-                        first.extend(last);
-                        rest.extend(before);
-                    } else {
-                        rest.extend(rows);
+                    for (i, &t) in tokens.iter().enumerate() {
+                        let row = (t, (start + i, base));
+                        if sample && i + 1 == tokens.len() {
+                            first.push(row);
+                        } else {
+                            rest.push(row);
+                        }
                     }
                 }
             }
