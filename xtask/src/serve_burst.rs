@@ -161,7 +161,10 @@ fn one_burst(v: &Variant, model: &std::path::Path, json: &std::path::Path) -> Re
 /// The number after `key` (then `inner`, inside the object that follows `key`) at its first
 /// occurrence in the report: the first level's summary comes before the per-request records.
 fn field(text: &str, key: &str, inner: &str) -> Result<f64> {
-    let at = text.find(key).with_context(|| format!("{key} in the report"))? + key.len();
+    let at = text
+        .find(key)
+        .with_context(|| format!("{key} in the report"))?
+        + key.len();
     let mut rest = &text[at..];
     if !inner.is_empty() {
         let i = rest

@@ -210,10 +210,7 @@ fn mixed_steps_reject_misuse_with_typed_errors() {
     let e = model.submit_mixed(&[part(1, &prompt, 60)]).unwrap_err();
     assert_eq!(e.kind(), "ContextFull", "{e}");
     let e = model
-        .submit_mixed(&[
-            part(0, &prompt, 0),
-            StepPart::Decode { slot: 1, token: 5 },
-        ])
+        .submit_mixed(&[part(0, &prompt, 0), StepPart::Decode { slot: 1, token: 5 }])
         .unwrap_err();
     assert_eq!(e.kind(), "InvalidRequest", "{e}");
     // A refused step changed nothing: both slots are empty, and they still run.

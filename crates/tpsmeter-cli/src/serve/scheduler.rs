@@ -282,7 +282,13 @@ impl<'e> Scheduler<'e> {
             let n = left.min(budget);
             budget -= n;
             let last = from + n == a.prompt.len();
-            chunks.push((s, a.prompt[from..from + n].to_vec(), from, a.job.sampling, last));
+            chunks.push((
+                s,
+                a.prompt[from..from + n].to_vec(),
+                from,
+                a.job.sampling,
+                last,
+            ));
         }
         if decodes.is_empty() && chunks.is_empty() {
             return Ok(());

@@ -115,7 +115,9 @@ impl GpuModel {
                 self.check_tokens(tokens, start, self.slot_history(slot).len())?;
             }
         }
-        if let Some(i) = (1..prompt_slots.len()).find(|&i| prompt_slots[..i].contains(&prompt_slots[i])) {
+        if let Some(i) =
+            (1..prompt_slots.len()).find(|&i| prompt_slots[..i].contains(&prompt_slots[i]))
+        {
             return Err(twice(prompt_slots[i]));
         }
         let decode_places = self.decode_places(&decodes, &prompt_slots)?;
