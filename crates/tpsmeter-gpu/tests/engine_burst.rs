@@ -10,8 +10,8 @@
 
 mod model_support;
 
-use model_support::{device, generate, model_bytes};
-use tpsmeter_gpu::engine::{Engine, GpuModel, ModelOptions, PREFILL_CHUNK, StepPart};
+use model_support::{generate, load_slots as load};
+use tpsmeter_gpu::engine::{GpuModel, PREFILL_CHUNK, StepPart};
 use tpsmeter_gpu::kernels::SamplerConfig;
 
 const STEPS: usize = 16;
@@ -32,17 +32,6 @@ fn sampling(i: usize) -> SamplerConfig {
             ..SamplerConfig::default()
         }
     }
-}
-
-fn load(test: &str, max_context: usize, slots: usize) -> Option<Engine> {
-    let bytes = model_bytes(test)?;
-    let ctx = device(test)?;
-    let opts = ModelOptions {
-        max_context,
-        slots,
-        ..ModelOptions::default()
-    };
-    Some(Engine::load(ctx, &bytes, &opts).unwrap())
 }
 
 /// What the burst driver saw: per step, (decode tokens, prompts with a chunk in it).
