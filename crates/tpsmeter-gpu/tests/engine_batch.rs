@@ -6,8 +6,8 @@
 
 mod model_support;
 
-use model_support::{device, generate, model_bytes};
-use tpsmeter_gpu::engine::{Engine, ModelOptions};
+use model_support::{generate, load_slots as load};
+use tpsmeter_gpu::engine::Engine;
 use tpsmeter_gpu::kernels::SamplerConfig;
 
 const STEPS: usize = 24;
@@ -33,19 +33,6 @@ fn sampling(i: usize) -> SamplerConfig {
 fn alone(engine: &mut Engine, prompt: &[u32], sampling: &SamplerConfig) -> Vec<u32> {
     engine.forget_cache();
     generate(engine, prompt, STEPS, sampling).tokens
-}
-
-/// SmolLM2 with `slots` sequences of `max_context` positions, or `None` (a skip) without
-/// the model or a device.
-fn load(test: &str, max_context: usize, slots: usize) -> Option<Engine> {
-    let bytes = model_bytes(test)?;
-    let ctx = device(test)?;
-    let opts = ModelOptions {
-        max_context,
-        slots,
-        ..ModelOptions::default()
-    };
-    Some(Engine::load(ctx, &bytes, &opts).unwrap())
 }
 
 #[test]

@@ -106,6 +106,12 @@ pub struct ServeArgs {
     /// that step instead of waiting a whole step more (0: never wait).
     #[arg(long, default_value_t = 5.0, value_parser = join_window_ms)]
     pub join_window_ms: f64,
+    /// Most tokens one engine step runs: the next token of every running request, then
+    /// chunks of new prompts, oldest first, up to this many (chunked prefill). Larger steps
+    /// prefill a burst of new requests sooner but make the running streams wait longer per
+    /// token. At least --parallel + 1.
+    #[arg(long, default_value_t = DEFAULT_STEP_TOKENS, value_parser = clap::value_parser!(u16).range(2..=tpsmeter_gpu::engine::PREFILL_CHUNK as i64))]
+    pub step_tokens: u16,
     /// Use the first GPU adapter whose name contains this.
     #[arg(long)]
     pub adapter: Option<String>,
@@ -114,6 +120,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR")]
     pub www: Option<PathBuf>,
 }
+
+/// `--step-tokens` by default: the largest step the prefill graphs hold. Measured on lavapipe
+/// (SmolLM2-135M, 8 new requests at once at --parallel 8), against 32: see `cargo xtask
+/// serve-bench --burst`.
+pub const DEFAULT_STEP_TOKENS: u16 = tpsmeter_gpu::engine::PREFILL_CHUNK as u16;
 
 /// `--join-window-ms`: 0 to 1000 ms (a longer wait would stall every running stream).
 fn join_window_ms(s: &str) -> Result<f64, String> {
@@ -152,7 +163,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Status> {
         context: args.context,
         budget_bytes: args.kv_budget_mib << 20,
         join_window: std::time::Duration::from_secs_f64(args.join_window_ms / 1e3),
+        step_tokens: usize::from(args.step_tokens),
     };
+    anyhow::ensure!(
+        args.step_tokens > args.parallel,
+        "--step-tokens {} must be above --parallel {}: a step carries the next token of every \
+         running request and at least one prompt token",
+        args.step_tokens,
+        args.parallel
+    );
     let worker = Worker::start(args.model.clone(), plan, args.adapter.clone())?;
     eprintln!(
         "loaded {} ({}) on {}: {} requests at once, {} positions each",

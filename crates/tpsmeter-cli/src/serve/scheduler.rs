@@ -2,23 +2,30 @@
 //!
 //! Each request gets a slot of the model's KV cache when one is free (arrival order; beyond
 //! the slots it queues, and the wait is reported apart as `queue_ms`). Every turn of the loop
-//! runs one chunk (at most [`PREFILL_CHUNK`] tokens) of the oldest unfinished prompt, then one
-//! decode step carrying the next token of every running request, so a long prompt never stalls
-//! the streams already flowing and a new request starts at the next step. A prompt with only
-//! its last token left to run (the slot held the rest: a repeated prompt, a chat's next turn)
-//! runs that token in the decode step itself, so several such arrivals share one step. A request leaves
-//! its slot the step it ends; a client that went away ends its request at the next step it
-//! reaches (its channel is closed), freeing the slot at once.
+//! runs one engine step of at most `--step-tokens` tokens (chunked prefill, as vLLM schedules
+//! it): first the next token of every running request, then with the budget left, chunks of
+//! the unfinished prompts, oldest admitted first, as many as fit. So a burst of new requests
+//! prefills together, several prompts in one step, and gets its first tokens within a few
+//! steps of each other; the streams already flowing get a token every step meanwhile; and a
+//! new request starts at the next step. Oldest first (not an equal share each) gives the
+//! earliest of a burst its first token soonest without delaying the last one.
 //!
-//! A request runs through the same [`Sequence`] rules and the same prompt chunks as
-//! `Engine::generate`, so its tokens equal the same request run alone.
+//! A prompt with only its last token left to run (the slot held the rest: a repeated prompt,
+//! a chat's next turn) runs that token as a decode token, so a step of such arrivals alone is
+//! a plain decode step. A request leaves its slot the step it ends; a client that went away
+//! ends its request at the next step it reaches (its channel is closed), before any more of
+//! its prompt runs, freeing the slot at once.
+//!
+//! A request runs through the same [`Sequence`] rules as `Engine::generate`, and a sequence's
+//! rows in a step do not depend on the other rows (see `tpsmeter_gpu::engine::StepPart`), so
+//! its tokens equal the same request run alone.
 
 use std::collections::VecDeque;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use tpsmeter_gpu::GpuError;
-use tpsmeter_gpu::engine::{GpuModel, PREFILL_CHUNK, Prompts};
+use tpsmeter_gpu::engine::{GpuModel, Prompts, StepPart};
 use tpsmeter_gpu::generate::{Sequence, StopReason, reusable_prefix};
 
 use super::worker::{Event, Job, Summary};
@@ -52,6 +59,8 @@ pub struct Scheduler<'e> {
     join_window: Duration,
     /// Whether a request ended since the loop last waited for arrivals.
     ended: bool,
+    /// Most tokens one step runs (`--step-tokens`).
+    step_tokens: usize,
 }
 
 impl<'e> Scheduler<'e> {
@@ -60,6 +69,7 @@ impl<'e> Scheduler<'e> {
         model: &'e mut GpuModel,
         jobs: mpsc::Receiver<Job>,
         join_window: Duration,
+        step_tokens: usize,
     ) -> Self {
         let n = model.slots();
         Self {
@@ -72,6 +82,7 @@ impl<'e> Scheduler<'e> {
             admitted: 0,
             join_window,
             ended: false,
+            step_tokens,
         }
     }
 
@@ -106,7 +117,7 @@ impl<'e> Scheduler<'e> {
                 self.waiting.push_back(job);
             }
             self.admit();
-            if let Err(e) = self.prefill_one().and_then(|()| self.decode_step()) {
+            if let Err(e) = self.step() {
                 self.fail_all(&e);
             }
         }
@@ -203,13 +214,13 @@ impl<'e> Scheduler<'e> {
         Some(if rest == 0 {
             (a.prompt.len() - 1, 1)
         } else {
-            (a.filled, rest.min(PREFILL_CHUNK))
+            (a.filled, rest)
         })
     }
 
     /// Whether `slot`'s prompt has only its last token left to run, behind at least one held:
-    /// that token joins the next decode step (one step for every new arrival of a repeated
-    /// prompt or a chat's next turn, not a step each).
+    /// that token runs as a decode token (one decode step for every new arrival of a repeated
+    /// prompt or a chat's next turn).
     fn joins_decode(&self, slot: usize) -> bool {
         match (self.prompt_left(slot), self.slots[slot].as_ref()) {
             (Some((from, 1)), Some(a)) => from >= 1 && from + 1 == a.prompt.len(),
@@ -217,77 +228,103 @@ impl<'e> Scheduler<'e> {
         }
     }
 
-    /// Runs the next chunk of the oldest admitted prompt that has more than its last token
-    /// left.
-    fn prefill_one(&mut self) -> tpsmeter_gpu::Result<()> {
-        let Some(slot) = (0..self.slots.len())
-            .filter(|&s| self.prompt_left(s).is_some() && !self.joins_decode(s))
-            .filter_map(|s| Some((self.slots[s].as_ref()?.order, s)))
-            .min()
-            .map(|(_, s)| s)
-        else {
-            return Ok(());
-        };
-        let Some((from, n)) = self.prompt_left(slot) else {
-            return Ok(());
-        };
-        let Some(a) = self.slots[slot].as_mut() else {
-            return Ok(());
-        };
-        if a.job.events.is_closed() {
-            a.seq.cancel();
-            self.finish(slot);
-            return Ok(());
-        }
-        // Whole prompt chunks in order, as `submit_step` splits a prompt: a remainder under
-        // PREFILL_CHUNK runs last, in its power-of-two pieces.
-        let last = from + n == a.prompt.len();
-        let chunk = a.prompt[from..from + n].to_vec();
-        let sampling = a.job.sampling;
-        self.model
-            .submit_slot_prompt(slot, &chunk, from, &sampling, last)?;
-        if let Some(a) = self.slots[slot].as_mut() {
-            a.filled = from + n;
-        }
-        if last {
-            let ids = self.model.read_slots_blocking()?;
-            if let Some(&id) = ids.first() {
-                self.take(slot, id)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// One decode step for every request with a sampled id waiting, and for every prompt with
-    /// only its last token left.
-    fn decode_step(&mut self) -> tpsmeter_gpu::Result<()> {
-        let mut steps = Vec::new();
+    /// One engine step: the next token of every running request (and the last token of each
+    /// prompt that has only that left), then chunks of the other prompts, oldest admitted
+    /// first, within `step_tokens`. A request whose client left is ended before its prompt
+    /// runs on.
+    fn step(&mut self) -> tpsmeter_gpu::Result<()> {
+        let mut decodes = Vec::new();
+        let mut prompts = Vec::new();
         for s in 0..self.slots.len() {
-            if let Some(t) = self.slots[s].as_ref().and_then(|a| a.next) {
-                steps.push((s, t));
+            let Some(a) = self.slots[s].as_ref() else {
+                continue;
+            };
+            if let Some(t) = a.next {
+                decodes.push((s, t));
+                continue;
+            }
+            if self.prompt_left(s).is_none() {
+                continue;
+            }
+            if a.job.events.is_closed() {
+                // Cancelled while its prompt runs (or waits to): the slot is free now.
+                if let Some(a) = self.slots[s].as_mut() {
+                    a.seq.cancel();
+                }
+                self.finish(s);
             } else if self.joins_decode(s) {
                 let Some(a) = self.slots[s].as_mut() else {
                     continue;
                 };
-                if a.job.events.is_closed() {
-                    a.seq.cancel();
-                    self.finish(s);
-                    continue;
-                }
                 let from = a.prompt.len() - 1;
                 let token = a.prompt[from];
                 let sampling = a.job.sampling;
                 a.filled = a.prompt.len();
                 self.model.rewind_slot(s, from, &sampling)?;
-                steps.push((s, token));
+                decodes.push((s, token));
+            } else {
+                prompts.push((a.order, s));
             }
         }
-        if steps.is_empty() {
+        prompts.sort_unstable();
+        // The decode tokens first: running streams never wait for a prompt. At least one
+        // prompt token per step, so a burst progresses whatever the number of streams.
+        let mut budget = self.step_tokens.saturating_sub(decodes.len()).max(1);
+        let mut chunks = Vec::new();
+        for &(_, s) in &prompts {
+            if budget == 0 {
+                break;
+            }
+            let (Some((from, left)), Some(a)) = (self.prompt_left(s), self.slots[s].as_ref())
+            else {
+                continue;
+            };
+            let n = left.min(budget);
+            budget -= n;
+            let last = from + n == a.prompt.len();
+            chunks.push((
+                s,
+                a.prompt[from..from + n].to_vec(),
+                from,
+                a.job.sampling,
+                last,
+            ));
+        }
+        if decodes.is_empty() && chunks.is_empty() {
             return Ok(());
         }
-        self.model.submit_slots(&steps)?;
+        let mut parts: Vec<StepPart<'_>> = decodes
+            .iter()
+            .map(|&(slot, token)| StepPart::Decode { slot, token })
+            .collect();
+        parts.extend(
+            chunks
+                .iter()
+                .map(|(slot, tokens, start, sampling, sample)| StepPart::Prompt {
+                    slot: *slot,
+                    tokens,
+                    start: *start,
+                    sampling,
+                    sample: *sample,
+                }),
+        );
+        // The ids come in the order of the parts that sample.
+        let order: Vec<usize> = parts
+            .iter()
+            .filter(|p| p.samples())
+            .map(StepPart::slot)
+            .collect();
+        let sampled = self.model.submit_mixed(&parts)?;
+        for (slot, tokens, start, _, _) in &chunks {
+            if let Some(a) = self.slots[*slot].as_mut() {
+                a.filled = start + tokens.len();
+            }
+        }
+        if sampled == 0 {
+            return Ok(());
+        }
         let ids = self.model.read_slots_blocking()?;
-        for (&(slot, _), &id) in steps.iter().zip(&ids) {
+        for (&slot, &id) in order.iter().zip(&ids) {
             self.take(slot, id)?;
         }
         Ok(())

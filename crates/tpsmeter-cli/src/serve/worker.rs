@@ -122,6 +122,8 @@ pub struct KvPlan {
     pub budget_bytes: u64,
     /// How long the scheduler waits for a new request after one ended (`--join-window-ms`).
     pub join_window: std::time::Duration,
+    /// Most tokens one engine step runs (`--step-tokens`).
+    pub step_tokens: usize,
 }
 
 impl Worker {
@@ -139,6 +141,7 @@ impl Worker {
                     let m = e.model_mut();
                     m.warm_prefill()?;
                     m.warm_batches()?;
+                    m.warm_steps(plan.step_tokens)?;
                     Ok(e)
                 });
                 let mut engine = match loaded {
@@ -157,7 +160,7 @@ impl Worker {
                     engine.prompts().clone(),
                 )));
                 let (prompts, model) = engine.split_mut();
-                Scheduler::new(prompts, model, rx, plan.join_window).run();
+                Scheduler::new(prompts, model, rx, plan.join_window, plan.step_tokens).run();
             })?;
         let (model_name, adapter, slots, context, prompts) = ready_rx
             .recv()

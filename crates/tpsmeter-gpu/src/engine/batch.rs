@@ -31,14 +31,14 @@ use super::readback::TOKEN_BYTES;
 
 /// One sequence's state.
 #[derive(Debug)]
-struct Slot {
-    sampler: Sampler,
+pub(super) struct Slot {
+    pub(super) sampler: Sampler,
     sampling: SamplerConfig,
     /// The slot's copy of its logits row (the sampler's input).
     logits: Tensor,
     /// Tokens whose keys and values the slot's rows hold, by position.
-    history: Vec<u32>,
-    last_sampled: Option<u32>,
+    pub(super) history: Vec<u32>,
+    pub(super) last_sampled: Option<u32>,
 }
 
 /// Buffers of batched decoding, made on first use (a model that never batches pays nothing).
@@ -47,12 +47,15 @@ pub struct BatchState {
     /// Activations for up to `slots` tokens.
     act: Activations,
     /// Logits of a batched step, `[slots, vocab]`.
-    logits: Tensor,
+    pub(super) logits: Tensor,
     /// Per batch size (2 ..= slots): layers, then head.
     graphs: HashMap<usize, (Vec<Dispatch>, Vec<Dispatch>)>,
-    slots: Vec<Option<Slot>>,
+    pub(super) slots: Vec<Option<Slot>>,
     /// Slots of the last submitted step, in readback order.
-    pending: Vec<usize>,
+    pub(super) pending: Vec<usize>,
+    /// Output head of a mixed step (`step.rs`) per count of rows that sample (1 ..= slots),
+    /// on the prefill activations.
+    pub(super) step_heads: HashMap<usize, Vec<Dispatch>>,
 }
 
 impl BatchState {
@@ -92,7 +95,7 @@ impl GpuModel {
         self.last_sampled = None;
     }
 
-    fn batch_state(&mut self) -> Result<&mut BatchState> {
+    pub(super) fn batch_state(&mut self) -> Result<&mut BatchState> {
         if self.batch.is_none() {
             let n = self.kv.slots;
             let act = Activations::new(&self.ctx, &self.cfg, n, DType::F32)?;
@@ -108,6 +111,7 @@ impl GpuModel {
                 graphs: HashMap::new(),
                 slots: (0..n).map(|_| None).collect(),
                 pending: Vec::new(),
+                step_heads: HashMap::new(),
             });
         }
         self.batch.as_mut().ok_or(GpuError::BatchState {
@@ -115,7 +119,7 @@ impl GpuModel {
         })
     }
 
-    fn check_slot(&self, slot: usize) -> Result<()> {
+    pub(super) fn check_slot(&self, slot: usize) -> Result<()> {
         if slot >= self.kv.slots {
             return Err(GpuError::LimitExceeded {
                 what: "sequence slot".into(),
@@ -190,7 +194,7 @@ impl GpuModel {
     /// The bookkeeping of a slot's new prompt from `start`: the slot's sampler matches
     /// `sampling` (made anew when it changed), its history ends at `start`, nothing sampled
     /// is pending; slot 0's rows are the single-sequence path's too, which forgets them.
-    fn claim_slot(
+    pub(super) fn claim_slot(
         &mut self,
         slot: usize,
         start: usize,
@@ -303,51 +307,10 @@ impl GpuModel {
             return Err(GpuError::EmptyPrompt);
         }
         let n = steps.len();
-        let (max_ctx, vocab) = (self.kv.max_ctx, self.cfg.vocab_size);
-        let mut places = Vec::with_capacity(n);
-        for (i, &(slot, token)) in steps.iter().enumerate() {
-            self.check_slot(slot)?;
-            if steps[..i].iter().any(|&(s, _)| s == slot) {
-                return Err(GpuError::ShapeMismatch {
-                    op: "batched decode",
-                    detail: format!("slot {slot} appears twice in one step"),
-                });
-            }
-            if token as usize >= vocab {
-                return Err(GpuError::TokenOutOfRange { token, vocab });
-            }
-            let held = self.slot_history(slot).len();
-            if held == 0 {
-                return Err(GpuError::BatchState {
-                    reason: "decode step for a slot without a prompt",
-                });
-            }
-            if held >= max_ctx {
-                return Err(GpuError::ContextFull {
-                    position: held + 1,
-                    limit: max_ctx,
-                });
-            }
-            places.push((held, self.kv.base(slot)));
-        }
+        let places = self.decode_places(steps, &[])?;
         self.cost.begin(&self.stats);
+        self.advance_decodes(steps)?;
         let ctx = self.ctx.clone();
-        let mut written = 0;
-        let b = self.batch_state()?;
-        for &(slot, token) in steps {
-            let Some(s) = b.slots[slot].as_mut() else {
-                return Err(GpuError::BatchState {
-                    reason: "slot state",
-                });
-            };
-            let continuation = s.last_sampled == Some(token);
-            s.history.push(token);
-            s.last_sampled = None;
-            if !continuation {
-                written += s.sampler.reset(&ctx, 0, &s.history);
-            }
-        }
-        self.stats.bytes_written += written;
         if let ([(slot, token)], [place]) = (steps, &places[..]) {
             // One sequence: the one-token graph, exactly as `submit_step` runs it.
             return self.submit_one(*slot, *token, *place);
@@ -376,6 +339,67 @@ impl GpuModel {
         self.stats.submits += 1;
         self.stats.tokens += n as u64;
         self.cost.end(Phase::Decode, &self.stats, n as u64);
+        Ok(())
+    }
+
+    /// Checks decode `steps` (each slot at most once, also not among `others`; ids in the
+    /// vocabulary; every slot with a prompt and a free position) and returns each token's
+    /// (position, cache base).
+    pub(super) fn decode_places(
+        &self,
+        steps: &[(usize, u32)],
+        others: &[usize],
+    ) -> Result<Vec<(usize, usize)>> {
+        let (max_ctx, vocab) = (self.kv.max_ctx, self.cfg.vocab_size);
+        let mut places = Vec::with_capacity(steps.len());
+        for (i, &(slot, token)) in steps.iter().enumerate() {
+            self.check_slot(slot)?;
+            if steps[..i].iter().any(|&(s, _)| s == slot) || others.contains(&slot) {
+                return Err(GpuError::ShapeMismatch {
+                    op: "batched decode",
+                    detail: format!("slot {slot} appears twice in one step"),
+                });
+            }
+            if token as usize >= vocab {
+                return Err(GpuError::TokenOutOfRange { token, vocab });
+            }
+            let held = self.slot_history(slot).len();
+            if held == 0 {
+                return Err(GpuError::BatchState {
+                    reason: "decode step for a slot without a prompt",
+                });
+            }
+            if held >= max_ctx {
+                return Err(GpuError::ContextFull {
+                    position: held + 1,
+                    limit: max_ctx,
+                });
+            }
+            places.push((held, self.kv.base(slot)));
+        }
+        Ok(places)
+    }
+
+    /// The bookkeeping of checked decode `steps`: each token joins its slot's history, and a
+    /// token other than the one sampled last restarts the slot's sampler state.
+    pub(super) fn advance_decodes(&mut self, steps: &[(usize, u32)]) -> Result<()> {
+        let ctx = self.ctx.clone();
+        let mut written = 0;
+        let b = self.batch_state()?;
+        for &(slot, token) in steps {
+            let Some(s) = b.slots[slot].as_mut() else {
+                return Err(GpuError::BatchState {
+                    reason: "slot state",
+                });
+            };
+            let continuation = s.last_sampled == Some(token);
+            s.history.push(token);
+            s.last_sampled = None;
+            if !continuation {
+                written += s.sampler.reset(&ctx, 0, &s.history);
+            }
+        }
+        self.stats.bytes_written += written;
         Ok(())
     }
 

@@ -23,6 +23,7 @@ mod prefill;
 mod profile;
 pub(crate) mod readback;
 mod session;
+mod step;
 
 pub use cost::{CostMark, CostReport, Phase, PhaseTotals, StepClock, StepCost};
 pub use forced::ForcedStep;
@@ -30,3 +31,4 @@ pub use loader::{EngineLoader, FileChecks};
 pub use model::{DEFAULT_MAX_CONTEXT, GpuModel, MAX_SLOTS, ModelOptions, PREFILL_CHUNK, StepStats};
 pub use readback::TOKEN_BYTES;
 pub use session::{Engine, Prompts};
+pub use step::StepPart;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tpsmeter_gpu::engine::Engine;
+use tpsmeter_gpu::engine::{Engine, ModelOptions};
 use tpsmeter_gpu::generate::{CancelToken, GenerateParams, Generation};
 use tpsmeter_gpu::gguf::{GgufFile, GgufWriter, MetadataValue};
 use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
@@ -61,6 +61,19 @@ pub fn device_with(test: &str, opts: &ContextOptions) -> Option<Arc<GpuContext>>
             None
         }
     }
+}
+
+/// SmolLM2 (`TPSMETER_MODEL`) with `slots` sequences of `max_context` positions, or `None`
+/// (a skip) without the model or a device: the batched and burst tests' engine.
+pub fn load_slots(test: &str, max_context: usize, slots: usize) -> Option<Engine> {
+    let bytes = model_bytes(test)?;
+    let ctx = device(test)?;
+    let opts = ModelOptions {
+        max_context,
+        slots,
+        ..ModelOptions::default()
+    };
+    Some(Engine::load(ctx, &bytes, &opts).unwrap())
 }
 
 /// Relative L2 error `|got - want| / |want|`.
