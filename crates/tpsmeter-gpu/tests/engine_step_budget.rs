@@ -19,7 +19,7 @@ fn check(engine: &mut Engine, what: &str, words: usize) {
     let prompt = engine.encode(&text).unwrap();
     let model = engine.model_mut();
     let mut id = model.step_blocking(&prompt, 0).unwrap();
-    let mut at = prompt.len();
+    let at = prompt.len();
     let per_token = model.dispatches_per_token();
     assert!(
         per_token <= budget,
@@ -27,9 +27,8 @@ fn check(engine: &mut Engine, what: &str, words: usize) {
     );
     let before = model.stats();
     let steps = 8;
-    for _ in 0..steps {
-        id = model.step_blocking(&[id], at).unwrap();
-        at += 1;
+    for position in at..at + steps {
+        id = model.step_blocking(&[id], position).unwrap();
     }
     let after = model.stats();
     let per = |a: u64, b: u64| (a - b) as f64 / steps as f64;

@@ -153,7 +153,11 @@ async fn rope_kv_matches_twin_over_layouts_extras_and_stores() {
             for (store, dt) in &stores {
                 let seed = rng.next_u64();
                 // Each extra on and off across the cases, all on at least once per shape.
-                let (f, b, nrm) = (seed % 2 == 0, seed % 3 != 0, (seed / 7) % 2 == 0);
+                let (f, b, nrm) = (
+                    seed.is_multiple_of(2),
+                    !seed.is_multiple_of(3),
+                    (seed / 7).is_multiple_of(2),
+                );
                 check(ctx, seed, shape, layout, f, b, nrm, *store, *dt).await;
                 check(ctx, seed ^ 1, shape, layout, true, true, true, *store, *dt).await;
             }
