@@ -11,7 +11,8 @@ use tpsmeter_gpu::gpu::{AdapterProfile, DType, GpuContext};
 use tpsmeter_gpu::kernels::attention;
 use tpsmeter_gpu::kernels::dispatch::run;
 use tpsmeter_gpu::kernels::{
-    Attention, AttentionConfig, KvAppend, KvSlab, KvStore, Tensor, batch_positions, cpu, positions,
+    Attention, AttentionConfig, KvAppend, KvSlab, KvStore, Tensor, batch_positions, positions,
+    twins,
 };
 
 /// A texture KV slab (`store`: f32 or f16 texels) of `rows` rows holding `src` (`[rows,
@@ -80,7 +81,7 @@ async fn attention_batched_decode_reads_each_sequences_own_rows() {
                 let mut want = Vec::new();
                 for (t, &(p, base)) in places.iter().enumerate() {
                     let rows = base * kv_dim..(base + max_ctx) * kv_dim;
-                    want.extend(cpu::attention(
+                    want.extend(twins::attention(
                         &q[t * n_heads * head_dim..(t + 1) * n_heads * head_dim],
                         &k[rows.clone()],
                         &v[rows],
@@ -227,14 +228,14 @@ async fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
             let vt = Tensor::from_f32(ctx, "v", &v, dt).unwrap();
             let out = Tensor::zeros(ctx, "out", q.len(), dt).unwrap();
             let pos = Tensor::from_u32(ctx, "pos", &positions(pos0 as usize, n_tokens, 0)).unwrap();
-            let want = cpu::attention(
+            let want = twins::attention(
                 &q, &k, &v, n_tokens, n_heads, n_kv, head_dim, max_ctx, window, scale, pos0,
             );
             // The CPU-type kernel over texture caches, filled through the texture append from
             // position 0: checks both. f16 texels (any activation type) against the twin on
             // f16-rounded keys and values, within f16's tolerance (the GPU's own rounding may
             // differ by an ulp); f32 texels (f32 activations only) exactly.
-            let want16 = cpu::attention(
+            let want16 = twins::attention(
                 &q,
                 &round_f16(&k),
                 &round_f16(&v),

@@ -11,7 +11,7 @@ use tpsmeter_gpu::gpu::{DType, GpuContext};
 use tpsmeter_gpu::kernels::dispatch::run;
 use tpsmeter_gpu::kernels::{
     GluKind, MatVec, MatVecOptions, MatVecVariant, NormFold, QWeight, Tensor, WeightFormat,
-    WeightStore, cpu,
+    WeightStore, twins,
 };
 
 const FORMATS: [WeightFormat; 4] = [
@@ -81,14 +81,14 @@ async fn check(
     ctx.take_error().unwrap();
     let mut want = vec![0f32; outputs];
     let nf = norm.then_some((&g[..], eps));
-    cpu::matvec_fused(&w, rows, cols, &x, nf, glu, &mut want, false);
+    twins::matvec_fused(&w, rows, cols, &x, nf, glu, &mut want, false);
     // Per-row scale of the sums, on the normed input.
     let h = match nf {
-        Some((g, eps)) => cpu::rms_norm(&x, g, 1, cols, eps),
+        Some((g, eps)) => twins::rms_norm(&x, g, 1, cols, eps),
         None => x.clone(),
     };
     let mut z = vec![0f32; rows];
-    cpu::matvec(&w, rows, cols, &h, &mut z, false);
+    twins::matvec(&w, rows, cols, &h, &mut z, false);
     let abs_sum = |r: usize| -> f32 {
         (0..cols)
             .map(|c| (w[r * cols + c] * h[c]).abs())

@@ -9,7 +9,7 @@ use tpsmeter_gpu::gpu::{AdapterProfile, DType, GpuContext};
 use tpsmeter_gpu::kernels::dispatch::run;
 use tpsmeter_gpu::kernels::{
     GpuMatMul, MatMul, MatVec, MatVecOptions, MatVecVariant, QWeight, Tensor, WeightFormat,
-    WeightStore, cpu,
+    WeightStore, twins,
 };
 
 const FORMATS: [WeightFormat; 8] = [
@@ -92,7 +92,7 @@ async fn check(
     let got = yt.read_f32_async(ctx).await.unwrap();
     ctx.take_error().unwrap();
     let mut want = y0.clone();
-    cpu::matvec(&w, rows, cols, &x, &mut want, accumulate);
+    twins::matvec(&w, rows, cols, &x, &mut want, accumulate);
     let scale: Vec<f32> = (0..rows)
         .map(|r| {
             let s: f32 = (0..cols).map(|c| (w[r * cols + c] * x[c]).abs()).sum();
@@ -278,7 +278,7 @@ async fn matmul_matches_twin_over_random_shapes() {
             .unwrap();
             run(ctx, &op.dispatches().iter().collect::<Vec<_>>());
             let mut want = y0.clone();
-            cpu::matmul(&w, rows, cols, &x, n_tokens, &mut want, accumulate);
+            twins::matmul(&w, rows, cols, &x, n_tokens, &mut want, accumulate);
             let scale = matmul_scale(&w, &x, &y0, rows, cols, n_tokens);
             // Same bound as the matvec (f32 sums in another order than the f64 twin).
             assert_close(
@@ -364,7 +364,7 @@ async fn gpu_matmul_kernels_match_twin_on_ragged_tiles() {
                     let got = yt.read_f32_async(ctx).await.unwrap();
                     ctx.take_error().unwrap();
                     let mut want = y0.clone();
-                    cpu::matmul(&w, rows, cols, &x, n_tokens, &mut want, accumulate);
+                    twins::matmul(&w, rows, cols, &x, n_tokens, &mut want, accumulate);
                     let scale = matmul_scale(&w, &x, &y0, rows, cols, n_tokens);
                     let (rtol, atol) = match (kernel, act) {
                         (GpuMatMul::Tiled(DType::F16), _) => (4e-3, 1e-4),

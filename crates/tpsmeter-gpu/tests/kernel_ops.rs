@@ -12,7 +12,7 @@ use tpsmeter_gpu::gpu::DType;
 use tpsmeter_gpu::kernels::dispatch::run;
 use tpsmeter_gpu::kernels::{
     Add, Embed, Glu, GluKind, KvAppend, KvSlab, QWeight, RmsNorm, Rope, RopeConfig, RopeLayout,
-    Softmax, Tensor, WeightFormat, WeightStore, batch_positions, cpu,
+    Softmax, Tensor, WeightFormat, WeightStore, batch_positions, twins,
 };
 
 #[gpu_test]
@@ -34,7 +34,7 @@ async fn rms_norm_matches_twin() {
                 let op =
                     RmsNorm::with_profile(ctx, profile, &xt, &wt, &yt, rows, dim, 1e-5).unwrap();
                 run(ctx, &[op.dispatch()]);
-                let want = cpu::rms_norm(&x, &w, rows, dim, 1e-5);
+                let want = twins::rms_norm(&x, &w, rows, dim, 1e-5);
                 let (r, a) = tol(dt);
                 assert_close(
                     &format!("rms_norm {rows}x{dim} {dt:?} {profile:?}"),
@@ -68,8 +68,8 @@ async fn add_and_gated_units_match_twins() {
                 let op = Glu::new(ctx, kind, &at, &bt, &out, n).unwrap();
                 run(ctx, &[op.dispatch()]);
                 let want = match kind {
-                    GluKind::SwiGlu => cpu::swiglu(&a, &b),
-                    GluKind::GeluTanh => cpu::gelu_glu(&a, &b),
+                    GluKind::SwiGlu => twins::swiglu(&a, &b),
+                    GluKind::GeluTanh => twins::gelu_glu(&a, &b),
                 };
                 // exp/tanh on the GPU are a few ulps from Rust's: 1e-5 relative of |out|.
                 assert_close(
@@ -107,7 +107,7 @@ async fn add_and_gated_units_match_twins() {
             assert_close(
                 &format!("packed SwiGlu {tokens}x{width} {dt:?}"),
                 &out.read_f32_async(ctx).await.unwrap(),
-                &cpu::swiglu(&ga, &ub),
+                &twins::swiglu(&ga, &ub),
                 None,
                 r.max(1e-5) * 4.0,
                 t,
@@ -115,7 +115,7 @@ async fn add_and_gated_units_match_twins() {
             let op = Add::new(ctx, &at, &bt, n).unwrap();
             run(ctx, &[op.dispatch()]);
             let mut want = b.clone();
-            cpu::add(&a, &mut want);
+            twins::add(&a, &mut want);
             assert_close(
                 &format!("add n={n} {dt:?}"),
                 &bt.read_f32_async(ctx).await.unwrap(),
@@ -184,7 +184,7 @@ async fn rope_matches_twin_in_both_layouts() {
                 run(ctx, &[op.dispatch()]);
                 let mut want = x.clone();
                 for (t, row) in want.chunks_mut(n_heads * head_dim).enumerate() {
-                    cpu::rope(
+                    twins::rope(
                         row,
                         1,
                         n_heads,
@@ -245,7 +245,7 @@ async fn kv_append_writes_rows_at_the_buffered_position() {
             let op = KvAppend::new(ctx, &pos, &st, &slab, n_tokens, kv_dim, max_ctx).unwrap();
             run(ctx, &[op.dispatch()]);
             for (t, &(p, base)) in places.iter().enumerate() {
-                cpu::kv_append(
+                twins::kv_append(
                     &src[t * kv_dim..(t + 1) * kv_dim],
                     &mut cache[base * kv_dim..(base + max_ctx) * kv_dim],
                     1,
@@ -302,7 +302,7 @@ async fn embed_matches_twin_including_split_tables() {
             let out = Tensor::zeros(ctx, "out", tokens.len() * cols, dt).unwrap();
             let op = Embed::new(ctx, &w, &tt, &out, tokens.len(), 1.5).unwrap();
             run(ctx, &op.dispatches().iter().collect::<Vec<_>>());
-            let want = stored(cpu::embed(&table, cols, &tokens, 1.5), dt);
+            let want = stored(twins::embed(&table, cols, &tokens, 1.5), dt);
             // The kernel may fuse d * q + m (or d * sc * q - dmin * m) into FMAs where the
             // reference rounds each step: a few ulps of terms <= ~1 in size, so absolute
             // 1e-6 (values are O(0.01..1)); f16 outputs round the same f32 value.
@@ -335,7 +335,7 @@ async fn softmax_matches_twin() {
         let op = Softmax::with_profile(ctx, profile, &xt, rows, n).unwrap();
         run(ctx, &[op.dispatch()]);
         let mut want = x.clone();
-        cpu::softmax(&mut want, rows, n);
+        twins::softmax(&mut want, rows, n);
         // Probabilities: relative 1e-5 of each (exp ulps + f32 sum order), absolute 1e-9.
         assert_close(
             &format!("softmax {rows}x{n} {profile:?}"),

@@ -11,7 +11,7 @@ use common::{Rng, assert_close, gpu, gpu_test, round_f16};
 use tpsmeter_gpu::gpu::{DType, GpuContext};
 use tpsmeter_gpu::kernels::dispatch::run;
 use tpsmeter_gpu::kernels::{
-    HeadExtras, KvSlab, KvStore, RopeKv, RopeKvConfig, RopeLayout, Tensor, batch_positions, cpu,
+    HeadExtras, KvSlab, KvStore, RopeKv, RopeKvConfig, RopeLayout, Tensor, batch_positions, twins,
 };
 
 /// (heads, kv heads, head_dim, rope_dim): SmolLM2's GQA, MHA, a partial rotation, Gemma's
@@ -105,7 +105,7 @@ async fn check(
     let mut want_q = vec![0f32; n * heads * hd];
     let mut want_k = vec![0f32; rows * kv_dim];
     let mut want_v = vec![0f32; rows * kv_dim];
-    cpu::rope_kv(
+    twins::rope_kv(
         &cfg,
         layout == RopeLayout::Neox,
         &qkv,

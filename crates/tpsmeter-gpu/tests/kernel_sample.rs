@@ -6,7 +6,7 @@ mod common;
 use common::{Rng, gpu, gpu_test};
 use tpsmeter_gpu::gpu::{DType, GpuContext};
 use tpsmeter_gpu::kernels::dispatch::run;
-use tpsmeter_gpu::kernels::{Sampler, SamplerConfig, Tensor, cpu};
+use tpsmeter_gpu::kernels::{Sampler, SamplerConfig, Tensor, twins};
 
 async fn gpu_pick(
     ctx: &GpuContext,
@@ -90,7 +90,7 @@ async fn gpu_sampler_picks_the_twins_token() {
             let step = rng.range(0, 1000) as u32;
             let got = gpu_pick(ctx, &cfg, &logits, &recent, step).await;
             let mut l = logits.clone();
-            let want = cpu::sample(&cfg, &mut l, &recent, step);
+            let want = twins::sample(&cfg, &mut l, &recent, step);
             assert_eq!(got, want, "vocab {vocab}, step {step}, {cfg:?}");
             checked += 1;
         }
@@ -122,7 +122,7 @@ async fn sampler_draws_vary_with_step_and_match_over_a_sequence() {
     for step in 0..24u32 {
         run(ctx, &[s.dispatch()]);
         let got: Vec<u32> = ctx.read_vec_async(&s.token, 1).await.unwrap();
-        let want = cpu::sample(&cfg, &mut logits.clone(), &[], step);
+        let want = twins::sample(&cfg, &mut logits.clone(), &[], step);
         assert_eq!(got[0], want, "step {step}");
         seen.insert(got[0]);
     }

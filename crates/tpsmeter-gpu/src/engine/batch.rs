@@ -22,51 +22,14 @@ use std::collections::HashMap;
 
 use crate::error::{GpuError, Result};
 use crate::gpu::defines::DType;
-use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor, batch_positions, positions};
+use crate::kernels::{Sampler, SamplerConfig, Tensor, batch_positions, positions};
 
 use super::cost::Phase;
-use super::graph::{self, Activations};
+use crate::model::graph::{self, Activations};
+
 use super::model::{GpuModel, Sample, decode_graph, record, write};
 use super::readback::TOKEN_BYTES;
-
-/// One sequence's state.
-#[derive(Debug)]
-pub(super) struct Slot {
-    pub(super) sampler: Sampler,
-    sampling: SamplerConfig,
-    /// The slot's copy of its logits row (the sampler's input).
-    logits: Tensor,
-    /// Tokens whose keys and values the slot's rows hold, by position.
-    pub(super) history: Vec<u32>,
-    pub(super) last_sampled: Option<u32>,
-}
-
-/// Buffers of batched decoding, made on first use (a model that never batches pays nothing).
-#[derive(Debug)]
-pub struct BatchState {
-    /// Activations for up to `slots` tokens.
-    act: Activations,
-    /// Logits of a batched step, `[slots, vocab]`.
-    pub(super) logits: Tensor,
-    /// Per batch size (2 ..= slots): layers, then head.
-    graphs: HashMap<usize, (Vec<Dispatch>, Vec<Dispatch>)>,
-    pub(super) slots: Vec<Option<Slot>>,
-    /// Slots of the last submitted step, in readback order.
-    pub(super) pending: Vec<usize>,
-    /// Output head of a mixed step (`step.rs`) per count of rows that sample (1 ..= slots),
-    /// on the prefill activations.
-    pub(super) step_heads: HashMap<usize, Vec<Dispatch>>,
-}
-
-impl BatchState {
-    /// Forgets what `slot` holds (its rows were overwritten by another path).
-    pub(super) fn forget_slot(&mut self, slot: usize) {
-        if let Some(Some(s)) = self.slots.get_mut(slot) {
-            s.history.clear();
-            s.last_sampled = None;
-        }
-    }
-}
+use super::slots::{BatchState, Slot};
 
 impl GpuModel {
     /// Sequences the KV cache holds at once ([`super::ModelOptions::slots`]).

@@ -16,7 +16,7 @@ use crate::error::{GpuError, Result};
 use crate::gguf::{GgufEvent, GgufHeader, GgufStreamParser};
 use crate::gpu::context::GpuContext;
 use crate::model::config::ModelConfig;
-use crate::model::llama::{GpuWeights, StagedWeights};
+use crate::model::weights::{GpuWeights, StagedWeights};
 use crate::tokenizer::{Tokenizer, TokenizerSpec};
 
 use super::model::{GpuModel, ModelOptions};
@@ -238,4 +238,15 @@ fn prepare(ctx: &GpuContext, checks: &FileChecks, header: &GgufHeader) -> Result
 /// Lowercase hex, as `sha256sum` prints a digest.
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Engine {
+    /// Parses a whole GGUF file held in memory, builds its tokenizer and uploads the model.
+    pub fn load(ctx: Arc<GpuContext>, gguf: &[u8], opts: &ModelOptions) -> Result<Self> {
+        // The streamed load's one path: a whole file is a download in one chunk (each
+        // tensor is then a slice of it, not a copy).
+        let mut loader = EngineLoader::new(ctx, opts.clone());
+        loader.push(gguf)?;
+        loader.finish()
+    }
 }

@@ -1,6 +1,6 @@
 //! The inference engine: a GGUF model on the GPU, run token by token.
 //!
-//! What it does: uploads a Llama-family model's weights quantized ([`crate::model::llama`]),
+//! What it does: uploads a Llama-family model's weights quantized ([`crate::model::weights`]),
 //! allocates a static KV cache, prepares the decode step (one command buffer, one submit,
 //! 4 bytes read back per token) and chunked prefill graphs (matrix-matrix kernels), samples on
 //! the GPU, and drives the generation loop ([`crate::generate`]) with its tokenizer and chat
@@ -15,7 +15,6 @@
 mod batch;
 pub mod cost;
 mod forced;
-pub mod graph;
 mod loader;
 pub mod model;
 mod prefill;
@@ -23,6 +22,7 @@ mod prefill;
 mod profile;
 pub(crate) mod readback;
 mod session;
+mod slots;
 mod step;
 
 pub use cost::{CostMark, CostReport, Phase, PhaseTotals, StepClock, StepCost};

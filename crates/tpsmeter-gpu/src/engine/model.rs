@@ -16,11 +16,11 @@ use crate::gpu::defines::DType;
 use crate::kernels::attention::AttentionConfig;
 use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor, positions};
 use crate::model::config::ModelConfig;
-use crate::model::llama::GpuWeights;
+use crate::model::weights::GpuWeights;
 
 use super::cost::{CostLog, CostMark, CostReport, Phase, PhaseTotals, StepClock};
-use super::graph::{self, Activations, KvCache, Shared};
 use super::readback::{TOKEN_BYTES, TokenReadback};
+use crate::model::graph::{self, Activations, KvCache, Shared};
 
 /// Largest prefill batch: prompts run in power-of-two chunks up to this many tokens, each
 /// chunk size with its own prepared graph (at most log2(64) + 1 = 7 of them).
@@ -122,7 +122,7 @@ pub struct GpuModel {
     /// Per-phase costs and encode times of the steps (`cost.rs`).
     pub(super) cost: CostLog,
     /// Batched decoding's buffers and per-sequence state, made on first use (`batch.rs`).
-    pub(super) batch: Option<super::batch::BatchState>,
+    pub(super) batch: Option<super::slots::BatchState>,
 }
 
 impl GpuModel {

@@ -6,12 +6,10 @@ use std::sync::Arc;
 use crate::chat::{ChatMessage, ChatTemplate, RenderOptions};
 use crate::error::Result;
 use crate::generate::{CancelToken, GenerateParams, Generation, Generator, TokenEvent};
-use crate::gpu::context::GpuContext;
 use crate::kernels::SamplerConfig;
 use crate::tokenizer::Tokenizer;
 
-use super::loader::EngineLoader;
-use super::model::{GpuModel, ModelOptions};
+use super::model::GpuModel;
 
 /// A loaded model ready to generate text.
 #[derive(Debug)]
@@ -23,15 +21,6 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Parses a whole GGUF file held in memory, builds its tokenizer and uploads the model.
-    pub fn load(ctx: Arc<GpuContext>, gguf: &[u8], opts: &ModelOptions) -> Result<Self> {
-        // The streamed load's one path: a whole file is a download in one chunk (each
-        // tensor is then a slice of it, not a copy).
-        let mut loader = EngineLoader::new(ctx, opts.clone());
-        loader.push(gguf)?;
-        loader.finish()
-    }
-
     /// An engine from a loaded model and what its header described.
     pub(crate) fn from_parts(
         tokenizer: Tokenizer,

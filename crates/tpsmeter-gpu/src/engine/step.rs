@@ -22,8 +22,8 @@ use crate::error::{GpuError, Result};
 use crate::kernels::{SamplerConfig, batch_positions};
 
 use super::cost::Phase;
-use super::graph;
 use super::model::{GpuModel, PREFILL_CHUNK, record, write};
+use crate::model::graph;
 
 /// One sequence's part of a mixed step.
 #[derive(Debug, Clone, Copy)]

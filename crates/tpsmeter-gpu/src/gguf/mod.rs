@@ -7,7 +7,6 @@
 //! file shows up as an unsupported version).
 
 pub mod file;
-pub mod ggml_type;
 pub mod header;
 pub mod limits;
 pub mod metadata;
@@ -18,8 +17,8 @@ pub mod writer;
 
 mod cursor;
 
+pub use crate::quant::GgmlType;
 pub use file::GgufFile;
-pub use ggml_type::GgmlType;
 pub use header::GgufHeader;
 pub use metadata::Metadata;
 pub use stream::{GgufEvent, GgufStreamParser};

@@ -1,8 +1,8 @@
 //! One tensor's description from the GGUF header: name, shape, type and where its bytes lie.
 
-use super::ggml_type::GgmlType;
 use super::limits::{MAX_DIMS, MAX_TENSOR_ELEMENTS};
 use crate::error::{GpuError, Result};
+use crate::quant::GgmlType;
 
 /// A tensor as declared in the header, already validated (shape, type, size, alignment).
 #[derive(Debug, Clone, PartialEq, Eq)]

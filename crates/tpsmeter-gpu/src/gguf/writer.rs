@@ -1,10 +1,10 @@
 //! A small GGUF writer: builds valid files in memory for tests (synthetic models, hostile
 //! mutations) and tools. It writes what it is given; it does not quantize.
 
-use super::ggml_type::GgmlType;
 use super::header::{ALIGNMENT_KEY, DEFAULT_ALIGNMENT, GGUF_MAGIC};
 use super::value::{MetadataArray, MetadataValue, type_id};
 use crate::error::{GpuError, Result};
+use crate::quant::GgmlType;
 
 /// A tensor to write.
 #[derive(Debug, Clone)]

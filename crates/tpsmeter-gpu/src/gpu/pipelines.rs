@@ -7,14 +7,26 @@ use std::sync::{Arc, Mutex};
 
 use crate::gpu::context::GpuContext;
 use crate::gpu::defines::Defines;
-use crate::kernels::source::ShaderId;
 
-type Key = (ShaderId, &'static str, Defines);
+/// A WGSL module the cache can build: the kernels name theirs
+/// ([`crate::kernels::source::ShaderId`]); this layer only renders and compiles them, so it
+/// does not depend on the kernels.
+pub trait Shader: Copy + std::fmt::Debug {
+    /// Label for debugging.
+    fn name(&self) -> &'static str;
+    /// The full WGSL text for `defines`.
+    fn source(&self, defines: &Defines) -> String;
+}
+
+/// A module by its shader's debug form (unique per shader: a fieldless enum variant or one
+/// with its fields) and its defines.
+type ModuleKey = (String, Defines);
+type Key = (String, &'static str, Defines);
 
 /// Pipelines and modules already built on one device.
 #[derive(Debug, Default)]
 pub struct PipelineCache {
-    modules: Mutex<HashMap<(ShaderId, Defines), wgpu::ShaderModule>>,
+    modules: Mutex<HashMap<ModuleKey, wgpu::ShaderModule>>,
     pipelines: Mutex<HashMap<Key, Arc<wgpu::ComputePipeline>>>,
 }
 
@@ -37,11 +49,12 @@ impl GpuContext {
     /// entry point uses appears in its group 0, and nothing else.
     pub fn pipeline(
         &self,
-        shader: ShaderId,
+        shader: impl Shader,
         entry: &'static str,
         defines: Defines,
     ) -> Arc<wgpu::ComputePipeline> {
-        let key = (shader, entry, defines);
+        let id = format!("{shader:?}");
+        let key = (id.clone(), entry, defines);
         if let Some(p) = self
             .pipelines
             .pipelines
@@ -57,7 +70,7 @@ impl GpuContext {
                 Err(poisoned) => poisoned.into_inner(),
             };
             modules
-                .entry((shader, defines))
+                .entry((id, defines))
                 .or_insert_with(|| {
                     let src = shader.source(&defines);
                     self.device

@@ -3,7 +3,6 @@
 //! encodes them. Each kernel has a plain-Rust twin of the same name in [`cpu`].
 
 pub mod attention;
-pub mod cpu;
 pub mod dispatch;
 pub mod elementwise;
 pub mod embed;
@@ -20,6 +19,7 @@ pub mod sample;
 pub mod softmax;
 pub mod source;
 pub mod tensor;
+pub mod twins;
 pub mod weights;
 
 pub use attention::{Attention, AttentionConfig};

@@ -6,6 +6,7 @@
 //! format decoders); no string is assembled any other way.
 
 use crate::gpu::defines::Defines;
+use crate::gpu::pipelines::Shader;
 use crate::kernels::format::WeightFormat;
 use crate::kernels::kv::KvStore;
 use crate::kernels::weights::WeightStore;
@@ -173,6 +174,16 @@ pub enum ShaderId {
     Sample,
     /// The adapter probe's streaming reads and per-dispatch unit.
     Probe,
+}
+
+impl Shader for ShaderId {
+    fn name(&self) -> &'static str {
+        ShaderId::name(self)
+    }
+
+    fn source(&self, defines: &Defines) -> String {
+        ShaderId::source(self, defines)
+    }
 }
 
 impl ShaderId {

@@ -1,6 +1,7 @@
 //! Model descriptions read from GGUF metadata.
 
 pub mod config;
-pub mod llama;
+pub mod graph;
+pub mod weights;
 
 pub use config::{Activation, Architecture, LlamaConfig, ModelConfig, RopeLayout, SlidingWindow};

@@ -20,7 +20,8 @@ pub mod q8_0;
 mod scalar;
 
 use crate::error::{GpuError, Result};
-use crate::gguf::GgmlType;
+mod ggml_type;
+pub use ggml_type::GgmlType;
 
 /// Expands `out.len()` weights of type `ty` stored in `bytes` to f32.
 ///

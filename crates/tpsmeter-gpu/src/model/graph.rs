@@ -31,7 +31,7 @@ use crate::kernels::{
     QWeight, RmsNorm, RopeKv, RopeKvConfig, RopeLayout, Tensor,
 };
 use crate::model::config::{Activation, ModelConfig, RopeLayout as ConfigRope};
-use crate::model::llama::{GateUp, GpuWeights};
+use crate::model::weights::{GateUp, GpuWeights};
 
 /// Activation buffers for up to `n` tokens.
 #[derive(Debug)]
@@ -95,7 +95,7 @@ pub struct KvCache {
 
 impl KvCache {
     /// Allocates the whole cache once (nothing is allocated per token); `f16`: see
-    /// [`crate::engine::ModelOptions::kv_f16`].
+    /// the engine's `ModelOptions::kv_f16`.
     pub fn new(
         ctx: &GpuContext,
         cfg: &ModelConfig,
