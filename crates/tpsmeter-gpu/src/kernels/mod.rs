@@ -1,6 +1,6 @@
 //! WGSL compute kernels and their ops. Each op checks shapes and types, then prepares
 //! dispatches once (pipelines from the cache, bind groups, parameters) so a decode step only
-//! encodes them. Each kernel has a plain-Rust twin of the same name in [`cpu`].
+//! encodes them. Each kernel has a plain-Rust twin of the same name in [`twins`].
 
 pub mod attention;
 pub mod dispatch;
