@@ -117,11 +117,12 @@ async fn check(
         &mut want_k,
         &mut want_v,
     );
-    // f32: the angles in f32 against f64 (positions < 16: a few ulps of 2 pi), and a norm's
-    // sum; values are O(1-10). f16 storage (activations, or the f16 texture) rounds each
-    // stored value to 2^-11 relative.
+    // f32: the angles in f32 against f64 (positions < 16: a few ulps), the GPU's sin, cos and
+    // pow (SwiftShader's are good to ~1e-4: 9.6e-5 seen on a value of 0.5, where lavapipe is
+    // within 2e-5), scaled by the pair's magnitude (O(1-10)), and a norm's sum. f16 storage
+    // (activations, or the f16 texture) rounds each stored value to 2^-11 relative.
     let f16_cache = dt == DType::F16 || store == KvStore::TextureF16;
-    let tol = |f16: bool| if f16 { (2e-3, 2e-3) } else { (2e-5, 2e-5) };
+    let tol = |f16: bool| if f16 { (2e-3, 2e-3) } else { (2e-4, 1e-3) };
     let label = format!(
         "rope_kv {heads}/{kv_heads}x{hd} rope {rope_dim} {layout:?} factors={with_factors} \
          biases={with_biases} norms={with_norms} {store:?} {dt:?} seed={seed}"
