@@ -13,7 +13,7 @@ use crate::error::{GpuError, Result};
 use crate::gguf::GgufFile;
 use crate::gpu::context::GpuContext;
 use crate::gpu::defines::DType;
-use crate::kernels::attention::AttentionConfig;
+use crate::kernels::attention::{self, AttentionConfig};
 use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor, positions};
 use crate::model::config::ModelConfig;
 use crate::model::weights::GpuWeights;
@@ -175,9 +175,13 @@ impl GpuModel {
             scores: &scores,
         };
         let decode = graph::layers(&ctx, &shared, &decode_act, 1, true)?;
-        // Not a decode for attention's purposes: one pass over the keys, no split.
-        let short = graph::layers(&ctx, &shared, &decode_act, 1, false)?;
-        let decode_short = (short.len() < decode.len()).then_some(short);
+        // Where decode attention splits, a second graph for short caches: not a decode for
+        // attention's purposes, so one pass over the keys.
+        let decode_short = if attention::splits_decode(ctx.profile, cfg.head_dim, max_ctx) {
+            Some(graph::layers(&ctx, &shared, &decode_act, 1, false)?)
+        } else {
+            None
+        };
         let head = graph::head(&ctx, &shared, &decode_act, &logits, 1)?;
         let sampler = Sampler::new(&ctx, &opts.sampling, &logits, cfg.vocab_size)?;
         let readback = TokenReadback::new(&ctx, slots);

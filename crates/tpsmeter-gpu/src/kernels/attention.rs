@@ -131,6 +131,18 @@ pub fn scratch_bytes(cfg: &AttentionConfig) -> u64 {
     (scores.max(chunks) * 4) as u64
 }
 
+/// Whether `profile` runs the CPU-type kernel for heads of `head_dim`: it reads a head 8
+/// values (two vec4s, one f16 texel) at a time.
+fn uses_cpu_kernel(profile: AdapterProfile, head_dim: usize) -> bool {
+    profile == AdapterProfile::Cpu && head_dim.is_multiple_of(8)
+}
+
+/// Whether a decode over a cache of `max_ctx` positions splits into chunks and a combine
+/// (two dispatches) on `profile`; otherwise attention is one dispatch.
+pub fn splits_decode(profile: AdapterProfile, head_dim: usize, max_ctx: usize) -> bool {
+    uses_cpu_kernel(profile, head_dim) && max_ctx > SPLIT_CHUNK
+}
+
 /// The attention dispatch over a caller-owned `scores` scratch (at least
 /// [`scratch_bytes`]). A model shares one scratch across its layers, which run one after
 /// another: one [`Attention`] per layer and prefill chunk size would allocate hundreds of MiB
@@ -179,8 +191,7 @@ pub fn prepare(
             }
         }
     }
-    // The CPU-type kernel reads a head 8 values (two vec4s, one f16 texel) at a time.
-    let cpu = profile == AdapterProfile::Cpu && cfg.head_dim.is_multiple_of(8);
+    let cpu = uses_cpu_kernel(profile, cfg.head_dim);
     let store = k_cache.store();
     if store != v_cache.store()
         || (store.is_texture() && !cpu)
@@ -258,7 +269,7 @@ pub fn prepare(
     };
     let params = ctx.uniform("attention params", &p);
     entries.push((0, params.as_entire_binding()));
-    if cpu && cfg.decode && cfg.max_ctx > SPLIT_CHUNK {
+    if cfg.decode && splits_decode(profile, cfg.head_dim, cfg.max_ctx) {
         // Split decode: `split` reads q, the cache and writes the chunk states; `combine`
         // reads them and writes out (each pipeline's layout has only the bindings it uses).
         // GQA: one invocation per (kv head, chunk) for the group's query heads

@@ -90,6 +90,24 @@ fn group_of(name: &str) -> Option<(String, &'static [&'static str])> {
         .map(|g| (prefix, g))
 }
 
+/// Fails unless a matrix of `(rows, cols)` is the `want`ed shape, naming the tensor and its
+/// file dims (ggml order, `[cols, rows]`).
+fn check_shape(
+    name: &str,
+    (rows, cols): (usize, usize),
+    want: (usize, usize),
+    dims: Vec<u64>,
+) -> Result<()> {
+    if (rows, cols) != want {
+        return Err(GpuError::WrongTensorShape {
+            tensor: name.into(),
+            expected: vec![want.1 as u64, want.0 as u64],
+            found: dims,
+        });
+    }
+    Ok(())
+}
+
 /// All weights of a Llama-family model, resident on one device.
 #[derive(Debug)]
 pub struct GpuWeights {
@@ -220,10 +238,16 @@ impl StagedWeights {
             self.fused.insert(names[0].clone(), (weight, shapes));
         } else {
             for (n, h) in members {
-                let weight = QWeight::upload(ctx, &n, h.format, h.rows, h.cols, &h.bytes)?;
-                self.matrices.insert(n, (weight, h.dims));
+                self.upload_alone(ctx, n, h)?;
             }
         }
+        Ok(())
+    }
+
+    /// Uploads a held member as a matrix of its own.
+    fn upload_alone(&mut self, ctx: &GpuContext, name: String, h: Held) -> Result<()> {
+        let weight = QWeight::upload(ctx, &name, h.format, h.rows, h.cols, &h.bytes)?;
+        self.matrices.insert(name, (weight, h.dims));
         Ok(())
     }
 
@@ -240,21 +264,14 @@ impl StagedWeights {
         let names: Vec<String> = group.iter().map(|m| format!("{prefix}{m}")).collect();
         if let Some((weight, shapes)) = self.fused.remove(&names[0]) {
             for ((name, r, c, dims), &want) in shapes.into_iter().zip(rows) {
-                if r != want || c != cols {
-                    return Err(GpuError::WrongTensorShape {
-                        tensor: name,
-                        expected: vec![cols as u64, want as u64],
-                        found: dims,
-                    });
-                }
+                check_shape(&name, (r, c), (want, cols), dims)?;
             }
             return Ok(vec![weight]);
         }
         // A group that never completed (a member is missing) or could not fuse.
         for n in &names {
             if let Some(h) = self.held.remove(n) {
-                let weight = QWeight::upload(ctx, n, h.format, h.rows, h.cols, &h.bytes)?;
-                self.matrices.insert(n.clone(), (weight, h.dims));
+                self.upload_alone(ctx, n.clone(), h)?;
             }
         }
         let width = rows.iter().sum();
@@ -283,13 +300,7 @@ impl StagedWeights {
             .matrices
             .remove(name)
             .ok_or_else(|| Self::missing(name))?;
-        if weight.rows != rows || weight.cols != cols {
-            return Err(GpuError::WrongTensorShape {
-                tensor: name.into(),
-                expected: vec![cols as u64, rows as u64],
-                found: dims,
-            });
-        }
+        check_shape(name, (weight.rows, weight.cols), (rows, cols), dims)?;
         Ok(weight)
     }
 
