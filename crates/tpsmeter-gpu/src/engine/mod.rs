@@ -20,6 +20,7 @@ pub mod model;
 mod prefill;
 #[cfg(not(target_arch = "wasm32"))]
 mod profile;
+mod prompt;
 pub(crate) mod readback;
 mod session;
 mod slots;
