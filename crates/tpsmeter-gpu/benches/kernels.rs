@@ -13,41 +13,13 @@
 
 use std::time::Instant;
 
+mod common;
+use common::{median, weights};
+
 use tpsmeter_gpu::gpu::{AdapterProfile, ContextOptions, DType, GpuContext};
 use tpsmeter_gpu::kernels::{
     GpuMatMul, MatMul, MatVec, MatVecOptions, MatVecVariant, QWeight, Tensor, WeightFormat,
 };
-
-/// Random but finite GGUF blocks (the kernels' speed does not depend on the values).
-fn weights(seed: &mut u64, f: WeightFormat, rows: usize, cols: usize) -> Vec<u8> {
-    let n = rows * f.row_bytes(cols);
-    let mut out = Vec::with_capacity(n);
-    while out.len() < n {
-        *seed ^= *seed << 13;
-        *seed ^= *seed >> 7;
-        *seed ^= *seed << 17;
-        out.extend_from_slice(&seed.to_le_bytes());
-    }
-    out.truncate(n);
-    // Finite scales: overwrite every block's f16 scale fields with 0.01.
-    let h = half::f16::from_f32(0.01).to_le_bytes();
-    for b in out.chunks_exact_mut(f.block_bytes()) {
-        match f {
-            WeightFormat::Q4_1 => {
-                b[..2].copy_from_slice(&h);
-                b[2..4].copy_from_slice(&h);
-            }
-            WeightFormat::Q8_0 | WeightFormat::Q4_0 => b[..2].copy_from_slice(&h),
-            _ => {}
-        }
-    }
-    out
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 fn time_dispatches(ctx: &GpuContext, ops: &[&MatVec], repeat: usize, runs: usize) -> f64 {
     let mut samples = Vec::with_capacity(runs);

@@ -183,7 +183,6 @@ async fn fused_matvecs_at_smollm2_shapes() {
     let Some(ctx) = gpu("fused_matvecs_at_smollm2_shapes").await else {
         return;
     };
-    let v = MatVecVariant::for_context(ctx);
     let st = WeightStore::for_context(ctx);
     for (seed, outputs, fusion) in [
         (1, 960, (true, None)),
@@ -196,7 +195,7 @@ async fn fused_matvecs_at_smollm2_shapes() {
             outputs,
             576,
             DType::F32,
-            v,
+            MatVecVariant::for_matrix(ctx, outputs),
             st,
             fusion,
         )

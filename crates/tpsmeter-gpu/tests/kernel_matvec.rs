@@ -167,7 +167,6 @@ async fn matvec_at_smollm2_shapes() {
     let Some(ctx) = gpu("matvec_at_smollm2_shapes").await else {
         return;
     };
-    let v = MatVecVariant::for_context(ctx);
     let st = WeightStore::for_context(ctx);
     // (seed, format, rows, cols, accumulate): q/o, gate/up, down (+ residual), head.
     for (seed, f, rows, cols, acc) in [
@@ -176,6 +175,7 @@ async fn matvec_at_smollm2_shapes() {
         (3, WeightFormat::Q4_1, 576, 1536, true),
         (4, WeightFormat::Q8_0, 49152, 576, false),
     ] {
+        let v = MatVecVariant::for_matrix(ctx, rows);
         check(ctx, seed, f, rows, cols, DType::F32, v, acc, st, None).await;
     }
 }

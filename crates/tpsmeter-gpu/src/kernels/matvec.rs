@@ -34,14 +34,25 @@ pub enum MatVecVariant {
 }
 
 impl MatVecVariant {
-    /// The variant measured best for the adapter's profile. CPU-type: 8 rows per invocation,
-    /// workgroup 8 (benches/kernels.rs on lavapipe here: 20-30% faster than 4 x 16 at every
-    /// SmolLM2 shape; engine.md found 8 x 8 best on SwiftShader too). GPUs: 64 invocations
-    /// reducing 4 rows, with subgroups when available.
-    pub fn for_context(ctx: &GpuContext) -> Self {
+    /// The variant measured best for the adapter's profile and a matrix of `outputs`
+    /// results (a gated unit's outputs are half its rows). GPUs: 64 invocations reducing 4
+    /// rows, with subgroups when available. CPU-type adapters: workgroups of 8, each
+    /// invocation owning 16 rows or 8:
+    /// - 16 on SwiftShader at every shape: each input slice loaded once serves twice the
+    ///   rows, and a folded norm's extra work per slice is spread over them too
+    ///   (benches/kernels.rs and benches/fusion.rs there: 15-25% faster than 8 rows at every
+    ///   SmolLM2 shape, folded or not);
+    /// - on lavapipe (whose input loads go through the lanes, x_lanes.wgsl) 16 only from
+    ///   1536 outputs (the gated FFN, the head: 7-10% faster), 8 below (576 and 960 rows:
+    ///   15-60% faster than 16; lavapipe spreads fewer invocations worse over its threads).
+    pub fn for_matrix(ctx: &GpuContext, outputs: usize) -> Self {
         match ctx.profile {
             AdapterProfile::Cpu => MatVecVariant::Cpu {
-                rows: 8,
+                rows: if !ctx.fetches_are_gathers() || outputs >= 1536 {
+                    16
+                } else {
+                    8
+                },
                 workgroup: 8,
             },
             AdapterProfile::Gpu if ctx.has_subgroups() => MatVecVariant::GpuSubgroup {
@@ -70,6 +81,10 @@ impl MatVecVariant {
             MatVecVariant::Cpu {
                 rows: 2,
                 workgroup: 16,
+            },
+            MatVecVariant::Cpu {
+                rows: 16,
+                workgroup: 8,
             },
             MatVecVariant::GpuShared {
                 rows: 4,
@@ -141,7 +156,7 @@ fn input(t: &Tensor, xs: XSource, bytes: u64) -> wgpu::BindingResource<'_> {
 pub struct MatVecOptions<'a> {
     /// Add into `y` instead of overwriting (fuses a residual add).
     pub accumulate: bool,
-    /// Kernel shape; `None` picks [`MatVecVariant::for_context`].
+    /// Kernel shape; `None` picks [`MatVecVariant::for_matrix`].
     pub variant: Option<MatVecVariant>,
     /// Normalise the input first.
     pub norm: Option<NormFold<'a>>,
@@ -247,7 +262,7 @@ impl MatVec {
         }
         let variant = opts
             .variant
-            .unwrap_or_else(|| MatVecVariant::for_context(ctx));
+            .unwrap_or_else(|| MatVecVariant::for_matrix(ctx, outputs));
         if matches!(variant, MatVecVariant::GpuSubgroup { .. }) && !ctx.has_subgroups() {
             return Err(GpuError::MissingFeature {
                 feature: "subgroups",
