@@ -1,0 +1,291 @@
+//! The local engine for JavaScript (the `gpu` feature): `EngineLoader` takes a GGUF file as
+//! it downloads, `Engine` generates. Runs in a dedicated Worker (the npm package's
+//! `tpsmeter/engine`), where awaiting the GPU never blocks a page.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use tpsmeter_gpu::GpuError;
+use tpsmeter_gpu::engine::Engine;
+use tpsmeter_gpu::generate::CancelToken;
+use tpsmeter_gpu::gpu::context::AdapterProfile;
+use wasm_bindgen::prelude::*;
+
+mod loader;
+mod request;
+
+pub use loader::JsEngineLoader;
+use request::{GenerateRequest, parse_request, run};
+
+/// The global property where the panic hook leaves the last panic's message.
+const PANIC_PROPERTY: &str = "__tpsmeterPanic";
+
+/// The engine's panic hook: the message goes to the console and to
+/// `globalThis.__tpsmeterPanic`. A panic ends in a trap, which reaches JS as a bare
+/// `RuntimeError: unreachable`; the Worker reads the cause there, since calling back into a
+/// trapped module is not safe.
+pub(crate) fn set_panic_hook() {
+    static SET: std::sync::Once = std::sync::Once::new();
+    SET.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            console_error_panic_hook::hook(info);
+            let _ = js_sys::Reflect::set(
+                &js_sys::global(),
+                &JsValue::from_str(PANIC_PROPERTY),
+                &JsValue::from_str(&info.to_string()),
+            );
+        }));
+    });
+}
+
+/// A JS `Error` whose `name` says what kind of failure it is. The engine's exports return
+/// these rather than `JsError` (which is always named `Error`): the page branches on the
+/// name (`InvalidModel`, `DeviceLost`, `OutOfMemory`, ... from [`GpuError::kind`];
+/// `InvalidRequest` and `InvalidState` from here), and device loss must be told apart from a
+/// bad request.
+fn named(name: &str, message: &str) -> JsValue {
+    let e = js_sys::Error::new(message);
+    e.set_name(name);
+    e.into()
+}
+
+fn gpu_err(e: GpuError) -> JsValue {
+    named(e.kind(), &e.to_string())
+}
+
+/// `DeviceLost`, with what the caller can do about it.
+fn lost_err(e: GpuError) -> JsValue {
+    named(e.kind(), &format!("{e}; create the engine again"))
+}
+
+/// Resolves after the current task (a `setTimeout(0)`), so that events queued behind it
+/// (such as a device's `lost`) have run.
+async fn next_task() {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        let set_timeout = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("setTimeout"))
+            .ok()
+            .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
+        match set_timeout {
+            Some(f) => {
+                let _ = f.call2(&JsValue::NULL, &resolve, &JsValue::from(0));
+            }
+            None => {
+                let _ = resolve.call0(&JsValue::NULL);
+            }
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
+fn request_err(e: impl std::fmt::Display) -> JsValue {
+    named("InvalidRequest", &e.to_string())
+}
+
+fn state_err(message: &str) -> JsValue {
+    named("InvalidState", message)
+}
+
+/// Where the engine is: a generation takes it out of the slot for its duration (no borrow
+/// is held across an await), so calls meanwhile get a clear "busy" instead of a panic.
+#[derive(Debug)]
+enum Slot {
+    Idle(Box<Engine>),
+    Busy,
+    Disposed,
+}
+
+/// A loaded model.
+#[wasm_bindgen(js_name = Engine)]
+#[derive(Debug)]
+pub struct JsEngine {
+    slot: Rc<RefCell<Slot>>,
+    cancel: CancelToken,
+}
+
+#[wasm_bindgen(js_class = Engine)]
+impl JsEngine {
+    /// The model's name (`general.name`).
+    #[wasm_bindgen(getter)]
+    pub fn name(&self) -> Result<String, JsValue> {
+        self.with(|e| e.name().to_owned())
+    }
+
+    /// Adapter, kernel profile, limits and the per-token figures the roofline needs, as JSON.
+    pub fn info(&self) -> Result<String, JsValue> {
+        self.with(|e| {
+            let model = e.model();
+            let ctx = model.context();
+            serde_json::json!({
+                "adapter": ctx.info.name,
+                "backend": format!("{:?}", ctx.info.backend),
+                "profile": match ctx.profile { AdapterProfile::Cpu => "cpu", AdapterProfile::Gpu => "gpu" },
+                "shaderF16": ctx.has_f16(),
+                "maxStorageBindingBytes": ctx.max_binding(),
+                "maxContext": model.max_context(),
+                "weightBytesPerToken": model.weight_bytes_per_token(),
+                "dispatchesPerToken": model.dispatches_per_token(),
+                "vocabSize": e.tokenizer().vocab_size(),
+            })
+            .to_string()
+        })
+    }
+
+    /// Token ids of `text` (with the model's BOS where it wants one).
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>, JsValue> {
+        self.with(|e| e.encode(text))?.map_err(gpu_err)
+    }
+
+    /// Generates for `request` (JSON text: `{ messages | prompt, max_tokens, temperature,
+    /// top_p, top_k, min_p, repetition_penalty, seed, stop, ignore_eos }`), calling
+    /// `on_token(text, id, t_ms)` for each token as its text becomes showable (`id` is
+    /// `undefined` for the final flush). Resolves to the result as JSON text. One at a time.
+    pub async fn generate(
+        &self,
+        request: String,
+        on_token: js_sys::Function,
+    ) -> Result<String, JsValue> {
+        let req: GenerateRequest = serde_json::from_str(&request).map_err(request_err)?;
+        let (params, sampling) = parse_request(&req)?;
+        let mut engine = self.take()?;
+        self.cancel.reset();
+        let result = run(
+            &mut engine,
+            &req,
+            &params,
+            &sampling,
+            &self.cancel,
+            &on_token,
+        )
+        .await;
+        self.put_back(engine, result).await
+    }
+
+    /// Teacher forcing, for checking this engine against another implementation: runs the
+    /// raw `prompt` (encoded as `encode` does), then feeds `forced` one token at a time and
+    /// resolves to JSON `[{ argmax, gap_to_forced, top2_gap }]`, one entry per forced token
+    /// (what the model would have picked there, and how far the forced token's logit is below
+    /// it). Leaves the sampler greedy and the KV cache treated as empty.
+    #[wasm_bindgen(js_name = teacherForced)]
+    pub async fn teacher_forced(
+        &self,
+        prompt: String,
+        forced: Vec<u32>,
+    ) -> Result<String, JsValue> {
+        let mut engine = self.take()?;
+        let result = async {
+            let ids = engine.encode(&prompt).map_err(gpu_err)?;
+            let steps = engine
+                .teacher_forced(&ids, &forced)
+                .await
+                .map_err(gpu_err)?;
+            serde_json::to_string(&steps).map_err(request_err)
+        }
+        .await;
+        self.put_back(engine, result).await
+    }
+
+    /// Stops the generation in flight after its current token.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// Frees the model's GPU memory (buffers are destroyed when dropped). Later calls fail.
+    /// A generation in flight is cancelled and the model dropped when it returns.
+    pub fn dispose(&self) {
+        self.cancel.cancel();
+        *self.slot.borrow_mut() = Slot::Disposed;
+    }
+}
+
+impl JsEngine {
+    /// Takes the engine out of its slot for one long call (the slot says `Busy` meanwhile).
+    /// The slot's borrow ends before the other arms run: a `RefMut` held in a `match`
+    /// scrutinee lives to the end of the match, and borrowing again there would panic.
+    /// A lost device fails here, before any work: nothing on it can succeed.
+    fn take(&self) -> Result<Box<Engine>, JsValue> {
+        let previous = std::mem::replace(&mut *self.slot.borrow_mut(), Slot::Busy);
+        match previous {
+            Slot::Idle(engine) => match engine.model().context().lost() {
+                Some(lost) => {
+                    *self.slot.borrow_mut() = Slot::Idle(engine);
+                    Err(lost_err(lost))
+                }
+                None => Ok(engine),
+            },
+            other => {
+                let busy = matches!(other, Slot::Busy);
+                *self.slot.borrow_mut() = other;
+                Err(state_err(if busy {
+                    "the engine is busy with another generation"
+                } else {
+                    "the engine was disposed"
+                }))
+            }
+        }
+    }
+
+    /// Ends a long call taken with [`JsEngine::take`]: a failure on a lost device is reported
+    /// as `DeviceLost` (the browser fails the pending readback a task before the device's
+    /// `lost` event, so wait for it: the caller learns the cause, not a generic map failure),
+    /// and the engine goes back to its slot, or is dropped, freeing its buffers, when it was
+    /// disposed meanwhile.
+    async fn put_back(
+        &self,
+        engine: Box<Engine>,
+        mut result: Result<String, JsValue>,
+    ) -> Result<String, JsValue> {
+        if result.is_err() {
+            next_task().await;
+            if let Some(lost) = engine.model().context().lost() {
+                result = Err(lost_err(lost));
+            }
+        }
+        let mut slot = self.slot.borrow_mut();
+        if !matches!(*slot, Slot::Disposed) {
+            *slot = Slot::Idle(engine);
+        }
+        result
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&Engine) -> T) -> Result<T, JsValue> {
+        match &*self.slot.borrow() {
+            Slot::Idle(engine) => Ok(f(engine)),
+            Slot::Busy => Err(state_err("the engine is busy with a generation")),
+            Slot::Disposed => Err(state_err("the engine was disposed")),
+        }
+    }
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// `performance.now()` of the global scope (a Worker's or a window's): one import call,
+    /// cheap enough to read twice per step.
+    #[wasm_bindgen(js_namespace = performance, js_name = now)]
+    fn performance_now_ms() -> f64;
+}
+
+/// `performance.now()` of the global scope (a Worker's or a window's).
+struct Now {
+    performance: JsValue,
+    now: js_sys::Function,
+}
+
+impl Now {
+    fn call(&self) -> f64 {
+        self.now
+            .call0(&self.performance)
+            .ok()
+            .and_then(|v| v.as_f64())
+            .unwrap_or(f64::NAN)
+    }
+}
+
+fn performance_now() -> Result<Now, JsValue> {
+    let performance = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("performance"))
+        .map_err(|_| state_err("no performance object in this scope"))?;
+    let now = js_sys::Reflect::get(&performance, &JsValue::from_str("now"))
+        .ok()
+        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+        .ok_or_else(|| state_err("no performance.now() in this scope"))?;
+    Ok(Now { performance, now })
+}
