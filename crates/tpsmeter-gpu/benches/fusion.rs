@@ -15,10 +15,8 @@
 //! `TPSMETER_BENCH_PROFILE=gpu` forces the Gpu profile's kernel shapes on any adapter).
 #![allow(clippy::unwrap_used)]
 
-use std::time::Instant;
-
 mod common;
-use common::{median, weights};
+use common::{median, timed_pass, weights};
 
 use tpsmeter_gpu::gpu::{AdapterProfile, ContextOptions, DType, GpuContext};
 use tpsmeter_gpu::kernels::{
@@ -53,19 +51,11 @@ fn vector(ctx: &GpuContext, label: &str, len: usize, v: f32) -> Tensor {
 
 /// Seconds per run of `stage`, `REPEAT` times in one pass and one submit.
 fn time(ctx: &GpuContext, stage: &[Dispatch]) -> f64 {
-    let t = Instant::now();
-    let mut enc = ctx.encoder("bench");
-    {
-        let mut pass = enc.begin_compute_pass(&Default::default());
-        for _ in 0..REPEAT {
-            for d in stage {
-                d.encode(&mut pass);
-            }
+    timed_pass(ctx, REPEAT, |pass| {
+        for d in stage {
+            d.encode(pass);
         }
-    }
-    ctx.submit(enc);
-    ctx.wait().unwrap();
-    t.elapsed().as_secs_f64() / REPEAT as f64
+    })
 }
 
 fn main() {

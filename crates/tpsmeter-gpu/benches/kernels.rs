@@ -11,10 +11,8 @@
 //! the ratio to the one-row kernel.
 #![allow(clippy::unwrap_used)]
 
-use std::time::Instant;
-
 mod common;
-use common::{median, weights};
+use common::{median, timed_pass, weights};
 
 use tpsmeter_gpu::gpu::{AdapterProfile, ContextOptions, DType, GpuContext};
 use tpsmeter_gpu::kernels::{
@@ -24,21 +22,14 @@ use tpsmeter_gpu::kernels::{
 fn time_dispatches(ctx: &GpuContext, ops: &[&MatVec], repeat: usize, runs: usize) -> f64 {
     let mut samples = Vec::with_capacity(runs);
     for i in 0..runs + 1 {
-        let t = Instant::now();
-        let mut enc = ctx.encoder("bench");
-        {
-            let mut pass = enc.begin_compute_pass(&Default::default());
-            for _ in 0..repeat {
-                for op in ops {
-                    op.encode(&mut pass);
-                }
+        let t = timed_pass(ctx, repeat, |pass| {
+            for op in ops {
+                op.encode(pass);
             }
-        }
-        ctx.submit(enc);
-        ctx.wait().unwrap();
+        });
         // The first run warms up (pipeline first use, page faults).
         if i > 0 {
-            samples.push(t.elapsed().as_secs_f64());
+            samples.push(t * repeat as f64);
         }
     }
     median(&mut samples)
@@ -246,21 +237,14 @@ fn matmuls(ctx: &GpuContext, runs: usize) {
         let mut samples = vec![Vec::with_capacity(runs); ops.len()];
         for run in 0..runs + 1 {
             for (i, op) in ops.iter().enumerate() {
-                let t = Instant::now();
-                let mut enc = ctx.encoder("bench");
-                {
-                    let mut pass = enc.begin_compute_pass(&Default::default());
-                    for _ in 0..REPEAT {
-                        for d in op.dispatches() {
-                            d.encode(&mut pass);
-                        }
+                let t = timed_pass(ctx, REPEAT, |pass| {
+                    for d in op.dispatches() {
+                        d.encode(pass);
                     }
-                }
-                ctx.submit(enc);
-                ctx.wait().unwrap();
+                });
                 // The first run warms up (pipeline first use).
                 if run > 0 {
-                    samples[i].push(t.elapsed().as_secs_f64() / REPEAT as f64);
+                    samples[i].push(t);
                 }
             }
         }

@@ -1,6 +1,9 @@
 //! What the kernel benchmarks share: weights of the right layout and medians.
 #![allow(dead_code)]
 
+use std::time::Instant;
+
+use tpsmeter_gpu::gpu::GpuContext;
 use tpsmeter_gpu::kernels::WeightFormat;
 
 /// Random but finite GGUF blocks (the kernels' speed does not depend on the values).
@@ -32,4 +35,24 @@ pub fn weights(seed: &mut u64, f: WeightFormat, rows: usize, cols: usize) -> Vec
 pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+/// Seconds per repeat of what `encode` records, `repeat` times in one compute pass and one
+/// submit, waited for (so fixed submit costs are spread over the repeats).
+pub fn timed_pass(
+    ctx: &GpuContext,
+    repeat: usize,
+    encode: impl Fn(&mut wgpu::ComputePass<'_>),
+) -> f64 {
+    let t = Instant::now();
+    let mut enc = ctx.encoder("bench");
+    {
+        let mut pass = enc.begin_compute_pass(&Default::default());
+        for _ in 0..repeat {
+            encode(&mut pass);
+        }
+    }
+    ctx.submit(enc);
+    ctx.wait().unwrap();
+    t.elapsed().as_secs_f64() / repeat.max(1) as f64
 }
