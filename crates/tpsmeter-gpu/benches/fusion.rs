@@ -16,9 +16,9 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
-use common::{median, timed_pass, weights};
+use common::{context, median, runs, timed_pass, weights};
 
-use tpsmeter_gpu::gpu::{AdapterProfile, ContextOptions, DType, GpuContext};
+use tpsmeter_gpu::gpu::{AdapterProfile, DType, GpuContext};
 use tpsmeter_gpu::kernels::{
     Dispatch, Glu, GluKind, MatVec, MatVecOptions, NormFold, QWeight, RmsNorm, Tensor, WeightFormat,
 };
@@ -64,23 +64,12 @@ fn main() {
         eprintln!("fusion bench: run with `cargo bench -p tpsmeter-gpu --bench fusion`");
         return;
     }
-    let runs: usize = std::env::var("TPSMETER_BENCH_RUNS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(9);
+    let runs = runs();
     let forced = std::env::var("TPSMETER_BENCH_PROFILE")
         .is_ok_and(|p| p == "gpu")
         .then_some(AdapterProfile::Gpu);
-    let opts = ContextOptions {
-        profile: forced,
-        ..ContextOptions::default()
-    };
-    let ctx = match GpuContext::new_blocking(&opts) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("no GPU adapter, nothing to benchmark: {e}");
-            return;
-        }
+    let Some(ctx) = context(forced) else {
+        return;
     };
     println!(
         "adapter: {} ({:?}, {:?}, {:?} profile); µs per stage, median of {runs} runs",

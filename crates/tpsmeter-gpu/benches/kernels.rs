@@ -12,9 +12,9 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
-use common::{median, timed_pass, weights};
+use common::{context, median, runs, timed_pass, weights};
 
-use tpsmeter_gpu::gpu::{AdapterProfile, ContextOptions, DType, GpuContext};
+use tpsmeter_gpu::gpu::{AdapterProfile, DType, GpuContext};
 use tpsmeter_gpu::kernels::{
     GpuMatMul, MatMul, MatVec, MatVecOptions, MatVecVariant, QWeight, Tensor, WeightFormat,
 };
@@ -43,22 +43,11 @@ fn main() {
         );
         return;
     }
-    let runs: usize = std::env::var("TPSMETER_BENCH_RUNS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(9);
+    let runs = runs();
     // The matmul comparison forces the Gpu profile (storage-buffer weights) on any adapter.
     let matmul = std::env::args().any(|a| a == "matmul");
-    let opts = ContextOptions {
-        profile: matmul.then_some(AdapterProfile::Gpu),
-        ..ContextOptions::default()
-    };
-    let ctx = match GpuContext::new_blocking(&opts) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("no GPU adapter, nothing to benchmark: {e}");
-            return;
-        }
+    let Some(ctx) = context(matmul.then_some(AdapterProfile::Gpu)) else {
+        return;
     };
     println!(
         "adapter: {} ({:?}, {:?}); median of {runs} runs",

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use tpsmeter_gpu::gpu::GpuContext;
+use tpsmeter_gpu::gpu::{AdapterProfile, ContextOptions, GpuContext};
 use tpsmeter_gpu::kernels::WeightFormat;
 
 /// Random but finite GGUF blocks (the kernels' speed does not depend on the values).
@@ -55,4 +55,28 @@ pub fn timed_pass(
     ctx.submit(enc);
     ctx.wait().unwrap();
     t.elapsed().as_secs_f64() / repeat.max(1) as f64
+}
+
+/// Runs per figure: `TPSMETER_BENCH_RUNS`, default 9.
+pub fn runs() -> usize {
+    std::env::var("TPSMETER_BENCH_RUNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(9)
+}
+
+/// The default adapter with `profile`'s kernel shapes forced where given, or `None` (said
+/// on stderr) where there is no adapter: nothing to benchmark then.
+pub fn context(profile: Option<AdapterProfile>) -> Option<GpuContext> {
+    let opts = ContextOptions {
+        profile,
+        ..ContextOptions::default()
+    };
+    match GpuContext::new_blocking(&opts) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            eprintln!("no GPU adapter, nothing to benchmark: {e}");
+            None
+        }
+    }
 }
