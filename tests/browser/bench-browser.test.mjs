@@ -36,6 +36,41 @@ test('bench() in the browser', async (t) => {
     assert.match(report.environment.notes.http_versions, /http\/1\.1/);
   });
 
+  await t.test('options are checked in the package\'s words before anything starts', async () => {
+    const base = { api: 'openai-chat', url: fx.emulator.prefixed('pace/5,2,5'), model: 'emulator', requests: 2 };
+    const outcomes = await page.evaluate(async (cases) => {
+      const { bench } = await import('/tpsmeter/dist/index.js');
+      const out = [];
+      for (const o of cases) {
+        out.push(
+          await bench(o).then(
+            (r) => ({ ran: true, levels: r.levels.map((l) => l.level) }),
+            (e) => ({ ran: false, name: e.name, message: e.message }),
+          ),
+        );
+      }
+      return out;
+    }, [
+      { ...base, max_tokens: 4 },
+      { ...base, maxTokens: -5 },
+      { ...base, api: 'openai' },
+      { ...base, concurrency: [2], rate: [1] },
+      { ...base, concurrncy: [2] },
+      { ...base, concurrency: 1, maxTokens: 4 },
+    ]);
+    const [snake, negative, api, conflict, typo, single] = outcomes;
+    assert.deepEqual([snake.ran, snake.name], [false, 'TypeError'], JSON.stringify(snake));
+    assert.match(snake.message, /unknown option `max_tokens` \(did you mean `maxTokens`\?\)/);
+    assert.match(negative.message, /option `maxTokens` expects a whole number from 1, got -5/);
+    assert.match(api.message, /option `api` expects one of 'openai-chat', .*'ollama-chat'.*got "openai"/);
+    assert.doesNotMatch(api.message, /'ollama'/);
+    assert.match(conflict.message, /`concurrency` and `rate` conflict/);
+    assert.match(typo.message, /unknown option `concurrncy` \(did you mean `concurrency`\?\)/);
+    // One number is one level, and the run honours the options it was given.
+    assert.equal(single.ran, true, JSON.stringify(single));
+    assert.deepEqual(single.levels, [{ concurrency: 1 }]);
+  });
+
   await t.test('a hidden tab is flagged', async () => {
     // Headless Chromium keeps every page visible (minimising or switching tabs changes
     // nothing), so the page is told it is hidden the way a browser would tell it.

@@ -4,6 +4,7 @@
 import type { RenderTarget } from '../paint.js';
 import type { Api, RequestRecord } from '../types.js';
 import type { BenchEngine } from './local.js';
+import { validate } from './validate.js';
 
 /** The run's settings: the CLI's `bench` options, camelCase. */
 export interface RunSettings {
@@ -13,10 +14,10 @@ export interface RunSettings {
   model: string;
   /** Sent in the API's header (or query for Gemini); kept in memory only, never in a report or message. */
   apiKey?: string;
-  /** Closed-loop levels: requests kept in flight. */
-  concurrency?: number[];
-  /** Open-loop levels: Poisson arrivals per second. */
-  rate?: number[];
+  /** Closed-loop levels: requests kept in flight (one number is one level). Not with `rate`. */
+  concurrency?: number | number[];
+  /** Open-loop levels: Poisson arrivals per second (one number is one level). Not with `concurrency`. */
+  rate?: number | number[];
   /** Cap on requests in flight in open-loop levels. */
   maxConcurrency?: number;
   /** Measured requests per level. */
@@ -96,7 +97,8 @@ export const DEFAULT_IDLE_TIMEOUT_S = 30;
 
 /** The settings for `BenchRun`, without callbacks and undefined fields. */
 export function runSettings(options: BenchOptions): RunSettings {
-  const { onProgress: _p, onRecord: _r, signal: _s, render: _d, engine, ...settings } = options;
+  const checked = validate(options as unknown as Record<string, unknown>) as unknown as BenchOptions;
+  const { onProgress: _p, onRecord: _r, signal: _s, render: _d, engine, ...settings } = checked;
   if (settings.api === 'local') {
     if (!engine || typeof engine.chat?.completions?.create !== 'function') {
       throw new TypeError("bench({ api: 'local' }) needs `engine`: a LocalEngine from createEngine() (tpsmeter/engine)");
@@ -113,7 +115,8 @@ export function runSettings(options: BenchOptions): RunSettings {
 
 /** The most requests the run asks to have in flight at once. */
 export function maxConcurrency(s: RunSettings): number {
-  const closed = Math.max(0, ...(s.concurrency ?? []));
-  const open = s.rate && s.rate.length > 0 ? (s.maxConcurrency ?? Infinity) : 0;
+  const levels = (v: number | number[] | undefined): number[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+  const closed = Math.max(0, ...levels(s.concurrency));
+  const open = levels(s.rate).length > 0 ? (s.maxConcurrency ?? Infinity) : 0;
   return Math.max(closed, open, s.concurrency || s.rate ? 0 : 1);
 }

@@ -272,7 +272,7 @@ async function runOne(
   signal: AbortSignal,
   step: { label: string; suffix: string } | undefined,
 ): Promise<StoredRun | undefined> {
-  const levelNames = (settings.concurrency ?? [1]).map((c) => `c=${c}`);
+  const levelNames = [settings.concurrency ?? 1].flat().map((c) => `c=${c}`);
   const model = local ? local.name : settings.model;
   const stored: StoredRun = {
     id: newId(),

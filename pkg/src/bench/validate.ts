@@ -1,0 +1,187 @@
+// `bench()` options checked in the package's own words before anything starts: an unknown
+// name is refused with the name it was probably meant to be (`max_tokens` → `maxTokens`), a
+// value of the wrong kind names its option and what it expects, and options that cannot go
+// together say so. The wasm side would otherwise answer in serde's words ("invalid type:
+// floating point `-5.0`, expected u32") or, for an unknown name, run without it.
+
+import type { Api } from '../types.js';
+
+/** The streaming APIs `bench()` speaks, as documented (`local` needs `engine`). */
+export const APIS: readonly Api[] = [
+  'openai-chat',
+  'openai-completions',
+  'openai-responses',
+  'anthropic',
+  'gemini',
+  'ollama-chat',
+  'ollama-generate',
+  'vercel-ui',
+  'local',
+];
+
+type Kind = 'string' | 'boolean' | 'count' | 'positiveInt' | 'positive' | 'nonNegative' | 'levels' | 'rates' | 'api' | 'hook' | 'object' | 'render';
+
+/** Every option `bench()` takes, and what its value must be. */
+const OPTIONS: Record<string, Kind> = {
+  api: 'api',
+  url: 'string',
+  model: 'string',
+  apiKey: 'string',
+  concurrency: 'levels',
+  rate: 'rates',
+  maxConcurrency: 'positiveInt',
+  requests: 'positiveInt',
+  durationS: 'positive',
+  maxTokens: 'positiveInt',
+  prompt: 'string',
+  inputTokens: 'positiveInt',
+  system: 'string',
+  temperature: 'nonNegative',
+  warmup: 'count',
+  timeoutS: 'positive',
+  idleTimeoutS: 'positive',
+  slo: 'string',
+  seed: 'count',
+  ignoreEos: 'boolean',
+  onProgress: 'hook',
+  onRecord: 'hook',
+  signal: 'object',
+  render: 'render',
+  engine: 'object',
+};
+
+const EXPECTED: Record<Kind, string> = {
+  string: 'a string',
+  boolean: 'true or false',
+  count: 'a whole number from 0',
+  positiveInt: 'a whole number from 1',
+  positive: 'a number above 0',
+  nonNegative: 'a number from 0',
+  levels: 'a whole number from 1, or an array of them (one level each), such as [1, 4, 16]',
+  rates: 'a number of requests per second above 0, or an array of them, such as [0.5, 2]',
+  api: `one of ${APIS.map((a) => `'${a}'`).join(', ')}`,
+  hook: 'a function',
+  object: 'an object',
+  render: 'an HTMLElement or a render callback',
+};
+
+/** Largest whole number an option takes (the wasm side reads 32-bit counts). */
+const MAX_COUNT = 0xffff_ffff;
+
+const describe = (v: unknown): string => {
+  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v);
+  if (Array.isArray(v)) return `[${v.map(describe).join(', ')}]`;
+  if (v === null) return 'null';
+  if (typeof v === 'object') return 'an object';
+  if (typeof v === 'function') return 'a function';
+  return String(v);
+};
+
+const isWhole = (v: unknown, min: number): v is number =>
+  typeof v === 'number' && Number.isInteger(v) && v >= min && v <= MAX_COUNT;
+
+function fits(kind: Kind, v: unknown): boolean {
+  switch (kind) {
+    case 'string':
+      return typeof v === 'string';
+    case 'boolean':
+      return typeof v === 'boolean';
+    case 'count':
+      return isWhole(v, 0);
+    case 'positiveInt':
+      return isWhole(v, 1);
+    case 'positive':
+      return typeof v === 'number' && Number.isFinite(v) && v > 0;
+    case 'nonNegative':
+      return typeof v === 'number' && Number.isFinite(v) && v >= 0;
+    case 'levels':
+      return isWhole(v, 1) || (Array.isArray(v) && v.length > 0 && v.every((x) => isWhole(x, 1)));
+    case 'rates': {
+      const rate = (x: unknown): boolean => typeof x === 'number' && Number.isFinite(x) && x > 0;
+      return rate(v) || (Array.isArray(v) && v.length > 0 && v.every(rate));
+    }
+    case 'api':
+      return typeof v === 'string' && (APIS as readonly string[]).includes(v);
+    case 'hook':
+      return typeof v === 'function';
+    case 'object':
+      return typeof v === 'object' && v !== null;
+    case 'render':
+      return typeof v === 'function' || (typeof v === 'object' && v !== null);
+  }
+}
+
+/** Edit distance, for "did you mean" (names are short: the plain table is fine). */
+function distance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let diag = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const up = row[j]!;
+      row[j] = Math.min(up + 1, row[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diag = up;
+    }
+  }
+  return row[b.length]!;
+}
+
+/** The known option a misspelt or snake_case name most likely meant, if any. */
+export function suggest(name: string): string | undefined {
+  const camel = name.replace(/[_-]+([a-z0-9])/gi, (_, c: string) => c.toUpperCase());
+  const lower = camel.toLowerCase();
+  const known = Object.keys(OPTIONS);
+  const exact = known.find((k) => k.toLowerCase() === lower);
+  if (exact) return exact;
+  let best: string | undefined;
+  let bestD = Infinity;
+  for (const k of known) {
+    const d = distance(lower, k.toLowerCase());
+    if (d < bestD) [best, bestD] = [k, d];
+  }
+  return bestD <= Math.max(1, Math.floor(lower.length / 4)) ? best : undefined;
+}
+
+/**
+ * Checks every option, throwing a `TypeError` that names the first bad one; returns the
+ * settings with a single `concurrency` or `rate` number made a one-level list.
+ */
+export function validate(options: Record<string, unknown>): Record<string, unknown> {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError('bench() takes an options object: { api, url, model, ... }');
+  }
+  for (const [name, value] of Object.entries(options)) {
+    const kind = OPTIONS[name];
+    if (kind === undefined) {
+      const hint = suggest(name);
+      throw new TypeError(`bench(): unknown option \`${name}\`${hint ? ` (did you mean \`${hint}\`?)` : ''}`);
+    }
+    if (value !== undefined && !fits(kind, value)) {
+      throw new TypeError(`bench(): option \`${name}\` expects ${EXPECTED[kind]}, got ${describe(value)}`);
+    }
+  }
+  if (options.api === undefined) throw new TypeError(`bench(): option \`api\` is required: ${EXPECTED.api}`);
+  if (options.api !== 'local') {
+    for (const name of ['url', 'model']) {
+      if (typeof options[name] !== 'string' || options[name] === '') {
+        throw new TypeError(`bench(): option \`${name}\` is required for api '${String(options.api)}'`);
+      }
+    }
+  }
+  if (options.concurrency !== undefined && options.rate !== undefined) {
+    throw new TypeError(
+      'bench(): options `concurrency` and `rate` conflict: `concurrency` runs closed-loop levels (requests kept in flight), `rate` open-loop ones (arrivals per second); give one',
+    );
+  }
+  if (options.maxConcurrency !== undefined && options.rate === undefined) {
+    throw new TypeError('bench(): option `maxConcurrency` caps open-loop levels: it needs `rate`');
+  }
+  if (options.prompt !== undefined && options.inputTokens !== undefined) {
+    throw new TypeError('bench(): options `prompt` and `inputTokens` conflict: `inputTokens` generates the prompt; give one');
+  }
+  const out = { ...options };
+  for (const name of ['concurrency', 'rate']) {
+    if (typeof out[name] === 'number') out[name] = [out[name]];
+  }
+  return out;
+}
