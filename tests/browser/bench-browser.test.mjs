@@ -36,6 +36,25 @@ test('bench() in the browser', async (t) => {
     assert.match(report.environment.notes.http_versions, /http\/1\.1/);
   });
 
+  await t.test('no http1_queueing warning when fewer requests than connections were in flight', async () => {
+    // Concurrency 10 over HTTP/1.1, but 3 requests: never more than 3 in flight, so nothing
+    // waited for a connection, whatever the first request's CORS preflight took.
+    const report = await benchInPage(page, {
+      api: 'openai-chat',
+      url: fx.emulator.prefixed('pace/20,10,20'),
+      model: 'emulator',
+      concurrency: [10],
+      requests: 3,
+      maxTokens: 20,
+    });
+    assert.deepEqual(errorClasses(report), Array(3).fill('ok'));
+    assert.deepEqual(
+      report.warnings.filter((w) => w.code === 'http1_queueing'),
+      [],
+      `warnings: ${JSON.stringify(report.warnings)}`,
+    );
+  });
+
   await t.test('options are checked in the package\'s words before anything starts', async () => {
     const base = { api: 'openai-chat', url: fx.emulator.prefixed('pace/5,2,5'), model: 'emulator', requests: 2 };
     const outcomes = await page.evaluate(async (cases) => {

@@ -55,6 +55,8 @@ export async function bench(options: BenchOptions): Promise<Report> {
   else signal?.addEventListener('abort', onAbort, { once: true });
 
   const inFlight = new Set<Promise<void>>();
+  // The most requests this run had in flight at once: what could have queued for a connection.
+  let peakInFlight = 0;
   const httpVersions = new Set<string>();
   let minQueueMs = Infinity;
   let maxQueueMs = 0;
@@ -121,6 +123,7 @@ export async function bench(options: BenchOptions): Promise<Report> {
               notify();
             });
           inFlight.add(p);
+          peakInFlight = Math.max(peakInFlight, inFlight.size);
           break;
         }
         case 'sleep':
@@ -147,6 +150,7 @@ export async function bench(options: BenchOptions): Promise<Report> {
     const warnings = runWarnings({
       url: request.url,
       maxConcurrency: maxConcurrency(settings),
+      peakInFlight,
       httpVersions,
       minQueueMs,
       maxQueueMs,

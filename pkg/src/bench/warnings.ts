@@ -16,6 +16,9 @@ export interface RunFacts {
   url: string;
   /** The largest number of requests the run asked to have in flight at once. */
   maxConcurrency: number;
+  /** The most requests the run had in flight at once (fewer than asked when a level has fewer
+   * requests than its concurrency, or an open loop never piles up). */
+  peakInFlight: number;
   httpVersions: ReadonlySet<string>;
   /** Smallest and largest queueing measured (Infinity / 0 when none was). */
   minQueueMs: number;
@@ -40,7 +43,11 @@ export function runWarnings(f: RunFacts): Warning[] {
   const out: Warning[] = [];
   const http1 = isHttp1(f);
   const excessQueueMs = f.maxQueueMs - Math.min(f.minQueueMs, f.maxQueueMs);
-  if ((http1 && f.maxConcurrency > HTTP1_CONNECTIONS) || excessQueueMs > QUEUE_NOTICE_MS) {
+  // Only requests of this run that were in flight together can have waited for one another's
+  // connections: one request at a time (or six over HTTP/1.1) queues for nothing of ours, and
+  // a first request's longer CORS preflight is not queueing.
+  const couldQueue = f.peakInFlight > 1;
+  if (couldQueue && ((http1 && f.peakInFlight > HTTP1_CONNECTIONS) || excessQueueMs > QUEUE_NOTICE_MS)) {
     const asked = Number.isFinite(f.maxConcurrency) ? String(f.maxConcurrency) : 'unbounded (open loop)';
     const measured =
       f.maxQueueMs > 0
