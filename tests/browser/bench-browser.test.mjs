@@ -55,6 +55,18 @@ test('bench() in the browser', async (t) => {
     );
   });
 
+  await t.test('a same-origin path is a URL, resolved against the page', async () => {
+    // The page's own server has no API at this path: the run goes out and gets a 404, which
+    // is a record, not a rejection of the URL.
+    const out = await page.evaluate(async () => {
+      const { bench } = await import('/tpsmeter/dist/index.js');
+      const report = await bench({ api: 'vercel-ui', url: '/api/chat', model: 'm', concurrency: 1, requests: 1 });
+      return { url: report.config.url, classes: report.requests.map((r) => r.error?.class ?? 'ok'), origin: location.origin };
+    });
+    assert.equal(out.url, `${out.origin}/api/chat`);
+    assert.deepEqual(out.classes, ['http_4xx']);
+  });
+
   await t.test('options are checked in the package\'s words before anything starts', async () => {
     const base = { api: 'openai-chat', url: fx.emulator.prefixed('pace/5,2,5'), model: 'emulator', requests: 2 };
     const outcomes = await page.evaluate(async (cases) => {

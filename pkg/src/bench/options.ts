@@ -107,10 +107,28 @@ export function runSettings(options: BenchOptions): RunSettings {
     settings.model ??= engine.name;
   } else if (engine !== undefined) {
     throw new TypeError(`\`engine\` is for api: 'local', not ${settings.api}`);
+  } else {
+    settings.url = absoluteUrl(settings.url);
   }
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(settings)) if (v !== undefined) out[k] = v;
   return out as unknown as RunSettings;
+}
+
+/**
+ * A same-origin path (`/api/chat`) or other relative URL resolved against the page's (or the
+ * Worker's) location, as `fetch()` would resolve it; absolute URLs are left alone, and so is
+ * anything outside a browser (the core then says what a URL must look like).
+ */
+export function absoluteUrl(url: string): string {
+  if (/^[a-z][a-z0-9+.-]*:/i.test(url)) return url;
+  const base = typeof location !== 'undefined' ? location.href : undefined;
+  if (base === undefined) return url;
+  try {
+    return new URL(url, base).href;
+  } catch {
+    return url;
+  }
 }
 
 /** The most requests the run asks to have in flight at once. */
