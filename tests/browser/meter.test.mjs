@@ -121,6 +121,54 @@ test('Meter', async (t) => {
     await assertClean(page);
   });
 
+  await t.test('overlapping streams are measured each on its own: start() handles and the meter-level calls', async () => {
+    const page = await fx.page();
+    const out = await page.evaluate(async ([url, long, short]) => {
+      const { Meter } = await import('/tpsmeter/dist/meter/index.js');
+      const drain = (res) => res.text();
+      // Handles: one per stream.
+      const meter = new Meter({ api: 'openai-chat', model: 'emulator' });
+      const s1 = meter.start();
+      const a = s1.wrap(await fetch(`${url}/v1/chat/completions`, long));
+      const s2 = meter.start();
+      const b = s2.wrap(await fetch(`${url}/v1/chat/completions`, short));
+      await Promise.all([drain(a), drain(b)]);
+      const handles = await Promise.all([s1.report(), s2.report()]);
+      // The meter-level calls, as the issue's report wrote them: start(); wrap(r1); start(); wrap(r2).
+      const reports = [];
+      const legacy = new Meter({ api: 'openai-chat', model: 'emulator', onReport: (r) => reports.push(r) });
+      legacy.start();
+      const c = legacy.wrap(await fetch(`${url}/v1/chat/completions`, long));
+      legacy.start();
+      const d = legacy.wrap(await fetch(`${url}/v1/chat/completions`, short));
+      await Promise.all([drain(c), drain(d)]);
+      while (reports.length < 2) await new Promise((r) => setTimeout(r, 20));
+      // An SDK's stream of parsed objects is not bytes: a TypeError that names chunk().
+      async function* objects() {
+        yield { choices: [{ delta: { content: 'hi' } }] };
+      }
+      let objectError = null;
+      try {
+        for await (const _ of new Meter({ api: 'openai-chat' }).wrap(objects())) {
+          /* read */
+        }
+      } catch (e) {
+        objectError = `${e.name}: ${e.message}`;
+      }
+      const brief = (r) => ({ tokens: r.record.output_tokens, error: r.record.error?.class ?? null, partial: r.partial });
+      return { handles: handles.map(brief), legacy: reports.map(brief), objectError };
+    }, [fx.emulator.base, chatRequest(16), chatRequest(8)]);
+    const ok = (tokens) => ({ tokens, error: null, partial: false });
+    assert.deepEqual(out.handles, [ok(16), ok(8)]);
+    assert.deepEqual(
+      [...out.legacy].sort((x, y) => y.tokens - x.tokens),
+      [ok(16), ok(8)],
+      'the first stream is not cut short by the second start()',
+    );
+    assert.match(out.objectError ?? '', /^TypeError: .*chunk\(text\)/);
+    await assertClean(page);
+  });
+
   await t.test('wrap(ReadableStream) and wrap(AsyncIterable) of a recorded stream, split anywhere', async () => {
     const page = await fx.page();
     const out = await page.evaluate(async () => {

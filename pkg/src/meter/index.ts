@@ -8,9 +8,9 @@
 import { canObserveFrames } from '../frames.js';
 import { newLog, TEXT_WIRE, type StreamLog } from './log.js';
 import { tapIterable, tapStream } from './tap.js';
-import type { MeterOptions, MeterReport } from './types.js';
+import type { MeterOptions, MeterReport, MeterStream } from './types.js';
 
-export type { MeterOptions, MeterReport, OtelData, OtelMetric } from './types.js';
+export type { MeterOptions, MeterReport, MeterStream, OtelData, OtelMetric } from './types.js';
 
 /** After a stream ends, how long to wait for the app's last paint before reporting. */
 const SETTLE_MS = 500;
@@ -35,9 +35,31 @@ export class Meter {
     if (typeof document !== 'undefined') document.addEventListener('visibilitychange', this.onHidden);
   }
 
-  /** Marks the start of a new stream (call right before `fetch` so TTFT covers the request). */
-  start(): void {
-    this.begin(this.options.api, true);
+  /**
+   * Marks the start of a new stream (call right before `fetch` so TTFT covers the request)
+   * and returns its own handle: `const s = meter.start(); s.wrap(await fetch(...))`. Streams
+   * started this way are measured independently, however many run at once. The meter's own
+   * `wrap()`/`chunk()`/`end()` act on the stream started last.
+   */
+  start(): MeterStream {
+    const log = this.begin(this.options.api, true);
+    const attach = (): StreamLog => {
+      if (log.tapped || log.responseMs !== undefined) {
+        throw new Error('tpsmeter: this stream was already wrapped or fed; call meter.start() for each stream');
+      }
+      return log;
+    };
+    return {
+      wrap: ((x: Response | ReadableStream<Uint8Array> | AsyncIterable<Chunk>) => this.tap(attach(), x)) as MeterStream['wrap'],
+      chunk: (text: string) => this.feed(log, text),
+      end: () => this.finish(log),
+      painted: () => {
+        this.trackPaints = true;
+        log.ready.push(performance.now());
+        if (canObserveFrames()) log.frames.start();
+      },
+      report: () => (log.endMs !== undefined && log.built ? log.built : build(log, this.options, log.endMs === undefined)),
+    };
   }
 
   /**
@@ -49,7 +71,11 @@ export class Meter {
   wrap(stream: ReadableStream<Uint8Array>): ReadableStream<Uint8Array>;
   wrap<T extends Chunk>(iterable: AsyncIterable<T>): AsyncIterable<T>;
   wrap(x: Response | ReadableStream<Uint8Array> | AsyncIterable<Chunk>): unknown {
-    const log = this.begin(this.options.api, false);
+    return this.tap(this.begin(this.options.api, false), x);
+  }
+
+  private tap(log: StreamLog, x: Response | ReadableStream<Uint8Array> | AsyncIterable<Chunk>): unknown {
+    log.tapped = true;
     const t = performance.now();
     log.responseMs = t;
     const onEnd = (): void => this.ended(log);
@@ -70,18 +96,28 @@ export class Meter {
 
   /** Stamps a text delta the app received by other means (measured as an OpenAI-style stream). */
   chunk(text: string): void {
-    const t = performance.now();
     let log = this.log;
     if (!(log && log.endMs === undefined && log.wire === TEXT_WIRE)) log = this.begin(TEXT_WIRE, false);
+    this.feed(log, text);
+  }
+
+  /** Ends a stream fed with `chunk()`. */
+  end(): void {
+    if (this.log) this.finish(this.log);
+  }
+
+  private feed(log: StreamLog, text: string): void {
+    const t = performance.now();
+    if (typeof text !== 'string') throw new TypeError('tpsmeter: chunk() takes the text delta as a string');
+    if (log.endMs !== undefined) return;
+    log.wire = TEXT_WIRE;
     log.responseMs ??= t;
     log.times.push(t);
     log.chunks.push(text);
   }
 
-  /** Ends a stream fed with `chunk()`. */
-  end(): void {
-    const log = this.log;
-    if (!log || log.endMs !== undefined) return;
+  private finish(log: StreamLog): void {
+    if (log.endMs !== undefined) return;
     log.endMs = performance.now();
     this.ended(log);
   }
@@ -130,7 +166,9 @@ export class Meter {
       prev.wire = wire;
       return prev;
     }
-    if (prev && prev.endMs === undefined) {
+    // A wrapped stream still running ends when its body does (streams may overlap); one fed
+    // with chunk() has no end of its own, so a new stream ends it.
+    if (prev && prev.endMs === undefined && !prev.tapped) {
       prev.endMs = performance.now();
       this.ended(prev);
     }
@@ -171,6 +209,7 @@ export class Meter {
     log.reported = true;
     log.frames.stop();
     const p = build(log, this.options, partial);
+    if (!partial) log.built = p;
     if (log === this.log && !partial) this.built = p;
     const onReport = this.options.onReport;
     p.then(

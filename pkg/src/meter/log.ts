@@ -27,6 +27,10 @@ export interface StreamLog {
   frames: FrameRecorder;
   /** onReport has been (or is being) given this stream's report. */
   reported: boolean;
+  /** A body is being read through the meter (wrap): it ends the stream itself. */
+  tapped?: boolean;
+  /** The final report, once built. */
+  built?: Promise<import('./types.js').MeterReport>;
 }
 
 export function newLog(wire: string, startMs: number): StreamLog {

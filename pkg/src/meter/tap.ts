@@ -67,6 +67,11 @@ export async function* tapIterable<T extends Uint8Array | string>(
   let done = false;
   try {
     for await (const item of source) {
+      if (typeof item !== 'string' && !(item instanceof Uint8Array)) {
+        throw new TypeError(
+          "tpsmeter: wrap() takes a stream of bytes or strings, and this one yields objects (an SDK's parsed chunks?): call meter.chunk(text) with each text delta instead",
+        );
+      }
       log.times.push(performance.now());
       log.chunks.push(item);
       yield item;

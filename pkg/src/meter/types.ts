@@ -44,3 +44,22 @@ export interface MeterReport {
   /** The stream had not ended (the tab went hidden, or `report()` was called mid-stream). */
   partial: boolean;
 }
+
+/**
+ * One stream's handle, from `meter.start()`: what it wraps or is fed is measured on its own,
+ * whatever other streams of the same meter run meanwhile.
+ */
+export interface MeterStream {
+  /** As `Meter.wrap`, for this stream (once). */
+  wrap(response: Response): Response;
+  wrap(stream: ReadableStream<Uint8Array>): ReadableStream<Uint8Array>;
+  wrap<T extends Uint8Array | string>(iterable: AsyncIterable<T>): AsyncIterable<T>;
+  /** A text delta of this stream that the app received by other means. */
+  chunk(text: string): void;
+  /** Ends this stream when it was fed with `chunk()`. */
+  end(): void;
+  /** This stream's latest text is in the DOM: the next frame paints it. */
+  painted(): void;
+  /** This stream's report; `partial` while it has not ended. */
+  report(): Promise<MeterReport>;
+}
