@@ -53,9 +53,13 @@ export interface ErrorRecord {
 }
 
 /** One request of a run (times in ms on the run's `performance.now()` clock). */
-export interface RequestRecord {
+export interface RequestRecord extends StreamRecord {
   id: number;
   level: unknown;
+}
+
+/** What a request's record holds about its stream (a `RequestRecord` less its place in a run). */
+export interface StreamRecord {
   warmup: boolean;
   start_ms: number;
   first_byte_ms?: number | null;

@@ -156,7 +156,23 @@ test('Meter', async (t) => {
         objectError = `${e.name}: ${e.message}`;
       }
       const brief = (r) => ({ tokens: r.record.output_tokens, error: r.record.error?.class ?? null, partial: r.partial });
-      return { handles: handles.map(brief), legacy: reports.map(brief), objectError };
+      // wrap() with no start() before the request: flagged, no TTFT; and no bench leftovers.
+      const bare = new Meter({ api: 'openai-chat', model: 'emulator' });
+      const e = bare.wrap(await fetch(`${url}/v1/chat/completions`, short));
+      await drain(e);
+      const unstarted = await bare.report();
+      const r0 = handles[0].record;
+      return {
+        handles: handles.map(brief),
+        legacy: reports.map(brief),
+        objectError,
+        started: { ttft: r0.metrics.ttft_ms, flag: r0.start_missing ?? null, keys: ['id', 'level'].filter((k) => k in r0) },
+        unstarted: {
+          ttft: unstarted.record.metrics.ttft_ms,
+          flag: unstarted.record.start_missing ?? null,
+          firstChunkMetric: unstarted.otel.metrics.some((m) => m.name === 'gen_ai.client.operation.time_to_first_chunk'),
+        },
+      };
     }, [fx.emulator.base, chatRequest(16), chatRequest(8)]);
     const ok = (tokens) => ({ tokens, error: null, partial: false });
     assert.deepEqual(out.handles, [ok(16), ok(8)]);
@@ -166,6 +182,9 @@ test('Meter', async (t) => {
       'the first stream is not cut short by the second start()',
     );
     assert.match(out.objectError ?? '', /^TypeError: .*chunk\(text\)/);
+    assert.ok(out.started.ttft > 0, JSON.stringify(out.started));
+    assert.deepEqual([out.started.flag, out.started.keys], [null, []]);
+    assert.deepEqual(out.unstarted, { ttft: null, flag: true, firstChunkMetric: false });
     await assertClean(page);
   });
 

@@ -10,7 +10,7 @@ import { newLog, TEXT_WIRE, type StreamLog } from './log.js';
 import { tapIterable, tapStream } from './tap.js';
 import type { MeterOptions, MeterReport, MeterStream } from './types.js';
 
-export type { MeterOptions, MeterReport, MeterStream, OtelData, OtelMetric } from './types.js';
+export type { MeterOptions, MeterRecord, MeterReport, MeterStream, OtelData, OtelMetric } from './types.js';
 
 /** After a stream ends, how long to wait for the app's last paint before reporting. */
 const SETTLE_MS = 500;
@@ -173,6 +173,7 @@ export class Meter {
       this.ended(prev);
     }
     const log = newLog(wire, performance.now());
+    log.implicitStart = !explicit;
     this.log = log;
     this.built = undefined;
     if (this.trackPaints) log.frames.start();

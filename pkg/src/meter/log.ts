@@ -27,6 +27,8 @@ export interface StreamLog {
   frames: FrameRecorder;
   /** onReport has been (or is being) given this stream's report. */
   reported: boolean;
+  /** Begun by wrap() or chunk() with no start() before the request (no TTFT then). */
+  implicitStart?: boolean;
   /** A body is being read through the meter (wrap): it ends the stream itself. */
   tapped?: boolean;
   /** The final report, once built. */

@@ -2,8 +2,7 @@
 // The conventions are in development; names as of 2026: gen_ai.client.operation.duration,
 // .time_to_first_chunk, .time_per_output_chunk, gen_ai.client.token.usage.
 
-import type { RequestRecord } from '../types.js';
-import type { MeterOptions, OtelData, OtelMetric } from './types.js';
+import type { MeterOptions, MeterRecord, OtelData, OtelMetric } from './types.js';
 
 /** `gen_ai.provider.name` well-known values by wire format (Ollama has none: its own name). */
 const PROVIDERS: Record<string, string> = {
@@ -31,7 +30,7 @@ const OPERATIONS: Record<string, string> = {
 
 const s = (ms: number): number => ms / 1000;
 
-export function toOtel(record: RequestRecord, options: MeterOptions): OtelData {
+export function toOtel(record: MeterRecord, options: MeterOptions): OtelData {
   const attributes: Record<string, string> = {};
   const provider = options.provider ?? PROVIDERS[options.api];
   if (provider) attributes['gen_ai.provider.name'] = provider;
@@ -47,7 +46,9 @@ export function toOtel(record: RequestRecord, options: MeterOptions): OtelData {
   };
   add('gen_ai.client.operation.duration', 's', [s(record.end_ms - record.start_ms)]);
   const firstChunk = record.chunk_times_ms?.[0] ?? record.first_token_ms;
-  if (firstChunk != null) add('gen_ai.client.operation.time_to_first_chunk', 's', [s(firstChunk - record.start_ms)]);
+  // Without start() the clock began after the response arrived: no time to first chunk.
+  const started = !record.start_missing;
+  if (firstChunk != null && started) add('gen_ai.client.operation.time_to_first_chunk', 's', [s(firstChunk - record.start_ms)]);
   add('gen_ai.client.operation.time_per_output_chunk', 's', (record.metrics.itl_chunk_ms ?? []).map(s));
   if (record.input_tokens != null) {
     add('gen_ai.client.token.usage', '{token}', [record.input_tokens], { 'gen_ai.token.type': 'input' });

@@ -6,7 +6,7 @@ import { attributePaints, countChars, type Delta } from '../attribute.js';
 import type { RequestRecord } from '../types.js';
 import { TEXT_WIRE, type StreamLog } from './log.js';
 import { toOtel } from './otel.js';
-import type { MeterOptions, MeterReport } from './types.js';
+import type { MeterOptions, MeterRecord, MeterReport } from './types.js';
 
 const encoder = new TextEncoder();
 
@@ -60,7 +60,16 @@ export async function buildReport(
       }
     }
     for (const p of attributePaints(deltas, log.frames.frames)) ex.paint(p.t, p.chars);
-    const record = JSON.parse(ex.record()) as RequestRecord;
+    // `id` and `level` number a bench run's requests and levels: a meter has neither.
+    const { id: _id, level: _level, ...rest } = JSON.parse(ex.record()) as RequestRecord;
+    const record: MeterRecord = rest;
+    if (log.implicitStart) {
+      // wrap() without start(): the clock started when the response was already here, so
+      // its "TTFT" would be the gap to the first chunk (a fraction of a millisecond). Say so
+      // rather than report it.
+      record.metrics = { ...record.metrics, ttft_ms: null };
+      record.start_missing = true;
+    }
     return { record, otel: toOtel(record, options), partial };
   } finally {
     ex.free();

@@ -1,6 +1,6 @@
 // The Meter's public types (type-only: nothing here reaches the eager bundle).
 
-import type { Api, RequestRecord } from '../types.js';
+import type { Api, StreamRecord } from '../types.js';
 
 export interface MeterOptions {
   /** The wire format of the streams you wrap (for `chunk(text)` alone, any: it names the provider). */
@@ -37,9 +37,19 @@ export interface OtelData {
   metrics: OtelMetric[];
 }
 
+/**
+ * One stream's record: the report schema's RequestRecord, paint times included, without a
+ * bench run's `id` and `level`.
+ */
+export type MeterRecord = StreamRecord & {
+  /** The stream was wrapped without `start()` before its request: no TTFT could be measured
+   * (`metrics.ttft_ms` is null). */
+  start_missing?: true;
+};
+
 export interface MeterReport {
-  /** The request's record (the report schema's RequestRecord), paint times included. */
-  record: RequestRecord;
+  /** The stream's record. */
+  record: MeterRecord;
   otel: OtelData;
   /** The stream had not ended (the tab went hidden, or `report()` was called mid-stream). */
   partial: boolean;
