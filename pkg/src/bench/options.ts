@@ -4,7 +4,7 @@
 import type { RenderTarget } from '../paint.js';
 import type { Api, RequestRecord } from '../types.js';
 import type { BenchEngine } from './local.js';
-import { validate } from './validate.js';
+import { levelList, validate } from './validate.js';
 
 /** The run's settings: the CLI's `bench` options, camelCase. */
 export interface RunSettings {
@@ -133,8 +133,7 @@ export function absoluteUrl(url: string): string {
 
 /** The most requests the run asks to have in flight at once. */
 export function maxConcurrency(s: RunSettings): number {
-  const levels = (v: number | number[] | undefined): number[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
-  const closed = Math.max(0, ...levels(s.concurrency));
-  const open = levels(s.rate).length > 0 ? (s.maxConcurrency ?? Infinity) : 0;
+  const closed = Math.max(0, ...levelList(s.concurrency));
+  const open = levelList(s.rate).length > 0 ? (s.maxConcurrency ?? Infinity) : 0;
   return Math.max(closed, open, s.concurrency || s.rate ? 0 : 1);
 }

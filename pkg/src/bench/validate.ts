@@ -180,8 +180,13 @@ export function validate(options: Record<string, unknown>): Record<string, unkno
     throw new TypeError('bench(): options `prompt` and `inputTokens` conflict: `inputTokens` generates the prompt; give one');
   }
   const out = { ...options };
-  for (const name of ['concurrency', 'rate']) {
-    if (typeof out[name] === 'number') out[name] = [out[name]];
+  for (const name of ['concurrency', 'rate'] as const) {
+    if (out[name] !== undefined) out[name] = levelList(out[name] as number | number[]);
   }
   return out;
+}
+
+/** `concurrency` or `rate` as a list of levels: one number is one level. */
+export function levelList(v: number | number[] | undefined): number[] {
+  return v === undefined ? [] : Array.isArray(v) ? v : [v];
 }

@@ -24,7 +24,6 @@ export class Meter {
   /** Paints are tracked once the app calls `painted()` or `observe()`. */
   private trackPaints = false;
   private readonly observers = new Set<MutationObserver>();
-  private built: Promise<MeterReport> | undefined;
   private readonly onHidden = (): void => {
     if (document.visibilityState !== 'hidden') return;
     const log = this.log;
@@ -55,10 +54,9 @@ export class Meter {
       end: () => this.finish(log),
       painted: () => {
         this.trackPaints = true;
-        log.ready.push(performance.now());
-        if (canObserveFrames()) log.frames.start();
+        ready(log, performance.now());
       },
-      report: () => (log.endMs !== undefined && log.built ? log.built : build(log, this.options, log.endMs === undefined)),
+      report: () => this.reportOf(log),
     };
   }
 
@@ -125,7 +123,7 @@ export class Meter {
   /** The app's last update is in the DOM: the next frame paints it. */
   painted(): void {
     this.trackPaints = true;
-    this.ready(performance.now());
+    if (this.log) ready(this.log, performance.now());
   }
 
   /** Watches `element`: text added to it makes the next frame a paint. Returns a disconnect. */
@@ -133,7 +131,7 @@ export class Meter {
     this.trackPaints = true;
     const mo = new MutationObserver((records) => {
       const t = performance.now();
-      if (records.some((r) => r.type === 'characterData' || r.addedNodes.length > 0)) this.ready(t);
+      if (this.log && records.some((r) => r.type === 'characterData' || r.addedNodes.length > 0)) ready(this.log, t);
     });
     mo.observe(element, { childList: true, characterData: true, subtree: true });
     this.observers.add(mo);
@@ -147,7 +145,12 @@ export class Meter {
   report(): Promise<MeterReport> {
     const log = this.log;
     if (!log) return Promise.reject(new Error('tpsmeter: no stream to report (call start() or wrap() first)'));
-    if (log.endMs !== undefined && this.built) return this.built;
+    return this.reportOf(log);
+  }
+
+  /** `log`'s final report once built, else one built now (partial while it runs). */
+  private reportOf(log: StreamLog): Promise<MeterReport> {
+    if (log.endMs !== undefined && log.built) return log.built;
     return build(log, this.options, log.endMs === undefined);
   }
 
@@ -175,17 +178,10 @@ export class Meter {
     const log = newLog(wire, performance.now());
     log.implicitStart = !explicit;
     this.log = log;
-    this.built = undefined;
     if (this.trackPaints) log.frames.start();
     return log;
   }
 
-  private ready(t: number): void {
-    const log = this.log;
-    if (!log) return;
-    log.ready.push(t);
-    if (canObserveFrames()) log.frames.start();
-  }
 
   private ended(log: StreamLog): void {
     if (log.reported) return;
@@ -211,7 +207,6 @@ export class Meter {
     log.frames.stop();
     const p = build(log, this.options, partial);
     if (!partial) log.built = p;
-    if (log === this.log && !partial) this.built = p;
     const onReport = this.options.onReport;
     p.then(
       (r) => onReport?.(r),
@@ -233,4 +228,10 @@ function idle(fn: () => void): void {
 
 function rethrow(e: unknown): void {
   if (typeof globalThis.reportError === 'function') globalThis.reportError(e);
+}
+
+/** The app's text for `log` is in the DOM at `t`: the next frame paints it. */
+function ready(log: StreamLog, t: number): void {
+  log.ready.push(t);
+  if (canObserveFrames()) log.frames.start();
 }
