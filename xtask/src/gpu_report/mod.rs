@@ -19,13 +19,15 @@
 //!
 //! Flags: `--quick` (short runs, for testing the command), `--skip-llama`, `--skip-browser`,
 //! `--models DIR` (every `*.gguf` there instead of the cache's), `--runs N`, `--adapter NAME`
-//! (our engine's adapter by name, as `tpsmeter run --adapter`).
+//! (our engine's adapter by name, as `tpsmeter run --adapter`), `--offline` (installs and
+//! builds nothing: a missing build becomes a row that says so).
 //!
 //! Offline (a lent GPU machine without network): everything comes from the cache. Run
 //! `cargo xtask setup` and `cargo xtask pkg` on a networked machine, then make
 //! `TPSMETER_CACHE` point at a copy of that cache; `TPSMETER_CLI_RELEASE` may name a
 //! prebuilt `tpsmeter` binary and `TPSMETER_PKG_TARBALL` a packed npm package (no cargo
-//! build of either then).
+//! build of either then). Pass `--offline` there: `apt-get update` without a network can
+//! wait on timeouts for minutes, and a CUDA build of llama.cpp takes minutes of a lent GPU.
 
 use crate::assets::{self, cache_dir};
 use crate::sh::{self, repo_root};
@@ -95,6 +97,7 @@ struct Opts {
     models: Option<PathBuf>,
     runs: Option<usize>,
     adapter: Option<String>,
+    offline: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Opts> {
@@ -105,6 +108,7 @@ fn parse_args(args: &[String]) -> Result<Opts> {
             "--quick" => o.quick = true,
             "--skip-llama" => o.skip_llama = true,
             "--skip-browser" => o.skip_browser = true,
+            "--offline" => o.offline = true,
             "--models" => o.models = Some(it.next().context("--models needs a directory")?.into()),
             "--runs" => {
                 let n: usize = it
@@ -117,7 +121,7 @@ fn parse_args(args: &[String]) -> Result<Opts> {
             "--adapter" => o.adapter = Some(it.next().context("--adapter needs a name")?.clone()),
             other => bail!(
                 "unknown gpu-report flag {other:?} (--quick, --skip-llama, --skip-browser, \
-                 --models DIR, --runs N, --adapter NAME)"
+                 --models DIR, --runs N, --adapter NAME, --offline)"
             ),
         }
     }
@@ -141,7 +145,9 @@ pub fn run(args: &[String]) -> Result<()> {
 
     // Set-up: each part that fails becomes a row that says so, never the end of the report.
     let mut rows = Vec::new();
-    if let Err(e) = assets::apt_install(&["mesa-vulkan-drivers", "libvulkan1"]) {
+    if opts.offline {
+        eprintln!("gpu-report: --offline: nothing is installed or built");
+    } else if let Err(e) = assets::apt_install(&["mesa-vulkan-drivers", "libvulkan1"]) {
         eprintln!("gpu-report: system packages: {e:#} (going on with what is installed)");
     }
     let models = find_models(opts.models.as_deref())?;
@@ -183,7 +189,7 @@ pub fn run(args: &[String]) -> Result<()> {
 
     // 2. llama.cpp.
     if !opts.skip_llama {
-        rows.extend(llama_rows(&models, &names, len, native_real));
+        rows.extend(llama_rows(&models, &names, len, native_real, opts.offline));
     }
 
     // 3. Chromium.
@@ -297,7 +303,13 @@ fn native(cli: &Path, model: &Path, name: &str, len: Lengths, adapter: Option<&s
 }
 
 /// llama.cpp on the CPU (the cached build), on Vulkan and, where `nvcc` exists, on CUDA.
-fn llama_rows(models: &[PathBuf], names: &[String], len: Lengths, real_gpu: bool) -> Vec<Row> {
+fn llama_rows(
+    models: &[PathBuf],
+    names: &[String],
+    len: Lengths,
+    real_gpu: bool,
+    offline: bool,
+) -> Vec<Row> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .to_string();
@@ -313,13 +325,38 @@ fn llama_rows(models: &[PathBuf], names: &[String], len: Lengths, real_gpu: bool
             Ok(d)
         }),
     )];
+    // Offline, only what the cache holds: a build there would need a registry (Vulkan) or
+    // minutes of the lent GPU machine (CUDA).
+    let cached = |dir: PathBuf, how: &str| -> Result<PathBuf> {
+        anyhow::ensure!(
+            dir.join("llama-bench").exists(),
+            "--offline and no build in {} ({how})",
+            dir.display()
+        );
+        Ok(dir)
+    };
     builds.push((
         "llama.cpp",
         "Vulkan",
-        llama_vulkan::build().map(|()| llama_vulkan::bin_dir()),
+        if offline {
+            cached(llama_vulkan::bin_dir(), "cargo xtask llama-vulkan")
+        } else {
+            llama_vulkan::build().map(|()| llama_vulkan::bin_dir())
+        },
     ));
     if llama_cuda::nvcc().is_some() {
-        builds.push(("llama.cpp", "CUDA", llama_cuda::build()));
+        builds.push((
+            "llama.cpp",
+            "CUDA",
+            if offline {
+                cached(
+                    llama_cuda::bin_dir(),
+                    "gpu-report without --offline builds it",
+                )
+            } else {
+                llama_cuda::build()
+            },
+        ));
     } else {
         eprintln!("gpu-report: no nvcc here: no llama.cpp CUDA row");
     }
