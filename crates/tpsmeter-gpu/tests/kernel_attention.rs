@@ -1,5 +1,5 @@
 //! Attention against its CPU twin over random shapes (seeded): decode, prefill, GQA, sliding
-//! windows, batched decode over several sequences' rows, both kernels (CPU-type and GPU),
+//! windows, batched decode over several sequences' rows, both kernels (CPU-type and GPU, the GPU one split along the keys past one chunk),
 //! and every KV store (buffers, f32 and f16 textures); f32 always and f16 where the adapter
 //! offers `shader-f16`.
 #![allow(clippy::unwrap_used)]
@@ -181,6 +181,7 @@ async fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
         return;
     };
     let mut rng = Rng::new(17);
+    let mut gpu_splits = 0;
     for dt in dtypes(ctx) {
         for (n_tokens, n_heads, n_kv, head_dim, window, long) in [
             (1, 9, 3, 64, 0, false),
@@ -298,6 +299,13 @@ async fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
             for profile in PROFILES {
                 let op =
                     Attention::with_profile(ctx, profile, &cfg, &pos, &qt, &kt, &vt, &out).unwrap();
+                // The GPU kernel splits every cache longer than one chunk (decode and
+                // prefill): these shapes must reach the split, not only the one-pass kernel.
+                if profile == AdapterProfile::Gpu {
+                    let splits = attention::gpu_splits(profile, head_dim, max_ctx);
+                    gpu_splits += usize::from(splits);
+                    assert_eq!(op.dispatches().len(), if splits { 2 } else { 1 });
+                }
                 run(ctx, &op.dispatches().iter().collect::<Vec<_>>());
                 // Outputs are convex combinations of |v| <= 1: absolute tolerance 1e-5
                 // (f32 exp and sums), f16 adds output rounding.
@@ -315,4 +323,8 @@ async fn attention_matches_twin_for_decode_prefill_gqa_and_window() {
             }
         }
     }
+    assert!(
+        gpu_splits >= 8,
+        "only {gpu_splits} shapes reached the GPU split kernel"
+    );
 }

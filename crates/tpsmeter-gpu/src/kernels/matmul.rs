@@ -2,11 +2,16 @@
 //! dequantizing each weight sub-block once per tile of tokens (instead of once per token, as
 //! repeated matvecs would).
 //!
-//! Real GPUs get tiles staged in workgroup memory: [`GpuMatMul::Tiled`]
+//! Real GPUs get [`GpuMatMul::Rows`] (`matmul.wgsl`): one row per invocation, 8 tokens per
+//! workgroup, the tokens' inputs staged in workgroup memory per 32-wide step, the next
+//! step's loads issued before the current step's products. [`GpuMatMul::Tiled`]
 //! (`matmul_tiled.wgsl`) stages 64 dequantized weight rows and up to 32 tokens' inputs per
-//! 32-wide step and gives each invocation a 4-row by up-to-8-token register tile, in f16
-//! where the adapter has `shader-f16`; [`GpuMatMul::Rows`] (`matmul.wgsl`, one row per
-//! invocation, 8 tokens per workgroup) is the kernel it replaced, kept for the benchmark.
+//! step and gives each invocation a 4-row by up-to-8-token register tile, in f16 where the
+//! adapter has `shader-f16`: 1.9-2.3x faster than `Rows` on lavapipe with the Gpu profile
+//! forced, but 3.8x slower on an H200 (0.49 against 0.13 ms for a 64-token 576x576 product,
+//! `cargo bench -p tpsmeter-gpu --bench kernels -- matmul`, medians of 5): its 64x32 tiles
+//! make 18 workgroups there, and each walks the inner dimension alone. It stays, tested, for
+//! the benchmark.
 //! No subgroup operations: a register-tiled product shares its operands through workgroup
 //! memory, and a subgroup shuffle in its place would need a subgroup size fixed at compile
 //! time, which neither Vulkan nor WebGPU promises. CPU-type adapters, where
@@ -63,6 +68,10 @@ use crate::kernels::weights::{QWeight, WeightPart};
 const TILE_ROWS: u32 = 64;
 /// [`GpuMatMul::Rows`]: tokens per workgroup.
 const TILE_TOKENS: u32 = 8;
+const _: () = assert!(
+    TILE_ROWS >= TILE_TOKENS * 8,
+    "matmul.wgsl stages one input vec4 per invocation"
+);
 
 /// [`GpuMatMul::Tiled`]: rows of the register tile of each invocation (a workgroup covers 16
 /// times as many rows). 4 rows by up to 8 tokens is 32 f32 accumulators per invocation, the
@@ -84,21 +93,23 @@ fn tiled_tokens(n_tokens: usize) -> u32 {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GpuMatMul {
     /// One row per invocation, 8 tokens per workgroup (`matmul.wgsl`): each invocation
-    /// dequantizes its row's sub-block once for the 8 tokens. Kept to compare against.
+    /// dequantizes its row's sub-block once for the 8 tokens. The engine's.
     Rows,
     /// A 4-row register tile per invocation, 64 rows and up to 32 tokens per workgroup
-    /// (`matmul_tiled.wgsl`), its tiles and products in the given type.
+    /// (`matmul_tiled.wgsl`), its tiles and products in the given type. Kept to compare
+    /// against (slower on the one real GPU measured).
     Tiled(DType),
 }
 
 impl GpuMatMul {
-    /// The kernel the engine uses: tiled, with f32 tiles. f16 tiles (where `shader-f16` is
-    /// offered) moved SmolLM2's prefill logits by 2.0e-3 relative L2 from the f64 reference
-    /// on lavapipe, twice the 1e-3 that every f32 path of the engine keeps
-    /// (`gpu_profile_logits_match_the_cpu_reference_at_every_position`): they stay a tested
-    /// kernel until a real GPU shows they pay for it.
+    /// The kernel the engine uses: [`GpuMatMul::Rows`], measured on a real GPU (an H200,
+    /// through Vulkan) against the tiled kernel, which won only on lavapipe. f16 tiles
+    /// (where `shader-f16` is offered) also moved SmolLM2's prefill logits by 2.0e-3
+    /// relative L2 from the f64 reference on lavapipe, twice the 1e-3 that every f32 path
+    /// of the engine keeps (`gpu_profile_logits_match_the_cpu_reference_at_every_position`),
+    /// and ran no faster than f32 tiles on the H200.
     pub fn best(_ctx: &GpuContext) -> Self {
-        GpuMatMul::Tiled(DType::F32)
+        GpuMatMul::Rows
     }
 }
 

@@ -85,6 +85,7 @@ pub static SOURCES: &[(&str, &str)] = &[
     ),
     ("attention", include_str!("wgsl/attention.wgsl")),
     ("attention_cpu", include_str!("wgsl/attention_cpu.wgsl")),
+    ("attention_split", include_str!("wgsl/attention_split.wgsl")),
     ("softmax", include_str!("wgsl/softmax.wgsl")),
     ("sample", include_str!("wgsl/sample.wgsl")),
     ("probe", include_str!("wgsl/probe.wgsl")),
@@ -165,6 +166,8 @@ pub enum ShaderId {
     Embed(WeightFormat, WeightStore),
     /// Grouped-query attention over the KV cache.
     Attention,
+    /// Split along the keys, then combined (GPUs; decode and prefill).
+    AttentionSplit,
     /// The same without barriers, online softmax (CPU-type adapters), over a KV cache in
     /// buffers or textures.
     AttentionCpu(KvStore),
@@ -205,6 +208,7 @@ impl ShaderId {
             ShaderId::Embed(..) => "embed",
             ShaderId::Attention => "attention",
             ShaderId::AttentionCpu(_) => "attention_cpu",
+            ShaderId::AttentionSplit => "attention_split",
             ShaderId::Softmax => "softmax",
             ShaderId::Sample => "sample",
             ShaderId::Probe => "probe",
@@ -274,6 +278,7 @@ impl ShaderId {
                 "matmul_cpu_pairs",
             ],
             ShaderId::Attention => vec!["attention_common", "reduce", "attention"],
+            ShaderId::AttentionSplit => vec!["attention_common", "reduce", "attention_split"],
             ShaderId::RmsNorm => vec!["reduce", "rms_norm"],
             ShaderId::Softmax => vec!["reduce", "softmax"],
             ShaderId::KvAppend => vec!["kv_append_common", "kv_append"],
@@ -369,6 +374,7 @@ mod tests {
             ShaderId::KvAppend,
             ShaderId::Embed(WeightFormat::Q6_K, WeightStore::Texture),
             ShaderId::Attention,
+            ShaderId::AttentionSplit,
             ShaderId::AttentionCpu(KvStore::Buffer),
             ShaderId::AttentionCpu(KvStore::Texture),
             ShaderId::AttentionCpu(KvStore::TextureF16),
