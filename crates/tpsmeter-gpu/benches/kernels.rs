@@ -7,8 +7,8 @@
 //!
 //! `-- matmul`: the Gpu profile's prefill matmuls instead, at SmolLM2's shapes for one
 //! 64-token chunk: the one-row kernel against the register-tiled one (f32 tiles, and f16
-//! where the adapter has `shader-f16`), alternated within each run, ms per dispatch and
-//! the ratio to the one-row kernel.
+//! where the adapter has `shader-f16`) and the split-K one, alternated within each run, ms
+//! per dispatch and the ratio to the one-row kernel.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -189,7 +189,11 @@ fn main() {
 fn matmuls(ctx: &GpuContext, runs: usize) {
     const TOKENS: usize = 64;
     const REPEAT: usize = 10;
-    let mut kernels = vec![GpuMatMul::Rows, GpuMatMul::Tiled(DType::F32)];
+    let mut kernels = vec![
+        GpuMatMul::Rows,
+        GpuMatMul::Tiled(DType::F32),
+        GpuMatMul::Split,
+    ];
     if ctx.has_f16() {
         kernels.push(GpuMatMul::Tiled(DType::F16));
     }

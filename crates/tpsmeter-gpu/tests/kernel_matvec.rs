@@ -312,7 +312,11 @@ async fn gpu_matmul_kernels_match_twin_on_ragged_tiles() {
     let Some(ctx) = gpu("gpu_matmul_kernels_match_twin_on_ragged_tiles").await else {
         return;
     };
-    let mut kernels = vec![GpuMatMul::Rows, GpuMatMul::Tiled(DType::F32)];
+    let mut kernels = vec![
+        GpuMatMul::Rows,
+        GpuMatMul::Tiled(DType::F32),
+        GpuMatMul::Split,
+    ];
     if ctx.has_f16() {
         kernels.push(GpuMatMul::Tiled(DType::F16));
     } else {
@@ -329,12 +333,18 @@ async fn gpu_matmul_kernels_match_twin_on_ragged_tiles() {
         (33, 97),
         (64, 192),
         (70, 13),
+        // Rows wider than 64 sub-blocks: the split kernel's invocations take several each.
+        (9, 37),
     ];
     let mut worst = 0f32;
     for f in FORMATS {
         for (i, &(n_tokens, rows)) in shapes.iter().enumerate() {
             let m = f.col_multiple();
-            let cols = m * rng.range(1, 768 / m + 2);
+            let cols = if i == shapes.len() - 1 {
+                m * rng.range(2080 / m + 1, 2600 / m)
+            } else {
+                m * rng.range(1, 768 / m + 2)
+            };
             let bytes = random_weights(&mut rng, f, rows, cols);
             let w = dequantize(f, &bytes, rows * cols);
             let store = STORES[i % 2];

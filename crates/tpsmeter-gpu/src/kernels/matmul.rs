@@ -2,9 +2,21 @@
 //! dequantizing each weight sub-block once per tile of tokens (instead of once per token, as
 //! repeated matvecs would).
 //!
-//! Real GPUs get [`GpuMatMul::Rows`] (`matmul.wgsl`): one row per invocation, 8 tokens per
-//! workgroup, the tokens' inputs staged in workgroup memory per 32-wide step, the next
-//! step's loads issued before the current step's products. [`GpuMatMul::Tiled`]
+//! Real GPUs get [`GpuMatMul::Split`] (`matmul_split.wgsl`): a workgroup per 4 rows by up
+//! to 8 tokens, the inner dimension spread over its 64 invocations (32-wide sub-blocks
+//! dealt out in turn, as the decode matvecs do) and summed by a tree reduction, so no
+//! invocation walks the inner dimension alone. On an H200 (`-- matmul`, 64 tokens, two
+//! runs): 0.100/0.084 ms against the row kernel's 0.122/0.130 at 576x576, 0.093/0.094
+//! against 0.305/0.304 at 576x1536, 0.046/0.049 against 0.138/0.121 at 192x576, but
+//! 0.152/0.164 against 0.120/0.129 at 1536x576, where its 384 x 8 workgroups load each
+//! token's inputs 384 times; the engine's 64-token chunk went from 19.1 to 15.7 ms of
+//! products, and a batched decode step of 8 sequences from 21 to 6.7 ms.
+//! [`GpuMatMul::Rows`] (`matmul.wgsl`) is one
+//! row per invocation, 8 tokens per workgroup, the tokens' inputs staged in workgroup
+//! memory per 32-wide step, the next step's loads issued before the current step's
+//! products: each workgroup walks 18-48 dependent steps at SmolLM2's shapes, so its time
+//! does not shrink with the tokens (a batched decode step of 2 cost as much as a 64-token
+//! chunk on an H200). [`GpuMatMul::Tiled`]
 //! (`matmul_tiled.wgsl`) stages 64 dequantized weight rows and up to 32 tokens' inputs per
 //! step and gives each invocation a 4-row by up-to-8-token register tile, in f16 where the
 //! adapter has `shader-f16`: 1.9-2.3x faster than `Rows` on lavapipe with the Gpu profile
@@ -82,6 +94,22 @@ const TILED_ROWS: u32 = 4;
 const TILED_MAX_TOKENS: u32 = 8;
 
 /// Tokens of the register tile for a product over `n_tokens`: the power of two from 1 to
+/// [`GpuMatMul::Split`]: rows per workgroup.
+const SPLIT_ROWS: u32 = 4;
+/// [`GpuMatMul::Split`]: invocations per workgroup (sub-blocks of the inner dimension in
+/// flight at once: 18 of SmolLM2's 576-wide rows, 48 of its 1536-wide ones).
+const SPLIT_WORKGROUP: u32 = 64;
+
+/// [`GpuMatMul::Split`]: tokens per workgroup, the power of two up to 8 that covers
+/// `n_tokens` (a 2-sequence decode step does not compute 8 tokens' products).
+fn split_tokens(n_tokens: usize) -> u32 {
+    (n_tokens.clamp(1, 8) as u32).next_power_of_two()
+}
+const _: () = assert!(
+    SPLIT_ROWS * 8 <= SPLIT_WORKGROUP,
+    "matmul_split.wgsl writes one output per invocation"
+);
+
 /// [`TILED_MAX_TOKENS`] whose workgroup (4 token lanes) covers them, so a 4-token chunk does
 /// not compute 32 tokens' products.
 fn tiled_tokens(n_tokens: usize) -> u32 {
@@ -93,23 +121,27 @@ fn tiled_tokens(n_tokens: usize) -> u32 {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GpuMatMul {
     /// One row per invocation, 8 tokens per workgroup (`matmul.wgsl`): each invocation
-    /// dequantizes its row's sub-block once for the 8 tokens. The engine's.
+    /// dequantizes its row's sub-block once for the 8 tokens.
     Rows,
     /// A 4-row register tile per invocation, 64 rows and up to 32 tokens per workgroup
     /// (`matmul_tiled.wgsl`), its tiles and products in the given type. Kept to compare
     /// against (slower on the one real GPU measured).
     Tiled(DType),
+    /// 4 rows by up to 8 tokens per workgroup, the inner dimension spread over its
+    /// invocations and reduced in workgroup memory (`matmul_split.wgsl`). The engine's.
+    Split,
 }
 
 impl GpuMatMul {
-    /// The kernel the engine uses: [`GpuMatMul::Rows`], measured on a real GPU (an H200,
-    /// through Vulkan) against the tiled kernel, which won only on lavapipe. f16 tiles
+    /// The kernel the engine uses: [`GpuMatMul::Split`]. Chosen on a real GPU (an H200,
+    /// through Vulkan) against the row and tiled kernels; the tiled one won only on
+    /// lavapipe with the Gpu profile forced. f16 tiles
     /// (where `shader-f16` is offered) also moved SmolLM2's prefill logits by 2.0e-3
     /// relative L2 from the f64 reference on lavapipe, twice the 1e-3 that every f32 path
     /// of the engine keeps (`gpu_profile_logits_match_the_cpu_reference_at_every_position`),
     /// and ran no faster than f32 tiles on the H200.
     pub fn best(_ctx: &GpuContext) -> Self {
-        GpuMatMul::Rows
+        GpuMatMul::Split
     }
 }
 
@@ -352,6 +384,22 @@ impl MatMul {
                 TILE_ROWS,
                 TILE_TOKENS,
             ),
+            GpuMatMul::Split => {
+                let tok = split_tokens(n_tokens);
+                (
+                    ShaderId::MatMulSplit(w.format, w.store),
+                    Defines {
+                        act: x.dtype,
+                        block: 32,
+                        workgroup: SPLIT_WORKGROUP,
+                        rows: SPLIT_ROWS,
+                        tokens: tok,
+                        ..Defines::default()
+                    },
+                    SPLIT_ROWS,
+                    tok,
+                )
+            }
             GpuMatMul::Tiled(arith) => {
                 let tok = tiled_tokens(n_tokens);
                 (

@@ -33,6 +33,7 @@ pub static SOURCES: &[(&str, &str)] = &[
     ("matvec_q6_k", include_str!("wgsl/matvec_q6_k.wgsl")),
     ("matmul", include_str!("wgsl/matmul.wgsl")),
     ("matmul_tiled", include_str!("wgsl/matmul_tiled.wgsl")),
+    ("matmul_split", include_str!("wgsl/matmul_split.wgsl")),
     ("matmul_cpu", include_str!("wgsl/matmul_cpu.wgsl")),
     (
         "matmul_cpu_pairs",
@@ -142,8 +143,11 @@ pub enum ShaderId {
     /// Tiled dequantize + matrix-matrix product (prefill), workgroup-memory tiles, one row
     /// per invocation (the Gpu profile's kernel before the register-tiled one).
     MatMul(WeightFormat, WeightStore),
-    /// The same with a register tile of rows x tokens per invocation (real GPUs).
+    /// The same with a register tile of rows x tokens per invocation.
     MatMulTiled(WeightFormat, WeightStore),
+    /// The inner dimension spread over the workgroup's invocations, a rows x tokens tile
+    /// per workgroup (real GPUs).
+    MatMulSplit(WeightFormat, WeightStore),
     /// Dequantize + matrix-matrix product without barriers, inputs uniform (CPU-type).
     MatMulCpu(WeightFormat, WeightStore),
     /// The same over two uniform ranges of 8 tokens at once, inputs loaded through subgroup
@@ -196,6 +200,7 @@ impl ShaderId {
             ShaderId::MatVec(..) => "matvec",
             ShaderId::MatMul(..) => "matmul",
             ShaderId::MatMulTiled(..) => "matmul_tiled",
+            ShaderId::MatMulSplit(..) => "matmul_split",
             ShaderId::MatMulCpu(..) => "matmul_cpu",
             ShaderId::MatMulCpuPairs(..) => "matmul_cpu_pairs",
             ShaderId::RmsNorm => "rms_norm",
@@ -261,6 +266,13 @@ impl ShaderId {
                 store_file(*store),
                 format_file(*format),
                 "matmul_tiled",
+            ],
+            ShaderId::MatMulSplit(format, store) => vec![
+                "matvec_common",
+                "x_storage",
+                store_file(*store),
+                format_file(*format),
+                "matmul_split",
             ],
             ShaderId::MatMulCpu(format, store) => vec![
                 "matvec_common",
@@ -359,6 +371,7 @@ mod tests {
                         .chain(ShaderId::MatVec(f, e, st, xs, MatVecNorm::Fold).files())
                         .chain(ShaderId::MatMul(f, st).files())
                         .chain(ShaderId::MatMulTiled(f, st).files())
+                        .chain(ShaderId::MatMulSplit(f, st).files())
                         .chain(ShaderId::MatMulCpu(f, st).files())
                         .chain(ShaderId::MatMulCpuPairs(f, st).files())
                     {
