@@ -21,6 +21,7 @@ export type {
 } from './types.js';
 import { loadWasm } from './raw.js';
 export { loadWasm };
+export { WasmLoadError } from './wasm-error.js';
 
 /** The wasm core's version (loads the module if needed). */
 export async function version(): Promise<string> {

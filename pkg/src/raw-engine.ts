@@ -11,5 +11,6 @@ export type EngineModule = typeof glue;
 export const loadEngineWasm: () => Promise<EngineModule> = loadOnce(
   init,
   new URL('../wasm/tpsmeter_engine_bg.wasm', import.meta.url),
+  'wasm/tpsmeter_engine_bg.wasm',
   glue,
 );

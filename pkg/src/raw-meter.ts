@@ -12,5 +12,6 @@ export type MeterModule = typeof glue;
 export const loadMeterWasm: () => Promise<MeterModule> = loadOnce(
   init,
   new URL('../wasm/tpsmeter_meter_bg.wasm', import.meta.url),
+  'wasm/tpsmeter_meter_bg.wasm',
   glue,
 );

@@ -20,5 +20,6 @@ export type RawModule = typeof glue;
 export const loadWasm: () => Promise<RawModule> = loadOnce(
   init,
   new URL('../wasm/tpsmeter_wasm_bg.wasm', import.meta.url),
+  'wasm/tpsmeter_wasm_bg.wasm',
   glue,
 );

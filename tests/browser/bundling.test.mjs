@@ -1,5 +1,8 @@
 // The package as apps load it: unbundled from a plain <script type="module"> page (an
-// import map names the package), and bundled by Vite 7 (the wasm emitted as an asset).
+// import map names the package), bundled by Vite 7 (the wasm emitted as an asset), and
+// under Vite's dev server with no configuration (which pre-bundles the package into
+// node_modules/.vite/deps/, away from its wasm and its Worker), Vite 7 and 8 alike, and
+// bundled by webpack 5 (its Worker built as a chunk).
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -29,6 +32,25 @@ window.__result = (async () => {
 })();
 `;
 
+// Under the dev server: the engine's Worker must start (its file sits beside the package's
+// modules, which the dev server moved). A model URL that is not there: the Worker's own
+// error about the download says it ran.
+const DEV_ENGINE_JS = `
+import { createEngine } from 'tpsmeter/engine';
+window.__result = window.__result.then(async (r) => {
+  const engine = await createEngine({ model: location.origin + '/no-such-model.gguf', cache: false }).then(
+    () => ({ name: 'loaded' }),
+    (e) => ({ name: e.name, message: e.message }),
+  );
+  return { ...r, engine };
+});
+`;
+
+// The errors only a running Worker gives: its wasm loaded, then it found no WebGPU adapter
+// (a headless browser without the WebGPU flags) or fetched the missing model. A Worker that
+// never started is a `WorkerError`.
+const WORKER_RAN = ['NoAdapter', 'WebGpuUnavailable', 'DownloadError', 'InvalidModel'];
+
 const APP_HTML = `<!doctype html>
 <html><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>vite app</title></head>
 <body><div id="out"></div><script type="module" src="./main.js"></script></body></html>
@@ -47,32 +69,101 @@ test('the package loads', async (t) => {
   if (!fx) return;
   t.after(() => fx.close());
 
-  await t.test('from a plain <script type="module"> page', async () => {
+  await t.test('from a plain <script type="module"> page (an import map)', async () => {
     const page = await fx.page(`/module.html?api=${encodeURIComponent(fx.emulator.base)}`);
     checkResult(await page.evaluate(() => window.__result));
     await assertClean(page);
   });
 
-  await t.test('from a Vite 7 build', async () => {
-    const { build } = await import('vite');
-    let project = fx.pkg.project;
+  // Vite 7, and Vite 8, which `npm create vite` scaffolds now (its dependency optimizer is
+  // Rolldown's, not esbuild's).
+  for (const [label, mod] of [['Vite 7', 'vite'], ['Vite 8', 'vite8']]) {
+    await t.test(`under ${label}'s dev server, unconfigured`, async (st) => {
+      const project = fx.pkg.project;
+      if (!project) {
+        st.skip('needs the packed package installed into a project (TPSMETER_PKG_TARBALL)');
+        return;
+      }
+      // The app as `npm create vite` lays it out: index.html at the root, beside
+      // node_modules; the dependency cache where Vite puts it (node_modules/.vite), fresh.
+      fs.writeFileSync(path.join(project, 'index.html'), APP_HTML);
+      fs.writeFileSync(path.join(project, 'main.js'), APP_JS + DEV_ENGINE_JS);
+      fs.rmSync(path.join(project, 'node_modules', '.vite'), { recursive: true, force: true });
+      const { createServer, version } = await import(mod);
+      assert.equal(version.split('.')[0], label.split(' ')[1], `${mod} is ${label}`);
+      const server = await createServer({
+        root: project,
+        configFile: false,
+        logLevel: 'error',
+        server: { host: '127.0.0.1', port: 0, strictPort: false },
+      });
+      await server.listen();
+      st.after(() => server.close());
+      const origin = server.resolvedUrls.local[0].replace(/\/$/, '');
+      const page = await fx.browser.newPage(`${origin}/index.html?api=${encodeURIComponent(fx.emulator.base)}`);
+      const result = await page.evaluate(() => window.__result);
+      checkResult(result);
+      // The engine's Worker started and loaded its wasm (see WORKER_RAN).
+      assert.ok(WORKER_RAN.includes(result.engine.name), JSON.stringify(result.engine));
+      await assertClean(page);
+    });
+
+    await t.test(`from a ${label} build`, async () => {
+      const { build } = await import(mod);
+      let project = fx.pkg.project;
+      if (!project) {
+        project = fs.mkdtempSync(path.join(os.tmpdir(), 'tpsmeter-vite-'));
+        fs.mkdirSync(path.join(project, 'node_modules'));
+        fs.symlinkSync(fx.pkg.dir, path.join(project, 'node_modules', 'tpsmeter'));
+      }
+      const app = path.join(project, `${mod}-app`);
+      fs.mkdirSync(app, { recursive: true });
+      fs.writeFileSync(path.join(app, 'index.html'), APP_HTML);
+      fs.writeFileSync(path.join(app, 'main.js'), APP_JS);
+      const outDir = path.join(app, 'dist');
+      await build({ root: app, configFile: false, logLevel: 'error', build: { outDir, emptyOutDir: true } });
+      const assets = fs.readdirSync(path.join(outDir, 'assets'));
+      assert.ok(assets.some((f) => f.endsWith('.wasm')), `the wasm is emitted: ${assets}`);
+      const server = await serveStatic({ '/': outDir });
+      t.after(() => server.close());
+      const page = await fx.browser.newPage(`${server.origin}/index.html?api=${encodeURIComponent(fx.emulator.base)}`);
+      checkResult(await page.evaluate(() => window.__result));
+      await assertClean(page);
+    });
+  }
+
+  await t.test('from a webpack 5 build', async (st) => {
+    const project = fx.pkg.project;
     if (!project) {
-      project = fs.mkdtempSync(path.join(os.tmpdir(), 'tpsmeter-vite-'));
-      fs.mkdirSync(path.join(project, 'node_modules'));
-      fs.symlinkSync(fx.pkg.dir, path.join(project, 'node_modules', 'tpsmeter'));
+      st.skip('needs the packed package installed into a project (TPSMETER_PKG_TARBALL)');
+      return;
     }
-    const app = path.join(project, 'vite-app');
+    const webpack = (await import('webpack')).default;
+    const app = path.join(project, 'webpack-app');
     fs.mkdirSync(app, { recursive: true });
-    fs.writeFileSync(path.join(app, 'index.html'), APP_HTML);
-    fs.writeFileSync(path.join(app, 'main.js'), APP_JS);
+    fs.writeFileSync(path.join(app, 'main.js'), APP_JS + DEV_ENGINE_JS);
     const outDir = path.join(app, 'dist');
-    await build({ root: app, configFile: false, logLevel: 'error', build: { outDir, emptyOutDir: true } });
-    const assets = fs.readdirSync(path.join(outDir, 'assets'));
-    assert.ok(assets.some((f) => f.endsWith('.wasm')), `the wasm is emitted: ${assets}`);
+    fs.rmSync(outDir, { recursive: true, force: true });
+    const stats = await new Promise((resolve, reject) => {
+      webpack({
+        mode: 'production',
+        context: app,
+        entry: './main.js',
+        output: { path: outDir, filename: 'main.js' },
+        performance: { hints: false },
+      }).run((err, result) => (err ? reject(err) : resolve(result)));
+    });
+    assert.ok(!stats.hasErrors(), stats.toString('errors-only'));
+    const files = fs.readdirSync(outDir);
+    assert.ok(files.some((f) => f.endsWith('.wasm')), `the wasm is emitted: ${files}`);
+    fs.writeFileSync(path.join(outDir, 'index.html'), APP_HTML.replace('type="module" src="./main.js"', 'src="./main.js"'));
     const server = await serveStatic({ '/': outDir });
-    t.after(() => server.close());
+    st.after(() => server.close());
     const page = await fx.browser.newPage(`${server.origin}/index.html?api=${encodeURIComponent(fx.emulator.base)}`);
-    checkResult(await page.evaluate(() => window.__result));
+    const result = await page.evaluate(() => window.__result);
+    checkResult(result);
+    // The Worker webpack built ran (see WORKER_RAN).
+    assert.ok(WORKER_RAN.includes(result.engine.name), JSON.stringify(result.engine));
     await assertClean(page);
   });
 });

@@ -121,6 +121,36 @@ test('Meter', async (t) => {
     await assertClean(page);
   });
 
+  await t.test('a parser wasm that fails to load reaches onError with what came back, and report() rejects', async () => {
+    const page = await fx.page();
+    // A dev server's fallback: a web page where the wasm should be.
+    await page.route('**/tpsmeter_meter_bg.wasm', (route) =>
+      route.fulfill({ status: 200, contentType: 'text/html', body: '<!doctype html><title>app</title>' }),
+    );
+    const out = await page.evaluate(async ([url, init]) => {
+      const { Meter } = await import('/tpsmeter/dist/meter/index.js');
+      const { WasmLoadError } = await import('/tpsmeter/dist/index.js');
+      const errors = [];
+      const reports = [];
+      const meter = new Meter({ api: 'openai-chat', onReport: (r) => reports.push(r), onError: (e) => errors.push(e) });
+      const s = meter.start();
+      await s.wrap(await fetch(`${url}/v1/chat/completions`, init)).text();
+      const rejected = await s.report().then(() => null, (e) => ({ name: e.name, message: e.message, typed: e instanceof WasmLoadError }));
+      // onError runs after report() settles (both hang off the same build).
+      await new Promise((r) => setTimeout(r, 0));
+      return { rejected, reports: reports.length, errors: errors.map((e) => ({ name: e.name, message: e.message, url: e.url })) };
+    }, [fx.emulator.base, chatRequest(4)]);
+    assert.equal(out.reports, 0);
+    assert.equal(out.errors.length, 1, JSON.stringify(out));
+    assert.equal(out.errors[0].name, 'WasmLoadError');
+    assert.match(out.errors[0].message, /web page/);
+    assert.match(out.errors[0].message, /optimizeDeps/);
+    assert.match(out.errors[0].url, /tpsmeter_meter_bg\.wasm$/);
+    assert.deepEqual(out.rejected && [out.rejected.name, out.rejected.typed], ['WasmLoadError', true]);
+    await page.unroute('**/tpsmeter_meter_bg.wasm');
+    await assertClean(page);
+  });
+
   await t.test('overlapping streams are measured each on its own: start() handles and the meter-level calls', async () => {
     const page = await fx.page();
     const out = await page.evaluate(async ([url, long, short]) => {

@@ -4,7 +4,8 @@
  * An error from the engine, its cache or its Worker, with a `name` that says why
  * (`WebGpuUnavailable`, `NoAdapter`, `DownloadError`, `InvalidModel`, `ChecksumMismatch`,
  * `LimitExceeded`, `DeviceLost`, `EngineCrashed`, `QuotaExceededError`, `CacheError`,
- * `AbortError`, ...). Errors cross from the Worker by name and message.
+ * `AbortError`, `WorkerError`: the Worker failed to start or died outside a request, ...).
+ * Errors cross from the Worker by name and message.
  */
 export class EngineError extends Error {
   constructor(name: string, message: string) {

@@ -3,6 +3,7 @@
 // the GPU and generating all happen in the Worker (./worker.ts).
 
 import { EngineError } from './error.js';
+import { packageFile } from '../load.js';
 import type { FromWorker, LoadProgress, ToWorker } from './protocol.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest, CompletionRequest, EngineInfo, ForcedStep, GenerateResult, LocalTimings, ProbeReport, RawStepCost, StepCost } from './types.js';
 import type { CachedModel } from './cache.js';
@@ -45,6 +46,12 @@ interface Pending {
 }
 
 function startWorker(): Worker {
+  // Where a dev server's pre-bundling moved this module, the Worker is the installed
+  // package's file. Otherwise the literal `new Worker(new URL(...), { ... })` below, the
+  // pattern bundlers recognise to build and emit the Worker (Vite wants its options literal).
+  const here = new URL(import.meta.url);
+  const moved = packageFile(here, 'dist/engine/worker.js');
+  if (moved !== here) return new Worker(moved, { type: 'module', name: 'tpsmeter-engine' });
   return new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'tpsmeter-engine' });
 }
 

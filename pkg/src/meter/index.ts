@@ -207,10 +207,14 @@ export class Meter {
     log.frames.stop();
     const p = build(log, this.options, partial);
     if (!partial) log.built = p;
-    const onReport = this.options.onReport;
+    const { onReport, onError } = this.options;
     p.then(
       (r) => onReport?.(r),
-      (e: unknown) => rethrow(e),
+      (e: unknown) => {
+        const err = e instanceof Error ? e : new Error(String(e));
+        if (onError) onError(err);
+        else rethrow(err);
+      },
     );
   }
 }

@@ -14,6 +14,13 @@ export interface MeterOptions {
    * mid-stream (then with what was seen so far and `partial: true`).
    */
   onReport?: (report: MeterReport) => void;
+  /**
+   * Called instead of `onReport` when a stream's report cannot be built: the parser's wasm
+   * failed to load (an error named `WasmLoadError`, with the `url` it fetched and why; the
+   * class is exported by `tpsmeter`, kept out of this entry's eager code). Without
+   * `onError`, the error goes to the page's `reportError` (the console's uncaught errors).
+   */
+  onError?: (error: Error) => void;
 }
 
 /** One value set of an OpenTelemetry GenAI histogram, with its semantic-convention name. */
