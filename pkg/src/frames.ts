@@ -1,11 +1,10 @@
 // Frame times for perceived TPS, shared by `bench({render})` and the Meter. No wasm here:
 // the Meter imports this eagerly.
 //
-// `requestAnimationFrame` callbacks run right before the browser renders a frame, so the
-// first rAF after a DOM update is the earliest time that update can be on screen. Where the
-// Long Animation Frames API exists (Chromium 123+), a frame that took long (> 50 ms) is
-// reported with its end time, when its rendering actually finished: a rAF inside such a
-// frame is moved to that end.
+// rAF callbacks run right before the browser renders a frame: the first rAF after a DOM
+// update is the earliest time it can be on screen. With the Long Animation Frames API
+// (Chromium 123+), a long frame (> 50 ms) comes with its end time, when its rendering
+// finished: a rAF inside it is moved to that end.
 
 type Sink = (rafMs: number) => void;
 

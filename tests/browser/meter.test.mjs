@@ -321,29 +321,64 @@ test('Meter', async (t) => {
     await assertClean(page);
   });
 
-  await t.test('a tab hidden mid-stream reports early, partial, once', async () => {
+  await t.test('a tab hidden mid-stream reports early and partial, then the final report follows, paired by stream id', async () => {
     const page = await fx.page();
-    const out = await page.evaluate(async ([url, init]) => {
+    const out = await page.evaluate(async ([url, init, other]) => {
       const { Meter } = await import('/tpsmeter/dist/meter/index.js');
       const reports = [];
       const meter = new Meter({ api: 'openai-chat', onReport: (r) => reports.push(r) });
-      meter.start();
-      const res = meter.wrap(await fetch(url, init));
-      const reader = res.body.getReader();
-      let reads = 0;
-      for (let r = await reader.read(); !r.done; r = await reader.read()) {
-        if (++reads === 3) {
-          Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
-          document.dispatchEvent(new Event('visibilitychange'));
+      // Two streams in flight when the tab goes hidden: each reports early.
+      const a = meter.start();
+      const resA = a.wrap(await fetch(url, init));
+      const b = meter.start();
+      const resB = b.wrap(await fetch(url, other));
+      const drain = async (res, hideAt) => {
+        const reader = res.body.getReader();
+        let reads = 0;
+        for (let r = await reader.read(); !r.done; r = await reader.read()) {
+          if (++reads === hideAt) {
+            Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
+            document.dispatchEvent(new Event('visibilitychange'));
+            delete document.visibilityState;
+          }
         }
-      }
-      await new Promise((r) => setTimeout(r, 1500));
-      delete document.visibilityState;
+      };
+      await Promise.all([drain(resA, 3), drain(resB, 0)]);
+      // Both streams ended: their final reports come after the app's last paint settles.
+      const deadline = performance.now() + 5000;
+      while (reports.length < 4 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       return reports;
-    }, [`${fx.emulator.prefixed('pace/5,20,30')}/v1/chat/completions`, chatRequest(30)]);
-    assert.equal(out.length, 1, 'onReport fired exactly once');
-    assert.equal(out[0].partial, true);
-    assert.ok(out[0].record.output_tokens > 0 && out[0].record.output_tokens < 30);
+    }, [`${fx.emulator.prefixed('pace/5,20,30')}/v1/chat/completions`, chatRequest(30), chatRequest(20)]);
+    assert.equal(out.length, 4, 'a partial and a final report per stream');
+    const ids = [...new Set(out.map((r) => r.stream_id))];
+    assert.equal(ids.length, 2, 'two streams, two ids');
+    for (const id of ids) {
+      const [first, second] = out.filter((r) => r.stream_id === id);
+      assert.equal(first.partial, true);
+      assert.equal(first.otel.attributes['tpsmeter.report.partial'], 'true');
+      assert.equal(first.otel.stream_id, id);
+      assert.equal(second.partial, false);
+      assert.equal(second.otel.attributes['tpsmeter.report.partial'], 'false');
+      assert.equal(second.otel.stream_id, id);
+      assert.ok(first.record.output_tokens < second.record.output_tokens, `${first.record.output_tokens} < ${second.record.output_tokens}`);
+      assert.ok([20, 30].includes(second.record.output_tokens));
+      assert.equal(second.record.error ?? null, null, 'the final report is complete, not truncated');
+    }
+    await assertClean(page);
+  });
+
+  await t.test('vercel-ui streams name a provider', async () => {
+    const page = await fx.page();
+    const out = await page.evaluate(async () => {
+      const { Meter } = await import('/tpsmeter/dist/meter/index.js');
+      const meter = new Meter({ api: 'vercel-ui' });
+      const s = meter.start();
+      s.chunk('hello');
+      s.chunk(' world');
+      s.end();
+      return (await s.report()).otel.attributes;
+    });
+    assert.equal(out['gen_ai.provider.name'], 'vercel.ai');
     await assertClean(page);
   });
 

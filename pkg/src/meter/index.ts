@@ -1,9 +1,9 @@
 // tpsmeter/meter: the real-user meter for an app's own LLM streams.
 //
 // Cheap on purpose: while a stream runs it only stamps `performance.now()` and keeps the
-// bytes; the wasm parser (the same one `bench()` and the CLI use) is loaded with a dynamic
-// import when a report is built, after the stream, when the browser is idle. This module
-// never imports the wasm glue or the bench statically.
+// bytes; the wasm parser (the one `bench()` and the CLI use) is imported dynamically when a
+// report is built, after the stream, when the browser is idle. Nothing here imports the
+// wasm glue or the bench statically.
 
 import { canObserveFrames } from '../frames.js';
 import { newLog, TEXT_WIRE, type StreamLog } from './log.js';
@@ -21,13 +21,16 @@ type Chunk = Uint8Array | string;
 
 export class Meter {
   private log: StreamLog | undefined;
+  /** Streams not ended: each reports early when the tab goes hidden. */
+  private readonly running = new Set<StreamLog>();
   /** Paints are tracked once the app calls `painted()` or `observe()`. */
   private trackPaints = false;
   private readonly observers = new Set<MutationObserver>();
   private readonly onHidden = (): void => {
     if (document.visibilityState !== 'hidden') return;
-    const log = this.log;
-    if (log && log.endMs === undefined && !log.reported) this.deliver(log, true);
+    for (const log of this.running) {
+      if (log.endMs === undefined && !log.partialSent) this.deliver(log, true);
+    }
   };
 
   constructor(private readonly options: MeterOptions) {
@@ -160,6 +163,7 @@ export class Meter {
     for (const mo of this.observers) mo.disconnect();
     this.observers.clear();
     this.log?.frames.stop();
+    this.running.clear();
   }
 
   private begin(wire: string, explicit: boolean): StreamLog {
@@ -169,8 +173,8 @@ export class Meter {
       prev.wire = wire;
       return prev;
     }
-    // A wrapped stream still running ends when its body does (streams may overlap); one fed
-    // with chunk() has no end of its own, so a new stream ends it.
+    // A wrapped stream ends with its body (streams may overlap); one fed with chunk() has no
+    // end of its own: a new stream ends it.
     if (prev && prev.endMs === undefined && !prev.tapped) {
       prev.endMs = performance.now();
       this.ended(prev);
@@ -178,12 +182,14 @@ export class Meter {
     const log = newLog(wire, performance.now());
     log.implicitStart = !explicit;
     this.log = log;
+    this.running.add(log);
     if (this.trackPaints) log.frames.start();
     return log;
   }
 
 
   private ended(log: StreamLog): void {
+    this.running.delete(log);
     if (log.reported) return;
     const go = (): void => {
       if (!log.reported) this.deliver(log, false);
@@ -203,8 +209,11 @@ export class Meter {
   }
 
   private deliver(log: StreamLog, partial: boolean): void {
-    log.reported = true;
-    log.frames.stop();
+    if (partial) log.partialSent = true;
+    else {
+      log.reported = true;
+      log.frames.stop();
+    }
     const p = build(log, this.options, partial);
     if (!partial) log.built = p;
     const { onReport, onError } = this.options;

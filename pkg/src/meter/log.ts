@@ -7,6 +7,8 @@ import { FrameRecorder } from '../frames.js';
 export const TEXT_WIRE = 'openai-chat-text';
 
 export interface StreamLog {
+  /** `MeterReport.stream_id`. */
+  id: string;
   /** The stream's wire format: the Meter's api, or 'openai-chat' for `chunk(text)` deltas. */
   wire: string;
   startMs: number;
@@ -25,8 +27,10 @@ export interface StreamLog {
   /** When the app said, or the DOM showed, that its text was updated. */
   ready: number[];
   frames: FrameRecorder;
-  /** onReport has been (or is being) given this stream's report. */
+  /** onReport has been (or is being) given this stream's final report. */
   reported: boolean;
+  /** onReport was given a partial report. */
+  partialSent?: boolean;
   /** Begun by wrap() or chunk() with no start() before the request (no TTFT then). */
   implicitStart?: boolean;
   /** A body is being read through the meter (wrap): it ends the stream itself. */
@@ -35,8 +39,12 @@ export interface StreamLog {
   built?: Promise<import('./types.js').MeterReport>;
 }
 
+// randomUUID exists in every secure context (https, localhost).
+const newId = (): string => globalThis.crypto?.randomUUID?.() ?? `${Date.now().toString(36)}${Math.random().toString(36).slice(2)}`;
+
 export function newLog(wire: string, startMs: number): StreamLog {
   return {
+    id: newId(),
     wire,
     startMs,
     status: 200,

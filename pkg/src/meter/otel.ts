@@ -13,6 +13,9 @@ const PROVIDERS: Record<string, string> = {
   gemini: 'gcp.gemini',
   'ollama-chat': 'ollama',
   'ollama-generate': 'ollama',
+  // The AI SDK's UI stream carries no provider (the app's route chose it): the SDK's name,
+  // a custom value as the conventions allow, unless `provider` names the real one.
+  'vercel-ui': 'vercel.ai',
 };
 
 /** `gen_ai.operation.name` by wire format. */
@@ -30,8 +33,11 @@ const OPERATIONS: Record<string, string> = {
 
 const s = (ms: number): number => ms / 1000;
 
-export function toOtel(record: MeterRecord, options: MeterOptions): OtelData {
-  const attributes: Record<string, string> = {};
+export function toOtel(record: MeterRecord, options: MeterOptions, partial: boolean, streamId: string): OtelData {
+  // Whether the stream had ended: a partial report (the tab went hidden) is a cut view of
+  // a stream whose final report may follow. Low-cardinality, so an attribute; the stream
+  // id, unique per stream, is a field beside the attributes, not one of them.
+  const attributes: Record<string, string> = { 'tpsmeter.report.partial': String(partial) };
   const provider = options.provider ?? PROVIDERS[options.api];
   if (provider) attributes['gen_ai.provider.name'] = provider;
   if (options.model) attributes['gen_ai.request.model'] = options.model;
@@ -54,5 +60,5 @@ export function toOtel(record: MeterRecord, options: MeterOptions): OtelData {
     add('gen_ai.client.token.usage', '{token}', [record.input_tokens], { 'gen_ai.token.type': 'input' });
   }
   add('gen_ai.client.token.usage', '{token}', [record.output_tokens], { 'gen_ai.token.type': 'output' });
-  return { attributes, metrics };
+  return { attributes, metrics, stream_id: streamId };
 }

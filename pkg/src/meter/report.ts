@@ -70,7 +70,7 @@ export async function buildReport(
       record.metrics = { ...record.metrics, ttft_ms: null };
       record.start_missing = true;
     }
-    return { record, otel: toOtel(record, options), partial };
+    return { record, otel: toOtel(record, options, partial, log.id), partial, stream_id: log.id };
   } finally {
     ex.free();
   }

@@ -10,8 +10,10 @@ export interface MeterOptions {
   /** `gen_ai.provider.name`; derived from `api` when left out (openai, anthropic, gcp.gemini, ...). */
   provider?: string;
   /**
-   * Called exactly once per stream: when it ends, or earlier when the tab goes hidden
-   * mid-stream (then with what was seen so far and `partial: true`).
+   * Called once per stream when it ends (`partial: false`), and once before that if the tab
+   * goes hidden mid-stream (`partial: true`, what was seen so far: a page that is then
+   * frozen or closed never sends the final one). Both carry the same `stream_id`: keep the
+   * final report where both arrive.
    */
   onReport?: (report: MeterReport) => void;
   /**
@@ -39,9 +41,15 @@ export interface OtelMetric {
 
 /** The stream in OpenTelemetry GenAI semantic-convention names and units. */
 export interface OtelData {
-  /** Common attributes: gen_ai.provider.name, gen_ai.request.model, gen_ai.operation.name, error.type. */
+  /**
+   * Common attributes: gen_ai.provider.name, gen_ai.request.model, gen_ai.operation.name,
+   * error.type, and `tpsmeter.report.partial` ("true" for a report of a stream that had
+   * not ended, "false" for a final one).
+   */
   attributes: Record<string, string>;
   metrics: OtelMetric[];
+  /** The stream's id (as `MeterReport.stream_id`): pairs a partial report with its final one. */
+  stream_id: string;
 }
 
 /**
@@ -60,6 +68,8 @@ export interface MeterReport {
   otel: OtelData;
   /** The stream had not ended (the tab went hidden, or `report()` was called mid-stream). */
   partial: boolean;
+  /** One id per stream, the same in its partial and final reports. */
+  stream_id: string;
 }
 
 /**
