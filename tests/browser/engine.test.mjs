@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'node:test';
@@ -226,6 +227,89 @@ test('createEngine without WebGPU names the reason', async (t) => {
   });
   assert.match(message, /^(WebGpuUnavailable|NoAdapter): /);
   await assertClean(page);
+});
+
+/** Listens on a free port of 127.0.0.1 with `handler`; resolves to { origin, close() }. */
+async function listen(handler) {
+  const server = http.createServer(handler);
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    origin: `http://127.0.0.1:${server.address().port}`,
+    close: () => new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(resolve);
+    }),
+  };
+}
+
+test('a model download that cannot happen says why: server down, no CORS, a cut connection, a web page', async (t) => {
+  const fx = await fixture(t, { emulator: false, webgpu: true });
+  if (!fx) return;
+  t.after(() => fx.close());
+  // A GGUF header that wants more: magic, version 3, one tensor, one metadata pair.
+  const head = Buffer.alloc(24);
+  head.write('GGUF', 0, 'latin1');
+  head.writeUInt32LE(3, 4);
+  head.writeBigUInt64LE(1n, 8);
+  head.writeBigUInt64LE(1n, 16);
+  const cors = await listen((req, res) => {
+    res.setHeader('access-control-allow-origin', '*');
+    if (req.url === '/page') {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end('<!doctype html><title>app</title>');
+      return;
+    }
+    // /cut: a million bytes promised, the header sent, then the connection dropped.
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': '1000000' });
+    res.write(head, () => setTimeout(() => res.socket?.destroy(), 50));
+  });
+  t.after(() => cors.close());
+  const noCors = await listen((req, res) => {
+    res.writeHead(200, { 'content-type': 'application/octet-stream' });
+    res.end(head);
+  });
+  t.after(() => noCors.close());
+  // A port nothing listens on.
+  const gone = await listen(() => {});
+  await gone.close();
+
+  const loads = async (page, prefix, urls) =>
+    page.evaluate(async ([prefix, urls]) => {
+      const { createEngine } = await import(`${prefix}/tpsmeter/dist/engine/index.js`);
+      const result = {};
+      for (const [name, model] of Object.entries(urls)) {
+        result[name] = await createEngine({ model, cache: false }).then(
+          () => ({ name: 'resolved' }),
+          (e) => ({ name: e.name, reason: e.reason, message: e.message }),
+        );
+      }
+      return result;
+    }, [prefix, urls]);
+  const kinds = (out) => Object.fromEntries(Object.entries(out).map(([k, v]) => [k, `${v.name}/${v.reason}`]));
+  const urls = { down: `${gone.origin}/m.gguf`, cors: `${noCors.origin}/m.gguf`, cut: `${cors.origin}/cut`, page: `${cors.origin}/page` };
+
+  // A page that is not cross-origin isolated: a no-cors probe tells "down" from "no CORS".
+  const plain = await fx.page('/plain/index.html');
+  const out = await loads(plain, '/plain', urls);
+  t.diagnostic(JSON.stringify(out));
+  assert.deepEqual(kinds(out), {
+    down: 'DownloadError/unreachable',
+    cors: 'DownloadError/cors',
+    cut: 'DownloadError/cut',
+    page: 'DownloadError/web-page',
+  });
+  assert.match(out.down.message, /could not connect to http:\/\/127\.0\.0\.1:\d+/);
+  assert.match(out.cors.message, /answered, but without CORS headers/);
+  assert.match(out.cut.message, /broke after 24 of 1000000 bytes/);
+  assert.match(out.page.message, /web page \(text\/html\), not a GGUF file/);
+  await assertClean(plain);
+
+  // An isolated page (COEP) cannot tell them apart, and says so rather than guess.
+  const isolated = await fx.page();
+  const both = await loads(isolated, '', { down: urls.down, cors: urls.cors });
+  assert.deepEqual(kinds(both), { down: 'DownloadError/unreachable-or-cors', cors: 'DownloadError/unreachable-or-cors' });
+  assert.match(both.cors.message, /cross-origin isolated/);
+  await assertClean(isolated);
 });
 
 test('createEngine caches a downloaded model in OPFS: the second load reads the cache, not the network', (t) => cacheTest(t, 'opfs'));

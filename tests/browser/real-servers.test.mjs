@@ -26,6 +26,8 @@ const SERVERS = [
     ready: '/v1/models',
     // One GPU request at a time: the engine serves a queue.
     concurrency: [1],
+    // It sends Timing-Allow-Origin, so this cross-origin page sees the requests' timings.
+    timingAllowed: true,
   },
 ];
 
@@ -57,6 +59,10 @@ for (const s of SERVERS) {
       Array(total).fill('ok'),
       JSON.stringify(report.requests.map((r) => r.error)),
     );
+    if (s.timingAllowed) {
+      const codes = (report.warnings ?? []).map((w) => w.code);
+      assert.ok(!codes.includes('timing_opaque'), `warnings: ${codes}`);
+    }
     for (const r of report.requests) {
       assert.ok(r.output_tokens > 0 && r.output_tokens <= MAX_TOKENS, `tokens: ${r.output_tokens}`);
       assert.ok(r.metrics.ttft_ms > 0);

@@ -6,7 +6,7 @@
 #[non_exhaustive]
 pub enum GpuError {
     /// The bytes are not a GGUF file.
-    #[error("not a GGUF file: magic is {found:02x?}, expected \"GGUF\"")]
+    #[error("not a GGUF file: {}, expected \"GGUF\"", describe_magic(found))]
     BadMagic { found: [u8; 4] },
     /// A GGUF version this reader does not understand.
     #[error("unsupported GGUF version {version} (supported: 2, 3)")]
@@ -278,3 +278,19 @@ impl GpuError {
 
 /// Shorthand used throughout the crate.
 pub type Result<T, E = GpuError> = std::result::Result<T, E>;
+
+/// The first bytes of a file that is not GGUF, as a reader would want them: text as text
+/// (a web page served where a model should be starts with `<`), anything else in hex.
+fn describe_magic(found: &[u8; 4]) -> String {
+    if found.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+        let text: String = found.iter().map(|&b| char::from(b)).collect();
+        let what = if found[0] == b'<' {
+            "markup, such as a web page"
+        } else {
+            "text"
+        };
+        format!("it starts with {text:?} ({what})")
+    } else {
+        format!("magic is {found:02x?}")
+    }
+}

@@ -96,6 +96,14 @@ fn bad_magic_and_versions() {
     let (mut bytes, _) = small_gguf();
     bytes[0] = b'X';
     assert!(matches!(parse_err(&bytes), GpuError::BadMagic { found } if &found == b"XGUF"));
+    // A web page where a model should be says so; binary garbage is shown in hex.
+    let page = parse_err(b"<!doctype html><html><body>not found</body></html>").to_string();
+    assert!(
+        page.contains(r#"starts with "<!do""#) && page.contains("web page"),
+        "{page}"
+    );
+    let binary = parse_err(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0]).to_string();
+    assert!(binary.contains("[7f, 45, 4c, 46]"), "{binary}");
     for v in [0, 1, 4, 0x0300_0000] {
         let (mut bytes, _) = small_gguf();
         patch_u32(&mut bytes, 4, v);

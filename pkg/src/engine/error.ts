@@ -8,8 +8,19 @@
  * Errors cross from the Worker by name and message.
  */
 export class EngineError extends Error {
-  constructor(name: string, message: string) {
+  /**
+   * For a `DownloadError`, what happened: `http` (an error status), `unreachable` (no
+   * connection: the server is down, the address wrong, DNS failed), `cors` (the server
+   * answered, without CORS headers that let this page read it), `unreachable-or-cors` (one
+   * of the two, on a cross-origin isolated page, where they cannot be told apart),
+   * `offline` (the browser is),
+   * `cut` (the connection broke mid-download), `web-page` (a page came back where the
+   * model should be).
+   */
+  readonly reason?: string;
+  constructor(name: string, message: string, reason?: string) {
     super(message);
     this.name = name;
+    if (reason !== undefined) this.reason = reason;
   }
 }

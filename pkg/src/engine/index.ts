@@ -231,7 +231,7 @@ export class LocalEngine {
       p.resolve(m.value);
     } else if (m.kind === 'error') {
       this.pending.delete(m.id);
-      const err = new EngineError(m.name, m.message);
+      const err = new EngineError(m.name, m.message, m.reason);
       // Neither a lost device nor a trapped WebAssembly module runs again.
       if (m.name === 'DeviceLost' || m.name === 'EngineCrashed') this.lostWith ??= err;
       p.reject(err);

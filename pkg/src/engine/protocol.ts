@@ -33,4 +33,4 @@ export type FromWorker =
   | { id: number; kind: 'progress'; progress: LoadProgress }
   | { id: number; kind: 'token'; text: string; token: number | undefined; t: number }
   | { id: number; kind: 'done'; value: unknown }
-  | { id: number; kind: 'error'; name: string; message: string };
+  | { id: number; kind: 'error'; name: string; message: string; reason?: string };
