@@ -25,8 +25,11 @@ function serviceWorker(): Plugin {
       outDir = resolve(config.root, config.build.outDir);
     },
     closeBundle() {
-      // site.json is the server's to answer (tpsmeter serve says what it serves there).
-      const files = walk(outDir).filter((f) => f !== 'sw.js' && f !== 'site.json' && !f.endsWith('.map'));
+      // site.json is the server's to answer (tpsmeter serve says what it serves there);
+      // _headers is the static host's configuration, which it does not serve (a precache
+      // entry that 404s would fail the worker's install).
+      const skip = new Set(['sw.js', 'site.json', '_headers']);
+      const files = walk(outDir).filter((f) => !skip.has(f) && !f.endsWith('.map'));
       files.sort();
       const hash = createHash('sha256');
       for (const f of files) hash.update(f).update('\0').update(readFileSync(join(outDir, f)));

@@ -12,7 +12,7 @@ import test from 'node:test';
 import { assertClean } from './support/browser.mjs';
 import { startEmulator } from './support/emulator.mjs';
 import { asset } from './support/env.mjs';
-import { assertNoConsoleErrors, cards, checkView, chartInk, downloadText, fillForm, ready, runAndWait, servedSite, staticSite } from './support/site.mjs';
+import { assertNoConsoleErrors, cards, checkView, chartInk, downloadText, fillForm, ready, runAndWait, servedSite, siteDir, staticSite } from './support/site.mjs';
 
 const SECRET = 'sk-tpsmeter-test-SECRET-0123456789';
 const run = promisify(execFile);
@@ -347,6 +347,19 @@ test('the Content-Security-Policy blocks an origin the user did not approve', as
   // Expected: the blocked attempt (named by the CSP message) and the approved one, refused
   // because nothing listens there.
   assertNoConsoleErrors(page, [/127\.0\.0\.[23]/, /ERR_CONNECTION_REFUSED/]);
+});
+
+test('the built site carries _headers for static hosts, and its service worker does not precache it', (t) => {
+  const dir = siteDir(t);
+  if (!dir) return;
+  // Netlify and Cloudflare Pages read _headers and do not serve it: a precache entry for it
+  // would 404 there and fail the worker's install (no offline site).
+  const headers = fs.readFileSync(path.join(dir, '_headers'), 'utf8');
+  assert.match(headers, /^\/\*\n {2}Cross-Origin-Opener-Policy: same-origin$/m);
+  assert.match(headers, /^ {2}Cross-Origin-Embedder-Policy: require-corp$/m);
+  const sw = fs.readFileSync(path.join(dir, 'sw.js'), 'utf8');
+  assert.ok(sw.includes('index.html') && sw.includes('demo.html'), 'the precache list is in sw.js');
+  assert.ok(!sw.includes('_headers'), 'sw.js does not precache _headers');
 });
 
 test('the site keeps working offline after the first load', async (t) => {

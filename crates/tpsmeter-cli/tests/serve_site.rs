@@ -133,6 +133,14 @@ fn serve_www_serves_site_model_and_api_on_one_origin() {
         Some("same-origin")
     );
 
+    // The static hosts' `_headers` (www/public/_headers, copied into the built site) says
+    // what this server sends: every header of its `/*` rule on the page, of `/assets/*` on
+    // a hashed asset.
+    let rules = static_host_headers();
+    for (name, value) in &rules["/*"] {
+        assert_eq!(r.header(name), Some(value.as_str()), "_headers /* {name}");
+    }
+
     let r = request(port, "GET", "/assets/app-1a2b.js");
     assert_eq!(r.status, 200);
     assert_eq!(r.body, b"console.log(1)");
@@ -140,6 +148,13 @@ fn serve_www_serves_site_model_and_api_on_one_origin() {
         r.header("cache-control"),
         Some("public, max-age=31536000, immutable")
     );
+    for (name, value) in &rules["/assets/*"] {
+        assert_eq!(
+            r.header(name),
+            Some(value.as_str()),
+            "_headers /assets/* {name}"
+        );
+    }
 
     // The model file, whole, and its length on HEAD without a body.
     let name = model.file_name().unwrap().to_str().unwrap();
@@ -176,4 +191,39 @@ fn serve_www_serves_site_model_and_api_on_one_origin() {
             "{path}"
         );
     }
+}
+
+/// `www/public/_headers` (Netlify and Cloudflare Pages): path rule → (header, value) pairs,
+/// names lower-cased. Fails on a line it cannot read, so a typo there fails here.
+fn static_host_headers() -> HashMap<String, Vec<(String, String)>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../www/public/_headers");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut rules: HashMap<String, Vec<(String, String)>> = HashMap::new();
+    let mut current = None;
+    for line in text.lines() {
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if !line.starts_with(char::is_whitespace) {
+            current = Some(line.trim().to_string());
+            rules.entry(line.trim().to_string()).or_default();
+            continue;
+        }
+        let (name, value) = line
+            .trim()
+            .split_once(": ")
+            .unwrap_or_else(|| panic!("{line:?}"));
+        let rule = current
+            .clone()
+            .unwrap_or_else(|| panic!("{line:?} before any path"));
+        rules
+            .get_mut(&rule)
+            .unwrap()
+            .push((name.to_ascii_lowercase(), value.to_string()));
+    }
+    assert!(
+        rules["/*"].len() >= 6 && rules.contains_key("/assets/*"),
+        "{rules:?}"
+    );
+    rules
 }
