@@ -129,6 +129,7 @@ pub fn build() -> Result<PathBuf> {
             before,
             file_len(&glue_js)?
         );
+        disposable_lib(&pkg.join("wasm").join(format!("{out_name}.d.ts")))?;
         shipped.push(glue_wasm);
         shipped.push(glue_js);
     }
@@ -204,4 +205,17 @@ fn gzip_len(path: &Path) -> Result<usize> {
         bail!("gzip {} failed", path.display());
     }
     Ok(out.stdout.len())
+}
+
+/// wasm-bindgen's `.d.ts` declares `[Symbol.dispose]()` on its classes, which TypeScript
+/// knows only from lib `esnext.disposable`: an app on lib ES2023 with `skipLibCheck: false`
+/// failed to compile against the package (TS2550). A triple-slash lib reference at the top
+/// makes the file bring what it uses (TypeScript 5.2 and later).
+fn disposable_lib(dts: &Path) -> Result<()> {
+    let text = std::fs::read_to_string(dts)?;
+    const REFERENCE: &str = "/// <reference lib=\"esnext.disposable\" />\n";
+    if text.contains("Symbol.dispose") && !text.starts_with(REFERENCE) {
+        std::fs::write(dts, format!("{REFERENCE}{text}"))?;
+    }
+    Ok(())
 }

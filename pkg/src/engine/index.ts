@@ -5,7 +5,7 @@
 import { EngineError } from './error.js';
 import { packageFile } from '../load.js';
 import type { FromWorker, LoadProgress, ToWorker } from './protocol.js';
-import type { ChatCompletion, ChatCompletionChunk, ChatRequest, CompletionRequest, EngineInfo, ForcedStep, GenerateResult, LocalTimings, ProbeReport, RawStepCost, StepCost } from './types.js';
+import type { ChatCompletion, ChatCompletionChunk, ChatRequest, Completion, CompletionChunk, CompletionRequest, EngineInfo, ForcedStep, GenerateResult, LocalTimings, ProbeReport, RawStepCost, StepCost } from './types.js';
 import type { CachedModel } from './cache.js';
 
 export type { LoadProgress } from './protocol.js';
@@ -127,8 +127,8 @@ export class LocalEngine {
 
   readonly completions = {
     create: ((req: CompletionRequest) => this.create(req, 'text')) as {
-      (req: CompletionRequest & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;
-      (req: CompletionRequest & { stream?: false }): Promise<ChatCompletion>;
+      (req: CompletionRequest & { stream: true }): Promise<AsyncIterable<CompletionChunk>>;
+      (req: CompletionRequest & { stream?: false }): Promise<Completion>;
     },
   };
 
@@ -246,7 +246,7 @@ export class LocalEngine {
     this.pending.clear();
   }
 
-  private async create(req: ChatRequest | CompletionRequest, kind: 'chat' | 'text'): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>> {
+  private async create(req: ChatRequest | CompletionRequest, kind: 'chat' | 'text'): Promise<ChatCompletion | Completion | AsyncIterable<AnyChunk>> {
     const { stream, signal, ...rest } = req;
     if (signal?.aborted) throw new EngineError('AbortError', 'the request was aborted');
     const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-local-${++completionSeq}`;
@@ -319,23 +319,26 @@ export class LocalEngine {
       ],
       usage: final.usage,
       timings: final.timings,
-    } as ChatCompletion;
+    } as ChatCompletion | Completion;
   }
 }
 
+/** A chunk of either endpoint (the Worker's stream is the same for both). */
+type AnyChunk = ChatCompletionChunk | CompletionChunk;
+
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
-function chunkOf(id: string, created: number, model: string, kind: 'chat' | 'text', text: string, first: boolean): ChatCompletionChunk {
+function chunkOf(id: string, created: number, model: string, kind: 'chat' | 'text', text: string, first: boolean): AnyChunk {
   return {
     id,
     object: kind === 'chat' ? 'chat.completion.chunk' : 'text_completion',
     created,
     model,
     choices: [kind === 'chat' ? { index: 0, delta: first ? { role: 'assistant', content: text } : { content: text }, finish_reason: null } : { index: 0, text, finish_reason: null }],
-  } as ChatCompletionChunk;
+  } as AnyChunk;
 }
 
-function finalChunk(id: string, created: number, model: string, kind: 'chat' | 'text', r: GenerateResult, timings: LocalTimings): ChatCompletionChunk {
+function finalChunk(id: string, created: number, model: string, kind: 'chat' | 'text', r: GenerateResult, timings: LocalTimings): AnyChunk {
   const finish = r.finish_reason === 'stop' ? 'stop' : r.finish_reason === 'length' ? 'length' : r.finish_reason;
   return {
     id,
@@ -345,7 +348,7 @@ function finalChunk(id: string, created: number, model: string, kind: 'chat' | '
     choices: [kind === 'chat' ? { index: 0, delta: {}, finish_reason: finish } : { index: 0, text: '', finish_reason: finish }],
     usage: { prompt_tokens: r.prompt_tokens, completion_tokens: r.completion_tokens, total_tokens: r.prompt_tokens + r.completion_tokens },
     timings,
-  } as ChatCompletionChunk;
+  } as AnyChunk;
 }
 
 /** The Worker's per-step cost in the package's names. */
@@ -394,15 +397,15 @@ function timingsOf(r: GenerateResult, info: EngineInfo | undefined, cold: boolea
 }
 
 /** An async iterator fed by the Worker's messages. */
-class ChunkQueue implements AsyncIterable<ChatCompletionChunk> {
-  private items: ChatCompletionChunk[] = [];
+class ChunkQueue implements AsyncIterable<AnyChunk> {
+  private items: AnyChunk[] = [];
   private ended = false;
   private error: Error | undefined;
   private wake: (() => void) | undefined;
   /** Called when the consumer stops iterating before the end. */
   onAbandon: (() => void) | undefined;
 
-  push(c: ChatCompletionChunk): void {
+  push(c: AnyChunk): void {
     this.items.push(c);
     this.wake?.();
   }
@@ -414,7 +417,7 @@ class ChunkQueue implements AsyncIterable<ChatCompletionChunk> {
     this.error = e;
     this.wake?.();
   }
-  async *[Symbol.asyncIterator](): AsyncIterator<ChatCompletionChunk> {
+  async *[Symbol.asyncIterator](): AsyncIterator<AnyChunk> {
     try {
       for (;;) {
         const c = this.items.shift();

@@ -115,28 +115,50 @@ export interface ProbeReport {
 
 export type FinishReason = 'stop' | 'length' | 'cancelled' | 'context_full' | null;
 
+/** A streamed chunk of `chat.completions.create`: the text in `choices[0].delta.content`. */
 export interface ChatCompletionChunk {
   id: string;
-  object: 'chat.completion.chunk' | 'text_completion';
+  object: 'chat.completion.chunk';
   created: number;
   model: string;
-  choices: Array<
-    | { index: number; delta: { role?: 'assistant'; content?: string }; finish_reason: FinishReason }
-    | { index: number; text: string; finish_reason: FinishReason }
-  >;
+  choices: Array<{ index: number; delta: { role?: 'assistant'; content?: string }; finish_reason: FinishReason }>;
+  /** On the last chunk. */
   usage?: Usage;
+  /** On the last chunk. */
   timings?: LocalTimings;
 }
 
-export interface ChatCompletion {
+/** A streamed chunk of `completions.create`: the text in `choices[0].text`. */
+export interface CompletionChunk {
   id: string;
-  object: 'chat.completion' | 'text_completion';
+  object: 'text_completion';
   created: number;
   model: string;
-  choices: Array<
-    | { index: number; message: { role: 'assistant'; content: string }; finish_reason: FinishReason }
-    | { index: number; text: string; finish_reason: FinishReason }
-  >;
+  choices: Array<{ index: number; text: string; finish_reason: FinishReason }>;
+  /** On the last chunk. */
+  usage?: Usage;
+  /** On the last chunk. */
+  timings?: LocalTimings;
+}
+
+/** The whole answer of `chat.completions.create` without `stream`. */
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: Array<{ index: number; message: { role: 'assistant'; content: string }; finish_reason: FinishReason }>;
+  usage: Usage;
+  timings: LocalTimings;
+}
+
+/** The whole answer of `completions.create` without `stream`. */
+export interface Completion {
+  id: string;
+  object: 'text_completion';
+  created: number;
+  model: string;
+  choices: Array<{ index: number; text: string; finish_reason: FinishReason }>;
   usage: Usage;
   timings: LocalTimings;
 }
