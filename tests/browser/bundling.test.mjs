@@ -9,9 +9,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { assertClean } from './support/browser.mjs';
 import { fixture } from './support/fixture.mjs';
 import { serveStatic } from './support/server.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
 
 const APP_JS = `
 import { bench } from 'tpsmeter';
@@ -50,6 +53,36 @@ window.__result = window.__result.then(async (r) => {
 // (a headless browser without the WebGPU flags) or fetched the missing model. A Worker that
 // never started is a `WorkerError`.
 const WORKER_RAN = ['NoAdapter', 'WebGpuUnavailable', 'DownloadError', 'InvalidModel'];
+
+// The README's openai SDK recipe, against the emulator.
+const OPENAI_JS = `
+import OpenAI from 'openai';
+import { Meter } from 'tpsmeter/meter';
+
+const base = new URLSearchParams(location.search).get('api');
+window.__result = (async () => {
+  const reports = [];
+  const meter = new Meter({ api: 'openai-chat', model: 'emulator', onReport: (r) => reports.push(r) });
+  const client = new OpenAI({
+    apiKey: 'unused',
+    baseURL: base + '/v1',
+    dangerouslyAllowBrowser: true,
+    // Each request the SDK makes is its own metered stream, started right before it goes out.
+    fetch: async (url, init) => meter.start().wrap(await fetch(url, init)),
+  });
+  const stream = await client.chat.completions.create({
+    model: 'emulator',
+    messages: [{ role: 'user', content: 'hi' }],
+    max_tokens: 8,
+    stream: true,
+  });
+  let text = '';
+  for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+  const deadline = performance.now() + 5000;
+  while (reports.length < 1 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  return { text, record: reports[0]?.record, reports: reports.length };
+})();
+`;
 
 const APP_HTML = `<!doctype html>
 <html><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>vite app</title></head>
@@ -131,6 +164,34 @@ test('the package loads', async (t) => {
       await assertClean(page);
     });
   }
+
+  // pkg/README.md's recipe: the official SDK's stream, metered through its `fetch` option.
+  await t.test('the openai SDK, metered through its fetch option (Vite 8 build)', async (st) => {
+    const project = fx.pkg.project;
+    if (!project) {
+      st.skip('needs the packed package installed into a project (TPSMETER_PKG_TARBALL)');
+      return;
+    }
+    const sdk = path.join(project, 'node_modules', 'openai');
+    if (!fs.existsSync(sdk)) fs.symlinkSync(path.join(HERE, 'node_modules', 'openai'), sdk);
+    const { build } = await import('vite8');
+    const app = path.join(project, 'openai-app');
+    fs.mkdirSync(app, { recursive: true });
+    fs.writeFileSync(path.join(app, 'index.html'), APP_HTML);
+    fs.writeFileSync(path.join(app, 'main.js'), OPENAI_JS);
+    const outDir = path.join(app, 'dist');
+    await build({ root: app, configFile: false, logLevel: 'error', build: { outDir, emptyOutDir: true } });
+    const server = await serveStatic({ '/': outDir });
+    st.after(() => server.close());
+    const page = await fx.browser.newPage(`${server.origin}/index.html?api=${encodeURIComponent(fx.emulator.base)}`);
+    const { text, record, reports } = await page.evaluate(() => window.__result);
+    assert.equal(reports, 1, 'one report for the one request');
+    assert.ok(text.length > 0);
+    assert.equal(record.error ?? null, null, JSON.stringify(record.error));
+    assert.equal(record.output_tokens, 8);
+    assert.ok(record.metrics.ttft_ms > 0, 'TTFT measured from the request');
+    await assertClean(page);
+  });
 
   await t.test('from a webpack 5 build', async (st) => {
     const project = fx.pkg.project;

@@ -29,8 +29,10 @@ export function tapStream(
           try {
             r = await reader.read();
           } catch (e) {
-            // A started stream is recorded as truncated, one with no byte yet as connect.
-            failed(log, performance.now(), 'connect', 'the response body failed');
+            // An abort (the fetch's signal) is cancelled; other failures are connect (no
+            // byte yet) or truncated.
+            if ((e as Error)?.name === 'AbortError') failed(log, performance.now(), 'cancelled', 'the app aborted the request');
+            else failed(log, performance.now(), 'connect', 'the response body failed');
             onEnd();
             controller.error(e);
             return;
