@@ -276,10 +276,15 @@ fn node_tests(
     npm_install(&dir)?;
     let mut node = Command::new("node");
     node.current_dir(&root).arg("--test");
-    if !files.iter().any(|f| !f.starts_with("--")) {
-        node.args(files).arg("tests/browser/");
+    // node's own flags first, wherever they were given: after a file name node takes them
+    // for files (`Could not find '.../--test-name-pattern=…'`).
+    let (flags, names): (Vec<&String>, Vec<&String>) =
+        files.iter().partition(|f| f.starts_with("--"));
+    node.args(flags);
+    if names.is_empty() {
+        node.arg("tests/browser/");
     } else {
-        node.args(files);
+        node.args(names);
     }
     node.env("TPSMETER_CHROMIUM", CHROMIUM)
         .env("TPSMETER_PKG_TARBALL", tarball)
