@@ -1,6 +1,6 @@
 //! Downloads and builds that live outside the repository, in the cache directory.
 
-use crate::sh::{has, run};
+use crate::sh::{has, run, which};
 use anyhow::{Context, Result, bail};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -333,17 +333,6 @@ pub fn build_tools() -> Result<(PathBuf, PathBuf)> {
         real("cmake", "cmake").unwrap_or(cmake),
         real("ninja", "ninja").unwrap_or(ninja),
     ))
-}
-
-/// The full path of `program` on PATH.
-fn which(program: &str) -> Option<PathBuf> {
-    let o = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {program}"))
-        .output()
-        .ok()?;
-    let path = String::from_utf8_lossy(&o.stdout).trim().to_string();
-    (o.status.success() && path.starts_with('/')).then(|| PathBuf::from(path))
 }
 
 /// The system's `cmake` when it is at least 3.19 (llama.cpp's minimum), else `None`.

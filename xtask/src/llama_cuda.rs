@@ -3,10 +3,9 @@
 //! strongest native peer on that GPU.
 
 use crate::assets::{build_llama_bench, cache_dir};
-use crate::sh::has;
+use crate::sh::which;
 use anyhow::{Result, bail};
 use std::path::PathBuf;
-use std::process::Command;
 
 /// Where `llama-bench` of the CUDA build lands.
 pub fn bin_dir() -> PathBuf {
@@ -16,13 +15,8 @@ pub fn bin_dir() -> PathBuf {
 /// `nvcc` on PATH, else where the CUDA toolkit installs it by default.
 pub fn nvcc() -> Option<PathBuf> {
     // Its full path: CMake is handed the compiler, not a name to look up.
-    if has("nvcc")
-        && let Ok(o) = Command::new("sh").args(["-c", "command -v nvcc"]).output()
-    {
-        let path = String::from_utf8_lossy(&o.stdout).trim().to_string();
-        if !path.is_empty() {
-            return Some(PathBuf::from(path));
-        }
+    if let Some(path) = which("nvcc") {
+        return Some(path);
     }
     let default = PathBuf::from("/usr/local/cuda/bin/nvcc");
     default.exists().then_some(default)

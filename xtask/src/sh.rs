@@ -51,6 +51,17 @@ pub fn has(program: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// The full path of `program` on PATH (where a tool is to be handed a path, not a name).
+pub fn which(program: &str) -> Option<std::path::PathBuf> {
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {program}"))
+        .output()
+        .ok()?;
+    let path = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    (o.status.success() && path.starts_with('/')).then(|| std::path::PathBuf::from(path))
+}
+
 pub fn describe(cmd: &Command) -> String {
     let mut s = cmd.get_program().to_string_lossy().into_owned();
     for a in cmd.get_args() {

@@ -6,8 +6,8 @@
 //! decode and prefill alike; caches of at most one chunk, and heads whose size the split
 //! kernel cannot take, get a workgroup per (head, token) with tree reductions over a scores
 //! scratch (`attention.wgsl`), whose invocations walk the keys one after another (on an H200
-//! ~0.5 us per key: 1 ms per layer at context 2048). CPU-type adapters get one invocation per (head, token) with an online
-//! softmax and no barriers (`attention_cpu.wgsl`). There, decode over more than
+//! ~0.5 us per key: 1 ms per layer at context 2048). CPU-type adapters get one invocation
+//! per (head, token) with an online softmax and no barriers (`attention_cpu.wgsl`). There, decode over more than
 //! [`SPLIT_CHUNK`] cached positions is split along the keys (flash-decoding): one invocation
 //! per (kv head, chunk of keys) writes the softmax state of each query head of its group to
 //! the scratch, and a second dispatch combines the chunks per head. One invocation per head
@@ -245,6 +245,9 @@ pub fn prepare(
         scale: cfg.scale,
         chunk: SPLIT_CHUNK as u32,
     };
+    if !cpu && gpu_splits(profile, cfg.head_dim, cfg.max_ctx) {
+        return gpu_split(ctx, cfg, p, pos, q, (k_cache, v_cache), scores, out);
+    }
     let mut entries = vec![
         (1, pos.buffer.as_entire_binding()),
         (2, q.buffer.as_entire_binding()),
@@ -287,9 +290,6 @@ pub fn prepare(
             [cfg.n_heads as u32, cfg.n_tokens as u32, 1],
         )
     };
-    if !cpu && gpu_splits(profile, cfg.head_dim, cfg.max_ctx) {
-        return gpu_split(ctx, cfg, p, pos, q, (k_cache, v_cache), scores, out);
-    }
     let params = ctx.uniform("attention params", &p);
     entries.push((0, params.as_entire_binding()));
     if cfg.decode && splits_decode(profile, cfg.head_dim, cfg.max_ctx) {
