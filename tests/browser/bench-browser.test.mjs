@@ -239,5 +239,46 @@ test('bench() in the browser', async (t) => {
     }
   });
 
+  await t.test('a busy page does not delay the arrival stamps (the reader Worker)', async () => {
+    // The server sends a token every 20 ms; the app's render callback holds the main thread
+    // for 45 ms per piece of text. Read on the page, the reads that resolve meanwhile are
+    // stamped together when it is free again (gaps of ~0 and ~45 ms); read in the Worker,
+    // each is stamped when it resolved, and the gaps stay the server's.
+    const run = (worker) =>
+      page.evaluate(async (opts) => {
+        const { bench } = await import('/tpsmeter/dist/index.js');
+        return bench({
+          ...opts,
+          render: (_delta, info) => {
+            const until = performance.now() + 45;
+            while (performance.now() < until);
+            info.rendered();
+          },
+        });
+      }, {
+        api: 'openai-chat',
+        url: fx.emulator.prefixed('pace/20,20,24'),
+        model: 'emulator',
+        concurrency: [1],
+        requests: 2,
+        maxTokens: 24,
+        worker,
+      });
+    // How far the stamped gaps are from the server's 20 ms (median over both requests).
+    const offPace = (report) => median(report.requests.flatMap((r) => r.metrics.itl_chunk_ms.map((g) => Math.abs(g - 20))));
+    const inWorker = await run(true);
+    const onPage = await run(false);
+    assert.deepEqual(errorClasses(inWorker), ['ok', 'ok']);
+    assert.deepEqual(errorClasses(onPage), ['ok', 'ok']);
+    assert.equal(inWorker.environment.notes.stamp_thread, 'worker');
+    assert.equal(onPage.environment.notes.stamp_thread, 'main (worker: false)');
+    t.diagnostic(`median |gap − 20 ms|: worker ${offPace(inWorker).toFixed(2)} ms, page ${offPace(onPage).toFixed(2)} ms`);
+    // The page's stamps show the busy thread (the set-up works), the Worker's do not.
+    assert.ok(offPace(onPage) > 10, `read on a busy page, stamps bunch: ${offPace(onPage)} ms`);
+    assert.ok(offPace(inWorker) < 5, `read in the Worker, stamps keep the server's pace: ${offPace(inWorker)} ms`);
+    // The Worker's clock maps onto the page's: no stamp before its request started.
+    for (const r of inWorker.requests) assert.ok(r.first_token_ms > r.start_ms && r.end_ms >= r.first_token_ms);
+  });
+
   await assertClean(page);
 });

@@ -25,7 +25,7 @@
 //!   cargo bench -p tpsmeter-cli --bench timing -- capacity        # 100, 200, 400, ... streams
 //!   cargo bench -p tpsmeter-cli --bench timing -- levels 1,50 3   # custom levels, rounds
 //!   cargo bench -p tpsmeter-cli --bench timing -- peer 1,100,400  # side by side with GuideLLM
-//!   cargo bench -p tpsmeter-cli --bench timing -- browser         # beside the npm package in Chromium
+//!   cargo bench -p tpsmeter-cli --bench timing -- browser         # beside the npm package in Chromium (1, 4)
 //!
 //! `peer` runs the same levels with tpsmeter's client and with GuideLLM (installed by
 //! `crates/tpsmeter-emulator/scripts/peer.sh`; path from `TPSMETER_GUIDELLM`) against the same
@@ -35,8 +35,8 @@
 //! error vs sent ((last − first)/(n − 1), GuideLLM's ITL definition), and the last token's
 //! delivery delay.
 //!
-//! `browser` runs concurrency 1 and 6 (Chromium's HTTP/1.1 connections per host; `browser
-//! 1,6 ROUNDS` to change them) with the CLI's client and then with the npm package's `bench()`
+//! `browser` runs concurrency 1 and 4 (issue 26's target levels; up to 6, Chromium's HTTP/1.1
+//! connections per host; `browser 1,6 ROUNDS [VARIANTS]` to change them) with the CLI's client and then with the npm package's `bench()`
 //! in headless Chromium on a cross-origin-isolated page (`node tests/browser/bench/timing.mjs`,
 //! which needs the packed package from `cargo xtask pkg`); see `timing/browser.rs`. The page's
 //! meter-overhead and size benchmark is `node tests/browser/bench/meter.mjs` (no emulator).
@@ -523,11 +523,11 @@ fn main() -> anyhow::Result<()> {
         "browser" => (
             args.get(1)
                 .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
-                .unwrap_or_else(|| vec![1, 6]),
+                .unwrap_or_else(|| vec![1, 4]),
             args.get(2).and_then(|r| r.parse().ok()).unwrap_or(0),
         ),
         other => anyhow::bail!(
-            "unknown mode {other}: accuracy | capacity | levels L1,L2 ROUNDS | peer L1,L2 | browser [L1,L2 [ROUNDS]]"
+            "unknown mode {other}: accuracy | capacity | levels L1,L2 ROUNDS | peer L1,L2 | browser [L1,L2 [ROUNDS [VARIANTS]]]"
         ),
     };
     let server = Server::start(EmulatorConfig {
@@ -569,7 +569,8 @@ fn main() -> anyhow::Result<()> {
             return peer::compare(&server, &workers, &levels).await;
         }
         if mode == "browser" {
-            return browser::compare(&server, &workers, &levels, rounds).await;
+            let variants = browser::variants(args.get(3).map(String::as_str))?;
+            return browser::compare(&server, &workers, &levels, rounds, &variants).await;
         }
         header();
         let mut best = None;

@@ -29,9 +29,17 @@ export function corsMessage(url: string): string {
   );
 }
 
-/** Classifies a rejected fetch (not one this package aborted). Never rejects. */
-export async function classifyFetchError(url: string, error: unknown): Promise<Classified> {
-  const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+/** How a rejected fetch's error reads (`name: message`), to classify on the page later. */
+export function fetchErrorText(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+/**
+ * Classifies a rejected fetch (not one this package aborted) from its `fetchErrorText`.
+ * Runs on the page even when the fetch ran in the reader Worker: the probe must meet the
+ * page's own embedder policy, which the report describes. Never rejects.
+ */
+export async function classifyFetchError(url: string, detail: string): Promise<Classified> {
   // The request could not even be built (an invalid header value, e.g. a key with a line
   // break): nothing went out, so there is nothing to probe.
   if (/Failed to execute|Invalid (?:value|name)|not a valid/i.test(detail)) {

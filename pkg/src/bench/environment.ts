@@ -28,6 +28,8 @@ export interface EnvironmentFacts {
   httpVersions: Iterable<string>;
   /** The local engine measured, when the run is `api: 'local'`. */
   engine?: BenchEngine;
+  /** Where the streams were read and stamped (`StreamHost.notes`). */
+  stampNotes?: Record<string, string> | undefined;
 }
 
 export function browserEnvironment(facts: EnvironmentFacts): Environment {
@@ -41,6 +43,7 @@ export function browserEnvironment(facts: EnvironmentFacts): Environment {
     clock: 'performance.now()',
     stamp: 'each reader.read() stamped with performance.now() before any other work',
     http_versions: [...new Set(facts.httpVersions)].sort().join(',') || 'unknown',
+    ...facts.stampNotes,
   };
   const engine = facts.engine;
   if (engine) {

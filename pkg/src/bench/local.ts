@@ -37,7 +37,7 @@ export interface BenchEngine {
   };
 }
 
-export interface LocalSetup extends Omit<RequestSetup, 'request' | 'redact'> {
+export interface LocalSetup extends Omit<RequestSetup, 'request' | 'redact' | 'host'> {
   request: HttpRequest;
   engine: BenchEngine;
   painter?: RequestPainter;
@@ -76,7 +76,7 @@ export async function runLocalRequest(s: LocalSetup): Promise<Outcome> {
   const exchange = s.begin(startMs);
   if (s.cancel.aborted) onCancel();
   else s.cancel.addEventListener('abort', onCancel, { once: true });
-  const finish = (t: number): Outcome => ({ exchange, startMs, endMs: t, responded: false, drained: Promise.resolve() });
+  const finish = (t: number): Outcome => ({ exchange, startMs, endMs: t, timing: Promise.resolve(undefined) });
   const failed = (t: number, e: unknown): Outcome => {
     if (failure) {
       exchange.fail(failure.t, failure.errorClass, failure.message);

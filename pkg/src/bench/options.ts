@@ -75,6 +75,14 @@ export interface RunHooks {
   signal?: AbortSignal;
   /** Show the text as it streams and measure when it is painted (perceived TPS). */
   render?: RenderTarget;
+  /**
+   * Read and stamp the streams in a dedicated Worker (default `true`), so that the page's
+   * own rendering and scripts cannot delay an arrival stamp; the text still comes to the
+   * page to be parsed and painted. `false` reads them on the page's main thread. Where no
+   * Worker starts (a CSP without `worker-src 'self'`, say) the run reads on the page, and
+   * `environment.notes.stamp_thread` says so.
+   */
+  worker?: boolean;
 }
 
 /** A remote API: its URL and model. */
@@ -98,7 +106,7 @@ export const DEFAULT_IDLE_TIMEOUT_S = 30;
 /** The settings for `BenchRun`, without callbacks and undefined fields. */
 export function runSettings(options: BenchOptions): RunSettings {
   const checked = validate(options as unknown as Record<string, unknown>) as unknown as BenchOptions;
-  const { onProgress: _p, onRecord: _r, signal: _s, render: _d, engine, ...settings } = checked;
+  const { onProgress: _p, onRecord: _r, signal: _s, render: _d, worker: _w, engine, ...settings } = checked;
   if (settings.api === 'local') {
     if (!engine || typeof engine.chat?.completions?.create !== 'function') {
       throw new TypeError("bench({ api: 'local' }) needs `engine`: a LocalEngine from createEngine() (tpsmeter/engine)");

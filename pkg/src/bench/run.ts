@@ -19,13 +19,10 @@ import {
 } from './options.js';
 import { redactor } from './redact.js';
 import { runLocalRequest, type BenchEngine } from './local.js';
-import { runRequest, type HttpRequest, type Outcome } from './request.js';
-import { TimingMatcher, type RequestTiming } from './timing.js';
+import { streamHost, type StreamHost } from './reader.js';
+import { runRequest, type HttpRequest } from './request.js';
 import { VisibilityLog } from './visibility.js';
 import { runWarnings } from './warnings.js';
-
-/** Waits for a Resource Timing entry that is not there yet when the body has just ended. */
-const TIMING_RETRY_MS = [0, 10, 50];
 
 /**
  * Runs a benchmark from this page and resolves to its report (the CLI's JSON report).
@@ -36,7 +33,6 @@ export async function bench(options: BenchOptions): Promise<Report> {
   const settings = runSettings(options);
   const run = new raw.BenchRun(settings);
   const visibility = new VisibilityLog();
-  const timing = new TimingMatcher();
   const cancel = new AbortController();
   const { signal, onProgress, onRecord, render } = options;
   const engine: BenchEngine | undefined = options.engine;
@@ -62,8 +58,12 @@ export async function bench(options: BenchOptions): Promise<Report> {
   let maxQueueMs = 0;
   let opaqueTimings = 0;
   let renderError: unknown;
+  let host: StreamHost | undefined;
 
   try {
+    // Remote streams are read (and stamped) in a Worker unless told otherwise.
+    host = await streamHost(!engine && (options.worker ?? true));
+    const reader = host;
     const request = run.request() as HttpRequest;
     const redact = redactor(settings.apiKey);
     const timeoutMs = (settings.timeoutS ?? DEFAULT_TIMEOUT_S) * 1000;
@@ -74,12 +74,12 @@ export async function bench(options: BenchOptions): Promise<Report> {
         ? new RequestPainter(render, { request: a.ticket, level: a.level, warmup: a.warmup })
         : undefined;
       const setup = { request, timeoutMs, idleTimeoutMs, cancel: cancel.signal, begin: (t: number) => run.begin(a.ticket, t), painter };
-      const out = engine ? await runLocalRequest({ ...setup, engine }) : await runRequest({ ...setup, redact });
+      const out = engine ? await runLocalRequest({ ...setup, engine }) : await runRequest({ ...setup, redact, host: reader });
       if (painter) {
         for (const p of await painter.settle()) out.exchange.paint(p.t, p.chars);
         renderError ??= painter.error;
       }
-      const rt = await requestTiming(timing, request.url, out);
+      const rt = await out.timing;
       if (rt?.httpVersion) httpVersions.add(rt.httpVersion);
       if (rt?.opaque) opaqueTimings++;
       if (rt?.queueMs !== undefined) {
@@ -146,6 +146,7 @@ export async function bench(options: BenchOptions): Promise<Report> {
       hiddenMs,
       httpVersions,
       engine,
+      stampNotes: engine ? undefined : reader.notes,
     });
     const warnings = runWarnings({
       url: request.url,
@@ -165,24 +166,9 @@ export async function bench(options: BenchOptions): Promise<Report> {
   } finally {
     signal?.removeEventListener('abort', onAbort);
     visibility.dispose();
+    host?.close();
     run.free();
   }
-}
-
-/** The request's Resource Timing entry, waiting briefly for one the browser is about to add. */
-async function requestTiming(
-  timing: TimingMatcher,
-  url: string,
-  out: Outcome,
-): Promise<RequestTiming | undefined> {
-  if (!out.responded) return undefined;
-  await out.drained;
-  for (const ms of TIMING_RETRY_MS) {
-    const rt = timing.take(url, out.startMs);
-    if (rt) return rt;
-    await new Promise((r) => setTimeout(r, ms));
-  }
-  return timing.take(url, out.startMs);
 }
 
 /** Calls an app callback; an exception in it is reported, not allowed to break the run. */

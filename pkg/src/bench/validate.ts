@@ -47,6 +47,7 @@ const OPTIONS: Record<string, Kind> = {
   onRecord: 'hook',
   signal: 'object',
   render: 'render',
+  worker: 'boolean',
   engine: 'object',
 };
 

@@ -2,7 +2,7 @@
 // `cargo bench -p tpsmeter-cli --bench timing -- browser`, which starts the emulator with
 // send records and compares; see crates/tpsmeter-cli/benches/timing/browser.rs):
 //
-//   node tests/browser/bench/timing.mjs <emulator base url> <concurrency> <requests>
+//   node tests/browser/bench/timing.mjs <emulator base url> <concurrency> <requests> [render] [page]
 //
 // Opens a cross-origin-isolated page (COOP same-origin + COEP require-corp), runs the packed
 // package's `bench()` there against the emulator (openai-chat, `concurrency` requests in
@@ -10,7 +10,12 @@
 // object on stdout:
 //
 //   { crossOriginIsolated, timerResolutionMs: { min, median, samples }, userAgent,
-//     clock: { offsetMs, beforeMs, afterMs, reads }, httpVersions, warnings, records }
+//     clock: { offsetMs, beforeMs, afterMs, reads }, httpVersions, warnings, notes, records }
+//
+// `render`: the text goes on screen as it arrives (`render: element`, perceived TPS), so the
+// page's main thread lays out and paints while the streams run, as a chat UI's does.
+// `page`: the streams are read and stamped on the page's main thread (`worker: false`)
+// instead of bench()'s reader Worker. `notes` is the report's `environment.notes`.
 //
 // `records` are the RequestRecords `onRecord` received (warm-ups included, flagged), times
 // in ms on the page's performance.now() clock. `clock` maps that clock onto the emulator's
@@ -21,11 +26,13 @@
 
 import { isolatedPage, loadAverage, log, TIMER_RESOLUTION_IN_PAGE } from './common.mjs';
 
-const [base, concurrencyArg, requestsArg] = process.argv.slice(2);
+const [base, concurrencyArg, requestsArg, ...flags] = process.argv.slice(2);
 const concurrency = Number(concurrencyArg);
 const requests = Number(requestsArg);
-if (!base || !(concurrency >= 1) || !(requests >= 1)) {
-  console.error('usage: node tests/browser/bench/timing.mjs <emulator base url> <concurrency> <requests>');
+const render = flags.includes('render');
+const worker = !flags.includes('page');
+if (!base || !(concurrency >= 1) || !(requests >= 1) || flags.some((f) => f !== 'render' && f !== 'page')) {
+  console.error('usage: node tests/browser/bench/timing.mjs <emulator base url> <concurrency> <requests> [render] [page]');
   process.exit(2);
 }
 
@@ -34,7 +41,7 @@ try {
   log(`  package: ${ctx.source}; load average ${loadAverage()}`);
   const resolution = await ctx.page.evaluate(TIMER_RESOLUTION_IN_PAGE);
   const out = await ctx.page.evaluate(
-    async ({ base, concurrency, requests, resolution }) => {
+    async ({ base, concurrency, requests, resolution, render, worker }) => {
       // The clock map: a stream of 64 one-token chunks 1 ms apart, each event stamped with
       // its CLOCK_MONOTONIC send time by the emulator.
       const clockSync = async () => {
@@ -73,6 +80,12 @@ try {
       const { bench } = await import('/tpsmeter/dist/index.js');
       const before = await clockSync();
       const records = [];
+      let view;
+      if (render) {
+        view = document.createElement('div');
+        view.style.cssText = 'white-space: pre-wrap; font: 14px/1.4 sans-serif; width: 40em';
+        document.body.append(view);
+      }
       const report = await bench({
         api: 'openai-chat',
         url: base,
@@ -82,6 +95,8 @@ try {
         warmup: concurrency,
         maxTokens: 64,
         onRecord: (r) => records.push(r),
+        render: view,
+        worker,
       });
       const after = await clockSync();
       const http = new Set(records.map((r) => r.http_version).filter(Boolean));
@@ -97,15 +112,16 @@ try {
         },
         httpVersions: [...http],
         warnings: report.warnings ?? [],
+        notes: report.environment.notes,
         records,
       };
     },
-    { base, concurrency, requests, resolution },
+    { base, concurrency, requests, resolution, render, worker },
   );
   const measured = out.records.filter((r) => !r.warmup);
   const failed = measured.filter((r) => r.error).length;
   log(
-    `  browser c=${concurrency}: ${measured.length} measured records (${failed} failed), crossOriginIsolated=${out.crossOriginIsolated}, load average ${loadAverage()}`,
+    `  browser c=${concurrency}${render ? ' render' : ''} read on ${out.notes.stamp_thread}: ${measured.length} measured records (${failed} failed), crossOriginIsolated=${out.crossOriginIsolated}, load average ${loadAverage()}`,
   );
   process.stdout.write(`${JSON.stringify(out)}\n`);
 } finally {

@@ -3,8 +3,16 @@
 //! 64 one-token chunks, OpenAI chat over HTTP/1.1).
 //!
 //!   cargo xtask pkg                                                # the packed package
-//!   cargo bench -p tpsmeter-cli --bench timing -- browser           # levels 1 and 6
+//!   cargo bench -p tpsmeter-cli --bench timing -- browser           # levels 1 and 4
 //!   cargo bench -p tpsmeter-cli --bench timing -- browser 1,6 10    # levels, rounds per worker
+//!   cargo bench -p tpsmeter-cli --bench timing -- browser 1,4 20 worker+r,page+r  # variants
+//!
+//! Each level runs the page in four variants, one after the other (or those named):
+//! `worker+r` and `page+r` put the text on screen as it arrives (`render`), `worker` and
+//! `page` do not; `worker*` read the streams in bench()'s reader Worker (the default),
+//! `page*` on the page's main thread (`worker: false`). The paint lag (paint − arrival) of the
+//! rendered variants is printed beside the arrival errors: arrival is what the network
+//! delivered, paint lag what the page added before the user saw it.
 //!
 //! For each level the CLI's client runs first (the code of `accuracy`: one warm-up request per
 //! worker, then `rounds` each; 20 at concurrency 1, 10 above unless given), then
@@ -45,9 +53,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tpsmeter_emulator::RequestRecord;
 
-use super::{
-    CAPACITY_P99_MS, Samples, Server, Stamps, abs, compare_stamps, level, pair_by, pct, settle,
-};
+use super::{Samples, Server, Stamps, abs, compare_stamps, level, pair_by, pct, settle};
 
 /// How far the page-to-CLOCK_MONOTONIC mapping may be off when pairing (its error is at most
 /// the smallest delivery delay of the clock-sync streams, well under a millisecond here).
@@ -57,10 +63,11 @@ const PAIR_SLACK_NS: f64 = 2e6;
 const EXPAND_SLACK_NS: f64 = 0.5e6;
 /// Longest a `timing.mjs` run may take beyond the requests' own time.
 const NODE_GRACE: Duration = Duration::from_secs(120);
-/// The accuracy target for chunk arrival (the ITL error vs sent gaps), ms: issue 7's
-/// "chunk-arrival error p99 <= 2 ms". TTFT error is printed beside it, not judged: in the
-/// browser it includes fetch() dispatch (Resource Timing's queue), which users pay too.
-const TARGET_P99_MS: f64 = CAPACITY_P99_MS;
+/// The accuracy target for chunk arrival in the browser (the ITL error vs sent gaps), ms:
+/// issue 26's "p99 <= 1 ms at concurrency 1 and 4 with `render` on" (issue 7 had asked for
+/// 2 ms). TTFT error is printed beside it, not judged: in the browser it includes fetch()
+/// dispatch (Resource Timing's queue), which users pay too.
+const TARGET_P99_MS: f64 = 1.0;
 
 fn repo_root() -> PathBuf {
     let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -90,14 +97,67 @@ fn instant_resolution_us() -> f64 {
     best * 1e6
 }
 
+/// One way of running the page: where it reads its streams, whether it renders the text.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Variant {
+    pub(crate) label: &'static str,
+    /// `timing.mjs`'s flags.
+    flags: &'static [&'static str],
+}
+
+/// Every variant, in the order they run.
+pub(crate) const VARIANTS: [Variant; 4] = [
+    Variant {
+        label: "worker+r",
+        flags: &["render"],
+    },
+    Variant {
+        label: "page+r",
+        flags: &["render", "page"],
+    },
+    Variant {
+        label: "worker",
+        flags: &[],
+    },
+    Variant {
+        label: "page",
+        flags: &["page"],
+    },
+];
+
+/// The variants named in `list` (comma-separated labels), or all of them.
+pub(crate) fn variants(list: Option<&str>) -> anyhow::Result<Vec<Variant>> {
+    let Some(list) = list else {
+        return Ok(VARIANTS.to_vec());
+    };
+    list.split(',')
+        .map(|name| {
+            VARIANTS
+                .iter()
+                .find(|v| v.label == name)
+                .copied()
+                .ok_or_else(|| {
+                    let all: Vec<&str> = VARIANTS.iter().map(|v| v.label).collect();
+                    anyhow::anyhow!("unknown variant {name}: {}", all.join(", "))
+                })
+        })
+        .collect()
+}
+
 /// Runs `node tests/browser/bench/timing.mjs`; returns its JSON. Progress goes to stderr.
-fn run_page(base_url: &str, concurrency: usize, requests: usize) -> anyhow::Result<Value> {
+fn run_page(
+    base_url: &str,
+    concurrency: usize,
+    requests: usize,
+    variant: Variant,
+) -> anyhow::Result<Value> {
     let root = repo_root();
     let node = std::env::var_os("TPSMETER_NODE").unwrap_or_else(|| "node".into());
     let script = root.join("tests/browser/bench/timing.mjs");
     eprintln!(
-        "  $ node {} {base_url} {concurrency} {requests}",
-        script.display()
+        "  $ node {} {base_url} {concurrency} {requests} {}",
+        script.display(),
+        variant.flags.join(" ")
     );
     let mut child = Command::new(&node)
         .arg(&script)
@@ -106,6 +166,7 @@ fn run_page(base_url: &str, concurrency: usize, requests: usize) -> anyhow::Resu
             concurrency.to_string(),
             requests.to_string(),
         ])
+        .args(variant.flags)
         .current_dir(&root)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -186,6 +247,8 @@ struct PageRun {
     resolution_us: (f64, f64),
     /// Measured, paired records with fewer reads than events (some read carried several).
     coalesced: usize,
+    /// Paint lag p50 / p99, ms, when the text was rendered.
+    paint_lag: Option<(f64, f64)>,
     notes: Vec<String>,
 }
 
@@ -260,6 +323,20 @@ fn page_samples(out: &Value, recs: &[RequestRecord]) -> anyhow::Result<PageRun> 
     }
     s.unmatched += measured_ok - matched;
 
+    // Paint lag (paint − arrival, per painted piece of text) over the measured records.
+    let mut lag: Vec<f64> = records
+        .iter()
+        .filter(|r| !r["warmup"].as_bool().unwrap_or(false))
+        .flat_map(|r| {
+            r["metrics"]["paint"]["lag_ms"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|v| v.as_f64())
+        .collect();
+    let paint_lag = (!lag.is_empty()).then(|| (pct(&mut lag, 50.0), pct(&mut lag, 99.0)));
+
     let f = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
     let res = &out["timerResolutionMs"];
     let clock = &out["clock"];
@@ -280,6 +357,14 @@ fn page_samples(out: &Value, recs: &[RequestRecord]) -> anyhow::Result<PageRun> 
         pair(&ttft_less_queue),
         queue.len()
     ));
+    let note = |k: &str| out["notes"][k].as_str().unwrap_or("?").to_owned();
+    notes.push(format!(
+        "stamps taken on: {}; clock map {}; Worker isolated {}, timer {} ms",
+        note("stamp_thread"),
+        note("stamp_clock_map"),
+        note("worker_cross_origin_isolated"),
+        note("worker_timer_resolution_ms")
+    ));
     if let Some(ua) = out["userAgent"].as_str() {
         notes.push(format!("browser: {ua}"));
     }
@@ -295,6 +380,7 @@ fn page_samples(out: &Value, recs: &[RequestRecord]) -> anyhow::Result<PageRun> 
         ));
     }
     Ok(PageRun {
+        paint_lag,
         samples: s,
         isolated: out["crossOriginIsolated"].as_bool().unwrap_or(false),
         resolution_us: (f(&res["min"]) * 1e3, f(&res["median"]) * 1e3),
@@ -312,7 +398,7 @@ fn header() {
         "fail/unm",
         "|TTFT err|",
         "|ITL err|",
-        "ITL<=2ms",
+        "ITL<=1ms",
         "COI",
         "timer resolution",
         "load 1m"
@@ -364,6 +450,7 @@ pub(crate) async fn compare(
     workers: &super::Workers,
     levels: &[usize],
     rounds: usize,
+    variants: &[Variant],
 ) -> anyhow::Result<()> {
     println!("load average (1, 5, 15 min) at start: {}", load_average());
     let cli_res = format!("{:.3} µs Instant", instant_resolution_us());
@@ -382,28 +469,30 @@ pub(crate) async fn compare(
         let load = load_average();
         cli_rows.push((c, s, load));
 
-        settle(server).await;
-        let _ = server.emu().take_records();
-        let base = server.emu().base_url();
-        let requests = c * r;
-        let before = server.emu().stats();
-        let out = tokio::task::spawn_blocking(move || run_page(&base, c, requests)).await?;
-        settle(server).await;
-        let recs = server.emu().take_records();
-        let after = server.emu().stats();
-        let load = load_average();
-        match out.and_then(|o| page_samples(&o, &recs)) {
-            Ok(mut p) => {
-                let served = after.requests_served - before.requests_served;
-                p.notes.push(format!(
-                    "the emulator served {served} requests to the page ({} streams incl. 2 clock-sync ones, {} others: CORS preflights) on {} new connections",
-                    recs.len(),
-                    served.saturating_sub(recs.len() as u64),
-                    after.connections - before.connections
-                ));
-                page_rows.push((c, p, load));
+        for &v in variants {
+            settle(server).await;
+            let _ = server.emu().take_records();
+            let base = server.emu().base_url();
+            let requests = c * r;
+            let before = server.emu().stats();
+            let out = tokio::task::spawn_blocking(move || run_page(&base, c, requests, v)).await?;
+            settle(server).await;
+            let recs = server.emu().take_records();
+            let after = server.emu().stats();
+            let load = load_average();
+            match out.and_then(|o| page_samples(&o, &recs)) {
+                Ok(mut p) => {
+                    let served = after.requests_served - before.requests_served;
+                    p.notes.push(format!(
+                        "the emulator served {served} requests to the page ({} streams incl. 2 clock-sync ones, {} others: CORS preflights) on {} new connections",
+                        recs.len(),
+                        served.saturating_sub(recs.len() as u64),
+                        after.connections - before.connections
+                    ));
+                    page_rows.push((c, v, p, load));
+                }
+                Err(e) => errors.push(format!("{} c={c}: {e:#}", v.label)),
             }
-            Err(e) => errors.push(format!("browser c={c}: {e:#}")),
         }
     }
 
@@ -418,10 +507,10 @@ pub(crate) async fn compare(
     for (c, s, load) in &cli_rows {
         row("CLI", *c, s, "n/a", &cli_res, load);
     }
-    for (c, p, load) in &page_rows {
+    for (c, v, p, load) in &page_rows {
         let res = format!("{:.1} µs (med {:.1})", p.resolution_us.0, p.resolution_us.1);
         row(
-            "browser",
+            v.label,
             *c,
             &p.samples,
             if p.isolated { "yes" } else { "NO" },
@@ -436,16 +525,25 @@ pub(crate) async fn compare(
     for (c, _, load) in &cli_rows {
         println!("CLI c={c}: load average after the level: {load}");
     }
-    for (c, p, load) in &page_rows {
-        println!("browser c={c}: load average after the level: {load}");
+    for (c, v, p, _) in &page_rows {
+        if let Some((p50, p99)) = p.paint_lag {
+            println!(
+                "{} c={c}: paint lag (paint − arrival) p50 / p99: {p50:.2} / {p99:.2} ms",
+                v.label
+            );
+        }
+    }
+    for (c, v, p, load) in &page_rows {
+        let label = v.label;
+        println!("{label} c={c}: load average after the level: {load}");
         if p.coalesced > 0 {
             println!(
-                "browser c={c}: {} measured records had reads carrying several events (each event given its read's stamp, as the CLI does)",
+                "{label} c={c}: {} measured records had reads carrying several events (each event given its read's stamp, as the CLI does)",
                 p.coalesced
             );
         }
         for n in &p.notes {
-            println!("browser c={c}: {n}");
+            println!("{label} c={c}: {n}");
         }
     }
     println!("load average (1, 5, 15 min) at end: {}", load_average());
