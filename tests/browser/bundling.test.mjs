@@ -93,6 +93,8 @@ function checkResult(result) {
   const { report, meter } = result;
   assert.equal(report.requests.length, 2);
   assert.ok(report.requests.every((r) => !r.error && r.output_tokens === 8), JSON.stringify(report.requests.map((r) => r.error)));
+  // The bundler emitted bench()'s reader Worker and it started (no fallback to the page).
+  assert.equal(report.environment.notes.stamp_thread, 'worker');
   assert.equal(meter.record.output_tokens, 8);
   assert.equal(meter.partial, false);
 }
