@@ -329,7 +329,7 @@ export function renderRun(run: StoredRun, partial: RequestRecord[] = []): Result
   root.append(cards(h));
   if (report) {
     const notes = report.environment?.notes ?? {};
-    const env = [short(notes.user_agent), notes.cross_origin_isolated !== undefined ? `cross-origin isolated: ${short(notes.cross_origin_isolated)}` : '', notes.timer_resolution_ms && Number.isFinite(Number(notes.timer_resolution_ms)) ? `timer resolution ${num(Number(notes.timer_resolution_ms) * 1000)} µs` : '', notes.engine_adapter ? `adapter ${short(notes.engine_adapter)}` : '']
+    const env = [short(notes.user_agent), notes.cross_origin_isolated !== undefined ? `cross-origin isolated: ${short(notes.cross_origin_isolated)}` : '', notes.timer_resolution_ms && Number.isFinite(Number(notes.timer_resolution_ms)) ? `timer resolution ${num(Number(notes.timer_resolution_ms) * 1000)} µs` : '', notes.engine_adapter ? `adapter ${short(notes.engine_adapter)}` : '', stampedOn(notes.stamp_thread)]
       .filter(Boolean)
       .join(' · ');
     if (env) root.append(el('p', { class: 'hint', text: env }));
@@ -359,4 +359,10 @@ export function renderRun(run: StoredRun, partial: RequestRecord[] = []): Result
 export function runRows(run: StoredRun, partial: RequestRecord[]): CsvRow[] {
   if (run.rows) return run.rows;
   return (run.report?.requests ?? partial).map(csvRow);
+}
+
+/** Where a browser run stamped its reads (`notes.stamp_thread`), in words. */
+function stampedOn(thread: string | undefined): string {
+  if (!thread) return '';
+  return thread === 'worker' ? 'arrivals stamped in a Worker' : `arrivals stamped on the ${short(thread.replace(/^main/, 'main thread'))}`;
 }
