@@ -258,7 +258,7 @@ export function timelineChart(timelines: Timeline[]): Chart {
 }
 
 /** Per-user output TPS against load for several runs on one chart. */
-export function degradationCompareChart(runs: { title: string; report: { levels: { level: unknown; summary: Record<string, unknown> }[] } }[]): Chart {
+export function degradationCompareChart(runs: { title: string; report: { levels: { level: unknown; summary: { output_tps?: unknown } }[] } }[]): Chart {
   const colours = ['--series-1', '--series-2', '--series-3', '--series-4'];
   const tables: uPlot.AlignedData[] = [];
   const series: uPlot.Series[] = [{ label: 'load' }];

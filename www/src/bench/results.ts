@@ -9,7 +9,7 @@ import { count, DRAW, short } from '../common/limits';
 import type { CsvRow, StoredRun } from '../common/store';
 import { degradationChart, histogramChart, timelineChart, type Chart, type LevelPoint, type Timeline } from './charts';
 
-type Summary = Record<string, unknown> & {
+type Summary = {
   succeeded?: number;
   failed?: number;
   ttft_ms?: Stat | null;
