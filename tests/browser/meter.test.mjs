@@ -168,6 +168,13 @@ test('Meter', async (t) => {
       const b = s2.wrap(await fetch(`${url}/v1/chat/completions`, short));
       await Promise.all([drain(a), drain(b)]);
       const handles = await Promise.all([s1.report(), s2.report()]);
+      // Both started before either response is in, as `Promise.all` of two requests does:
+      // the second start() once ended the first, still unwrapped, stream (2 of 16 tokens).
+      const s3 = meter.start();
+      const s4 = meter.start();
+      const [r3, r4] = await Promise.all([fetch(`${url}/v1/chat/completions`, long), fetch(`${url}/v1/chat/completions`, short)]);
+      await Promise.all([drain(s3.wrap(r3)), drain(s4.wrap(r4))]);
+      const together = await Promise.all([s3.report(), s4.report()]);
       // The meter-level calls, as the issue's report wrote them: start(); wrap(r1); start(); wrap(r2).
       const reports = [];
       const legacy = new Meter({ api: 'openai-chat', model: 'emulator', onReport: (r) => reports.push(r) });
@@ -198,6 +205,7 @@ test('Meter', async (t) => {
       const r0 = handles[0].record;
       return {
         handles: handles.map(brief),
+        together: together.map(brief),
         legacy: reports.map(brief),
         objectError,
         started: { ttft: r0.metrics.ttft_ms, flag: r0.start_missing ?? null, keys: ['id', 'level'].filter((k) => k in r0) },
@@ -210,6 +218,7 @@ test('Meter', async (t) => {
     }, [fx.emulator.base, chatRequest(16), chatRequest(8)]);
     const ok = (tokens) => ({ tokens, error: null, partial: false });
     assert.deepEqual(out.handles, [ok(16), ok(8)]);
+    assert.deepEqual(out.together, [ok(16), ok(8)], 'handles started before either response: neither cut short');
     assert.deepEqual(
       [...out.legacy].sort((x, y) => y.tokens - x.tokens),
       [ok(16), ok(8)],

@@ -174,8 +174,9 @@ export class Meter {
       return prev;
     }
     // A wrapped stream ends with its body (streams may overlap); one fed with chunk() has no
-    // end of its own: a new stream ends it.
-    if (prev && prev.endMs === undefined && !prev.tapped) {
+    // end of its own: a new stream ends it. A start() not yet wrapped or fed is left open:
+    // its handle may still be waiting for its response (`Promise.all` of two requests).
+    if (prev && prev.endMs === undefined && !prev.tapped && prev.responseMs !== undefined) {
       prev.endMs = performance.now();
       this.ended(prev);
     }
