@@ -54,31 +54,22 @@ export function programs(markdown) {
   return out;
 }
 
-test("the package README's examples type-check as written", (t) => {
+/** The package installed into a scratch project, or undefined (`t` skipped). */
+function installedProject(t) {
   const pkg = installPackage(t);
-  if (!pkg) return;
-  if (!pkg.project) {
-    t.skip('needs the packed package installed into a project (TPSMETER_PKG_TARBALL)');
-    return;
-  }
+  if (pkg && !pkg.project) t.skip('needs the packed package installed into a project (TPSMETER_PKG_TARBALL)');
+  return pkg?.project ? pkg : undefined;
+}
+
+/**
+ * `files` (name -> source), written to a fresh `dir`, type-check under tsc --strict with
+ * `skipLibCheck: false` and lib ES2023 + DOM, as an app's build would check them.
+ */
+function assertTypeChecks(dir, files, what) {
   assert.ok(fs.existsSync(TSC), `TypeScript at ${TSC} (cargo xtask pkg installs it)`);
-  const readme = fs.readFileSync(path.join(pkg.dir, 'README.md'), 'utf8');
-  const found = programs(readme);
-  assert.ok(found.length >= 5, `${found.length} examples found`);
-  // The recipes' own dependencies (the SDKs), as the app would have them installed.
-  for (const dep of SDKS) {
-    const link = path.join(pkg.project, 'node_modules', dep);
-    fs.mkdirSync(path.dirname(link), { recursive: true });
-    if (!fs.existsSync(link)) fs.symlinkSync(path.join(HERE, 'node_modules', dep), link);
-  }
-  const dir = path.join(pkg.project, 'readme-check');
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir);
-  const files = found.map(([line, code]) => {
-    const name = `readme-line-${line}.js`;
-    fs.writeFileSync(path.join(dir, name), code);
-    return name;
-  });
+  for (const [name, code] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), code);
   fs.writeFileSync(
     path.join(dir, 'tsconfig.json'),
     JSON.stringify({
@@ -94,37 +85,15 @@ test("the package README's examples type-check as written", (t) => {
         lib: ['ES2023', 'DOM', 'DOM.Iterable'],
         types: [],
       },
-      files,
+      files: Object.keys(files),
     }),
   );
   const r = spawnSync(process.execPath, [TSC, '-p', dir], { encoding: 'utf8' });
-  assert.equal(r.status, 0, `tsc --strict over the README's examples:\n${r.stdout}${r.stderr}`);
-});
+  assert.equal(r.status, 0, `tsc --strict over ${what}:\n${r.stdout}${r.stderr}`);
+}
 
-test("the generated report types are the committed schema's, and a summary's figures are numbers", (t) => {
-  const pkg = installPackage(t);
-  if (!pkg) return;
-  if (!pkg.project) {
-    t.skip('needs the packed package installed into a project (TPSMETER_PKG_TARBALL)');
-    return;
-  }
-  // Current: every type the schema names is declared by the package as built (a package
-  // built before a schema change would miss the new ones).
-  const schema = JSON.parse(fs.readFileSync(path.join(ROOT, 'crates/tpsmeter-core/report.schema.json'), 'utf8'));
-  const dts = fs.readFileSync(path.join(pkg.dir, 'dist', 'generated', 'report.d.ts'), 'utf8');
-  for (const name of ['Report', ...Object.keys(schema.$defs)]) {
-    assert.match(dts, new RegExp(`export (interface|type) ${name}\\b`), `${name} is declared`);
-  }
-  for (const field of Object.keys(schema.$defs.PhaseSummary.properties)) {
-    assert.match(dts, new RegExp(`\\b${field}\\??:`), `PhaseSummary.${field} is declared`);
-  }
-  // Typed, not `unknown` (TS2571) or `any`: the figures are numbers, a misspelt field fails.
-  const dir = path.join(pkg.project, 'types-check');
-  fs.rmSync(dir, { recursive: true, force: true });
-  fs.mkdirSync(dir);
-  fs.writeFileSync(
-    path.join(dir, 'check.ts'),
-    `import type { Report, RequestRecord, StreamRecord, Warning, Environment, ErrorRecord, ErrorClass, PhaseSummary } from 'tpsmeter';
+/** An app's code reading a report: compiles only if the report is typed. */
+const TYPES_CHECK = `import type { Report, RequestRecord, StreamRecord, Warning, Environment, ErrorRecord, ErrorClass, PhaseSummary } from 'tpsmeter';
 import type { MeterRecord } from 'tpsmeter/meter';
 export function figures(report: Report): number[] {
   const summary = report.levels[0]!.summary;
@@ -143,17 +112,39 @@ export function figures(report: Report): number[] {
   const m: MeterRecord = { ...stream, start_missing: true };
   return [typed.completed, p50 ?? 0, tps ?? 0, ttft ?? 0, cls ? 1 : 0, err ? 1 : 0, w?.length ?? 0, env.cpu_count ?? 0, m.output_tokens];
 }
-`,
-  );
-  fs.writeFileSync(
-    path.join(dir, 'tsconfig.json'),
-    JSON.stringify({
-      compilerOptions: { strict: true, noEmit: true, skipLibCheck: false, target: 'ES2022', module: 'ESNext', moduleResolution: 'bundler', lib: ['ES2023', 'DOM'], types: [] },
-      files: ['check.ts'],
-    }),
-  );
-  const r = spawnSync(process.execPath, [TSC, '-p', dir], { encoding: 'utf8' });
-  assert.equal(r.status, 0, `tsc --strict over the report's types:\n${r.stdout}${r.stderr}`);
+`;
+
+test("the package README's examples type-check as written", (t) => {
+  const pkg = installedProject(t);
+  if (!pkg) return;
+  const readme = fs.readFileSync(path.join(pkg.dir, 'README.md'), 'utf8');
+  const found = programs(readme);
+  assert.ok(found.length >= 5, `${found.length} examples found`);
+  // The recipes' own dependencies (the SDKs), as the app would have them installed.
+  for (const dep of SDKS) {
+    const link = path.join(pkg.project, 'node_modules', dep);
+    fs.mkdirSync(path.dirname(link), { recursive: true });
+    if (!fs.existsSync(link)) fs.symlinkSync(path.join(HERE, 'node_modules', dep), link);
+  }
+  const files = Object.fromEntries(found.map(([line, code]) => [`readme-line-${line}.js`, code]));
+  assertTypeChecks(path.join(pkg.project, 'readme-check'), files, "the README's examples");
+});
+
+test("the generated report types are the committed schema's, and a summary's figures are numbers", (t) => {
+  const pkg = installedProject(t);
+  if (!pkg) return;
+  // Current: every type the schema names is declared by the package as built (a package
+  // built before a schema change would miss the new ones).
+  const schema = JSON.parse(fs.readFileSync(path.join(ROOT, 'crates/tpsmeter-core/report.schema.json'), 'utf8'));
+  const dts = fs.readFileSync(path.join(pkg.dir, 'dist', 'generated', 'report.d.ts'), 'utf8');
+  for (const name of ['Report', ...Object.keys(schema.$defs)]) {
+    assert.match(dts, new RegExp(`export (interface|type) ${name}\\b`), `${name} is declared`);
+  }
+  for (const field of Object.keys(schema.$defs.PhaseSummary.properties)) {
+    assert.match(dts, new RegExp(`\\b${field}\\??:`), `PhaseSummary.${field} is declared`);
+  }
+  // Typed, not `unknown` (TS2571) or `any`: the figures are numbers, a misspelt field fails.
+  assertTypeChecks(path.join(pkg.project, 'types-check'), { 'check.ts': TYPES_CHECK }, "the report's types");
 });
 
 /** Pace of the emulator's streams where a program must act mid-stream: ttft, itl (ms), tokens. */
@@ -161,6 +152,18 @@ const SLOW = 'pace/5,40,16';
 
 /** The emulator's route for `path` (with a pace prefix when given), as a JS string literal. */
 const at = (ctx, path, pace) => JSON.stringify((pace ? ctx.emulator.prefixed(pace) : ctx.emulator.base) + path);
+
+/** The SDK recipes' placeholders: the key the user types, the vendor's base URL. */
+const sdkSubs = (ctx) => [
+  ["prompt('API key') ?? ''", "'sk-test'"],
+  ["'https://api.openai.com/v1'", at(ctx, '/v1')],
+];
+
+/** A recipe that logs its one stream's `otel`: wait for it, check it (see checkOtel). */
+const oneOtel = {
+  done: () => window.__logs.length >= 1,
+  check: ({ logs, page }) => checkOtel(logs, page, 'openai'),
+};
 
 /**
  * How each README program runs here, found by a string only it contains. `subs`: the
@@ -202,30 +205,21 @@ const RUNS = [
   {
     name: 'recipe: the openai SDK',
     marker: "import OpenAI from 'openai'",
-    subs: (ctx) => [
-      ["prompt('API key') ?? ''", "'sk-test'"],
-      ["'https://api.openai.com/v1'", at(ctx, '/v1')],
-    ],
-    done: () => window.__logs.length >= 1,
-    check: ({ logs, page }) => checkOtel(logs, page, 'openai'),
+    subs: sdkSubs,
+    ...oneOtel,
   },
   {
     name: "recipe: the AI SDK's streamText",
     marker: "import { streamText } from 'ai'",
-    subs: (ctx) => [
-      ["prompt('API key') ?? ''", "'sk-test'"],
-      ["'https://api.openai.com/v1'", at(ctx, '/v1')],
-    ],
-    done: () => window.__logs.length >= 1,
-    check: ({ logs, page }) => checkOtel(logs, page, 'openai'),
+    subs: sdkSubs,
+    ...oneOtel,
   },
   {
     name: "recipe: useChat's DefaultChatTransport",
     marker: 'new DefaultChatTransport',
     // The emulator's UI message stream route stands for the app's chat route.
     subs: (ctx) => [["api: '/api/chat'", `api: ${at(ctx, '/api/ui-chat')}`]],
-    done: () => window.__logs.length >= 1,
-    check: ({ logs, page }) => checkOtel(logs, page, 'openai'),
+    ...oneOtel,
   },
   {
     name: 'recipe: several streams at once',
