@@ -367,7 +367,7 @@ pub(crate) async fn level(
             set.spawn(async move {
                 let mut outs = Vec::with_capacity(n);
                 for _ in 0..n {
-                    outs.push(runner.run(&cancel).await);
+                    outs.push(runner.run(&cancel, None).await);
                 }
                 (k, outs)
             });

@@ -23,6 +23,7 @@ use crate::client::Client;
 use crate::failure::{error_chain, from_reqwest};
 use crate::response::{Response, SendError};
 use crate::sent_at::StampedBody;
+use bytes::Bytes;
 
 /// A response to come.
 type Sending<'a> = Pin<Box<dyn Future<Output = Result<Response, SendError>> + Send + 'a>>;
@@ -85,18 +86,22 @@ impl Runner {
         }
     }
 
-    /// Starts one attempt: the response to come, and the cell the request's send time lands
-    /// in when the HTTP stack pulls its body (`None` for a request without a body).
-    fn start(&self) -> Result<(Sending<'_>, Written), Failure> {
+    /// Starts one attempt (with `body` instead of the prepared one, when given): the
+    /// response to come, and the cell the request's send time lands in when the HTTP stack
+    /// pulls its body (`None` for a request without a body).
+    fn start(&self, body: Option<&Bytes>) -> Result<(Sending<'_>, Written), Failure> {
         match &self.prepared {
             Prepared::Reqwest { client, request } => {
                 // The body is in memory, so cloning cannot fail; a failure here would be a
                 // bug in the request builder, reported as a failed request, not a panic.
-                let Some(request) = request.try_clone() else {
+                let Some(mut request) = request.try_clone() else {
                     return Err(Failure::Connection {
                         message: "request body cannot be cloned".into(),
                     });
                 };
+                if let Some(body) = body {
+                    *request.body_mut() = Some(reqwest::Body::from(body.clone()));
+                }
                 let (request, written) = stamped(request);
                 let sending = client.execute(request);
                 let sending = Box::pin(async move {
@@ -109,7 +114,7 @@ impl Runner {
             }
             #[cfg(target_os = "linux")]
             Prepared::Stamped { client, template } => {
-                let (sending, written) = client.send(template);
+                let (sending, written) = client.send(template, body);
                 let sending = Box::pin(async move {
                     sending.await.map(Response::stamped).map_err(|e| SendError {
                         stale: is_stale_connection(&e),
@@ -121,12 +126,13 @@ impl Runner {
         }
     }
 
-    /// Sends the request and reads the stream to its end, a failure or cancellation.
-    pub async fn run(&self, cancel: &CancellationToken) -> Outcome {
+    /// Sends the request (with `body`, this request's own, instead of the prepared one when
+    /// given) and reads the stream to its end, a failure or cancellation.
+    pub async fn run(&self, cancel: &CancellationToken, body: Option<Bytes>) -> Outcome {
         let mut attempt = 0;
         let (response, mut exchange, first_byte_deadline) = loop {
             attempt += 1;
-            let (sending, written) = match self.start() {
+            let (sending, written) = match self.start(body.as_ref()) {
                 Ok(started) => started,
                 Err(f) => return Outcome::failed_at(self.now_ms(), self.now_ms(), f),
             };

@@ -50,10 +50,15 @@ impl StampedClient {
         Self { inner }
     }
 
-    /// Starts one request built from `template`: the response to come, and the cell its
-    /// send time lands in when hyper pulls the body.
-    pub fn send(&self, template: &Template) -> (ResponseFuture, Arc<OnceLock<Instant>>) {
-        let (body, written) = StampedBody::new(template.body.clone());
+    /// Starts one request built from `template` (with `body` instead of the template's, when
+    /// given): the response to come, and the cell its send time lands in when hyper pulls
+    /// the body.
+    pub fn send(
+        &self,
+        template: &Template,
+        body: Option<&Bytes>,
+    ) -> (ResponseFuture, Arc<OnceLock<Instant>>) {
+        let (body, written) = StampedBody::new(body.unwrap_or(&template.body).clone());
         let mut request = Request::new(body);
         *request.method_mut() = template.method.clone();
         *request.uri_mut() = template.uri.clone();

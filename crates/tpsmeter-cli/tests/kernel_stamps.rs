@@ -132,7 +132,7 @@ fn stamps_through(client: tpsmeter_cli::client::Client) -> (Vec<f64>, (f64, f64)
         let origin = Instant::now();
         let runner =
             Runner::new(client, Api::OpenaiChat, &request, origin, timeout, timeout).unwrap();
-        let outcome = runner.run(&CancellationToken::new()).await;
+        let outcome = runner.run(&CancellationToken::new(), None).await;
         let (before, after) = blocker.await.unwrap();
         let source = runner.stamp_source();
         drop(runner);

@@ -170,7 +170,7 @@ impl LoadDriver {
             // A cap of 0 would hold every arrival forever; a shard with a rate share always
             // gets at least one request in flight.
             max_concurrency: shard.share_u32(options.max_concurrency).max(1),
-            seed: shard.seed(options.seed),
+            seed: shard.seed(options.arrival_seed()),
             slo: options.slo()?,
             next_level: 0,
             warmup_done: false,

@@ -12,6 +12,7 @@ use crate::api::Api;
 use crate::error::{CoreError, Result};
 use crate::plan::{LoadLevel, MAX_CONCURRENCY, MAX_LEVELS, StopCondition};
 use crate::prompt;
+use crate::prompt_plan::{CacheBust, PromptPlan};
 use crate::report::{PromptSource, RedactedUrl, RunConfig};
 use crate::request::{RequestSpec, Secret};
 use crate::slo::Slo;
@@ -43,12 +44,18 @@ pub struct BenchOptions {
     pub requests: Option<u64>,
     /// Seconds per level instead of a request count.
     pub duration_s: Option<f64>,
-    /// Seed of the Poisson arrival schedule.
-    pub seed: u64,
+    /// Seed of the Poisson arrival schedule (0 when not given) and of the prompts' run id
+    /// (random when not given; see [`crate::prompt_plan`]).
+    pub seed: Option<u64>,
     pub max_tokens: u32,
     pub prompt: Option<String>,
     /// Synthesise a prompt of about this many tokens (see [`prompt::synthesize`]).
     pub input_tokens: Option<u32>,
+    /// Whether each request's prompt starts with a mark of its own (see
+    /// [`crate::prompt_plan`]), so that no server answers it from a prompt cache.
+    pub cache_bust: CacheBust,
+    /// Tokens of text every request shares before its mark (measures prefix caching).
+    pub shared_prefix: Option<u32>,
     pub system: Option<String>,
     pub temperature: Option<f32>,
     /// Ask the server to ignore end-of-sequence (llama.cpp, vLLM).
@@ -74,10 +81,12 @@ impl Default for BenchOptions {
             max_concurrency: 1000,
             requests: None,
             duration_s: None,
-            seed: 0,
+            seed: None,
             max_tokens: 256,
             prompt: None,
             input_tokens: None,
+            cache_bust: CacheBust::Prefix,
+            shared_prefix: None,
             system: None,
             temperature: None,
             ignore_eos: false,
@@ -197,7 +206,42 @@ impl BenchOptions {
         }
         self.slo()?;
         prompt::resolve(None, self.input_tokens)?;
+        if let Some(n) = self.shared_prefix {
+            if self.cache_bust == CacheBust::Off {
+                return Err(bad(
+                    "shared prefix",
+                    n.to_string(),
+                    "needs cache busting on: with identical prompts every request shares all of its prompt",
+                ));
+            }
+            if n == 0 || n > prompt::MAX_SYNTH_TOKENS {
+                return Err(bad(
+                    "shared prefix",
+                    n.to_string(),
+                    "must be a token count from 1",
+                ));
+            }
+            if let (None, Some(t)) = (&self.prompt, self.input_tokens) {
+                if n >= t {
+                    return Err(bad(
+                        "shared prefix",
+                        n.to_string(),
+                        &format!("must be below the input token count ({t})"),
+                    ));
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// The seed the prompts' run id derives from, when one was given.
+    pub fn prompt_seed(&self) -> Option<u64> {
+        self.seed
+    }
+
+    /// The Poisson schedule's seed (0 when none was given).
+    pub fn arrival_seed(&self) -> u64 {
+        self.seed.unwrap_or(0)
     }
 
     /// The levels to run, in order: rates when `rate` is set, else concurrencies.
@@ -259,8 +303,9 @@ impl BenchOptions {
         }
     }
 
-    /// The report's record of these settings: no key, the URL redacted.
-    pub fn run_config(&self, prompt: PromptSource) -> Result<RunConfig> {
+    /// The report's record of these settings: no key, the URL redacted; `plan` the run's
+    /// prompts (its run id, when they are marked).
+    pub fn run_config(&self, prompt: PromptSource, plan: &PromptPlan) -> Result<RunConfig> {
         Ok(RunConfig {
             api: self.api,
             url: RedactedUrl::new(&self.url),
@@ -272,9 +317,16 @@ impl BenchOptions {
                 [r] => Some(*r),
                 _ => None,
             },
-            seed: (!self.rate.is_empty()).then_some(self.seed),
+            seed: if self.rate.is_empty() {
+                self.seed
+            } else {
+                Some(self.arrival_seed())
+            },
             max_tokens: Some(self.max_tokens),
             prompt,
+            cache_bust: Some(plan.cache_bust()),
+            shared_prefix_tokens: self.shared_prefix,
+            prompt_run_id: plan.run_id(),
             warmup: self.warmup,
             timeout_s: Some(self.timeout_s),
             slo: self.slo()?,

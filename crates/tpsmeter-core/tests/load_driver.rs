@@ -123,7 +123,7 @@ fn open_loop_follows_the_schedule_and_queues_behind_the_cap() {
         o.rate = vec![1000.0];
         o.requests = Some(50);
         o.max_concurrency = 2;
-        o.seed = 7;
+        o.seed = Some(7);
     });
     let mut d = LoadDriver::new(&o, Redactor::default()).unwrap();
     // Requests last 30 ms at ~1 ms mean arrival gaps: the cap of 2 must hold them back.
@@ -297,7 +297,7 @@ fn open_loop_shards_divide_the_rate_with_schedules_of_their_own() {
     let o = options(|o| {
         o.rate = vec![30.0];
         o.requests = Some(9);
-        o.seed = 5;
+        o.seed = Some(5);
     });
     let mut schedules = Vec::new();
     for i in 0..3 {

@@ -19,8 +19,8 @@ use tpsmeter_core::report::{
     RedactedUrl, RunConfig, SCHEMA_VERSION, ShardInfo, ToolInfo, Warning, redact_url,
 };
 use tpsmeter_core::{
-    Api, CoreError, LoadLevel, Report, RequestRecord, RequestSpec, Secret, Slo, Timeline,
-    build_request,
+    Api, CacheBust, CoreError, LoadLevel, Report, RequestRecord, RequestSpec, Secret, Slo,
+    Timeline, build_request,
 };
 
 const KEY: &str = "sk-THIS-MUST-NOT-LEAK-0123456789";
@@ -99,6 +99,9 @@ fn report(url: &str) -> Report {
             seed: None,
             max_tokens: Some(64),
             prompt: PromptSource::Synthetic { input_tokens: 128 },
+            cache_bust: Some(CacheBust::Prefix),
+            shared_prefix_tokens: None,
+            prompt_run_id: Some("3f9a1c2b".into()),
             warmup: 1,
             timeout_s: Some(30.0),
             slo: Some(Slo::parse("ttft=500ms,tpot=50ms").unwrap()),

@@ -18,7 +18,7 @@ use tpsmeter_core::report::{
     Environment, ErrorClass, ErrorRecord, IDLE_LEVEL_WARNING, LevelReport, PromptSource,
     RedactedUrl, RunConfig, ShardInfo, Warning, merge,
 };
-use tpsmeter_core::{Api, CoreError, LoadLevel, Report, RequestRecord, Slo, Timeline};
+use tpsmeter_core::{Api, CacheBust, CoreError, LoadLevel, Report, RequestRecord, Slo, Timeline};
 
 /// The run's levels: 6 streams (2 per shard), then 2 streams (shard 2 has none).
 const LEVELS: [LoadLevel; 2] = [LoadLevel::Concurrency(6), LoadLevel::Concurrency(2)];
@@ -99,6 +99,9 @@ fn config() -> RunConfig {
         seed: None,
         max_tokens: Some(16),
         prompt: PromptSource::Synthetic { input_tokens: 64 },
+        cache_bust: Some(CacheBust::Prefix),
+        shared_prefix_tokens: None,
+        prompt_run_id: Some("3f9a1c2b".into()),
         warmup: 0,
         timeout_s: Some(60.0),
         slo: Some(Slo::parse("ttft=35ms").unwrap()),

@@ -4,10 +4,10 @@
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
-use tpsmeter_core::BenchOptions;
 use tpsmeter_core::drive::{Action, LoadDriver, RecordExtras, Ticket};
 use tpsmeter_core::report::{Environment, Report, Warning};
-use tpsmeter_core::request::{HeaderValue, HttpRequest, Redactor, Secret, build_browser_request};
+use tpsmeter_core::request::{HeaderValue, Redactor, RequestPlan, Secret};
+use tpsmeter_core::{BenchOptions, PromptPlan};
 use wasm_bindgen::prelude::*;
 
 use crate::convert::{from_js, to_js};
@@ -24,7 +24,8 @@ const MAX_WARNINGS: usize = 64;
 pub struct BenchRun {
     options: BenchOptions,
     driver: LoadDriver,
-    request: HttpRequest,
+    /// Every request's URL and headers, and each one's body (its own prompt).
+    plan: RequestPlan,
     prompt_chars: u64,
     /// Tickets started and not yet completed.
     tickets: HashMap<u64, Ticket>,
@@ -85,23 +86,30 @@ impl BenchRun {
             .map_err(|e| JsError::new(&e.to_string()))?;
         let driver = LoadDriver::new(&options, Redactor::for_spec(&spec))
             .map_err(|e| JsError::new(&e.to_string()))?;
-        let request = build_browser_request(&spec).map_err(|e| JsError::new(&e.to_string()))?;
-        if std::str::from_utf8(&request.body).is_err() {
+        // The run id of the prompts' marks when no seed fixes it (see `prompt_plan`).
+        let entropy = (js_sys::Math::random() * 2f64.powi(53)) as u64;
+        let prompts =
+            PromptPlan::new(&options, None, entropy).map_err(|e| JsError::new(&e.to_string()))?;
+        let prompt_chars = spec.prompt.chars().count() as u64;
+        let plan =
+            RequestPlan::new(spec, prompts, true).map_err(|e| JsError::new(&e.to_string()))?;
+        if std::str::from_utf8(&plan.template().body).is_err() {
             return Err(JsError::new("the request body is not UTF-8"));
         }
         Ok(BenchRun {
-            prompt_chars: spec.prompt.chars().count() as u64,
+            prompt_chars,
             options,
             driver,
-            request,
+            plan,
             tickets: HashMap::new(),
         })
     }
 
-    /// The request every run sends: `{method, url, headers: [name, value][], body}`.
+    /// The request of the run: `{method, url, headers: [name, value][], body}`, the body
+    /// request 0's (each request's own is [`BenchRun::body`]).
     pub fn request(&self) -> Result<JsValue, JsError> {
-        let headers = self
-            .request
+        let request = self.plan.template();
+        let headers = request
             .headers
             .iter()
             .map(|(n, v)| {
@@ -113,11 +121,24 @@ impl BenchRun {
             })
             .collect();
         to_js(&JsRequest {
-            method: self.request.method,
-            url: &self.request.url,
+            method: request.method,
+            url: &request.url,
             headers,
-            body: std::str::from_utf8(&self.request.body).unwrap_or_default(),
+            body: std::str::from_utf8(&request.body).unwrap_or_default(),
         })
+    }
+
+    /// The body of request `ticket`: its own prompt, marked (see `prompt_plan` in the core);
+    /// `undefined` when every request sends `request().body` (cache busting off).
+    pub fn body(&self, ticket: u32) -> Result<Option<String>, JsError> {
+        let body = self
+            .plan
+            .body(u64::from(ticket))
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        body.map(|b| {
+            String::from_utf8(b).map_err(|_| JsError::new("the request body is not UTF-8"))
+        })
+        .transpose()
     }
 
     /// What to do at `now_ms`: `{kind: 'start' | 'sleep' | 'wait' | 'done', ...}`.
@@ -262,7 +283,7 @@ impl BenchRun {
         let prompt = self.options.prompt_source(self.prompt_chars);
         let config = self
             .options
-            .run_config(prompt)
+            .run_config(prompt, self.plan.prompts())
             .map_err(|e| JsError::new(&e.to_string()))?;
         let (levels, requests) = (
             self.driver.level_reports().to_vec(),

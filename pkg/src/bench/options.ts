@@ -28,6 +28,14 @@ export interface RunSettings {
   prompt?: string;
   /** A generated prompt of about this many tokens (instead of `prompt`). */
   inputTokens?: number;
+  /**
+   * `'prefix'` (default): each request's prompt starts with a mark of its own
+   * (`[run <id> #<n>] `), so that no server answers it from a prompt cache; `'off'`: every
+   * request sends the same prompt (measures the cached case).
+   */
+  cacheBust?: 'prefix' | 'off';
+  /** Every request shares this many tokens of text before its mark (measures prefix caching). */
+  sharedPrefix?: number;
   system?: string;
   temperature?: number;
   /** Warm-up requests per level, excluded from summaries. */
@@ -38,7 +46,7 @@ export interface RunSettings {
   idleTimeoutS?: number;
   /** Service-level objectives, e.g. `"ttft=500ms,tpot=50ms"`. */
   slo?: string;
-  /** Seed of the open-loop arrival schedule. */
+  /** Seed of the open-loop arrival schedule and of the prompts' run id (same seed, same request bodies as the CLI's). */
   seed?: number;
   ignoreEos?: boolean;
 }

@@ -73,7 +73,11 @@ export async function bench(options: BenchOptions): Promise<Report> {
       const painter = render
         ? new RequestPainter(render, { request: a.ticket, level: a.level, warmup: a.warmup })
         : undefined;
-      const setup = { request, timeoutMs, idleTimeoutMs, cancel: cancel.signal, begin: (t: number) => run.begin(a.ticket, t), painter };
+      // Each request's own body (its prompt starts with a mark of its own: no server
+      // answers it from a prompt cache), built before the start stamp.
+      const body = run.body(a.ticket);
+      const req = body === undefined ? request : { ...request, body };
+      const setup = { request: req, timeoutMs, idleTimeoutMs, cancel: cancel.signal, begin: (t: number) => run.begin(a.ticket, t), painter };
       const out = engine ? await runLocalRequest({ ...setup, engine }) : await runRequest({ ...setup, redact, host: reader });
       if (painter) {
         for (const p of await painter.settle()) out.exchange.paint(p.t, p.chars);

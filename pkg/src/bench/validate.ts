@@ -19,7 +19,7 @@ export const APIS: readonly Api[] = [
   'local',
 ];
 
-type Kind = 'string' | 'boolean' | 'count' | 'positiveInt' | 'positive' | 'nonNegative' | 'levels' | 'rates' | 'api' | 'hook' | 'object' | 'render';
+type Kind = 'string' | 'boolean' | 'count' | 'positiveInt' | 'positive' | 'nonNegative' | 'levels' | 'rates' | 'api' | 'hook' | 'object' | 'render' | 'cacheBust';
 
 /** Every option `bench()` takes, and what its value must be. */
 const OPTIONS: Record<string, Kind> = {
@@ -35,6 +35,8 @@ const OPTIONS: Record<string, Kind> = {
   maxTokens: 'positiveInt',
   prompt: 'string',
   inputTokens: 'positiveInt',
+  cacheBust: 'cacheBust',
+  sharedPrefix: 'positiveInt',
   system: 'string',
   temperature: 'nonNegative',
   warmup: 'count',
@@ -64,6 +66,7 @@ const EXPECTED: Record<Kind, string> = {
   hook: 'a function',
   object: 'an object',
   render: 'an HTMLElement or a render callback',
+  cacheBust: "'prefix' or 'off'",
 };
 
 /** Largest whole number an option takes (the wasm side reads 32-bit counts). */
@@ -109,6 +112,8 @@ function fits(kind: Kind, v: unknown): boolean {
       return typeof v === 'object' && v !== null;
     case 'render':
       return typeof v === 'function' || (typeof v === 'object' && v !== null);
+    case 'cacheBust':
+      return v === 'prefix' || v === 'off';
   }
 }
 
@@ -179,6 +184,12 @@ export function validate(options: Record<string, unknown>): Record<string, unkno
   }
   if (options.prompt !== undefined && options.inputTokens !== undefined) {
     throw new TypeError('bench(): options `prompt` and `inputTokens` conflict: `inputTokens` generates the prompt; give one');
+  }
+  if (options.sharedPrefix !== undefined && options.cacheBust === 'off') {
+    throw new TypeError("bench(): option `sharedPrefix` needs cache busting: with `cacheBust: 'off'` every request shares all of its prompt");
+  }
+  if (typeof options.sharedPrefix === 'number' && typeof options.inputTokens === 'number' && options.sharedPrefix >= options.inputTokens) {
+    throw new TypeError(`bench(): option \`sharedPrefix\` must be below \`inputTokens\` (${options.inputTokens}), got ${options.sharedPrefix}`);
   }
   const out = { ...options };
   for (const name of ['concurrency', 'rate'] as const) {

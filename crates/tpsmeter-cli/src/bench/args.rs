@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
-use tpsmeter_core::{Api, BenchOptions, Shard};
+use tpsmeter_core::{Api, BenchOptions, CacheBust, Shard};
 
 use super::start_at::{self, StartAt};
 
@@ -81,9 +81,10 @@ pub struct BenchArgs {
           value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_concurrency: u32,
 
-    /// Seed for the Poisson arrival schedule (same seed, same schedule).
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    /// Seed for the Poisson arrival schedule (same seed, same schedule; 0 when absent) and
+    /// the prompts' run id (same seed, same request bodies; random when absent).
+    #[arg(long)]
+    pub seed: Option<u64>,
 
     /// Maximum output tokens per request.
     #[arg(long, default_value_t = 256)]
@@ -101,6 +102,17 @@ pub struct BenchArgs {
     /// for GPT/Llama-style BPE tokenizers; the server's usage reports the exact count).
     #[arg(long, value_name = "N")]
     pub input_tokens: Option<u32>,
+
+    /// `prefix` (default): each request's prompt starts with a mark of its own
+    /// (`[run <id> #<n>] `), so no server answers it from a prompt cache; `off`: every
+    /// request sends the same prompt (measures the cached case).
+    #[arg(long, value_name = "MODE", default_value = "prefix", value_parser = parse_cache_bust)]
+    pub cache_bust: CacheBust,
+
+    /// Every request shares N tokens of text before its mark and differs after it: measures
+    /// a server's prefix caching on purpose. With --input-tokens T, the first N of the T.
+    #[arg(long, value_name = "N")]
+    pub shared_prefix: Option<u32>,
 
     /// Optional system prompt.
     #[arg(long)]
@@ -173,6 +185,10 @@ fn parse_shard(spec: &str) -> Result<Shard, String> {
     Shard::parse(spec).map_err(|e| e.to_string())
 }
 
+fn parse_cache_bust(mode: &str) -> Result<CacheBust, String> {
+    CacheBust::parse(mode).map_err(|e| e.to_string())
+}
+
 fn parse_api(name: &str) -> Result<Api, String> {
     if name == Api::Local.name() {
         return Err(
@@ -207,6 +223,8 @@ impl BenchArgs {
             max_tokens: self.max_tokens,
             prompt: self.prompt.clone(),
             input_tokens: self.input_tokens,
+            cache_bust: self.cache_bust,
+            shared_prefix: self.shared_prefix,
             system: self.system.clone(),
             temperature: self.temperature,
             ignore_eos: self.ignore_eos,

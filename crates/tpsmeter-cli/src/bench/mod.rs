@@ -116,7 +116,7 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
     let runner = Runner::new(
         client,
         args.api,
-        &setup.request,
+        setup.request(),
         origin,
         timeout,
         Duration::from_secs_f64(args.idle_timeout),
@@ -129,6 +129,7 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
     };
     drive::run(
         &runner,
+        &setup.plan,
         &setup.options,
         shard,
         &mut driver,

@@ -26,7 +26,7 @@ pub fn build(
         },
         None => setup.options.prompt_source(chars),
     };
-    let config = setup.options.run_config(prompt)?;
+    let config = setup.options.run_config(prompt, setup.plan.prompts())?;
     let mut environment = Environment {
         os: std::env::consts::OS.to_string(),
         arch: std::env::consts::ARCH.to_string(),

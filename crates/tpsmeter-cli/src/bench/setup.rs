@@ -1,8 +1,10 @@
 //! Turning the command line into what a run needs: the prompt, the key, the request.
 
 use anyhow::{Context, bail};
-use tpsmeter_core::request::{HttpRequest, RequestSpec, Secret, build_request};
-use tpsmeter_core::{BenchOptions, Slo};
+use std::hash::{BuildHasher, RandomState};
+
+use tpsmeter_core::request::{HttpRequest, RequestPlan, RequestSpec, Secret};
+use tpsmeter_core::{BenchOptions, PromptPlan, Slo};
 
 use super::args::BenchArgs;
 use crate::prompt;
@@ -17,7 +19,8 @@ pub struct Setup {
     /// The settings, as the core (and the browser) takes them.
     pub options: BenchOptions,
     pub spec: RequestSpec,
-    pub request: HttpRequest,
+    /// Every request's URL and headers, and each one's body (its own prompt).
+    pub plan: RequestPlan,
     pub slo: Option<Slo>,
 }
 
@@ -41,13 +44,22 @@ impl Setup {
             options.prompt = Some(prompt);
         }
         let spec = options.request_spec(api_key)?;
-        let request = build_request(&spec).context("build the request")?;
+        // The run id of the prompts' marks, when no --seed fixes it: std's hasher keys are
+        // random per process, which is all a run id needs (no RNG dependency for it).
+        let entropy = RandomState::new().hash_one(std::process::id());
+        let prompts = PromptPlan::new(&options, args.shard, entropy)?;
+        let plan = RequestPlan::new(spec.clone(), prompts, false).context("build the request")?;
         Ok(Setup {
             options,
             spec,
-            request,
+            plan,
             slo,
         })
+    }
+
+    /// The request every request of the run is a copy of (with its own body).
+    pub fn request(&self) -> &HttpRequest {
+        self.plan.template()
     }
 }
 

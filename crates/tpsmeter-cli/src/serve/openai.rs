@@ -266,7 +266,10 @@ fn timings(s: &Summary) -> Value {
         i * 1e3 * (f.generated_tokens.saturating_sub(1)) as f64
     });
     json!({
-        "prompt_n": f.prompt_tokens,
+        // As llama-server counts: `prompt_n` the prompt tokens evaluated, `cache_n` those a
+        // slot's cache already held (a repeated prompt's or a chat's earlier turns).
+        "prompt_n": f.prompt_tokens.saturating_sub(s.reused_tokens),
+        "cache_n": s.reused_tokens,
         "prompt_ms": f.ttft_s * 1e3,
         "prompt_per_second": f.prefill_tps,
         "predicted_n": f.generated_tokens,

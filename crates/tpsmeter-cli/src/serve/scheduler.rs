@@ -385,6 +385,7 @@ fn summary(g: &tpsmeter_gpu::generate::Generation, queued_s: f64) -> Summary {
     let eog = usize::from(matches!(g.stop, StopReason::EndOfGeneration { .. }));
     Summary {
         prompt_tokens: g.prompt_tokens,
+        reused_tokens: g.reused_tokens,
         completion_tokens: g.tokens.len().saturating_sub(eog),
         stop: g.stop,
         figures: RunFigures::from_generation(g),

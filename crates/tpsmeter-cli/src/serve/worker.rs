@@ -87,6 +87,8 @@ pub enum Event {
 #[derive(Debug, Clone)]
 pub struct Summary {
     pub prompt_tokens: usize,
+    /// Of `prompt_tokens`, those whose KV entries a slot already held (not evaluated).
+    pub reused_tokens: usize,
     /// Generated tokens, the end-of-generation token excluded.
     pub completion_tokens: usize,
     pub stop: StopReason,

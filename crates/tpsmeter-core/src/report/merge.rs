@@ -71,7 +71,14 @@ pub fn merge(reports: &[Report]) -> Result<Report> {
     for part in &parts[1..] {
         same_run(first, part)?;
     }
-    let config = first.report.config.clone();
+    let mut config = first.report.config.clone();
+    // Each shard marks its prompts with its own run id: the merge has no single one.
+    if parts
+        .iter()
+        .any(|p| p.report.config.prompt_run_id != config.prompt_run_id)
+    {
+        config.prompt_run_id = None;
+    }
     parts.sort_by_key(|p| p.shard.index);
     every_shard_once(&parts)?;
 
@@ -237,6 +244,13 @@ fn same_run(first: &Part<'_>, part: &Part<'_>) -> Result<()> {
     same(part, "seed", &a.seed, &b.seed)?;
     same(part, "max tokens", &a.max_tokens, &b.max_tokens)?;
     same(part, "prompt", &a.prompt, &b.prompt)?;
+    same(part, "cache busting", &a.cache_bust, &b.cache_bust)?;
+    same(
+        part,
+        "shared prefix",
+        &a.shared_prefix_tokens,
+        &b.shared_prefix_tokens,
+    )?;
     same(part, "warm-up", &a.warmup, &b.warmup)?;
     same(part, "timeout", &a.timeout_s, &b.timeout_s)?;
     same(part, "SLOs", &a.slo, &b.slo)?;

@@ -22,6 +22,7 @@ use crate::api::Api;
 use crate::error::{CoreError, Result};
 use crate::phase::PhaseSummary;
 use crate::plan::LoadLevel;
+use crate::prompt_plan::CacheBust;
 use crate::slo::Slo;
 
 pub use merge::{IDLE_LEVEL_WARNING, MAX_START_SPREAD, merge};
@@ -167,11 +168,24 @@ pub struct RunConfig {
     pub duration_s: Option<f64>,
     /// Open-loop arrival rate (`--rate`), requests per second.
     pub rate_per_s: Option<f64>,
-    /// Seed of the arrival schedule, when open-loop.
+    /// The run's seed: of the arrival schedule when open-loop (0 unless given), and of the
+    /// prompts' run id when given.
     #[serde(default)]
     pub seed: Option<u64>,
     pub max_tokens: Option<u32>,
     pub prompt: PromptSource,
+    /// Whether each prompt started with a mark of its own (`prefix`) or all were the same
+    /// (`off`); absent in reports from before cache busting, whose prompts were all the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_bust: Option<CacheBust>,
+    /// Tokens every request shared before its mark (`--shared-prefix`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_prefix_tokens: Option<u32>,
+    /// The run id the marks carry (`[run <id> #<index>]`), to find the requests in a
+    /// server's logs; absent when prompts were not marked, or in a merge of shards (each
+    /// has its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_run_id: Option<String>,
     /// Warm-up requests per level, excluded from summaries.
     pub warmup: u32,
     /// Per-request timeout, seconds.

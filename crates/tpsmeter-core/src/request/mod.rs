@@ -14,12 +14,14 @@ mod anthropic;
 mod gemini;
 mod ollama;
 mod openai;
+mod plan;
 mod redactor;
 mod secret;
 pub mod url;
 mod vercel;
 
 pub use openai::LOCAL_URL;
+pub use plan::RequestPlan;
 pub use redactor::{MIN_SECRET_CHARS, REDACTED, Redactor};
 pub use secret::{HeaderValue, Secret};
 

@@ -1,0 +1,106 @@
+//! The requests of a run: one URL and set of headers, and a body per request, each with its
+//! own prompt (see [`crate::prompt_plan`]).
+
+use crate::error::Result;
+use crate::prompt_plan::{CacheBust, PromptPlan};
+
+use super::{HttpRequest, RequestSpec, build_browser_request, build_request};
+
+/// Builds each request of a run from one spec and the run's prompts.
+#[derive(Debug, Clone)]
+pub struct RequestPlan {
+    spec: RequestSpec,
+    prompts: PromptPlan,
+    browser: bool,
+    /// Request 0, whose URL and headers every request shares.
+    template: HttpRequest,
+}
+
+impl RequestPlan {
+    /// The plan for `spec` (its prompt is replaced by each request's own); `browser` adds
+    /// what a page must send ([`build_browser_request`]).
+    pub fn new(spec: RequestSpec, prompts: PromptPlan, browser: bool) -> Result<RequestPlan> {
+        let template = build(&with_prompt(&spec, prompts.prompt(0)), browser)?;
+        Ok(RequestPlan {
+            spec,
+            prompts,
+            browser,
+            template,
+        })
+    }
+
+    /// The first request: the URL, headers and method of all of them.
+    pub fn template(&self) -> &HttpRequest {
+        &self.template
+    }
+
+    /// The body of request `index` (the driver's ticket id); `None` when every request sends
+    /// the template's body (prompts not marked).
+    pub fn body(&self, index: u64) -> Result<Option<Vec<u8>>> {
+        if self.prompts.cache_bust() == CacheBust::Off {
+            return Ok(None);
+        }
+        let spec = with_prompt(&self.spec, self.prompts.prompt(index));
+        Ok(Some(build(&spec, self.browser)?.body))
+    }
+
+    pub fn prompts(&self) -> &PromptPlan {
+        &self.prompts
+    }
+}
+
+fn with_prompt(spec: &RequestSpec, prompt: String) -> RequestSpec {
+    RequestSpec {
+        prompt,
+        ..spec.clone()
+    }
+}
+
+fn build(spec: &RequestSpec, browser: bool) -> Result<HttpRequest> {
+    if browser {
+        build_browser_request(spec)
+    } else {
+        build_request(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::options::BenchOptions;
+
+    fn plan(bust: CacheBust) -> RequestPlan {
+        let options = BenchOptions {
+            url: "http://127.0.0.1:1".into(),
+            model: "m".into(),
+            prompt: Some("Hello".into()),
+            cache_bust: bust,
+            seed: Some(1),
+            ..BenchOptions::default()
+        };
+        let prompts = PromptPlan::new(&options, None, 0).unwrap();
+        RequestPlan::new(options.request_spec(None).unwrap(), prompts, false).unwrap()
+    }
+
+    #[test]
+    fn each_body_carries_its_requests_mark() {
+        let p = plan(CacheBust::Prefix);
+        let body = |i| String::from_utf8(p.body(i).unwrap().unwrap()).unwrap();
+        let mark = |i| p.prompts().mark(i);
+        assert!(
+            body(0).contains(&format!("{} Hello", mark(0))),
+            "{}",
+            body(0)
+        );
+        assert!(body(7).contains(&format!("{} Hello", mark(7))));
+        assert_eq!(p.body(0).unwrap().unwrap(), p.template().body);
+    }
+
+    #[test]
+    fn without_cache_busting_the_template_is_every_body() {
+        let p = plan(CacheBust::Off);
+        assert_eq!(p.body(3).unwrap(), None);
+        assert!(String::from_utf8_lossy(&p.template().body).contains("\"Hello\""));
+    }
+}
