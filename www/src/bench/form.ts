@@ -53,6 +53,10 @@ export interface FormState {
   warmup: number;
   slo: string;
   render: boolean;
+  /** Each request's prompt starts with a mark of its own (`cacheBust: 'prefix'`). */
+  uniquePrompts: boolean;
+  /** Tokens every request shares before its mark (0: none). */
+  sharedPrefix: number;
 }
 
 export const DEFAULTS: FormState = {
@@ -71,6 +75,8 @@ export const DEFAULTS: FormState = {
   warmup: 1,
   slo: '',
   render: true,
+  uniquePrompts: true,
+  sharedPrefix: 0,
 };
 
 function field(label: string, control: HTMLElement, hint?: string, id?: string): HTMLElement {
@@ -98,6 +104,8 @@ export class RunForm {
   readonly warmup = el('input', { name: 'warmup', id: 'f-warmup', type: 'number', min: 0, max: 100 });
   readonly slo = el('input', { name: 'slo', id: 'f-slo', placeholder: 'ttft=500ms,tpot=50ms', spellcheck: 'false' });
   readonly render = el('input', { type: 'checkbox', id: 'f-render' });
+  readonly uniquePrompts = el('input', { type: 'checkbox', id: 'f-unique-prompts' });
+  readonly sharedPrefix = el('input', { name: 'sharedPrefix', id: 'f-shared-prefix', type: 'number', min: 0, max: 100000 });
   readonly run = el('button', { type: 'submit', class: 'primary', id: 'run', text: 'Run benchmark' });
   readonly stop = el('button', { type: 'button', id: 'stop', text: 'Stop', disabled: true });
   readonly note = el('p', { class: 'hint', id: 'preset-note' });
@@ -151,7 +159,9 @@ export class RunForm {
         field('Requests per level', this.requests),
         field('Warm-up requests per level', this.warmup, 'Run first, left out of the figures.'),
         field('Service-level objectives (optional)', this.slo),
+        field('Shared prefix (tokens, optional)', this.sharedPrefix, 'Every request shares this many tokens before its own mark: measures the server\'s prefix caching on purpose.'),
       ),
+      el('label', { class: 'check' }, this.uniquePrompts, 'A unique prompt per request ([run <id> #<n>] before it), so no server answers from its prompt cache; off measures the cached case'),
       el('label', { class: 'check' }, this.render, 'Show the text as it streams and measure when it is painted (perceived TPS)'),
       urls,
       this.notices,
@@ -214,6 +224,8 @@ export class RunForm {
       warmup: this.warmup.valueAsNumber,
       slo: this.slo.value.trim(),
       render: this.render.checked,
+      uniquePrompts: this.uniquePrompts.checked,
+      sharedPrefix: Number.isFinite(this.sharedPrefix.valueAsNumber) ? this.sharedPrefix.valueAsNumber : 0,
     };
   }
 
@@ -270,6 +282,8 @@ export class RunForm {
     this.warmup.value = String(s.warmup);
     this.slo.value = s.slo;
     this.render.checked = s.render;
+    this.uniquePrompts.checked = s.uniquePrompts !== false;
+    this.sharedPrefix.value = String(s.sharedPrefix || 0);
     this.applyPreset(s.preset, false);
     this.syncPromptKind();
     if (p) fromQuery.unshift('preset');
@@ -320,6 +334,9 @@ export function validate(s: FormState): string[] {
   if (!(s.maxTokens >= 1 && s.maxTokens <= LIMITS.maxTokens)) out.push(`Max output tokens must be 1 to ${LIMITS.maxTokens.toLocaleString('en-US')}.`);
   if (!(s.requests >= 1 && s.requests <= LIMITS.requests)) out.push(`Requests per level must be 1 to ${LIMITS.requests.toLocaleString('en-US')}.`);
   if (!(s.warmup >= 0 && s.warmup <= LIMITS.warmup)) out.push(`Warm-up requests must be 0 to ${LIMITS.warmup}.`);
+  if (!(Number.isInteger(s.sharedPrefix) && s.sharedPrefix >= 0 && s.sharedPrefix <= LIMITS.inputTokens)) out.push(`Shared prefix must be 0 to ${LIMITS.inputTokens.toLocaleString('en-US')} tokens.`);
+  if (s.sharedPrefix > 0 && !s.uniquePrompts) out.push('A shared prefix needs unique prompts: without them every request shares all of its prompt.');
+  if (s.sharedPrefix > 0 && s.promptKind === 'synthetic' && (inputLengths(s.inputLengths) ?? []).some((n) => n <= s.sharedPrefix)) out.push('Each input length must be above the shared prefix.');
   if (s.promptKind === 'synthetic' && !inputLengths(s.inputLengths)) out.push(`Input lengths must be whole numbers of tokens from 1 to ${LIMITS.inputTokens.toLocaleString('en-US')}, comma-separated (e.g. 128,1024), at most ${LIMITS.inputLengths}.`);
   return out;
 }
@@ -365,6 +382,8 @@ function oneRun(s: FormState, prompt: { prompt: string } | { inputTokens: number
     maxTokens: s.maxTokens,
     ...prompt,
     ...(s.slo ? { slo: s.slo } : {}),
+    ...(s.uniquePrompts === false ? { cacheBust: 'off' as const } : {}),
+    ...(s.sharedPrefix > 0 ? { sharedPrefix: s.sharedPrefix } : {}),
   };
   if (s.preset === LOCAL_PRESET) return { ...base, api: 'local', url: 'local:engine', model: '' };
   return { ...base, api: s.api, url: s.url, model: s.model || 'default' };
