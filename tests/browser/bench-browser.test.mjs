@@ -2,7 +2,11 @@
 // tabs, and perceived TPS (when the text was painted).
 
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import http from 'node:http';
 import test from 'node:test';
+import { asset } from './support/env.mjs';
 import { assertClean } from './support/browser.mjs';
 import { benchInPage, errorClasses, fixture } from './support/fixture.mjs';
 
@@ -10,6 +14,36 @@ const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? (s[(s.length - 1) >> 1] + s[s.length >> 1]) / 2 : NaN;
 };
+
+/**
+ * A chat server that answers every request with one token and keeps each request's body
+ * (CORS open, so a page of another origin can call it).
+ */
+async function captureServer() {
+  const bodies = [];
+  const server = http.createServer((req, res) => {
+    const cors = {
+      'access-control-allow-origin': '*',
+      'access-control-allow-headers': '*',
+      'access-control-allow-methods': 'POST',
+      'cross-origin-resource-policy': 'cross-origin',
+    };
+    if (req.method === 'OPTIONS') return res.writeHead(204, cors).end();
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      bodies.push(Buffer.concat(chunks).toString('utf8'));
+      res.writeHead(200, { ...cors, 'content-type': 'text/event-stream' });
+      res.end('data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n');
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    take: () => bodies.splice(0),
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
 
 test('bench() in the browser', async (t) => {
   const fx = await fixture(t, { emulator: { ttftMs: 5, itlMs: 2, tokens: 64 } });
@@ -278,6 +312,32 @@ test('bench() in the browser', async (t) => {
     assert.ok(offPace(inWorker) < 5, `read in the Worker, stamps keep the server's pace: ${offPace(inWorker)} ms`);
     // The Worker's clock maps onto the page's: no stamp before its request started.
     for (const r of inWorker.requests) assert.ok(r.first_token_ms > r.start_ms && r.end_ms >= r.first_token_ms);
+  });
+
+  await t.test("bench() sends the CLI's request bodies for the same options and seed", async (st) => {
+    const cli = asset(st, 'TPSMETER_CLI_BIN');
+    if (!cli) return;
+    const capture = await captureServer();
+    st.after(() => capture.close());
+    const opts = { api: 'openai-chat', url: capture.url, model: 'm', prompt: 'Hello there', seed: 5, requests: 3, maxTokens: 8 };
+    const report = await page.evaluate(async (o) => {
+      const { bench } = await import('/tpsmeter/dist/index.js');
+      return bench(o);
+    }, opts);
+    assert.deepEqual(errorClasses(report), ['ok', 'ok', 'ok']);
+    const fromPage = capture.take();
+    // Not spawnSync: the capture server answers from this process's event loop.
+    await promisify(execFile)(cli, ['bench', '--quiet', '--api', 'openai-chat', '--url', capture.url, '--model', 'm', '--prompt', 'Hello there', '--seed', '5', '--requests', '3', '--max-tokens', '8']);
+    const fromCli = capture.take();
+    assert.deepEqual(fromPage, fromCli, 'byte for byte');
+    // Each its own mark, with the run id the report names.
+    const id = report.config.prompt_run_id;
+    assert.match(id, /^[0-9a-f]{8}$/);
+    assert.deepEqual(
+      fromPage.map((b) => JSON.parse(b).messages.find((m) => m.role === 'user').content),
+      [0, 1, 2].map((n) => `[run ${id} #${n}] Hello there`),
+    );
+    assert.equal(report.config.cache_bust, 'prefix');
   });
 
   await assertClean(page);
