@@ -4,7 +4,7 @@
 
 import type { Report, RequestRecord } from 'tpsmeter';
 import { answerSeconds, date, duration, el, median, ms, num, readingBand, tableWrap } from '../common/format';
-import { csvRow, levelLabel, paintOf, type LevelSpec } from '../common/files';
+import { levelLabel, paintOf, rowLevel, type LevelSpec } from '../common/files';
 import { count, DRAW, short } from '../common/limits';
 import type { CsvRow, StoredRun } from '../common/store';
 import { degradationChart, histogramChart, timelineChart, type Chart, type LevelPoint, type Timeline } from './charts';
@@ -214,7 +214,7 @@ function rowsTable(rows: CsvRow[]): HTMLElement {
   const table = el('table', {}, el('caption', { text: `Requests (${count(rows.length)}${more})` }));
   table.append(el('thead', {}, el('tr', {}, ...cols.map((c) => el('th', { scope: 'col', text: c })))));
   const body = el('tbody');
-  for (const r of rows.slice(0, DRAW.requestRows)) body.append(el('tr', {}, ...cols.map((c) => el('td', { text: short(r[c]) }))));
+  for (const r of rows.slice(0, DRAW.requestRows)) body.append(el('tr', {}, ...cols.map((c) => el('td', { text: short(c === 'level' ? rowLevel(r) : r[c]) }))));
   table.append(body);
   return tableWrap(table, 'Requests');
 }
@@ -353,12 +353,6 @@ export function renderRun(run: StoredRun, partial: RequestRecord[] = []): Result
     headline: h,
     destroy: () => charts.forEach((c) => c.destroy()),
   };
-}
-
-/** CSV rows of whatever the run has. */
-export function runRows(run: StoredRun, partial: RequestRecord[]): CsvRow[] {
-  if (run.rows) return run.rows;
-  return (run.report?.requests ?? partial).map(csvRow);
 }
 
 /** Where a browser run stamped its reads (`notes.stamp_thread`), in words. */

@@ -1,12 +1,14 @@
 //! Per-request rows as CSV (RFC 4180 quoting, via the `csv` crate), one row per record.
 //!
 //! Times are milliseconds, rates tokens per second; an empty cell means "undefined" (the
-//! JSON `null`). Columns are documented in `docs/report-schema.md`.
+//! JSON `null`). Columns are documented in `docs/report-schema.md`. The CLI's `--csv` and the
+//! page's "Export CSV" (through wasm) both write it; the last five columns came with the
+//! page (paints, queueing, the HTTP version, a hidden tab), empty where a run has none.
 
 use super::RequestRecord;
 
 /// The header row, in column order.
-pub const COLUMNS: [&str; 28] = [
+pub const COLUMNS: [&str; 33] = [
     "id",
     "level_kind",
     "level",
@@ -35,24 +37,48 @@ pub const COLUMNS: [&str; 28] = [
     "error_class",
     "error_message",
     "retry_after_s",
+    "ttfp_ms",
+    "painted_tps",
+    "queue_ms",
+    "http_version",
+    "tab_hidden",
 ];
 
 /// Every record as a CSV document with a header row and `\n` line ends.
 pub fn to_csv(records: &[RequestRecord]) -> String {
+    write_table(COLUMNS, records.iter().map(row))
+}
+
+/// A header and rows of cells as CSV, quoted and ended as [`to_csv`] writes them (the page
+/// writes a CSV it imported back out this way). Rows may differ in length.
+pub fn write_table<I>(
+    header: impl IntoIterator<Item: AsRef<str>>,
+    rows: impl Iterator<Item = I>,
+) -> String
+where
+    I: IntoIterator<Item: AsRef<str>>,
+{
     let mut w = csv::WriterBuilder::new()
         .terminator(csv::Terminator::Any(b'\n'))
+        .flexible(true)
         .from_writer(Vec::new());
-    // Writing to a Vec cannot fail, and every row is a fixed-size array of the header's
-    // length, so the writer's field-count check cannot fail either.
+    write_line(&mut w, header);
+    for r in rows {
+        write_line(&mut w, r);
+    }
+    // Flushing to a Vec cannot fail; every field was a str, so the output is UTF-8.
+    #[allow(clippy::expect_used)]
+    String::from_utf8(w.into_inner().expect("flush to Vec")).expect("fields are UTF-8")
+}
+
+fn write_line(w: &mut csv::Writer<Vec<u8>>, cells: impl IntoIterator<Item: AsRef<str>>) {
+    // Writing to a Vec cannot fail, and a flexible writer checks no field counts.
     #[allow(clippy::expect_used)]
     {
-        w.write_record(COLUMNS).expect("write to Vec");
-        for r in records {
-            w.write_record(row(r)).expect("write to Vec");
+        for cell in cells {
+            w.write_field(cell.as_ref()).expect("write to Vec");
         }
-        let bytes = w.into_inner().expect("flush to Vec");
-        // Every field was a Rust String, so the output is UTF-8.
-        String::from_utf8(bytes).expect("fields are UTF-8")
+        w.write_record(None::<&[u8]>).expect("write to Vec");
     }
 }
 
@@ -89,6 +115,11 @@ fn row(r: &RequestRecord) -> [String; COLUMNS.len()] {
             .unwrap_or_default(),
         err.map(|e| e.message.clone()).unwrap_or_default(),
         opt(err.and_then(|e| e.retry_after_s)),
+        opt(m.ttfp_ms),
+        opt(m.paint.as_ref().and_then(|p| p.painted_tps)),
+        opt(r.queue_ms),
+        r.http_version.clone().unwrap_or_default(),
+        opt(r.tab_hidden),
     ]
 }
 
