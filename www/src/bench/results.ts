@@ -3,7 +3,8 @@
 // report, or (a run cut short by a reload, a CSV import) the per-request rows that exist.
 
 import type { Report, RequestRecord } from 'tpsmeter';
-import { answerSeconds, date, duration, el, median, ms, num, readingBand, tableWrap } from '../common/format';
+import { el, tableWrap } from '../common/dom';
+import { answerSeconds, date, duration, median, ms, NONE, num, readingBand } from '../common/format';
 import { levelLabel, paintOf, rowLevel, type LevelSpec } from '../common/files';
 import { count, DRAW, short } from '../common/limits';
 import type { CsvRow, StoredRun } from '../common/store';
@@ -143,7 +144,7 @@ export function cards(h: Headline): HTMLElement {
   out.append(
     h.paintedTps !== undefined
       ? card('painted-tps', 'Painted speed (what you saw)', num(h.paintedTps), 'tok/s', bandBadge(h.paintedTps), 'Tokens per second as frames showed them')
-      : card('painted-tps', 'Painted speed (what you saw)', '–', '', 'Not measured (no render target, or an imported CLI run)'),
+      : card('painted-tps', 'Painted speed (what you saw)', NONE, '', 'Not measured (no render target, or an imported CLI run)'),
   );
   out.append(card('e2e', 'End to end', num(h.e2eMs), 'ms', `${h.ok} ok, ${h.failed} failed`));
   if (h.aggregateTps !== undefined) out.append(card('aggregate-tps', 'Aggregate throughput', num(h.aggregateTps), 'tok/s', 'All users together, at the busiest level'));
@@ -151,7 +152,7 @@ export function cards(h: Headline): HTMLElement {
 }
 
 function statCell(s: Stat | null | undefined): string {
-  if (!s || s.p50 === undefined) return '–';
+  if (!s || s.p50 === undefined) return NONE;
   return `${num(s.p50)} / ${num(s.p90)} / ${num(s.p99)}`;
 }
 
