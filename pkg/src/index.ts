@@ -59,5 +59,8 @@ export async function csvColumns(): Promise<string[]> {
 
 /** A header and rows of cells written as `recordsToCsv` writes its CSV (quoting, line ends). */
 export async function csvOfRows(header: readonly string[], rows: readonly (readonly string[])[]): Promise<string> {
-  return (await loadWasm()).csvOfRows([...header], rows);
+  for (const [i, r] of rows.entries()) {
+    if (r.length !== header.length) throw new Error(`CSV row ${i + 1} has ${r.length} cells, the header ${header.length}`);
+  }
+  return (await loadWasm()).csvOfRows([...header], rows.flat());
 }
