@@ -262,6 +262,14 @@ fn csv_read_back_and_written_as_a_table_is_the_same_text() {
         write_table(["a", "b"], [vec!["1"], vec!["x,y", "", "3"]].into_iter()),
         "a,b\n1\n\"x,y\",,3\n"
     );
+    // A record of one empty field is quoted, or a reader would skip it as a blank line.
+    let one = write_table(["a"], [vec![""], vec!["\r"]].into_iter());
+    assert_eq!(one, "a\n\"\"\n\"\r\"\n");
+    let read: Vec<csv::StringRecord> = csv::Reader::from_reader(one.as_bytes())
+        .records()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(read.len(), 2);
 }
 
 #[test]
