@@ -29,6 +29,7 @@ export type {
   Summary,
   Warning,
 } from './types.js';
+import type { RequestRecord } from './types.js';
 import { loadWasm } from './raw.js';
 export { loadWasm };
 export { WasmLoadError } from './wasm-error.js';
@@ -41,4 +42,25 @@ export async function version(): Promise<string> {
 /** Validates a report against the report JSON Schema; throws naming the first violation. */
 export async function validateReport(report: object): Promise<void> {
   (await loadWasm()).validateReport(report);
+}
+
+/**
+ * Request records (a report's `requests`) as CSV: the columns and quoting of
+ * `tpsmeter bench --csv`, a header row, `\n` line ends.
+ */
+export async function recordsToCsv(records: readonly RequestRecord[]): Promise<string> {
+  return (await loadWasm()).recordsToCsv(records);
+}
+
+/** The CSV's columns, in order (loads the module if needed). */
+export async function csvColumns(): Promise<string[]> {
+  return (await loadWasm()).csvColumns();
+}
+
+/** A header and rows of cells written as `recordsToCsv` writes its CSV (quoting, line ends). */
+export async function csvOfRows(header: readonly string[], rows: readonly (readonly string[])[]): Promise<string> {
+  for (const [i, r] of rows.entries()) {
+    if (r.length !== header.length) throw new Error(`CSV row ${i + 1} has ${r.length} cells, the header ${header.length}`);
+  }
+  return (await loadWasm()).csvOfRows([...header], rows.flat());
 }

@@ -5,9 +5,11 @@
 // to), so it is in the DOM the moment it arrives. With a callback, the app renders however
 // it likes and calls `info.rendered()` once its DOM holds the text; until then the text is
 // waiting, and frames that pass meanwhile count as frames that showed nothing new.
+//
+// The painter records only times: when each piece of text was in the DOM and when frames
+// ran. The request's wasm `Exchange`, which parsed the text, pairs them (`paintFrames`).
 
-import { attributePaints, countChars, type Delta, type Paint } from './attribute.js';
-import { FrameRecorder, frameAfter } from './frames.js';
+import { FrameRecorder, frameAfter, paintTime } from './frames.js';
 
 /** What a render callback learns about each piece of text. */
 export interface RenderInfo {
@@ -38,9 +40,20 @@ export interface RequestTag {
   warmup: boolean;
 }
 
+/** What a request's frames showed, for `Exchange.paintFrames(ready, raf, shown)`. */
+export interface PaintTimes {
+  /** When each piece of text was in the DOM, in arrival order (`Infinity`: never). */
+  ready: Float64Array;
+  /** Each frame's `requestAnimationFrame` time. */
+  raf: Float64Array;
+  /** When each frame was shown (the end of a long animation frame spanning it). */
+  shown: Float64Array;
+}
+
 /** The painter of one request. */
 export class RequestPainter {
-  private readonly deltas: Delta[] = [];
+  /** When each piece of text was in the DOM (`Infinity` until the app says so). */
+  private readonly ready: number[] = [];
   private readonly frames = new FrameRecorder();
   private text: Text | undefined;
   /** The first error a render callback threw (the run goes on; it becomes a warning). */
@@ -53,26 +66,24 @@ export class RequestPainter {
 
   /** Shows `text` that arrived at `arrival` (called right after the read was stamped). */
   add(arrival: number, text: string): void {
-    const chars = countChars(text);
-    if (chars === 0) return;
-    const first = this.deltas.length === 0;
-    if (first) this.frames.start();
-    const delta: Delta = { arrival, ready: Infinity, chars };
-    this.deltas.push(delta);
+    if (text === '') return;
+    const i = this.ready.length;
+    if (i === 0) this.frames.start();
+    this.ready.push(Infinity);
     if (typeof this.target === 'function') {
       const info: RenderInfo = {
         ...this.tag,
-        first,
+        first: i === 0,
         arrivalMs: arrival,
         rendered: () => {
-          if (delta.ready === Infinity) delta.ready = performance.now();
+          if (this.ready[i] === Infinity) this.ready[i] = performance.now();
         },
       };
       try {
         this.target(text, info);
       } catch (e) {
         this.error ??= e;
-        delta.ready = performance.now();
+        this.ready[i] = performance.now();
       }
     } else {
       if (!this.text) {
@@ -84,21 +95,22 @@ export class RequestPainter {
         this.target.append(span);
       }
       this.text.appendData(text);
-      delta.ready = performance.now();
+      this.ready[i] = performance.now();
     }
   }
 
-  /** Waits for the frame that shows the last text, stops watching frames, returns the paints. */
-  async settle(): Promise<Paint[]> {
-    if (this.deltas.length === 0) return [];
+  /** Waits for the frame that shows the last text, stops watching frames, returns the times. */
+  async settle(): Promise<PaintTimes | undefined> {
+    if (this.ready.length === 0) return undefined;
     const lastReady = (): number => {
       let last = 0;
-      for (const d of this.deltas) last = Math.max(last, d.ready);
+      for (const r of this.ready) last = Math.max(last, r);
       return last;
     };
     await frameAfter(this.frames, lastReady, SETTLE_TIMEOUT_MS);
     this.frames.stop();
-    return attributePaints(this.deltas, this.frames.frames);
+    const raf = Float64Array.from(this.frames.frames);
+    return { ready: Float64Array.from(this.ready), raf, shown: raf.map(paintTime) };
   }
 
   /** Stops watching frames without waiting (the request failed before any text). */

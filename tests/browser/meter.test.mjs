@@ -317,6 +317,14 @@ test('Meter', async (t) => {
         el.append(delta);
         await new Promise((r) => setTimeout(r, 8));
       }
+      // An emoji split between two deltas (a library that cuts text by UTF-16 units): each
+      // half is text the app got, not a stream error (as JSON in a made-up SSE event, a lone
+      // surrogate failed to parse and the whole stream read as `decode`).
+      for (const delta of ['\ud83d', '\ude00']) {
+        meter.chunk(delta);
+        el.append(delta);
+        await new Promise((r) => setTimeout(r, 8));
+      }
       meter.end();
       await new Promise((r) => setTimeout(r, 1500));
       return reports;
@@ -325,7 +333,8 @@ test('Meter', async (t) => {
     const { record, otel, partial } = out[0];
     assert.equal(partial, false);
     assert.equal(record.error ?? null, null);
-    assert.equal(record.output_tokens, 20);
+    assert.equal(record.output_tokens, 22);
+    assert.equal(record.finish_reason, 'stop');
     assert.ok(record.first_token_ms - record.start_ms >= 20, 'TTFT from start()');
     assert.equal(otel.attributes['gen_ai.provider.name'], 'anthropic');
     assert.ok(record.metrics.paint, 'paint metrics');

@@ -20,10 +20,11 @@
 use crate::api::Api;
 use crate::cap::cap_chars;
 use crate::error::CoreError;
-use crate::event::StreamEvent;
+use crate::event::{FinishReason, StreamEvent};
 use crate::failure::{
     Failure, MAX_ERROR_BODY_BYTES, MAX_EXCERPT_CHARS, MAX_RETRY_AFTER_CHARS, body_excerpt,
 };
+use crate::paint::{Frame, Ready, attribute_paints};
 use crate::stream::StreamParser;
 use crate::timeline::Timeline;
 
@@ -233,10 +234,42 @@ impl Exchange {
         }
     }
 
-    /// A browser paint at `t_ms` that showed `chars` new characters (0: a frame that showed
-    /// nothing new while text was waiting). Paints may follow the end of the request.
-    pub fn on_paint(&mut self, t_ms: f64, chars: usize) {
-        self.timeline.on_paint(t_ms, chars);
+    /// The frames the page ran while it showed this answer, and when its DOM held the text:
+    /// records which frame painted how many characters of the answer chunks so far (see
+    /// [`attribute_paints`]). Call it once, after the last frame that can show the text;
+    /// it may follow the end of the request.
+    pub fn on_frames(&mut self, ready: Ready<'_>, frames: &[Frame]) {
+        for p in attribute_paints(self.timeline.content_chunks(), ready, frames) {
+            self.timeline.on_paint(p.t_ms, p.chars);
+        }
+    }
+
+    /// One piece of answer text that the app received already decoded (an SDK's stream, a
+    /// chat library's callback), stamped `t_ms`: a read of a stream whose wire the caller
+    /// never saw. Empty text is no read.
+    pub fn on_text(&mut self, t_ms: f64, text: &str) {
+        if self.ended || text.is_empty() {
+            return;
+        }
+        self.timeline.on_bytes(t_ms, text.len());
+        self.events.clear();
+        self.events
+            .push(StreamEvent::ContentDelta { text: text.into() });
+        self.absorb(t_ms);
+    }
+
+    /// A stream of text ([`Exchange::on_text`]) ended as the app said at `t_ms`: a complete
+    /// answer (`finish_reason: stop`), since the app saw its end and no error.
+    pub fn on_text_end(&mut self, t_ms: f64) {
+        if self.ended {
+            return;
+        }
+        self.events.clear();
+        self.events.push(StreamEvent::Finish {
+            reason: FinishReason::Stop,
+        });
+        self.events.push(StreamEvent::Done);
+        self.absorb(t_ms);
     }
 
     /// Whether the request has ended (the transport stops reading).

@@ -18,8 +18,16 @@
 //! - **painted TPS**: tokens painted after the first text frame ÷ (last text frame − first
 //!   text frame): the rate at which a reader sees the answer grow, `None` with one frame;
 //! - **empty frames**: frames that showed nothing new while text was waiting.
+//!
+//! The paint marks themselves come from [`attribute_paints`]: the page reports when its DOM
+//! held the text and when frames ran, and the characters are counted here, from the text
+//! the exchange parsed.
+
+mod attribute;
 
 use serde::{Deserialize, Serialize};
+
+pub use attribute::{Frame, Ready, attribute_paints};
 
 use crate::stats::Summary;
 use crate::timeline::Timeline;

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use tpsmeter_core::event::{FinishReason, StreamEvent, Usage};
 use tpsmeter_core::phase::PhaseSummary;
-use tpsmeter_core::report::csv::{COLUMNS, to_csv};
+use tpsmeter_core::report::csv::{COLUMNS, to_csv, write_table};
 use tpsmeter_core::report::{
     Environment, ErrorClass, ErrorRecord, LevelReport, MAX_ERROR_MESSAGE_CHARS, PromptSource,
     RedactedUrl, RunConfig, SCHEMA_VERSION, ShardInfo, ToolInfo, Warning, redact_url,
@@ -190,7 +190,11 @@ fn error_classes_serialise_to_their_documented_names() {
 
 #[test]
 fn csv_quotes_commas_quotes_and_newlines() {
-    let records = [ok_record(0), failed_record(1)];
+    let mut browser = ok_record(0);
+    browser.queue_ms = Some(1.5);
+    browser.http_version = Some("h2".into());
+    browser.tab_hidden = Some(false);
+    let records = [browser, failed_record(1)];
     let csv = to_csv(&records);
     let lines: Vec<&str> = csv.split('\n').collect();
     assert_eq!(lines[0], COLUMNS.join(","));
@@ -202,7 +206,10 @@ fn csv_quotes_commas_quotes_and_newlines() {
     );
     assert!(lines[1].starts_with("0,concurrency,4,false,0.5,8,16,64.5,7.5,15.5,7.5,64,3,usage,"));
     // The error message spans two lines inside one quoted field.
-    assert!(csv.contains(",rate_limited,\"429 Too Many Requests\nbody: {\"\"error\"\": \"\"slow down, please\"\"}\",2.5\n"));
+    assert!(csv.contains(",rate_limited,\"429 Too Many Requests\nbody: {\"\"error\"\": \"\"slow down, please\"\"}\",2.5,"));
+    // The browser's columns come last: a native record leaves them empty.
+    assert!(lines[1].ends_with(",,,1.5,h2,false"), "{}", lines[1]);
+    assert!(csv.ends_with(",2.5,,,,,\n"), "{csv}");
     // Parsed back by an independent reader, every row has every column.
     let mut reader = csv::Reader::from_reader(csv.as_bytes());
     let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
@@ -214,6 +221,55 @@ fn csv_quotes_commas_quotes_and_newlines() {
     assert_eq!(&rows[1][col("ttft_ms")], "");
     assert_eq!(&rows[1][col("http_status")], "429");
     assert_eq!(&rows[1][col("warmup")], "true");
+    assert_eq!(&rows[0][col("http_version")], "h2");
+    // A painted request fills the paint columns.
+    let mut t = Timeline::new(0.0);
+    t.on_chunk(8.0, &[StreamEvent::ContentDelta { text: "ab".into() }]);
+    t.on_chunk(12.0, &[StreamEvent::ContentDelta { text: "c".into() }]);
+    t.on_paint(10.0, 2);
+    t.on_paint(20.0, 1);
+    t.finish(24.0);
+    let painted =
+        RequestRecord::from_timeline(2, LoadLevel::Rate(2.0), false, &t, Some(200), None, false);
+    let csv = to_csv(&[painted]);
+    let row = csv::Reader::from_reader(csv.as_bytes())
+        .records()
+        .next()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (&row[col("ttfp_ms")], &row[col("painted_tps")]),
+        ("10", "100")
+    );
+}
+
+#[test]
+fn csv_read_back_and_written_as_a_table_is_the_same_text() {
+    // The page imports an exported CSV as rows of text and writes them back out: the same
+    // bytes as the export, whatever the cells hold.
+    let csv = to_csv(&[ok_record(0), failed_record(1)]);
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(csv.as_bytes());
+    let mut table = reader.records().map(Result::unwrap);
+    let header = table.next().unwrap();
+    let rows: Vec<Vec<String>> = table
+        .map(|r| r.iter().map(str::to_string).collect())
+        .collect();
+    assert_eq!(write_table(&header, rows.into_iter()), csv);
+    // Rows of other lengths (an older export's columns) are written as they are.
+    assert_eq!(
+        write_table(["a", "b"], [vec!["1"], vec!["x,y", "", "3"]].into_iter()),
+        "a,b\n1\n\"x,y\",,3\n"
+    );
+    // A record of one empty field is quoted, or a reader would skip it as a blank line.
+    let one = write_table(["a"], [vec![""], vec!["\r"]].into_iter());
+    assert_eq!(one, "a\n\"\"\n\"\r\"\n");
+    let read: Vec<csv::StringRecord> = csv::Reader::from_reader(one.as_bytes())
+        .records()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(read.len(), 2);
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! `Exchange` for JavaScript: one streamed response, fed the reads the page stamped.
 
+use tpsmeter_core::paint::{Frame, Ready};
 use tpsmeter_core::quoted::Quoted;
 use tpsmeter_core::report::{ErrorClass, RequestRecord};
 use tpsmeter_core::{Api, Exchange, Failure, StreamEvent};
@@ -97,9 +98,35 @@ impl JsExchange {
         Ok(())
     }
 
-    /// A frame painted `chars` new characters at `t_ms` (0: nothing new while text waited).
-    pub fn paint(&mut self, t_ms: f64, chars: u32) {
-        self.inner.on_paint(t_ms, chars as usize);
+    /// Already-decoded answer text the app received at `t_ms` (the meter's `chunk(text)`):
+    /// measured as a read of the exchange's API carrying that text, with no wire to parse.
+    pub fn text(&mut self, t_ms: f64, text: &str) {
+        self.inner.on_text(t_ms, text);
+    }
+
+    /// A stream fed with `text` ended at `t_ms`, complete.
+    #[wasm_bindgen(js_name = textEnd)]
+    pub fn text_end(&mut self, t_ms: f64) {
+        self.inner.on_text_end(t_ms);
+    }
+
+    /// The frames that showed the answer (`raf`: each frame's `requestAnimationFrame` time;
+    /// `shown`: when it reached the screen, the end of a long animation frame spanning it),
+    /// with `ready[i]`: when the i-th piece of text `bytes` returned was in the DOM
+    /// (`Infinity`: never). Records which frame painted how many characters.
+    #[wasm_bindgen(js_name = paintFrames)]
+    pub fn paint_frames(&mut self, ready: &[f64], raf: &[f64], shown: &[f64]) {
+        self.inner
+            .on_frames(Ready::PerChunk(ready), &frames(raf, shown));
+    }
+
+    /// As `paintFrames`, with the stamps of the app's DOM updates instead of a time per
+    /// piece of text (the real-user meter): text is in the DOM from the first update at or
+    /// after its arrival.
+    #[wasm_bindgen(js_name = paintFramesAfterUpdates)]
+    pub fn paint_frames_after_updates(&mut self, updates: &[f64], raf: &[f64], shown: &[f64]) {
+        self.inner
+            .on_frames(Ready::Updates(updates), &frames(raf, shown));
     }
 
     /// Records the negotiated HTTP version (`nextHopProtocol`).
@@ -149,4 +176,15 @@ impl JsExchange {
             api,
         }
     }
+}
+
+/// Frames from their rAF times and shown times (a missing shown time is the rAF time).
+fn frames(raf: &[f64], shown: &[f64]) -> Vec<Frame> {
+    raf.iter()
+        .enumerate()
+        .map(|(i, &raf_ms)| Frame {
+            raf_ms,
+            shown_ms: shown.get(i).copied().unwrap_or(raf_ms),
+        })
+        .collect()
 }

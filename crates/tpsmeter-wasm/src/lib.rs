@@ -76,3 +76,45 @@ pub fn validate_report(report: JsValue) -> Result<(), JsError> {
         .map(|_| ())
         .map_err(|e| JsError::new(&e.to_string()))
 }
+
+#[cfg(feature = "bench")]
+/// `records` (a report's `requests`) as the CSV `tpsmeter bench --csv` writes: the header
+/// row and one row per request. Throws naming the first field that does not fit.
+#[wasm_bindgen(js_name = recordsToCsv)]
+pub fn records_to_csv(records: JsValue) -> Result<String, JsError> {
+    let text = js_sys::JSON::stringify(&records)
+        .map_err(|_| JsError::new("the records cannot be turned into JSON"))?;
+    let records: Vec<tpsmeter_core::report::RequestRecord> =
+        serde_json::from_str(&String::from(text))
+            .map_err(|e| JsError::new(&format!("records: {e}")))?;
+    Ok(tpsmeter_core::report::csv::to_csv(&records))
+}
+
+#[cfg(feature = "bench")]
+/// `header` and the `cells` of its rows, row after row (`header.length` cells each), written
+/// as `recordsToCsv` writes its CSV (the same quoting and line ends): a CSV the page
+/// imported, exported again. Flat strings cross the boundary without serde.
+#[wasm_bindgen(js_name = csvOfRows)]
+pub fn csv_of_rows(header: Vec<String>, cells: Vec<String>) -> Result<String, JsError> {
+    let width = header.len().max(1);
+    if !cells.len().is_multiple_of(width) {
+        return Err(JsError::new(&format!(
+            "{} cells do not make rows of {width}",
+            cells.len()
+        )));
+    }
+    Ok(tpsmeter_core::report::csv::write_table(
+        header,
+        cells.chunks(width).map(|row| row.iter()),
+    ))
+}
+
+#[cfg(feature = "bench")]
+/// The CSV's columns, in order (its header row).
+#[wasm_bindgen(js_name = csvColumns)]
+pub fn csv_columns() -> Vec<String> {
+    tpsmeter_core::report::csv::COLUMNS
+        .iter()
+        .map(|c| c.to_string())
+        .collect()
+}

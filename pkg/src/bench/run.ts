@@ -80,7 +80,8 @@ export async function bench(options: BenchOptions): Promise<Report> {
       const setup = { request: req, timeoutMs, idleTimeoutMs, cancel: cancel.signal, begin: (t: number) => run.begin(a.ticket, t), painter };
       const out = engine ? await runLocalRequest({ ...setup, engine }) : await runRequest({ ...setup, redact, host: reader });
       if (painter) {
-        for (const p of await painter.settle()) out.exchange.paint(p.t, p.chars);
+        const p = await painter.settle();
+        if (p) out.exchange.paintFrames(p.ready, p.raf, p.shown);
         renderError ??= painter.error;
       }
       const rt = await out.timing;

@@ -95,7 +95,7 @@ export class Meter {
     return tapIterable(x as AsyncIterable<Chunk>, log, onEnd);
   }
 
-  /** Stamps a text delta the app received by other means (measured as an OpenAI-style stream). */
+  /** Stamps a text delta the app received by other means (already decoded: measured as text, no wire). */
   chunk(text: string): void {
     let log = this.log;
     if (!(log && log.endMs === undefined && log.wire === TEXT_WIRE)) log = this.begin(TEXT_WIRE, false);

@@ -3,13 +3,13 @@
 
 import { FrameRecorder } from '../frames.js';
 
-/** The wire of `chunk(text)` streams: deltas measured as a synthetic OpenAI chat stream. */
+/** The wire of `chunk(text)` streams: text deltas, handed to the exchange as text (`Exchange.text`). */
 export const TEXT_WIRE = 'openai-chat-text';
 
 export interface StreamLog {
   /** `MeterReport.stream_id`. */
   id: string;
-  /** The stream's wire format: the Meter's api, or 'openai-chat' for `chunk(text)` deltas. */
+  /** The stream's wire format: the Meter's api, or `TEXT_WIRE` for `chunk(text)` deltas. */
   wire: string;
   startMs: number;
   /** Headers arrived (wrap(Response)) or the stream was handed over. */

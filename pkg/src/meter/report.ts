@@ -1,24 +1,14 @@
-// Builds a MeterReport from a stream's log: the kept (stamp, bytes) go through a standalone
-// wasm `Exchange` (the one parser and metric implementation), then the paints. Loaded only
-// when a report is built.
+// Builds a MeterReport from a stream's log: the kept (stamp, bytes or text) go through a
+// standalone wasm `Exchange` (the one parser and metric implementation), then the frames
+// (which the exchange pairs with the text it parsed). Loaded only when a report is built.
 
-import { attributePaints, countChars, type Delta } from '../attribute.js';
+import { paintTime } from '../frames.js';
 import type { RequestRecord } from '../types.js';
 import { TEXT_WIRE, type StreamLog } from './log.js';
 import { toOtel } from './otel.js';
 import type { MeterOptions, MeterRecord, MeterReport } from './types.js';
 
 const encoder = new TextEncoder();
-
-/** One OpenAI chat SSE event carrying `text` (how `chunk(text)` deltas are measured). */
-function sseDelta(text: string): Uint8Array {
-  const event = { choices: [{ index: 0, delta: { content: text }, finish_reason: null }] };
-  return encoder.encode(`data: ${JSON.stringify(event)}\n\n`);
-}
-
-const SSE_END = encoder.encode(
-  `data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`,
-);
 
 export async function buildReport(
   log: StreamLog,
@@ -35,31 +25,22 @@ export async function buildReport(
   try {
     ex.response(log.responseMs ?? log.times[0] ?? log.startMs, log.status, log.retryAfter);
     const ok = log.status >= 200 && log.status < 300;
-    const deltas: Delta[] = [];
-    let r = 0;
     for (let i = 0; i < n; i++) {
       const t = log.times[i]!;
       const c = log.chunks[i]!;
-      const bytes = textMode ? sseDelta(c as string) : typeof c === 'string' ? encoder.encode(c) : c;
-      if (!ok) {
-        ex.errorBody(t, bytes);
-        continue;
-      }
-      if (ex.ended) continue;
-      const chars = countChars(ex.bytes(t, bytes));
-      // The first time the app said (or the DOM showed) it had updated after this arrival.
-      while (r < log.ready.length && log.ready[r]! < t) r++;
-      deltas.push({ arrival: t, ready: log.ready[r] ?? Infinity, chars });
+      if (textMode) ex.text(t, c as string);
+      else if (!ok) ex.errorBody(t, typeof c === 'string' ? encoder.encode(c) : c);
+      else if (ex.ended) break;
+      else ex.bytes(t, typeof c === 'string' ? encoder.encode(c) : c);
     }
     if (endMs !== undefined) {
       const f = log.failure;
       if (f) ex.fail(f.t, f.errorClass, f.message);
-      else {
-        if (textMode && ok && !ex.ended) ex.bytes(endMs, SSE_END);
-        ex.end(endMs);
-      }
+      else if (textMode) ex.textEnd(endMs);
+      else ex.end(endMs);
     }
-    for (const p of attributePaints(deltas, log.frames.frames)) ex.paint(p.t, p.chars);
+    const raf = Float64Array.from(log.frames.frames);
+    ex.paintFramesAfterUpdates(Float64Array.from(log.ready), raf, raf.map(paintTime));
     // `id` and `level` number a bench run's requests and levels: a meter has neither.
     const { id: _id, level: _level, ...rest } = JSON.parse(ex.record()) as RequestRecord;
     const record: MeterRecord = rest;

@@ -5,7 +5,7 @@
 
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { el } from '../common/format';
+import { el } from '../common/dom';
 import { count, DRAW, strideIndices } from '../common/limits';
 
 function cssVar(name: string): string {

@@ -3,7 +3,8 @@
 // runs that have levels, on one chart.
 
 import type { RequestRecord } from 'tpsmeter';
-import { date, el, num, tableWrap } from '../common/format';
+import { el, tableWrap } from '../common/dom';
+import { date, NONE, num } from '../common/format';
 import { short } from '../common/limits';
 import type { StoredRun } from '../common/store';
 import { degradationCompareChart, type Chart } from './charts';
@@ -48,7 +49,7 @@ export function renderCompare(container: HTMLElement, runs: { run: StoredRun; pa
   // Ratios against the first run: the figure people quote.
   if (runs.length >= 2 && heads[0].outputTps) {
     const tr = el('tr', {}, el('th', { scope: 'row', text: 'tok/s per user vs the first' }));
-    for (const h of heads) tr.append(el('td', { class: 'num', text: h.outputTps ? `${(h.outputTps / heads[0].outputTps!).toFixed(2)}×` : '–' }));
+    for (const h of heads) tr.append(el('td', { class: 'num', text: h.outputTps ? `${(h.outputTps / heads[0].outputTps!).toFixed(2)}×` : NONE }));
     body.append(tr);
   }
   table.append(body);

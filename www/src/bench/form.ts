@@ -4,7 +4,7 @@
 // link must not make a browser spend its owner's remembered key.
 
 import type { Api, RunSettings } from 'tpsmeter';
-import { el } from '../common/format';
+import { el } from '../common/dom';
 import { originOf } from '../common/csp';
 import { MODEL_PRESETS } from '../common/models';
 import { CUSTOM_PRESET, LOCAL_PRESET, PRESETS, PROMPT_SET, SAME_ORIGIN_PRESET, preset } from '../common/presets';

@@ -5,8 +5,9 @@ import '../style.css';
 import { bench, type Progress, type RequestRecord } from 'tpsmeter';
 import type { LocalEngine } from 'tpsmeter/engine';
 import { allowOrigin, isAllowed, originOf } from '../common/csp';
-import { download, importFile, reportToCsv, rowsToCsv } from '../common/files';
-import { date, el, num, tableWrap } from '../common/format';
+import { download, importFile, runCsv } from '../common/files';
+import { el, tableWrap } from '../common/dom';
+import { date, num } from '../common/format';
 import { short } from '../common/limits';
 import { pinnedSha256, sameOriginModel } from '../common/models';
 import { decodeFragment, encodeReport } from '../common/permalink';
@@ -16,7 +17,7 @@ import { deleteRun, getRun, holdRunLock, listRuns, markInterrupted, newId, putRe
 import { renderCompare } from './compare';
 import { DEFAULTS, RunForm, settingsOf, validate } from './form';
 import type { Chart } from './charts';
-import { headline, headlineOfRecords, headlineOfRows, renderRun, runRows, type ResultsView } from './results';
+import { headline, headlineOfRecords, headlineOfRows, renderRun, type ResultsView } from './results';
 
 wireThemeSwitch();
 
@@ -112,7 +113,7 @@ function actions(run: StoredRun, partial: RequestRecord[], broken = false): HTML
   const row = el('div', { class: 'row', id: 'result-actions' });
   const stem = stemOf(run);
   if (run.report) action(row, 'Export JSON', () => download(`${stem}.json`, JSON.stringify(run.report, null, 2), 'application/json'));
-  action(row, 'Export CSV', () => download(`${stem}.csv`, run.report ? reportToCsv(run.report) : rowsToCsv(runRows(run, partial)), 'text/csv'));
+  action(row, 'Export CSV', async () => download(`${stem}.csv`, await runCsv(run.report?.requests ?? partial, run.report ? undefined : run.rows), 'text/csv'));
   if (run.report && !broken) {
     const out = el('input', { type: 'url', readonly: true, id: 'permalink', 'aria-label': 'Permalink', hidden: true });
     action(row, 'Copy permalink', async (link) => {

@@ -3,8 +3,9 @@
 // report, or (a run cut short by a reload, a CSV import) the per-request rows that exist.
 
 import type { Report, RequestRecord } from 'tpsmeter';
-import { answerSeconds, date, duration, el, median, ms, num, readingBand, tableWrap } from '../common/format';
-import { csvRow, levelLabel, paintOf, type LevelSpec } from '../common/files';
+import { el, tableWrap } from '../common/dom';
+import { answerSeconds, date, duration, median, ms, NONE, num, readingBand } from '../common/format';
+import { levelLabel, paintOf, rowLevel, type LevelSpec } from '../common/files';
 import { count, DRAW, short } from '../common/limits';
 import type { CsvRow, StoredRun } from '../common/store';
 import { degradationChart, histogramChart, timelineChart, type Chart, type LevelPoint, type Timeline } from './charts';
@@ -143,7 +144,7 @@ export function cards(h: Headline): HTMLElement {
   out.append(
     h.paintedTps !== undefined
       ? card('painted-tps', 'Painted speed (what you saw)', num(h.paintedTps), 'tok/s', bandBadge(h.paintedTps), 'Tokens per second as frames showed them')
-      : card('painted-tps', 'Painted speed (what you saw)', '–', '', 'Not measured (no render target, or an imported CLI run)'),
+      : card('painted-tps', 'Painted speed (what you saw)', NONE, '', 'Not measured (no render target, or an imported CLI run)'),
   );
   out.append(card('e2e', 'End to end', num(h.e2eMs), 'ms', `${h.ok} ok, ${h.failed} failed`));
   if (h.aggregateTps !== undefined) out.append(card('aggregate-tps', 'Aggregate throughput', num(h.aggregateTps), 'tok/s', 'All users together, at the busiest level'));
@@ -151,7 +152,7 @@ export function cards(h: Headline): HTMLElement {
 }
 
 function statCell(s: Stat | null | undefined): string {
-  if (!s || s.p50 === undefined) return '–';
+  if (!s || s.p50 === undefined) return NONE;
   return `${num(s.p50)} / ${num(s.p90)} / ${num(s.p99)}`;
 }
 
@@ -214,7 +215,7 @@ function rowsTable(rows: CsvRow[]): HTMLElement {
   const table = el('table', {}, el('caption', { text: `Requests (${count(rows.length)}${more})` }));
   table.append(el('thead', {}, el('tr', {}, ...cols.map((c) => el('th', { scope: 'col', text: c })))));
   const body = el('tbody');
-  for (const r of rows.slice(0, DRAW.requestRows)) body.append(el('tr', {}, ...cols.map((c) => el('td', { text: short(r[c]) }))));
+  for (const r of rows.slice(0, DRAW.requestRows)) body.append(el('tr', {}, ...cols.map((c) => el('td', { text: short(c === 'level' ? rowLevel(r) : r[c]) }))));
   table.append(body);
   return tableWrap(table, 'Requests');
 }
@@ -353,12 +354,6 @@ export function renderRun(run: StoredRun, partial: RequestRecord[] = []): Result
     headline: h,
     destroy: () => charts.forEach((c) => c.destroy()),
   };
-}
-
-/** CSV rows of whatever the run has. */
-export function runRows(run: StoredRun, partial: RequestRecord[]): CsvRow[] {
-  if (run.rows) return run.rows;
-  return (run.report?.requests ?? partial).map(csvRow);
 }
 
 /** Where a browser run stamped its reads (`notes.stamp_thread`), in words. */

@@ -1,36 +1,13 @@
 // Export and import: the report as JSON (exactly what `tpsmeter bench --json` writes, so
-// either tool's file opens in the other's viewer) and the requests as CSV (one row per
-// request, for spreadsheets). Imports are held to the caps of `limits.ts` (size, nesting,
-// string lengths, counts) and validated: JSON against the report's JSON Schema (the wasm
-// core's `validateReport`), CSV against the column list; all of it before anything is stored.
+// either tool's file opens in the other's viewer) and the requests as CSV (exactly what
+// `tpsmeter bench --csv` writes: the core's writer, through wasm). Imports are held to the
+// caps of `limits.ts` (size, nesting, string lengths, counts) and validated: JSON against
+// the report's JSON Schema (the wasm core's `validateReport`), CSV against the column list;
+// all of it before anything is stored.
 
-import { validateReport, type Report, type RequestRecord } from 'tpsmeter';
+import { csvColumns, csvOfRows, recordsToCsv, validateReport, type Report, type RequestRecord } from 'tpsmeter';
 import { checkCounts, checkSize, count, JsonGuard, LIMITS, LimitError, sizeText } from './limits';
 import type { CsvRow } from './store';
-
-/** The CSV columns, in order. */
-export const CSV_COLUMNS = [
-  'id',
-  'level',
-  'warmup',
-  'start_ms',
-  'ttfb_ms',
-  'ttft_ms',
-  'ttfp_ms',
-  'e2e_ms',
-  'output_tokens',
-  'input_tokens',
-  'output_tps',
-  'painted_tps',
-  'tpot_ms',
-  'itl_p50_ms',
-  'queue_ms',
-  'http_status',
-  'http_version',
-  'tab_hidden',
-  'error_class',
-  'error_message',
-] as const;
 
 /** A load level as the report writes it: `{ concurrency: n }` or `{ rate: per second }`. */
 export interface LevelSpec {
@@ -64,57 +41,23 @@ export function redactUrl(url: string): string {
   return u.href.replace(/\/$/, url.endsWith('/') ? '/' : '');
 }
 
-function p50(values: number[] | undefined): number | undefined {
-  if (!values || values.length === 0) return undefined;
-  const v = [...values].sort((a, b) => a - b);
-  const m = v.length >> 1;
-  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
-
 export function paintOf(r: RequestRecord): { painted_tps?: number | null; ttfp_ms?: number | null; lag_ms?: number[]; tokens_per_frame?: number[]; empty_frames?: number } | undefined {
   return (r.metrics?.paint ?? undefined) as ReturnType<typeof paintOf>;
 }
 
-export function csvRow(r: RequestRecord): CsvRow {
-  const m = r.metrics ?? {};
-  const paint = paintOf(r);
-  const v = (x: unknown) => (x === null || x === undefined ? '' : String(x));
-  return {
-    id: v(r.id),
-    level: levelLabel(r.level),
-    warmup: v(r.warmup),
-    start_ms: v(r.start_ms),
-    ttfb_ms: v(m.ttfb_ms),
-    ttft_ms: v(m.ttft_ms),
-    ttfp_ms: v(paint?.ttfp_ms ?? m.ttfp_ms),
-    e2e_ms: v(m.e2e_ms),
-    output_tokens: v(r.output_tokens),
-    input_tokens: v(r.input_tokens),
-    output_tps: v(m.output_tps),
-    painted_tps: v(paint?.painted_tps),
-    tpot_ms: v(m.tpot_ms),
-    itl_p50_ms: v(p50(m.itl_chunk_ms)),
-    queue_ms: v(r.queue_ms),
-    http_status: v(r.http_status),
-    http_version: v(r.http_version),
-    tab_hidden: v(r.tab_hidden),
-    error_class: v(r.error?.class),
-    error_message: v(r.error?.message),
-  };
+/** The load level of a CSV row: `level_kind` and `level` (an older export: `level` alone). */
+export function rowLevel(r: CsvRow): string {
+  const value = Number(r.level);
+  if (r.level_kind && Number.isFinite(value)) return levelLabel({ [r.level_kind]: value });
+  return r.level ?? '';
 }
 
-function quote(s: string): string {
-  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-}
-
-export function rowsToCsv(rows: CsvRow[]): string {
-  const lines = [CSV_COLUMNS.join(',')];
-  for (const row of rows) lines.push(CSV_COLUMNS.map((c) => quote(row[c] ?? '')).join(','));
-  return lines.join('\r\n') + '\r\n';
-}
-
-export function reportToCsv(report: Report): string {
-  return rowsToCsv(report.requests.map(csvRow));
+/** The CSV of what a run has: its records (the core's CSV), or the rows a CSV import gave. */
+export async function runCsv(records: readonly RequestRecord[], rows?: CsvRow[]): Promise<string> {
+  if (!rows) return recordsToCsv(records);
+  // Written back with the header it came with, so an import exports the same text.
+  const header = rows[0] ? Object.keys(rows[0]) : await csvColumns();
+  return csvOfRows(header, rows.map((r) => header.map((h) => r[h] ?? '')));
 }
 
 /** RFC 4180 CSV → rows keyed by the header line; throws on a malformed file. */

@@ -1,8 +1,14 @@
-// Number formatting and the reading-speed vocabulary of the site.
+// Number formatting and the reading-speed vocabulary of both pages. Two kinds of figure:
+// prose and tables (`num`, `ms`: 3 significant digits, digit grouping, a unit), and the
+// demo's live metric spans (`fixed`, `msFigure`, `mb`: a fixed '.' decimal point and no
+// grouping, with the unit in the markup beside them, so a test can parseFloat the text).
+
+/** What a figure with no value shows. */
+export const NONE = '–';
 
 /** A number with a precision that suits its size (3 significant digits, no exponent). */
 export function num(v: number | null | undefined, unit = ''): string {
-  if (v === null || v === undefined || !Number.isFinite(v)) return '–';
+  if (v === null || v === undefined || !Number.isFinite(v)) return NONE;
   const a = Math.abs(v);
   const digits = a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : 3;
   const s = v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: 0 });
@@ -13,12 +19,31 @@ export function ms(v: number | null | undefined): string {
   return num(v, 'ms');
 }
 
-/** Seconds, from a value in seconds, as "4.2 s" or "2 min 5 s". */
+/** `n` with `digits` decimals and no grouping, or `NONE`. */
+export function fixed(n: number | null | undefined, digits: number): string {
+  return n === null || n === undefined || !Number.isFinite(n) ? NONE : n.toFixed(digits);
+}
+
+/** Milliseconds as a bare figure: whole from 100 ms, else one decimal. */
+export function msFigure(n: number | null | undefined): string {
+  return fixed(n, n !== null && n !== undefined && n >= 100 ? 0 : 1);
+}
+
+export const MB = 1_000_000;
+
+/** Bytes as MB (10^6, as download sizes are quoted), a bare figure. */
+export function mb(bytes: number | undefined, digits = 1): string {
+  return fixed(bytes === undefined ? undefined : bytes / MB, digits);
+}
+
+/** Seconds, from a value in seconds, as "4.2 s", "2 min 5 s" or "3 min". */
 export function duration(s: number): string {
-  if (!Number.isFinite(s)) return '–';
-  if (s < 90) return `${num(s)} s`;
-  const m = Math.floor(s / 60);
-  return `${m} min ${Math.round(s - m * 60)} s`;
+  if (!Number.isFinite(s)) return NONE;
+  if (s < 90) return `${num(Math.max(0, s))} s`;
+  // Rounded before it is split, so 119.6 s reads "2 min", not "1 min 60 s".
+  const whole = Math.round(s);
+  const m = Math.floor(whole / 60);
+  return whole % 60 === 0 ? `${m} min` : `${m} min ${whole % 60} s`;
 }
 
 /**
@@ -55,29 +80,4 @@ export function median(values: number[]): number | undefined {
 
 export function date(t: number): string {
   return new Date(t).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
-}
-
-/** Creates an element with text (never HTML) and attributes. */
-export function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  attrs: Record<string, string | number | boolean | undefined> = {},
-  ...children: (Node | string | null | undefined | false)[]
-): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === false) continue;
-    if (k === 'class') e.className = String(v);
-    else if (k === 'text') e.textContent = String(v);
-    else e.setAttribute(k, v === true ? '' : String(v));
-  }
-  for (const c of children) if (c !== null && c !== undefined && c !== false) e.append(c);
-  return e;
-}
-
-/**
- * A table in a box that scrolls sideways on narrow screens. The box is focusable and named,
- * so keyboard users can scroll it too (WCAG 2.1.1).
- */
-export function tableWrap(table: HTMLTableElement, label: string): HTMLElement {
-  return el('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': label }, table);
 }

@@ -1,8 +1,8 @@
 // The models kept in this origin's storage: what they cost and a way to get the space back.
 
 import { cacheEstimate, deleteCachedModel, listCachedModels, type CachedModel } from 'tpsmeter/engine';
-import { byId, fill, h } from './dom';
-import { mb } from './format';
+import { byId, el, fill } from '../common/dom';
+import { mb } from '../common/format';
 
 export class CacheView {
   private usage = byId('cache-usage');
@@ -43,37 +43,37 @@ export class CacheView {
 
   private renderList(models: CachedModel[]): void {
     if (models.length === 0) {
-      fill(this.list, h('p', { class: 'hint' }, 'No models are kept in this browser yet.'));
+      fill(this.list, el('p', { class: 'hint' }, 'No models are kept in this browser yet.'));
       return;
     }
     const rows = models.map((m) =>
-      h(
+      el(
         'tr',
         {},
-        h('td', { class: 'name' }, h('span', { class: 'mono' }, m.name), m.modelName ? h('span', { class: 'sub' }, m.modelName) : ''),
-        h('td', { class: 'num' }, mb(m.size)),
-        h('td', { class: 'url' }, m.sourceUrl),
-        h('td', {}, this.deleteButton(m)),
+        el('td', { class: 'name' }, el('span', { class: 'mono' }, m.name), m.modelName ? el('span', { class: 'sub' }, m.modelName) : ''),
+        el('td', { class: 'num' }, mb(m.size)),
+        el('td', { class: 'url' }, m.sourceUrl),
+        el('td', {}, this.deleteButton(m)),
       ),
     );
     fill(
       this.list,
-      h(
+      el(
         'div',
         { class: 'table-wrap' },
-        h(
+        el(
           'table',
           { class: 'cache-table' },
-          h('caption', {}, 'Kept models'),
-          h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Name'), h('th', { scope: 'col', class: 'num' }, 'Size (MB)'), h('th', { scope: 'col' }, 'Source'), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')))),
-          h('tbody', {}, ...rows),
+          el('caption', {}, 'Kept models'),
+          el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'Name'), el('th', { scope: 'col', class: 'num' }, 'Size (MB)'), el('th', { scope: 'col' }, 'Source'), el('th', { scope: 'col' }, el('span', { class: 'visually-hidden' }, 'Actions')))),
+          el('tbody', {}, ...rows),
         ),
       ),
     );
   }
 
   private deleteButton(m: CachedModel): HTMLButtonElement {
-    const b = h('button', { type: 'button', 'aria-label': `Delete ${m.name}` }, 'Delete');
+    const b = el('button', { type: 'button', 'aria-label': `Delete ${m.name}` }, 'Delete');
     b.addEventListener('click', () => void this.remove(m, b));
     return b;
   }

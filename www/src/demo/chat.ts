@@ -2,7 +2,7 @@
 // sent each turn; the engine reuses its KV cache for the part it has already seen.
 
 import type { ChatCompletionChunk, ChatMessage, LocalEngine, LocalTimings } from 'tpsmeter/engine';
-import { byId, fill, h } from './dom';
+import { byId, el, fill } from '../common/dom';
 import { explain, type Explained } from './errors';
 import type { LiveMeter } from './meter';
 
@@ -114,7 +114,7 @@ export class ChatView {
     if (seed === undefined) bad.push('Seed (a whole number, or empty)');
     if (typeof max_tokens !== 'number' || typeof temperature !== 'number' || typeof top_p !== 'number' || typeof top_k !== 'number' || seed === undefined) {
       byId<HTMLDetailsElement>('sampling').open = true;
-      fill(this.error, h('p', { class: 'notice bad' }, `Check the sampling settings: ${bad.join(', ')}.`));
+      fill(this.error, el('p', { class: 'notice bad' }, `Check the sampling settings: ${bad.join(', ')}.`));
       return undefined;
     }
     // The engine's own default seed is fixed (0): an empty field means a fresh one, so the
@@ -125,10 +125,10 @@ export class ChatView {
   private bubble(role: 'user' | 'assistant', text: string): { el: HTMLElement; body: Text; note: HTMLElement } {
     this.empty.remove();
     const body = document.createTextNode(text);
-    const note = h('p', { class: 'msg-note' });
-    const el = h('div', { class: `msg ${role}` }, h('p', { class: 'who' }, role === 'user' ? 'You' : 'Model'), h('p', { class: 'text' }, body), note);
-    this.log.append(el);
-    return { el, body, note };
+    const note = el('p', { class: 'msg-note' });
+    const box = el('div', { class: `msg ${role}` }, el('p', { class: 'who' }, role === 'user' ? 'You' : 'Model'), el('p', { class: 'text' }, body), note);
+    this.log.append(box);
+    return { el: box, body, note };
   }
 
   /** Keeps the newest text in view, unless the reader scrolled up to read. */
@@ -203,7 +203,7 @@ export class ChatView {
       // The failed turn leaves the history, so sending again does not repeat it twice.
       this.history.pop();
       if (why.reload) this.onEngineFailed(why, this.error);
-      else fill(this.error, h('p', { class: 'notice bad' }, why.text));
+      else fill(this.error, el('p', { class: 'notice bad' }, why.text));
       return;
     }
     this.history.push({ role: 'assistant', content: reply });

@@ -8,9 +8,9 @@ import { createEngine, type LoadProgress, type LocalEngine } from 'tpsmeter/engi
 import { pinnedSha256 } from '../common/models';
 import { CacheView } from './cache';
 import { ChatView } from './chat';
-import { byId, fill, h } from './dom';
+import { byId, el, fill } from '../common/dom';
 import { explain, type Explained } from './errors';
-import { duration, mb } from './format';
+import { duration, mb } from '../common/format';
 import { LiveMeter } from './meter';
 import { ModelPicker, type Source } from './picker';
 import { checkSupport, showSupport, type Support } from './support';
@@ -61,7 +61,7 @@ function showProgress(p: LoadProgress): void {
   if (p.percent !== undefined) parts.push(`${p.percent.toFixed(0)} %`);
   parts.push(p.total !== undefined ? `${mb(p.loaded)} of ${mb(p.total)} MB` : `${mb(p.loaded)} MB`);
   if (p.bytesPerSecond > 0) parts.push(`${mb(p.bytesPerSecond)} MB/s`);
-  if (p.etaSeconds !== undefined && p.percent !== undefined && p.percent < 100) parts.push(`${duration(p.etaSeconds)} left`);
+  if (p.etaSeconds !== undefined && p.percent !== undefined && p.percent < 100) parts.push(`${duration(Math.round(p.etaSeconds))} left`);
   let text = parts.join(' · ');
   if (p.fromCache) text += ' (from cache)';
   if (p.percent !== undefined && p.percent >= 100) text += ' · preparing the GPU…';
@@ -72,16 +72,16 @@ function showProgress(p: LoadProgress): void {
 function showFailure(where: HTMLElement, why: Explained, source: Source | undefined): void {
   const actions: HTMLElement[] = [];
   if (why.reload && source) {
-    const b = h('button', { type: 'button' }, 'Reload model');
+    const b = el('button', { type: 'button' }, 'Reload model');
     b.addEventListener('click', () => void load(source));
     actions.push(b);
   }
   if (why.noCache && source) {
-    const b = h('button', { type: 'button' }, 'Load without keeping a copy');
+    const b = el('button', { type: 'button' }, 'Load without keeping a copy');
     b.addEventListener('click', () => void load(source, false));
     actions.push(b);
   }
-  fill(where, h('div', { class: 'notice bad' }, h('p', {}, why.text), actions.length ? h('div', { class: 'row' }, ...actions) : ''));
+  fill(where, el('div', { class: 'notice bad' }, el('p', {}, why.text), actions.length ? el('div', { class: 'row' }, ...actions) : ''));
 }
 
 function dropEngine(): void {
@@ -146,11 +146,11 @@ async function load(source: Source, keepCopy = true): Promise<void> {
     const info = e.info;
     fill(
       engineInfo,
-      h(
+      el(
         'p',
         { class: 'notice ok' },
         'Loaded ',
-        h('strong', {}, source.label),
+        el('strong', {}, source.label),
         // The file's own general.name, which is often not what the file is known by.
         e.name && e.name !== source.label ? ` (“${e.name}”)` : '',
         e.fromCache ? ' from this browser’s copy' : '',
@@ -164,7 +164,7 @@ async function load(source: Source, keepCopy = true): Promise<void> {
     // Whatever failed after a cancel, the user asked to stop: say that.
     const why: Explained = job.cancelled ? { text: 'Cancelled.', quiet: true } : explain(err);
     progressBox.hidden = true;
-    if (why.quiet) fill(engineInfo, h('p', {}, 'Loading cancelled.'));
+    if (why.quiet) fill(engineInfo, el('p', {}, 'Loading cancelled.'));
     else showFailure(loadError, why, source);
   } finally {
     loading = undefined;
@@ -252,7 +252,7 @@ window.addEventListener('pagehide', () => {
 window.addEventListener('pageshow', (e) => {
   if (e.persisted && !engine) {
     progressBox.hidden = true;
-    fill(engineInfo, h('p', {}, 'The model was unloaded when you left the page: load it again to go on.'));
+    fill(engineInfo, el('p', {}, 'The model was unloaded when you left the page: load it again to go on.'));
   }
 });
 

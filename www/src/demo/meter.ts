@@ -4,8 +4,8 @@
 // good average rate). After the stream, the engine's own figures from its Worker.
 
 import type { LocalEngine, LocalTimings, ProbeReport } from 'tpsmeter/engine';
-import { byId, fill, h } from './dom';
-import { fixed, ms, NONE } from './format';
+import { byId, el, fill } from '../common/dom';
+import { fixed, msFigure, NONE } from '../common/format';
 
 interface Card {
   value: HTMLElement;
@@ -37,16 +37,16 @@ export class LiveMeter {
     this.ttft = this.card('Time to first token', 'ttft-ms', 'ms', 'From Send to the first text on this page.');
     this.decode = this.card('Decode', 'decode-tps', 'tok/s', 'Tokens after the first ÷ time since the first.');
     this.perFrame = this.card('Tokens per painted frame', 'tokens-per-frame', 'mean', '');
-    this.perFrameMax = h('span', { 'data-metric': 'tokens-per-frame-max' }, NONE);
+    this.perFrameMax = el('span', { 'data-metric': 'tokens-per-frame-max' }, NONE);
     fill(this.perFrame.detail, 'Max ', this.perFrameMax, ' in one frame.');
     this.tokens = this.card('Tokens', 'tokens', '', 'Text pieces received so far.');
     this.reset();
   }
 
   private card(label: string, metric: string, unit: string, detail: string): Card {
-    const value = h('span', { 'data-metric': metric }, NONE);
-    const d = h('p', { class: 'detail' }, detail);
-    this.root.append(h('div', { class: 'card' }, h('p', { class: 'label' }, label), h('p', { class: 'value' }, value, unit ? h('span', { class: 'unit' }, ` ${unit}`) : ''), d));
+    const value = el('span', { 'data-metric': metric }, NONE);
+    const d = el('p', { class: 'detail' }, detail);
+    this.root.append(el('div', { class: 'card' }, el('p', { class: 'label' }, label), el('p', { class: 'value' }, value, unit ? el('span', { class: 'unit' }, ` ${unit}`) : ''), d));
     return { value, detail: d };
   }
 
@@ -111,7 +111,7 @@ export class LiveMeter {
 
   private render(): void {
     const ttft = this.firstAt === undefined ? undefined : this.firstAt - this.sentAt;
-    this.ttft.value.textContent = ms(ttft);
+    this.ttft.value.textContent = msFigure(ttft);
     const span = this.firstAt === undefined ? 0 : this.lastAt - this.firstAt;
     this.decode.value.textContent = this.count >= 2 && span > 0 ? fixed((1000 * (this.count - 1)) / span, 1) : NONE;
     this.perFrame.value.textContent = this.frames > 0 ? fixed(this.framed / this.frames, 2) : NONE;
@@ -122,11 +122,11 @@ export class LiveMeter {
   /** The engine's figures from the last chunk. */
   showEngine(t: LocalTimings, completionTokens: number | undefined): void {
     const row = (label: string, value: Node | string, metric?: string, unit?: string): HTMLElement[] => [
-      h('dt', {}, label),
-      h('dd', {}, metric ? h('span', { 'data-metric': metric }, value) : value, unit ? ` ${unit}` : ''),
+      el('dt', {}, label),
+      el('dd', {}, metric ? el('span', { 'data-metric': metric }, value) : value, unit ? ` ${unit}` : ''),
     ];
     const items: HTMLElement[] = [
-      ...row('Time to first token', ms(t.ttft_ms), 'engine-ttft-ms', 'ms'),
+      ...row('Time to first token', msFigure(t.ttft_ms), 'engine-ttft-ms', 'ms'),
       ...row('Prefill', fixed(t.prefill_tokens_per_second, 1), 'prefill-tps', 'tok/s'),
       ...row('Decode', fixed(t.decode_tokens_per_second, 1), 'engine-decode-tps', 'tok/s'),
       ...row('Prompt tokens run', String(t.prompt_tokens_evaluated), 'prompt-tokens', t.cold ? '(first answer: pipelines compiling)' : '(the rest reused from the last turn)'),
@@ -148,8 +148,8 @@ export class LiveMeter {
         ['bytes-read-per-token', c.bytesRead, ' B read back'],
       ];
       items.push(
-        h('dt', {}, 'Per decoded token'),
-        h('dd', {}, ...parts.flatMap(([metric, v, words]) => [h('span', { 'data-metric': metric }, fixed(v, 0)), words])),
+        el('dt', {}, 'Per decoded token'),
+        el('dd', {}, ...parts.flatMap(([metric, v, words]) => [el('span', { 'data-metric': metric }, fixed(v, 0)), words])),
         ...row('Encode + submit per token (median)', fixed(c.encodeMs, 2), 'encode-ms', 'ms'),
       );
     }
@@ -157,21 +157,21 @@ export class LiveMeter {
     if (roof) {
       const share = roof.share === undefined ? undefined : roof.share * 100;
       items.push(
-        h('dt', {}, 'Against the GPU’s ceiling'),
-        h(
+        el('dt', {}, 'Against the GPU’s ceiling'),
+        el(
           'dd',
           {},
           'decode at ',
-          h('span', { 'data-metric': 'ceiling-share' }, fixed(share, 1)),
+          el('span', { 'data-metric': 'ceiling-share' }, fixed(share, 1)),
           ' % of the probed ceiling (',
-          h('span', { 'data-metric': 'ceiling-tps' }, fixed(roof.ceiling_tokens_per_second, 1)),
+          el('span', { 'data-metric': 'ceiling-tps' }, fixed(roof.ceiling_tokens_per_second, 1)),
           ' tok/s)',
         ),
       );
     } else {
-      items.push(h('dt', {}, 'Against the GPU’s ceiling'), h('dd', {}, 'Press Probe GPU, then ask again, to see decode as a share of the fastest this GPU allows.'));
+      items.push(el('dt', {}, 'Against the GPU’s ceiling'), el('dd', {}, 'Press Probe GPU, then ask again, to see decode as a share of the fastest this GPU allows.'));
     }
-    fill(this.engineBox, h('dl', { class: 'figures' }, ...items));
+    fill(this.engineBox, el('dl', { class: 'figures' }, ...items));
   }
 
   /** After `engine.probe()`. */
@@ -180,10 +180,10 @@ export class LiveMeter {
     const ceiling = perToken > 0 ? (report.read_gb_per_s * 1e9) / perToken : undefined;
     return [
       'This GPU reads memory at ',
-      h('span', { 'data-metric': 'read-gbps' }, fixed(report.read_gb_per_s, 1)),
+      el('span', { 'data-metric': 'read-gbps' }, fixed(report.read_gb_per_s, 1)),
       ' GB/s, so this model, which reads ',
       `${(perToken / 1e6).toFixed(0)} MB of weights per token, can decode at most `,
-      h('span', { 'data-metric': 'probe-ceiling-tps' }, fixed(ceiling, 1)),
+      el('span', { 'data-metric': 'probe-ceiling-tps' }, fixed(ceiling, 1)),
       ' tok/s here. The next answers are set against it.',
     ];
   }

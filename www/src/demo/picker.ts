@@ -5,8 +5,8 @@
 
 import { allowOrigin, isAllowed, originOf } from '../common/csp';
 import { MODEL_PRESETS, sameOriginModel } from '../common/models';
-import { byId, fill, h } from './dom';
-import { mb } from './format';
+import { byId, el, fill } from '../common/dom';
+import { mb } from '../common/format';
 
 const PENDING_KEY = 'tpsmeter.demo.pendingModelUrl';
 const SAME_ORIGIN = 'same-origin';
@@ -39,8 +39,8 @@ export class ModelPicker {
   readonly ready: Promise<void>;
 
   constructor() {
-    for (const p of MODEL_PRESETS) this.select.append(h('option', { value: p.id }, p.label));
-    this.select.append(h('option', { value: ANY_URL }, 'Any URL…'), h('option', { value: FILE }, 'A file on this computer'));
+    for (const p of MODEL_PRESETS) this.select.append(el('option', { value: p.id }, p.label));
+    this.select.append(el('option', { value: ANY_URL }, 'Any URL…'), el('option', { value: FILE }, 'A file on this computer'));
     this.select.addEventListener('change', () => {
       this.touched = true;
       this.update();
@@ -58,7 +58,7 @@ export class ModelPicker {
     const m = await sameOriginModel();
     if (!m) return;
     this.sameOrigin = m;
-    this.select.prepend(h('option', { value: SAME_ORIGIN }, `This server's model (${m.id})`));
+    this.select.prepend(el('option', { value: SAME_ORIGIN }, `This server's model (${m.id})`));
     if (!this.touched) this.select.value = SAME_ORIGIN;
     this.update();
   }
@@ -154,7 +154,7 @@ export class ModelPicker {
     fill(
       this.noticeText,
       'This page connects only to servers you approve, and ',
-      h('span', { class: 'mono' }, origin),
+      el('span', { class: 'mono' }, origin),
       ' is not one of them yet. Allowing it adds it to this browser’s list for this site (kept on this device) and reloads the page, which keeps the URL you typed. The server must also allow this page to read the file (CORS).',
     );
     this.allowButton.textContent = `Allow ${origin} and reload`;
@@ -176,7 +176,7 @@ export class ModelPicker {
       this.hint,
       kept ? 'Kept in this browser: loads without downloading. ' : `${size} the first time, then kept in this browser. `,
       'From ',
-      h('span', { class: 'mono url' }, s.url),
+      el('span', { class: 'mono url' }, s.url),
     );
   }
 

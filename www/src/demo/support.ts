@@ -1,7 +1,7 @@
 // Whether this browser can run the engine, asked before anything is downloaded: a missing
 // WebGPU should cost the user a sentence, not 100 MB and a cryptic error.
 
-import { fill, h } from './dom';
+import { el, fill } from '../common/dom';
 
 // TypeScript's DOM library has no WebGPU types (they live in @webgpu/types); the page reads
 // only these few members.
@@ -67,23 +67,23 @@ export async function checkSupport(): Promise<Support> {
 }
 
 /** Writes the result into the support panel. */
-export function showSupport(el: HTMLElement, s: Support): void {
+export function showSupport(target: HTMLElement, s: Support): void {
   if (!s.ok) {
     // The flag as code, kept on one line (it breaks at its hyphens otherwise).
     const [before, ...after] = (s.reason ?? '').split(FLAG);
     const reason: (Node | string)[] = [before ?? ''];
-    for (const part of after) reason.push(h('code', { class: 'nowrap' }, FLAG), part);
-    fill(el, h('p', { class: 'notice bad' }, h('strong', {}, 'This browser cannot run the demo. '), ...reason));
+    for (const part of after) reason.push(el('code', { class: 'nowrap' }, FLAG), part);
+    fill(target, el('p', { class: 'notice bad' }, el('strong', {}, 'This browser cannot run the demo. '), ...reason));
     return;
   }
-  const notes: HTMLElement[] = [h('p', {}, 'WebGPU is available. Adapter: ', h('span', { class: 'mono' }, s.adapter ?? ''), '.')];
+  const notes: HTMLElement[] = [el('p', {}, 'WebGPU is available. Adapter: ', el('span', { class: 'mono' }, s.adapter ?? ''), '.')];
   if (s.cpu) {
     notes.push(
-      h('p', { class: 'notice' }, 'This adapter is a CPU rasteriser (a software fallback, not a GPU): the model runs, slowly. Expect single-digit tokens per second.'),
+      el('p', { class: 'notice' }, 'This adapter is a CPU rasteriser (a software fallback, not a GPU): the model runs, slowly. Expect single-digit tokens per second.'),
     );
   }
   if (!s.shaderF16) {
-    notes.push(h('p', { class: 'notice' }, 'The adapter lacks the shader-f16 feature, so the engine uses its f32 kernels: slower, same answers.'));
+    notes.push(el('p', { class: 'notice' }, 'The adapter lacks the shader-f16 feature, so the engine uses its f32 kernels: slower, same answers.'));
   }
-  fill(el, ...notes);
+  fill(target, ...notes);
 }
