@@ -219,7 +219,10 @@ fn server_prefill_ms(port: u16, words: u32) -> f64 {
     let (_, json) = raw.split_once("\r\n\r\n").unwrap();
     let v: Value = serde_json::from_str(json).unwrap();
     // A slot keeps at most the chat template's preamble (24 tokens for SmolLM2's).
-    assert!(v["timings"]["cache_n"].as_u64().unwrap() <= 32, "a fresh prompt: {v}");
+    assert!(
+        v["timings"]["cache_n"].as_u64().unwrap() <= 32,
+        "a fresh prompt: {v}"
+    );
     v["timings"]["prompt_ms"].as_f64().unwrap()
 }
 
