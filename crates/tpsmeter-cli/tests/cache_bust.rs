@@ -17,7 +17,6 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use common::{argv, bench, measured};
 use serde_json::Value;
@@ -205,15 +204,7 @@ fn server_prefill_ms(port: u16, words: u32) -> f64 {
         "stream": false,
     })
     .to_string();
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(300))).unwrap();
-    write!(
-        s,
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
+    let mut s = server_support::post_chat(port, &body);
     let mut raw = String::new();
     s.read_to_string(&mut raw).unwrap();
     let (_, json) = raw.split_once("\r\n\r\n").unwrap();

@@ -9,11 +9,11 @@
 
 mod server_support;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::Value;
 use server_support::{Server, assets, free_port, start};
@@ -47,16 +47,7 @@ fn body(prompt: &str, max_tokens: usize, stream: bool) -> String {
 }
 
 fn send(port: u16, body: &str) -> TcpStream {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(300))).unwrap();
-    write!(
-        s,
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    s
+    server_support::post_chat(port, body)
 }
 
 /// A non-streamed chat completion: (text, queue_ms).

@@ -65,6 +65,21 @@ pub fn healthy(port: u16) -> bool {
     buf.starts_with("HTTP/1.1 200")
 }
 
+/// Sends `body` as `POST /v1/chat/completions` on a new connection to `port` (closed after
+/// the response; read timeout 300 s, for a prefill on lavapipe) and returns the stream.
+pub fn post_chat(port: u16, body: &str) -> TcpStream {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(300))).unwrap();
+    write!(
+        s,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    s
+}
+
 /// Spawns `cmd` (a server on `port`) and waits up to 300 s for its `/health` to answer 200
 /// (servers load the model first); panics if it exits or never gets there.
 pub fn start(cmd: &mut Command, port: u16, what: &str) -> Server {
