@@ -12,7 +12,7 @@ use crate::api::Api;
 use crate::error::{CoreError, Result};
 use crate::plan::{LoadLevel, MAX_CONCURRENCY, MAX_LEVELS, StopCondition};
 use crate::prompt;
-use crate::prompt_plan::{CacheBust, PromptPlan};
+use crate::prompt_plan::{self, CacheBust, PromptPlan};
 use crate::report::{PromptSource, RedactedUrl, RunConfig};
 use crate::request::{RequestSpec, Secret};
 use crate::slo::Slo;
@@ -206,31 +206,7 @@ impl BenchOptions {
         }
         self.slo()?;
         prompt::resolve(None, self.input_tokens)?;
-        if let Some(n) = self.shared_prefix {
-            if self.cache_bust == CacheBust::Off {
-                return Err(bad(
-                    "shared prefix",
-                    n.to_string(),
-                    "needs cache busting on: with identical prompts every request shares all of its prompt",
-                ));
-            }
-            if n == 0 || n > prompt::MAX_SYNTH_TOKENS {
-                return Err(bad(
-                    "shared prefix",
-                    n.to_string(),
-                    "must be a token count from 1",
-                ));
-            }
-            if let (None, Some(t)) = (&self.prompt, self.input_tokens) {
-                if n >= t {
-                    return Err(bad(
-                        "shared prefix",
-                        n.to_string(),
-                        &format!("must be below the input token count ({t})"),
-                    ));
-                }
-            }
-        }
+        prompt_plan::check_shared_prefix(self)?;
         Ok(())
     }
 
@@ -335,11 +311,12 @@ impl BenchOptions {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    fn options() -> BenchOptions {
+    /// Valid options for tests: a URL, a model, the defaults (other modules' tests too).
+    pub(crate) fn options() -> BenchOptions {
         BenchOptions {
             url: "http://127.0.0.1:1".into(),
             model: "m".into(),

@@ -79,11 +79,12 @@ impl PromptPlan {
     /// The plan for `options` on `shard` (`None`: the whole run). `entropy` makes the run id
     /// when the options give no seed: any random number the caller has.
     pub fn new(options: &BenchOptions, shard: Option<Shard>, entropy: u64) -> Result<PromptPlan> {
+        check_shared_prefix(options)?;
         let text = options.prompt_text()?;
         let (shared, rest) = match options.shared_prefix {
-            None | Some(0) => (String::new(), text),
+            None => (String::new(), text),
             Some(n) => match (options.prompt.as_deref(), options.input_tokens) {
-                (None, Some(t)) => split_words(&text, n, t)?,
+                (None, Some(_)) => split_words(&text, n),
                 _ => (prompt::synthesize(n), text),
             },
         };
@@ -103,13 +104,11 @@ impl PromptPlan {
     pub fn prompt(&self, index: u64) -> String {
         let mut out = String::with_capacity(self.shared.len() + self.rest.len() + 24);
         out.push_str(&self.shared);
-        if self.bust == CacheBust::Prefix {
-            if !out.is_empty() {
-                out.push(' ');
-            }
-            out.push_str(&self.mark(index));
+        if !out.is_empty() {
             out.push(' ');
-        } else if !out.is_empty() {
+        }
+        if self.bust == CacheBust::Prefix {
+            out.push_str(&self.mark(index));
             out.push(' ');
         }
         out.push_str(&self.rest);
@@ -131,21 +130,43 @@ impl PromptPlan {
     }
 }
 
-/// The first `n` and the remaining words of a synthesised prompt of `total` words.
-fn split_words(text: &str, n: u32, total: u32) -> Result<(String, String)> {
-    if n >= total {
-        return Err(CoreError::InvalidSpec {
-            what: "shared prefix",
-            input: n.to_string(),
-            reason: format!("must be below the input token count ({total})"),
-        });
+/// Checks `shared_prefix` against the other options: the one check, which
+/// [`BenchOptions::validate`] and [`PromptPlan::new`] both make.
+pub(crate) fn check_shared_prefix(options: &BenchOptions) -> Result<()> {
+    let Some(n) = options.shared_prefix else {
+        return Ok(());
+    };
+    let bad = |reason: String| CoreError::InvalidSpec {
+        what: "shared prefix",
+        input: n.to_string(),
+        reason,
+    };
+    if options.cache_bust == CacheBust::Off {
+        return Err(bad(
+            "needs cache busting on: with identical prompts every request shares all of its prompt"
+                .into(),
+        ));
     }
+    if n == 0 || n > prompt::MAX_SYNTH_TOKENS {
+        return Err(bad("must be a token count from 1".into()));
+    }
+    if let (None, Some(t)) = (&options.prompt, options.input_tokens) {
+        if n >= t {
+            return Err(bad(format!("must be below the input token count ({t})")));
+        }
+    }
+    Ok(())
+}
+
+/// The first `n` (from 1, fewer than the text has) and the remaining words of a synthesised
+/// prompt.
+fn split_words(text: &str, n: u32) -> (String, String) {
     // Synthesised text is one space between words (see `prompt::synthesize`).
     let cut = text
         .match_indices(' ')
         .nth(n as usize - 1)
         .map_or(text.len(), |(i, _)| i);
-    Ok((text[..cut].to_owned(), text[cut..].trim_start().to_owned()))
+    (text[..cut].to_owned(), text[cut..].trim_start().to_owned())
 }
 
 /// SplitMix64's finaliser: spreads a seed's bits over the whole word.
@@ -163,10 +184,8 @@ mod tests {
 
     fn options() -> BenchOptions {
         BenchOptions {
-            url: "http://127.0.0.1:1".into(),
-            model: "m".into(),
             prompt: Some("Hello there".into()),
-            ..BenchOptions::default()
+            ..crate::options::tests::options()
         }
     }
 

@@ -9,6 +9,8 @@ use super::{HttpRequest, RequestSpec, build_browser_request, build_request};
 /// Builds each request of a run from one spec and the run's prompts.
 #[derive(Debug, Clone)]
 pub struct RequestPlan {
+    /// The spec less its prompt (each request's comes from `prompts`): cloning it per
+    /// request then copies no prompt text that is thrown away.
     spec: RequestSpec,
     prompts: PromptPlan,
     browser: bool,
@@ -20,6 +22,10 @@ impl RequestPlan {
     /// The plan for `spec` (its prompt is replaced by each request's own); `browser` adds
     /// what a page must send ([`build_browser_request`]).
     pub fn new(spec: RequestSpec, prompts: PromptPlan, browser: bool) -> Result<RequestPlan> {
+        let spec = RequestSpec {
+            prompt: String::new(),
+            ..spec
+        };
         let template = build(&with_prompt(&spec, prompts.prompt(0)), browser)?;
         Ok(RequestPlan {
             spec,
@@ -72,12 +78,10 @@ mod tests {
 
     fn plan(bust: CacheBust) -> RequestPlan {
         let options = BenchOptions {
-            url: "http://127.0.0.1:1".into(),
-            model: "m".into(),
             prompt: Some("Hello".into()),
             cache_bust: bust,
             seed: Some(1),
-            ..BenchOptions::default()
+            ..crate::options::tests::options()
         };
         let prompts = PromptPlan::new(&options, None, 0).unwrap();
         RequestPlan::new(options.request_spec(None).unwrap(), prompts, false).unwrap()
