@@ -166,7 +166,7 @@ export class StreamRead {
           if (this.parserDone) return;
           if (this.reportFailure()) return;
           // The connection broke mid-body: the exchange records a started stream as truncated.
-          events.fail(t, 'connect', `the response body failed: ${errorText(e)}`);
+          events.fail(t, 'connect', `the response body failed: ${fetchErrorText(e)}`);
           return;
         }
         const t = performance.now();
@@ -205,10 +205,6 @@ export class StreamRead {
       // A broken or slow error body still leaves the status to report.
     }
   }
-}
-
-function errorText(e: unknown): string {
-  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
 }
 
 /** The request's Resource Timing entry, waiting briefly for one the browser is about to add. */
