@@ -30,7 +30,7 @@ use crate::demo::{free_port, release_cli, start};
 
 /// Memory growth past the first minute's level that fails the soak.
 const GROWTH_LIMIT_KIB: u64 = 32 << 10;
-/// `tpsmeter serve`'s caps (`crates/tpsmeter-cli/src/serve/mod.rs`).
+/// `tpsmeter serve`'s caps (`crates/tpsmeter-cli/src/serve/listen.rs, http.rs`).
 const MAX_BODY_BYTES: usize = 1 << 20;
 const CONTEXT: usize = 512;
 

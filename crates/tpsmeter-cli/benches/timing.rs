@@ -1,7 +1,7 @@
 //! Timing accuracy and load-generator capacity of `tpsmeter bench`'s client.
 //!
-//! Drives the CLI's real request path (`tpsmeter_cli::runner::Runner` on the clients of
-//! `tpsmeter_cli::client`) against `tpsmeter-emulator` running on its own thread and
+//! Drives the CLI's real request path (`tpsmeter_cli::bench::http::runner::Runner` on the clients of
+//! `tpsmeter_cli::bench::http::client`) against `tpsmeter-emulator` running on its own thread and
 //! runtime, on a known schedule (default TTFT 50 ms, ITL 20 ms, 64 tokens, one token per
 //! chunk, OpenAI chat). For every content chunk it compares what the client measured with
 //!
@@ -55,7 +55,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use tpsmeter_cli::runner::Runner;
+use tpsmeter_cli::bench::http::runner::Runner;
 use tpsmeter_core::Api;
 use tpsmeter_core::Outcome;
 use tpsmeter_core::request::{RequestSpec, build_request};
@@ -292,7 +292,7 @@ pub(crate) async fn settle(server: &Server) {
 /// at concurrency 100, where a hundred identical schedules start within a millisecond and
 /// the emulator writes their chunks microseconds apart.)
 pub(crate) struct Workers {
-    client: tpsmeter_cli::client::Client,
+    client: tpsmeter_cli::bench::http::client::Client,
     spec: RequestSpec,
     origin: Instant,
     timeout: Duration,
@@ -302,7 +302,7 @@ pub(crate) struct Workers {
 
 impl Workers {
     fn new(
-        client: tpsmeter_cli::client::Client,
+        client: tpsmeter_cli::bench::http::client::Client,
         spec: RequestSpec,
         origin: Instant,
         timeout: Duration,
@@ -555,7 +555,7 @@ fn main() -> anyhow::Result<()> {
             ignore_eos: false,
         };
         let timeout = Duration::from_secs(60);
-        let client = tpsmeter_cli::client::build(timeout)?;
+        let client = tpsmeter_cli::bench::http::client::build(timeout)?;
         let origin = Instant::now();
         let workers = Workers::new(client.clone(), spec.clone(), origin, timeout)?;
         // The same requests through reqwest, stamped when the runner gets each read: the peer

@@ -15,21 +15,14 @@
 #![allow(rustdoc::bare_urls)]
 
 pub mod bench;
-pub mod client;
 pub mod exit;
-pub mod failure;
 pub mod merge;
 pub mod output;
 pub mod probe;
 pub mod progress;
 pub mod prompt;
-pub mod response;
 pub mod run;
-pub mod runner;
-pub mod sent_at;
 pub mod serve;
-#[cfg(target_os = "linux")]
-pub mod stamped_http;
 
 use clap::{Parser, Subcommand};
 

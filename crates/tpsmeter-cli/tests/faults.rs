@@ -209,13 +209,13 @@ async fn invalid_utf8_is_classified() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn error_messages_redact_credentials_in_the_url() {
-    use tpsmeter_cli::failure::from_reqwest;
+    use tpsmeter_cli::bench::http::failure::from_reqwest;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let client = tpsmeter_cli::client::build(Duration::from_secs(5)).unwrap();
+    let client = tpsmeter_cli::bench::http::client::build(Duration::from_secs(5)).unwrap();
     let err = client
         .reqwest()
         .get(format!(

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 use tpsmeter_arrival::StampedStream;
-use tpsmeter_cli::runner::Runner;
+use tpsmeter_cli::bench::http::runner::Runner;
 use tpsmeter_core::Api;
 use tpsmeter_core::request::{RequestSpec, build_request};
 
@@ -81,7 +81,9 @@ async fn stamping_on() -> (TcpStream, StampedStream) {
 /// request is in until `BLOCK` after the whole response was written. Returns the content
 /// chunks' stamps and the write's bracket, in ms since the run's origin, and the runner's
 /// stamp source.
-fn stamps_through(client: tpsmeter_cli::client::Client) -> (Vec<f64>, (f64, f64), &'static str) {
+fn stamps_through(
+    client: tpsmeter_cli::bench::http::client::Client,
+) -> (Vec<f64>, (f64, f64), &'static str) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -151,8 +153,8 @@ fn stamps_through(client: tpsmeter_cli::client::Client) -> (Vec<f64>, (f64, f64)
     })
 }
 
-fn client() -> tpsmeter_cli::client::Client {
-    tpsmeter_cli::client::build(Duration::from_secs(30)).unwrap()
+fn client() -> tpsmeter_cli::bench::http::client::Client {
+    tpsmeter_cli::bench::http::client::build(Duration::from_secs(30)).unwrap()
 }
 
 #[test]

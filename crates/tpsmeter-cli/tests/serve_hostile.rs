@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use server_support::{Server, assets, free_port, start};
 
-/// `tpsmeter serve`'s caps (`src/serve/mod.rs`).
+/// `tpsmeter serve`'s caps (`src/serve/listen.rs` and `http.rs`).
 const MAX_BODY_BYTES: usize = 1 << 20;
 const MAX_CONNECTIONS: usize = 256;
 const READ_TIMEOUT: Duration = Duration::from_secs(10);

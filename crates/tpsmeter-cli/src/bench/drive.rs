@@ -17,9 +17,9 @@ use tpsmeter_core::report::{RequestRecord, Warning};
 use tpsmeter_core::request::RequestPlan;
 use tpsmeter_core::{BenchOptions, Outcome, Shard};
 
+use crate::bench::http::runner::Runner;
 use crate::output::jsonl::JsonlSink;
 use crate::progress::LevelProgress;
-use crate::runner::Runner;
 
 /// Shared state of the collector across levels.
 #[derive(Debug)]

@@ -12,6 +12,7 @@
 
 pub mod args;
 pub mod drive;
+pub mod http;
 pub mod report_build;
 pub mod setup;
 pub mod start_at;
@@ -27,10 +28,10 @@ pub use args::BenchArgs;
 use drive::Recorder;
 use setup::Setup;
 
+use crate::bench::http::runner::Runner;
 use crate::exit::Status;
 use crate::output::files::OutputFiles;
 use crate::output::jsonl::JsonlSink;
-use crate::runner::Runner;
 
 /// What a finished (or interrupted) run produced.
 #[derive(Debug)]
@@ -85,7 +86,7 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
         None => None,
     };
     let timeout = Duration::from_secs_f64(args.timeout);
-    let client = crate::client::build(timeout)?;
+    let client = crate::bench::http::client::build(timeout)?;
     let mut driver = LoadDriver::new_shard(
         &setup.options,
         shard,

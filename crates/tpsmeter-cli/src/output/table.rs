@@ -137,7 +137,7 @@ fn error_lines(report: &Report, out: &mut String) {
         let _ = writeln!(out, "Errors at {}:", level.level);
         for (class, n) in &level.summary.errors {
             let example = first_message.get(class).copied().unwrap_or_default();
-            let example = crate::failure::cap_chars(example, 160);
+            let example = crate::bench::http::failure::cap_chars(example, 160);
             let _ = writeln!(out, "  {n} × {class}: {example}");
         }
     }

@@ -10,7 +10,10 @@ use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::site::Site;
+use bytes::Bytes;
+
+use super::super::http::{error, response};
+use super::super::site::Site;
 use super::*;
 
 /// Clients that ask for the file and never read: more than the server holds.

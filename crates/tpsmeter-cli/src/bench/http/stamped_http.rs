@@ -25,7 +25,7 @@ use hyper_util::client::legacy::{Client, ResponseFuture};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tpsmeter_arrival::StampedStream;
 
-use crate::sent_at::StampedBody;
+use crate::bench::http::sent_at::StampedBody;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -88,7 +88,7 @@ impl Template {
             .context("the URL is not a valid HTTP URI (check --url)")?;
         let mut headers = request.headers().clone();
         headers.entry(hyper::header::USER_AGENT).or_insert(
-            hyper::header::HeaderValue::from_static(crate::client::USER_AGENT),
+            hyper::header::HeaderValue::from_static(crate::bench::http::client::USER_AGENT),
         );
         headers
             .entry(hyper::header::ACCEPT)

@@ -70,14 +70,15 @@ impl Response {
                 .chunk()
                 .await
                 .map(|c| c.map(|b| (b, None)))
-                .map_err(|e| crate::failure::from_reqwest(&e)),
+                .map_err(|e| crate::bench::http::failure::from_reqwest(&e)),
             #[cfg(target_os = "linux")]
             Self::Stamped { response, stamps } => loop {
                 use http_body_util::BodyExt;
                 let Some(frame) = response.body_mut().frame().await else {
                     return Ok(None);
                 };
-                let frame = frame.map_err(|e| crate::failure::from_hyper(&e, false))?;
+                let frame =
+                    frame.map_err(|e| crate::bench::http::failure::from_hyper(&e, false))?;
                 // Trailers carry no tokens.
                 if let Ok(data) = frame.into_data() {
                     return Ok(Some((data, stamps.as_ref().and_then(|s| s.last()))));

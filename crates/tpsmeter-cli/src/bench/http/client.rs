@@ -26,7 +26,7 @@ pub const USER_AGENT: &str = concat!("tpsmeter/", env!("CARGO_PKG_VERSION"));
 pub struct Client {
     reqwest: reqwest::Client,
     #[cfg(target_os = "linux")]
-    stamped: Option<crate::stamped_http::StampedClient>,
+    stamped: Option<crate::bench::http::stamped_http::StampedClient>,
 }
 
 impl Client {
@@ -52,7 +52,7 @@ impl Client {
     pub(crate) fn stamped_for(
         &self,
         url: &reqwest::Url,
-    ) -> Option<&crate::stamped_http::StampedClient> {
+    ) -> Option<&crate::bench::http::stamped_http::StampedClient> {
         let plain = url.scheme() == "http" && url.username().is_empty() && url.password().is_none();
         self.stamped.as_ref().filter(|_| plain)
     }
@@ -76,7 +76,7 @@ pub fn build(connect_timeout: Duration) -> anyhow::Result<Client> {
         // plain http goes through reqwest too.
         #[cfg(target_os = "linux")]
         stamped: (!proxy_configured())
-            .then(|| crate::stamped_http::StampedClient::new(connect_timeout)),
+            .then(|| crate::bench::http::stamped_http::StampedClient::new(connect_timeout)),
     })
 }
 

@@ -19,10 +19,10 @@ use tokio_util::sync::CancellationToken;
 use tpsmeter_core::request::HttpRequest;
 use tpsmeter_core::{Api, Exchange, Failure, Outcome};
 
-use crate::client::Client;
-use crate::failure::{error_chain, from_reqwest};
-use crate::response::{Response, SendError};
-use crate::sent_at::StampedBody;
+use crate::bench::http::client::Client;
+use crate::bench::http::failure::{error_chain, from_reqwest};
+use crate::bench::http::response::{Response, SendError};
+use crate::bench::http::sent_at::StampedBody;
 use bytes::Bytes;
 
 /// A response to come.
@@ -118,7 +118,7 @@ impl Runner {
                 let sending = Box::pin(async move {
                     sending.await.map(Response::stamped).map_err(|e| SendError {
                         stale: is_stale_connection(&e),
-                        failure: crate::failure::from_hyper(&e, e.is_connect()),
+                        failure: crate::bench::http::failure::from_hyper(&e, e.is_connect()),
                     })
                 });
                 Ok((sending, Some(written)))
@@ -301,8 +301,8 @@ enum Prepared {
     #[cfg(target_os = "linux")]
     Stamped {
         // Boxed: hyper-util's client struct is twice the size of the reqwest variant.
-        client: Box<crate::stamped_http::StampedClient>,
-        template: crate::stamped_http::Template,
+        client: Box<crate::bench::http::stamped_http::StampedClient>,
+        template: crate::bench::http::stamped_http::Template,
     },
 }
 
@@ -312,7 +312,7 @@ impl Prepared {
         #[cfg(target_os = "linux")]
         if let Some(stamped) = client.stamped_for(request.url()) {
             return Ok(Prepared::Stamped {
-                template: crate::stamped_http::Template::from_reqwest(&request)?,
+                template: crate::bench::http::stamped_http::Template::from_reqwest(&request)?,
                 client: Box::new(stamped.clone()),
             });
         }

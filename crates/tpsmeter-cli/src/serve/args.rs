@@ -1,0 +1,77 @@
+//! The flags of `tpsmeter serve`.
+
+use std::path::PathBuf;
+
+/// Arguments of `tpsmeter serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// GGUF model file (Llama family).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// TCP port.
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// KV cache positions per request.
+    #[arg(long, default_value_t = tpsmeter_gpu::engine::DEFAULT_MAX_CONTEXT)]
+    pub context: usize,
+    /// Requests decoded together (continuous batching); more wait in a queue.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=tpsmeter_gpu::engine::MAX_SLOTS as i64))]
+    pub parallel: u16,
+    /// Most MiB the KV cache may take for all requests together: positions per request
+    /// shrink to fit it.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub kv_budget_mib: u64,
+    /// After a request ends while others run, wait up to this many milliseconds for a new
+    /// one before the next step, so that a client sending its next request right away joins
+    /// that step instead of waiting a whole step more (0: never wait).
+    #[arg(long, default_value_t = 5.0, value_parser = join_window_ms)]
+    pub join_window_ms: f64,
+    /// Most tokens one engine step runs: the next token of every running request, then
+    /// chunks of new prompts, oldest first, up to this many (chunked prefill). Larger steps
+    /// prefill a burst of new requests sooner but make the running streams wait longer per
+    /// token. At least --parallel + 1.
+    #[arg(long, default_value_t = DEFAULT_STEP_TOKENS, value_parser = clap::value_parser!(u16).range(2..=tpsmeter_gpu::engine::PREFILL_CHUNK as i64))]
+    pub step_tokens: u16,
+    /// Use the first GPU adapter whose name contains this.
+    #[arg(long)]
+    pub adapter: Option<String>,
+    /// Also serve this built web site (a directory with an index.html), and the model file
+    /// under /models/ by its file name, on the API's origin, cross-origin isolated.
+    #[arg(long, value_name = "DIR")]
+    pub www: Option<PathBuf>,
+}
+
+/// `--step-tokens` by default: the largest step the prefill graphs hold. Measured on lavapipe
+/// (SmolLM2-135M, 8 new requests at once at --parallel 8), against 32: see `cargo xtask
+/// serve-bench --burst`.
+pub const DEFAULT_STEP_TOKENS: u16 = tpsmeter_gpu::engine::PREFILL_CHUNK as u16;
+
+/// `--join-window-ms`: 0 to 1000 ms (a longer wait would stall every running stream).
+fn join_window_ms(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1000.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of milliseconds from 0 to 1000"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::join_window_ms;
+
+    #[test]
+    fn join_window_takes_milliseconds_from_0_to_1000() {
+        assert_eq!(join_window_ms("0"), Ok(0.0));
+        assert_eq!(join_window_ms("2.5"), Ok(2.5));
+        assert_eq!(join_window_ms("1000"), Ok(1000.0));
+        for bad in ["-1", "1000.1", "NaN", "inf", "5ms", ""] {
+            let e = join_window_ms(bad).unwrap_err();
+            assert!(e.contains("0 to 1000"), "{bad}: {e}");
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! A completion request, from its body to its answer: parse, encode the prompt off the async
+//! threads, queue the job on the GPU worker, then stream its events as SSE (or collect them
+//! for a non-streamed answer).
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::{Request, Response, StatusCode};
+
+use super::Shared;
+use super::api_error::ApiError;
+use super::body::ChannelBody;
+use super::http::{error, json, read_body, refuse, response};
+use super::openai::{self, Api, Meta, SSE_DONE, sse};
+use super::worker::{Event, Job};
+
+pub(super) async fn complete(
+    api: Api,
+    req: Request<Incoming>,
+    shared: &Shared,
+) -> Response<ChannelBody> {
+    let body = match read_body(req).await {
+        Ok(b) => b,
+        Err(e) => return refuse(&e),
+    };
+    let parsed = match openai::parse(api, &body) {
+        Ok(p) => p,
+        Err(e) => return refuse(&e),
+    };
+    drop(body);
+    // Encoding runs off the async threads (a long prompt takes milliseconds) and off the
+    // GPU thread (whose every millisecond delays all streams).
+    let prompts = shared.worker.prompts.clone();
+    let context = shared.worker.context;
+    let prompt = parsed.prompt;
+    let encoded = tokio::task::spawn_blocking(move || prompt.encode(&prompts, context)).await;
+    let ids = match encoded {
+        Ok(Ok(ids)) => ids,
+        Ok(Err(e)) => return refuse(&e),
+        Err(e) => {
+            return refuse(&ApiError::status(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "encode_failed",
+                format!("encoding the prompt failed: {e}"),
+            ));
+        }
+    };
+    let n = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    let meta = Meta {
+        api,
+        id: format!(
+            "{}-tpsmeter-{n}",
+            if api == Api::Chat { "chatcmpl" } else { "cmpl" }
+        ),
+        created: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        model: shared.model_id.clone(),
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let job = Job {
+        prompt: ids,
+        params: parsed.params,
+        sampling: parsed.sampling,
+        events: tx,
+        arrived: std::time::Instant::now(),
+    };
+    if let Err(e) = shared.worker.submit(job) {
+        return error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
+    }
+    if !parsed.stream {
+        let mut text = String::new();
+        while let Some(ev) = rx.recv().await {
+            match ev {
+                Event::Text(t) => text.push_str(&t),
+                Event::Done(s) => return json(StatusCode::OK, &meta.full(&text, &s)),
+                // Requests were checked before they were queued: what fails now is the
+                // server's (a lost device), not the client's.
+                Event::Failed(e) => {
+                    return refuse(&ApiError::status(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "generation_failed",
+                        e,
+                    ));
+                }
+            }
+        }
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the GPU worker dropped the request",
+        );
+    }
+    let (body, out) = ChannelBody::channel();
+    let include_usage = parsed.include_usage;
+    tokio::spawn(async move {
+        let send = |s: String| out.send(Bytes::from(s)).is_ok();
+        if let Some(c) = meta.role_chunk() {
+            if !send(sse(&c)) {
+                return;
+            }
+        }
+        while let Some(ev) = rx.recv().await {
+            let ok = match ev {
+                Event::Text(t) => send(sse(&meta.text_chunk(&t))),
+                Event::Done(s) => {
+                    let mut ok = send(sse(&meta.finish_chunk(&s)));
+                    if include_usage {
+                        ok = ok && send(sse(&meta.usage_chunk(&s)));
+                    }
+                    let _ = ok && send(SSE_DONE.into());
+                    return;
+                }
+                Event::Failed(e) => {
+                    let v = serde_json::json!({"error": {"message": e, "type": "server_error"}});
+                    let _ = send(sse(&v)) && send(SSE_DONE.into());
+                    return;
+                }
+            };
+            // A closed body (client gone) drops `rx`, which the worker sees as a cancel.
+            if !ok {
+                return;
+            }
+        }
+    });
+    let mut r = response(StatusCode::OK, "text/event-stream", body);
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}
