@@ -258,7 +258,7 @@ impl BenchOptions {
             api: self.api,
             base_url: self.url.clone(),
             model: self.model.clone(),
-            prompt: self.prompt_text()?,
+            messages: vec![crate::request::Message::user(self.prompt_text()?)],
             system: self.system.clone(),
             max_tokens: self.max_tokens,
             temperature: self.temperature,

@@ -33,6 +33,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{CoreError, Result};
 use crate::options::BenchOptions;
 use crate::prompt;
+use crate::request::Message;
 use crate::shard::Shard;
 
 /// How the prompts of a run differ from one another.
@@ -61,6 +62,15 @@ impl CacheBust {
             }),
         }
     }
+}
+
+/// What one request sends beyond the run's common settings (URL, model, key, …).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestInput {
+    /// The conversation; the mark, when prompts are marked, starts its first user message.
+    pub messages: Vec<Message>,
+    /// The request's own output cap (a dataset's), instead of the run's `max_tokens`.
+    pub max_tokens: Option<u32>,
 }
 
 /// The prompts of one run (or one shard of it).
@@ -113,6 +123,19 @@ impl PromptPlan {
         }
         out.push_str(&self.rest);
         out
+    }
+
+    /// What request `index` sends: its prompt as one user message.
+    pub fn input(&self, index: u64) -> RequestInput {
+        RequestInput {
+            messages: vec![Message::user(self.prompt(index))],
+            max_tokens: None,
+        }
+    }
+
+    /// Whether every request sends the same input (then one body serves them all).
+    pub fn is_constant(&self) -> bool {
+        self.bust == CacheBust::Off
     }
 
     /// The mark of request `index` (see the module docs).

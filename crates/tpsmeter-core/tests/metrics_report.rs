@@ -302,7 +302,7 @@ fn a_report_never_contains_the_api_key() {
         api: Api::Gemini,
         base_url: "https://generativelanguage.example.com".into(),
         model: "gemini-x".into(),
-        prompt: "hello".into(),
+        messages: vec![tpsmeter_core::Message::user("hello")],
         system: None,
         max_tokens: 16,
         temperature: None,

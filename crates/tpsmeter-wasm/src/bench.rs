@@ -90,7 +90,7 @@ impl BenchRun {
         let entropy = (js_sys::Math::random() * 2f64.powi(53)) as u64;
         let prompts =
             PromptPlan::new(&options, None, entropy).map_err(|e| JsError::new(&e.to_string()))?;
-        let prompt_chars = spec.prompt.chars().count() as u64;
+        let prompt_chars = spec.prompt_text().chars().count() as u64;
         let plan =
             RequestPlan::new(spec, prompts, true).map_err(|e| JsError::new(&e.to_string()))?;
         if std::str::from_utf8(&plan.template().body).is_err() {

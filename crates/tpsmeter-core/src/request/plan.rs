@@ -2,7 +2,7 @@
 //! own prompt (see [`crate::prompt_plan`]).
 
 use crate::error::Result;
-use crate::prompt_plan::{CacheBust, PromptPlan};
+use crate::prompt_plan::{PromptPlan, RequestInput};
 
 use super::{HttpRequest, RequestSpec, build_browser_request, build_request};
 
@@ -23,10 +23,10 @@ impl RequestPlan {
     /// what a page must send ([`build_browser_request`]).
     pub fn new(spec: RequestSpec, prompts: PromptPlan, browser: bool) -> Result<RequestPlan> {
         let spec = RequestSpec {
-            prompt: String::new(),
+            messages: Vec::new(),
             ..spec
         };
-        let template = build(&with_prompt(&spec, prompts.prompt(0)), browser)?;
+        let template = build(&with_input(&spec, prompts.input(0)), browser)?;
         Ok(RequestPlan {
             spec,
             prompts,
@@ -41,12 +41,12 @@ impl RequestPlan {
     }
 
     /// The body of request `index` (the driver's ticket id); `None` when every request sends
-    /// the template's body (prompts not marked).
+    /// the template's body (prompts not marked, one prompt).
     pub fn body(&self, index: u64) -> Result<Option<Vec<u8>>> {
-        if self.prompts.cache_bust() == CacheBust::Off {
+        if self.prompts.is_constant() {
             return Ok(None);
         }
-        let spec = with_prompt(&self.spec, self.prompts.prompt(index));
+        let spec = with_input(&self.spec, self.prompts.input(index));
         Ok(Some(build(&spec, self.browser)?.body))
     }
 
@@ -55,9 +55,10 @@ impl RequestPlan {
     }
 }
 
-fn with_prompt(spec: &RequestSpec, prompt: String) -> RequestSpec {
+fn with_input(spec: &RequestSpec, input: RequestInput) -> RequestSpec {
     RequestSpec {
-        prompt,
+        messages: input.messages,
+        max_tokens: input.max_tokens.unwrap_or(spec.max_tokens),
         ..spec.clone()
     }
 }
@@ -75,6 +76,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::options::BenchOptions;
+    use crate::prompt_plan::CacheBust;
 
     fn plan(bust: CacheBust) -> RequestPlan {
         let options = BenchOptions {
