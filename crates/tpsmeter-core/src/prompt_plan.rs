@@ -147,13 +147,38 @@ impl PromptPlan {
                 )
             }
         };
-        Ok(PromptPlan {
+        let plan = PromptPlan {
             bust: options.cache_bust,
             shared,
             text,
             run_id: (seed >> 32) as u32,
             seed,
-        })
+        };
+        plan.check_room(counter)?;
+        Ok(plan)
+    }
+
+    /// With a tokenizer, a synthesised prompt must have room for its shared prefix and mark:
+    /// a request asked shorter than those could not be honoured.
+    fn check_room(&self, counter: Option<&dyn TokenCounter>) -> Result<()> {
+        let (Some(c), Text::Synth { lengths, .. }) = (counter, &self.text) else {
+            return Ok(());
+        };
+        let Some(mark) = self.bust.eq(&CacheBust::Prefix).then(|| self.mark(0)) else {
+            return Ok(());
+        };
+        let fixed = c.count(&format!("{} {mark}", self.shared).trim_start().to_owned())?;
+        if lengths.mean <= fixed {
+            return Err(CoreError::InvalidSpec {
+                what: "input token count",
+                input: lengths.mean.to_string(),
+                reason: format!(
+                    "the shared prefix and the unique mark already take {fixed} tokens: ask \
+                     for more, or send identical prompts (cache bust off)"
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// The prompt of the request with index `index` (the driver's ticket id). `counter`:

@@ -45,17 +45,22 @@ impl TokenCounter for CliTokenizer {
 
 /// Loads the tokenizer `arg` names (see the module docs).
 pub fn load(arg: &str) -> anyhow::Result<CliTokenizer> {
+    load_with(arg, &hf_cache_dirs())
+}
+
+/// [`load`], looking for model ids in the Hugging Face caches `caches`.
+pub fn load_with(arg: &str, caches: &[PathBuf]) -> anyhow::Result<CliTokenizer> {
     let path = Path::new(arg);
     let file = if path.is_file() {
         path.to_path_buf()
-    } else if let Some(found) = hf_cache_lookup(arg)? {
+    } else if let Some(found) = hf_cache_lookup(caches, arg) {
         found
     } else {
         bail!(
             "--tokenizer {arg}: no such file, and no tokenizer.json for a model {arg:?} in the \
              Hugging Face cache (looked in {}); download it with `huggingface-cli download \
              {arg} tokenizer.json`, or pass a tokenizer.json or GGUF path",
-            hf_cache_dirs()
+            caches
                 .iter()
                 .map(|d| d.display().to_string())
                 .collect::<Vec<_>>()
@@ -121,7 +126,7 @@ fn hf_cache_dirs() -> Vec<PathBuf> {
 
 /// `tokenizer.json` of model `id` (`ORG/NAME`) in the cache: the snapshot `refs/main`
 /// names, else any snapshot that has one.
-fn hf_cache_lookup(id: &str) -> anyhow::Result<Option<PathBuf>> {
+fn hf_cache_lookup(caches: &[PathBuf], id: &str) -> Option<PathBuf> {
     let valid = |part: &str| {
         !part.is_empty()
             && part != "."
@@ -130,13 +135,11 @@ fn hf_cache_lookup(id: &str) -> anyhow::Result<Option<PathBuf>> {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
     };
-    let Some((org, name)) = id.split_once('/') else {
-        return Ok(None);
-    };
+    let (org, name) = id.split_once('/')?;
     if !valid(org) || !valid(name) {
-        return Ok(None);
+        return None;
     }
-    for cache in hf_cache_dirs() {
+    for cache in caches {
         let repo = cache.join(format!("models--{org}--{name}"));
         if !repo.is_dir() {
             continue;
@@ -147,7 +150,7 @@ fn hf_cache_lookup(id: &str) -> anyhow::Result<Option<PathBuf>> {
             if valid(rev) {
                 let file = snapshots.join(rev).join("tokenizer.json");
                 if file.is_file() {
-                    return Ok(Some(file));
+                    return Some(file);
                 }
             }
         }
@@ -161,10 +164,10 @@ fn hf_cache_lookup(id: &str) -> anyhow::Result<Option<PathBuf>> {
             .collect();
         found.sort();
         if let Some(f) = found.pop() {
-            return Ok(Some(f));
+            return Some(f);
         }
     }
-    Ok(None)
+    None
 }
 
 #[cfg(test)]
@@ -174,10 +177,13 @@ mod tests {
 
     #[test]
     fn model_ids_are_checked_before_they_become_paths() {
-        assert_eq!(hf_cache_lookup("../etc").unwrap(), None);
-        assert_eq!(hf_cache_lookup("a/../b").unwrap(), None);
-        assert_eq!(hf_cache_lookup("noslash").unwrap(), None);
-        let e = load("nobody/no-such-model-xyz").unwrap_err().to_string();
+        let caches = [std::env::temp_dir()];
+        assert_eq!(hf_cache_lookup(&caches, "../etc"), None);
+        assert_eq!(hf_cache_lookup(&caches, "a/../b"), None);
+        assert_eq!(hf_cache_lookup(&caches, "noslash"), None);
+        let e = load_with("nobody/no-such-model-xyz", &caches)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("Hugging Face cache"), "{e}");
     }
 }
