@@ -167,7 +167,7 @@ impl PromptPlan {
         let Some(mark) = self.bust.eq(&CacheBust::Prefix).then(|| self.mark(0)) else {
             return Ok(());
         };
-        let fixed = c.count(&format!("{} {mark}", self.shared).trim_start().to_owned())?;
+        let fixed = c.count(format!("{} {mark}", self.shared).trim_start())?;
         if lengths.mean <= fixed {
             return Err(CoreError::InvalidSpec {
                 what: "input token count",
