@@ -19,7 +19,10 @@ export const APIS: readonly Api[] = [
   'local',
 ];
 
-type Kind = 'string' | 'boolean' | 'count' | 'positiveInt' | 'positive' | 'nonNegative' | 'levels' | 'rates' | 'api' | 'hook' | 'object' | 'render' | 'cacheBust';
+/** The named workloads (the core's `Workload`). */
+export const WORKLOADS = ['chat', 'rag-1k', 'long-10k', 'llmperf'] as const;
+
+type Kind = 'string' | 'boolean' | 'count' | 'positiveInt' | 'positive' | 'nonNegative' | 'levels' | 'rates' | 'api' | 'hook' | 'object' | 'render' | 'cacheBust' | 'tokenizer' | 'workload';
 
 /** Every option `bench()` takes, and what its value must be. */
 const OPTIONS: Record<string, Kind> = {
@@ -35,6 +38,9 @@ const OPTIONS: Record<string, Kind> = {
   maxTokens: 'positiveInt',
   prompt: 'string',
   inputTokens: 'positiveInt',
+  inputTokensStdev: 'count',
+  tokenizer: 'tokenizer',
+  workload: 'workload',
   cacheBust: 'cacheBust',
   sharedPrefix: 'positiveInt',
   system: 'string',
@@ -67,6 +73,8 @@ const EXPECTED: Record<Kind, string> = {
   object: 'an object',
   render: 'an HTMLElement or a render callback',
   cacheBust: "'prefix' or 'off'",
+  tokenizer: 'a URL, a Hugging Face model id, a File/Blob or bytes (ArrayBuffer, Uint8Array)',
+  workload: `one of ${WORKLOADS.map((w) => `'${w}'`).join(', ')}`,
 };
 
 /** Largest whole number an option takes (the wasm side reads 32-bit counts). */
@@ -114,6 +122,16 @@ function fits(kind: Kind, v: unknown): boolean {
       return typeof v === 'function' || (typeof v === 'object' && v !== null);
     case 'cacheBust':
       return v === 'prefix' || v === 'off';
+    case 'workload':
+      return typeof v === 'string' && (WORKLOADS as readonly string[]).includes(v);
+    case 'tokenizer':
+      return (
+        (typeof v === 'string' && v.length > 0) ||
+        v instanceof URL ||
+        v instanceof ArrayBuffer ||
+        v instanceof Uint8Array ||
+        (typeof Blob !== 'undefined' && v instanceof Blob)
+      );
   }
 }
 
@@ -184,6 +202,12 @@ export function validate(options: Record<string, unknown>): Record<string, unkno
   }
   if (options.prompt !== undefined && options.inputTokens !== undefined) {
     throw new TypeError('bench(): options `prompt` and `inputTokens` conflict: `inputTokens` generates the prompt; give one');
+  }
+  if (options.workload !== undefined && (options.prompt !== undefined || options.inputTokens !== undefined)) {
+    throw new TypeError('bench(): option `workload` sets the input itself: give a workload, or `prompt` / `inputTokens`');
+  }
+  if (options.inputTokensStdev !== undefined && options.inputTokens === undefined) {
+    throw new TypeError('bench(): option `inputTokensStdev` needs `inputTokens`: the mean it draws lengths around');
   }
   if (options.sharedPrefix !== undefined && options.cacheBust === 'off') {
     throw new TypeError("bench(): option `sharedPrefix` needs cache busting: with `cacheBust: 'off'` every request shares all of its prompt");
