@@ -80,6 +80,8 @@ pub struct RecordExtras {
     /// The run's tokenizer's count of the answer text: the output token count when the
     /// server reported no usage.
     pub output_tokens_counted: Option<u64>,
+    /// Multi-turn runs: the request's place in its conversation.
+    pub turn: Option<crate::conversations::Turn>,
 }
 
 /// Where the run stands, for progress displays.
@@ -318,6 +320,8 @@ impl LoadDriver {
         record.level_index = u32::try_from(ticket.level_index).ok();
         record.queue_ms = extras.queue_ms.or(record.queue_ms);
         record.tab_hidden = extras.tab_hidden;
+        record.turn = extras.turn.map(|t| t.turn);
+        record.conversation = extras.turn.map(|t| t.conversation);
         record.http_version.clone_from(&outcome.http_version);
         if let Some(v) = &outcome.http_version {
             if !self.http_versions.contains(v) {

@@ -79,6 +79,9 @@ pub struct BenchOptions {
     /// A named workload (see [`crate::workload`]): its input and output sizes, applied by
     /// [`BenchOptions::apply_workload`].
     pub workload: Option<Workload>,
+    /// Multi-turn: each virtual user holds a conversation of this many turns (see
+    /// [`crate::conversations`]). Closed loop only.
+    pub turns: Option<u32>,
 }
 
 impl Default for BenchOptions {
@@ -108,6 +111,7 @@ impl Default for BenchOptions {
             idle_timeout_s: 30.0,
             slo: None,
             workload: None,
+            turns: None,
         }
     }
 }
@@ -219,6 +223,19 @@ impl BenchOptions {
             ));
         }
         self.slo()?;
+        if let Some(t) = self.turns {
+            if !(1..=crate::conversations::MAX_TURNS).contains(&t) {
+                return Err(bad("turns", t.to_string(), "must be between 1 and 64"));
+            }
+            if t > 1 && !self.rate.is_empty() {
+                return Err(bad(
+                    "turns",
+                    t.to_string(),
+                    "multi-turn conversations are held by closed-loop users: give concurrency \
+                     levels, not a rate",
+                ));
+            }
+        }
         prompt::resolve(None, self.input_tokens)?;
         if let (Some(sd), None) = (self.input_tokens_stdev, self.input_tokens) {
             return Err(bad(
@@ -373,6 +390,7 @@ impl BenchOptions {
             timeout_s: Some(self.timeout_s),
             slo: self.slo()?,
             workload: self.workload,
+            turns: self.turns.filter(|&t| t > 1),
         })
     }
 }

@@ -222,6 +222,30 @@ impl PromptPlan {
         Ok(out)
     }
 
+    /// A later turn's user message in a multi-turn run (see [`crate::conversations`]):
+    /// synthesised words of a length drawn as the first message's are (no mark: the
+    /// conversation's first message has it), or, for a given prompt, a plain follow-up.
+    pub fn follow_up(&self, conversation: u64, turn: u32) -> String {
+        const FOLLOW_UPS: [&str; 4] = [
+            "Go on, in more detail.",
+            "Now summarise what you said so far, then add something new.",
+            "Give an example of that.",
+            "What would someone who disagrees say?",
+        ];
+        match &self.text {
+            Text::Fixed(_) => FOLLOW_UPS[(turn as usize) % FOLLOW_UPS.len()].to_owned(),
+            Text::Synth {
+                words,
+                lengths,
+                shared_words,
+                ..
+            } => {
+                let n = lengths.draw(self.seed ^ u64::from(turn).rotate_left(32), conversation);
+                words.between(*shared_words, shared_words + n).to_owned()
+            }
+        }
+    }
+
     /// What request `index` sends: its prompt as one user message.
     pub fn input(&self, index: u64, counter: Option<&dyn TokenCounter>) -> Result<RequestInput> {
         Ok(RequestInput {

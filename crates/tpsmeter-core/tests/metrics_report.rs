@@ -111,6 +111,7 @@ fn report(url: &str) -> Report {
             timeout_s: Some(30.0),
             slo: Some(Slo::parse("ttft=500ms,tpot=50ms").unwrap()),
             workload: None,
+            turns: None,
         },
         environment: Environment {
             os: "linux".into(),
@@ -129,6 +130,7 @@ fn report(url: &str) -> Report {
             message: "the tab was hidden for 3 ms".into(),
         }],
         clock_origin_unix_ms: Some(1_767_225_600_000.5),
+        turns: Vec::new(),
         shard: Some(ShardInfo {
             index: 1,
             count: 3,

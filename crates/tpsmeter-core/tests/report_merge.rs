@@ -110,6 +110,7 @@ fn config() -> RunConfig {
         timeout_s: Some(60.0),
         slo: Some(Slo::parse("ttft=35ms").unwrap()),
         workload: None,
+        turns: None,
     }
 }
 

@@ -109,7 +109,8 @@ impl BenchRun {
             .map_err(|e| JsError::new(&e.to_string()))?;
         let prompt_chars = spec.prompt_text().chars().count() as u64;
         let plan = RequestPlan::new(spec, prompts, counter, true)
-            .map_err(|e| JsError::new(&e.to_string()))?;
+            .map_err(|e| JsError::new(&e.to_string()))?
+            .with_turns(options.turns);
         if std::str::from_utf8(&plan.template().body).is_err() {
             return Err(JsError::new("the request body is not UTF-8"));
         }
@@ -148,9 +149,13 @@ impl BenchRun {
     /// The body of request `ticket`: its own prompt, marked (see `prompt_plan` in the core);
     /// `undefined` when every request sends `request().body` (cache busting off).
     pub fn body(&self, ticket: u32) -> Result<Option<String>, JsError> {
+        let t = self
+            .tickets
+            .get(&u64::from(ticket))
+            .ok_or_else(|| JsError::new(&format!("ticket {ticket} is not in flight")))?;
         let body = self
             .plan
-            .body(u64::from(ticket))
+            .body_for(t)
             .map_err(|e| JsError::new(&e.to_string()))?;
         body.map(|b| {
             String::from_utf8(b).map_err(|_| JsError::new("the request body is not UTF-8"))
@@ -193,8 +198,9 @@ impl BenchRun {
             return Err(JsError::new(&format!("ticket {ticket} is not in flight")));
         }
         let mut exchange = JsExchange::for_api(self.options.api, start_ms);
-        if self.plan.counter().is_some() {
-            // Re-counted at the end when the server sends no usage.
+        if self.plan.needs_answers() {
+            // Re-counted at the end when the server sends no usage; sent back in the next
+            // turn of a multi-turn run.
             exchange.inner.keep_answer();
         }
         Ok(exchange)
@@ -224,6 +230,10 @@ impl BenchRun {
         }
         let outcome = inner.into_outcome();
         let now = outcome.timeline.end_ms().unwrap_or(0.0);
+        let ok = outcome.failure.is_none() && outcome.timeline.stream_error().is_none();
+        let turn = self
+            .plan
+            .end(ticket, outcome.answer.as_deref().filter(|_| ok));
         let usage = outcome.timeline.usage().and_then(|u| u.output_tokens);
         let output_tokens_counted = match (self.plan.counter(), &outcome.answer, usage) {
             (Some(c), Some(answer), None) => Some(u64::from(
@@ -238,6 +248,7 @@ impl BenchRun {
                 queue_ms: extras.queue_ms.filter(|q| q.is_finite() && *q >= 0.0),
                 tab_hidden: extras.tab_hidden,
                 output_tokens_counted,
+                turn,
             },
             now,
         );

@@ -99,6 +99,12 @@ pub struct BenchArgs {
     #[arg(long, value_name = "NAME", value_parser = parse_workload)]
     pub workload: Option<Workload>,
 
+    /// Multi-turn chats: each virtual user holds one conversation of N turns; each turn sends
+    /// the conversation so far (the model's real answers included) and a new user message.
+    /// TTFT, speed and input length are reported per turn. Closed loop only.
+    #[arg(long, value_name = "N")]
+    pub turns: Option<u32>,
+
     /// Prompt text.
     #[arg(long)]
     pub prompt: Option<String>,
@@ -265,6 +271,7 @@ impl BenchArgs {
             idle_timeout_s: self.idle_timeout,
             slo: self.slo.clone(),
             workload: self.workload,
+            turns: self.turns,
         };
         if self.workload.is_some() && self.prompt_file.is_some() {
             anyhow::bail!("--workload sets the input itself: give a workload or --prompt-file");

@@ -55,8 +55,9 @@ impl Setup {
             None => None,
         };
         let prompts = PromptPlan::new(&options, args.shard, entropy, counter.as_deref())?;
-        let plan =
-            RequestPlan::new(spec.clone(), prompts, counter, false).context("build the request")?;
+        let plan = RequestPlan::new(spec.clone(), prompts, counter, false)
+            .context("build the request")?
+            .with_turns(options.turns);
         Ok(Setup {
             options,
             spec,

@@ -13,6 +13,7 @@ mod merge;
 mod record;
 pub(crate) mod redact;
 pub mod schema;
+pub mod turns;
 
 use std::collections::BTreeMap;
 
@@ -56,6 +57,9 @@ pub struct Report {
     /// (`tpsmeter bench --shard I/N`); `report::merge` makes the whole of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardInfo>,
+    /// Multi-turn runs: each level's figures per turn (see [`turns::TurnSummary`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<turns::TurnSummary>,
 }
 
 /// Which part of a spread run a report holds. Its `config` is the whole run's; its levels
@@ -90,6 +94,7 @@ impl Report {
         requests: Vec<RequestRecord>,
         warnings: Vec<Warning>,
     ) -> Report {
+        let turns = turns::summarise(&requests);
         Report {
             schema_version: SCHEMA_VERSION,
             tool: ToolInfo {
@@ -103,6 +108,7 @@ impl Report {
             warnings,
             clock_origin_unix_ms: None,
             shard: None,
+            turns,
         }
     }
 
@@ -203,6 +209,9 @@ pub struct RunConfig {
     /// The named workload the run used (`--workload`), which set its input and output sizes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<crate::workload::Workload>,
+    /// Multi-turn runs (`--turns`): turns per conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<u32>,
 }
 
 /// Where the run happened. Filled by the caller (this crate does no I/O).

@@ -211,6 +211,15 @@ pub struct RequestRecord {
     /// (and possibly timers) were throttled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tab_hidden: Option<bool>,
+    /// Input tokens the server took from its prompt cache, where its usage says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+    /// Multi-turn runs: the request's turn in its conversation (from 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    /// Multi-turn runs: its conversation (the id of the conversation's first request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<u64>,
 }
 
 impl RequestRecord {
@@ -269,6 +278,9 @@ impl RequestRecord {
             scheduled_ms: None,
             queue_ms: timeline.queue_ms(),
             http_version: None,
+            cached_input_tokens: timeline.usage().and_then(|u| u.cached_input_tokens),
+            turn: None,
+            conversation: None,
             tab_hidden: None,
         }
     }

@@ -1,8 +1,11 @@
 //! The requests of a run: one URL and set of headers, and a body per request, each with its
 //! own prompt (see [`crate::prompt_plan`]).
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
+use crate::conversations::{Conversations, Turn};
+use crate::drive::Ticket;
 use crate::error::Result;
 use crate::prompt_plan::{PromptPlan, RequestInput};
 use crate::tokens::TokenCounter;
@@ -19,6 +22,8 @@ pub struct RequestPlan {
     /// The run's tokenizer, which cuts synthesised prompts to their exact lengths.
     counter: Option<Rc<dyn TokenCounter>>,
     browser: bool,
+    /// Multi-turn runs: the conversations in progress.
+    conversations: Option<RefCell<Conversations>>,
     /// Request 0, whose URL and headers every request shares.
     template: HttpRequest,
 }
@@ -46,8 +51,53 @@ impl RequestPlan {
             prompts,
             counter,
             browser,
+            conversations: None,
             template,
         })
+    }
+
+    /// Each virtual user holds a conversation of `turns` turns (see
+    /// [`crate::conversations`]); 1 or less: single requests.
+    pub fn with_turns(mut self, turns: Option<u32>) -> RequestPlan {
+        self.conversations = turns
+            .filter(|&t| t > 1)
+            .map(|t| RefCell::new(Conversations::new(t)));
+        self
+    }
+
+    /// The body of `ticket`'s request: [`RequestPlan::body`], or in a multi-turn run its
+    /// conversation so far and a new user message.
+    pub fn body_for(&self, ticket: &Ticket) -> Result<Option<Vec<u8>>> {
+        let Some(conversations) = &self.conversations else {
+            return self.body(ticket.id);
+        };
+        let counter = self.counter();
+        let (messages, _) = conversations.borrow_mut().begin(
+            ticket,
+            |id| self.prompts.prompt(id, counter),
+            |id, turn| self.prompts.follow_up(id, turn),
+        )?;
+        let input = RequestInput {
+            messages,
+            max_tokens: None,
+        };
+        Ok(Some(
+            build(&with_input(&self.spec, input), self.browser)?.body,
+        ))
+    }
+
+    /// `ticket`'s request ended: its answer (`None` when it failed) goes on in its
+    /// conversation. Returns the request's turn in a multi-turn run.
+    pub fn end(&self, ticket: u64, answer: Option<&str>) -> Option<Turn> {
+        let conversations = self.conversations.as_ref()?;
+        let turn = conversations.borrow().turn_of(ticket);
+        conversations.borrow_mut().end(ticket, answer);
+        turn
+    }
+
+    /// Whether answers must be kept (multi-turn runs send them back).
+    pub fn needs_answers(&self) -> bool {
+        self.conversations.is_some() || self.counter.is_some()
     }
 
     /// The first request: the URL, headers and method of all of them.
