@@ -38,6 +38,12 @@ export interface RunSettings {
    * output cap (an explicit `maxTokens` wins); not with `prompt` or `inputTokens`.
    */
   workload?: 'chat' | 'rag-1k' | 'long-10k' | 'llmperf';
+  /**
+   * Multi-turn chats: each virtual user holds one conversation of this many turns; each turn
+   * sends the conversation so far (the model's real answers included) and a new user
+   * message. Records carry `turn` and the report `turns` (TTFT per turn). Not with `rate`.
+   */
+  turns?: number;
   /** Draw each request's input length around `inputTokens` with this standard deviation. */
   inputTokensStdev?: number;
   /**

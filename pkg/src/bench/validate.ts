@@ -41,6 +41,7 @@ const OPTIONS: Record<string, Kind> = {
   inputTokensStdev: 'count',
   tokenizer: 'tokenizer',
   workload: 'workload',
+  turns: 'positiveInt',
   cacheBust: 'cacheBust',
   sharedPrefix: 'positiveInt',
   system: 'string',
@@ -205,6 +206,12 @@ export function validate(options: Record<string, unknown>): Record<string, unkno
   }
   if (options.workload !== undefined && (options.prompt !== undefined || options.inputTokens !== undefined)) {
     throw new TypeError('bench(): option `workload` sets the input itself: give a workload, or `prompt` / `inputTokens`');
+  }
+  if (typeof options.turns === 'number' && options.turns > 1 && options.rate !== undefined) {
+    throw new TypeError('bench(): option `turns` needs closed-loop users (`concurrency`): conversations are held by virtual users, not arrivals');
+  }
+  if (typeof options.turns === 'number' && options.turns > 64) {
+    throw new TypeError(`bench(): option \`turns\` is at most 64, got ${options.turns}`);
   }
   if (options.inputTokensStdev !== undefined && options.inputTokens === undefined) {
     throw new TypeError('bench(): option `inputTokensStdev` needs `inputTokens`: the mean it draws lengths around');

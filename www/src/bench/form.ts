@@ -67,6 +67,8 @@ export interface FormState {
   uniquePrompts: boolean;
   /** Tokens every request shares before its mark (0: none). */
   sharedPrefix: number;
+  /** Turns per conversation (1: single requests). */
+  turns: number;
   /** Standard deviation of synthetic input lengths, tokens (0: every request the same). */
   inputStdev: number;
   /** The model's tokenizer: a tokenizer.json or GGUF URL, or a Hugging Face model id ('' : none). */
@@ -94,6 +96,7 @@ export const DEFAULTS: FormState = {
   sharedPrefix: 0,
   inputStdev: 0,
   tokenizer: '',
+  turns: 1,
 };
 
 function field(label: string, control: HTMLElement, hint?: string, id?: string): HTMLElement {
@@ -125,6 +128,7 @@ export class RunForm {
   readonly render = el('input', { type: 'checkbox', id: 'f-render' });
   readonly uniquePrompts = el('input', { type: 'checkbox', id: 'f-unique-prompts' });
   readonly sharedPrefix = el('input', { name: 'sharedPrefix', id: 'f-shared-prefix', type: 'number', min: 0, max: 100000 });
+  readonly turns = el('input', { name: 'turns', id: 'f-turns', type: 'number', min: 1, max: 64 });
   readonly inputStdev = el('input', { name: 'inputStdev', id: 'f-input-stdev', type: 'number', min: 0, max: 100000 });
   readonly tokenizer = el('input', { name: 'tokenizer', id: 'f-tokenizer', placeholder: 'HuggingFaceTB/SmolLM2-135M-Instruct or https://…/tokenizer.json', spellcheck: 'false' });
   readonly tokenizerFile = el('input', { type: 'file', id: 'f-tokenizer-file', accept: '.json,.gguf' });
@@ -185,6 +189,7 @@ export class RunForm {
         field('Requests per level', this.requests),
         field('Warm-up requests per level', this.warmup, 'Run first, left out of the figures.'),
         field('Service-level objectives (optional)', this.slo),
+        field('Turns per conversation', this.turns, 'Above 1: each user holds a chat, each turn sending the conversation so far with the model\'s real answers; TTFT is charted per turn.'),
         field('Shared prefix (tokens, optional)', this.sharedPrefix, 'Every request shares this many tokens before its own mark: measures the server\'s prefix caching on purpose.'),
       ),
       el('label', { class: 'check' }, this.uniquePrompts, 'A unique prompt per request ([run <id> #<n>] before it), so no server answers from its prompt cache; off measures the cached case'),
@@ -259,6 +264,7 @@ export class RunForm {
       sharedPrefix: Number.isFinite(this.sharedPrefix.valueAsNumber) ? this.sharedPrefix.valueAsNumber : 0,
       inputStdev: Number.isFinite(this.inputStdev.valueAsNumber) ? this.inputStdev.valueAsNumber : 0,
       tokenizer: this.tokenizer.value.trim(),
+      turns: Number.isFinite(this.turns.valueAsNumber) ? this.turns.valueAsNumber : 1,
     };
   }
 
@@ -321,6 +327,7 @@ export class RunForm {
     this.sharedPrefix.value = String(s.sharedPrefix || 0);
     this.inputStdev.value = String(s.inputStdev || 0);
     this.tokenizer.value = s.tokenizer ?? '';
+    this.turns.value = String(s.turns || 1);
     this.applyPreset(s.preset, false);
     this.syncPromptKind();
     if (p) fromQuery.unshift('preset');
@@ -374,6 +381,7 @@ export function validate(s: FormState): string[] {
   if (!(Number.isInteger(s.sharedPrefix) && s.sharedPrefix >= 0 && s.sharedPrefix <= LIMITS.inputTokens)) out.push(`Shared prefix must be 0 to ${LIMITS.inputTokens.toLocaleString('en-US')} tokens.`);
   if (s.sharedPrefix > 0 && !s.uniquePrompts) out.push('A shared prefix needs unique prompts: without them every request shares all of its prompt.');
   if (s.sharedPrefix > 0 && s.promptKind === 'synthetic' && (inputLengths(s.inputLengths) ?? []).some((n) => n <= s.sharedPrefix)) out.push('Each input length must be above the shared prefix.');
+  if (!(Number.isInteger(s.turns) && s.turns >= 1 && s.turns <= 64)) out.push('Turns per conversation must be 1 to 64.');
   if (!(Number.isInteger(s.inputStdev) && s.inputStdev >= 0 && s.inputStdev <= LIMITS.inputTokens)) out.push(`Input length spread must be 0 to ${LIMITS.inputTokens.toLocaleString('en-US')} tokens.`);
   if (s.promptKind === 'synthetic' && !inputLengths(s.inputLengths)) out.push(`Input lengths must be whole numbers of tokens from 1 to ${LIMITS.inputTokens.toLocaleString('en-US')}, comma-separated (e.g. 128,1024), at most ${LIMITS.inputLengths}.`);
   return out;
@@ -430,6 +438,7 @@ function oneRun(s: FormState, prompt: Input): Omit<RunSettings, 'apiKey'> {
     ...(s.sharedPrefix > 0 ? { sharedPrefix: s.sharedPrefix } : {}),
     ...('inputTokens' in prompt && s.inputStdev > 0 ? { inputTokensStdev: s.inputStdev } : {}),
     ...(s.tokenizer ? { tokenizer: s.tokenizer } : {}),
+    ...(s.turns > 1 ? { turns: s.turns } : {}),
   };
   if (s.preset === LOCAL_PRESET) return { ...base, api: 'local', url: 'local:engine', model: '' };
   return { ...base, api: s.api, url: s.url, model: s.model || 'default' };
