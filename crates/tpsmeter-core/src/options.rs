@@ -68,6 +68,9 @@ pub struct BenchOptions {
     pub idle_timeout_s: f64,
     /// Service-level objectives, e.g. `ttft=500ms,tpot=50ms` (see [`Slo::parse`]).
     pub slo: Option<String>,
+    /// Seconds over which each closed-loop phase opens its streams, evenly, instead of all
+    /// at once (see [`crate::ramp`]); 0 or absent: all at once. Closed loop only.
+    pub ramp_up_s: Option<f64>,
 }
 
 impl Default for BenchOptions {
@@ -94,6 +97,7 @@ impl Default for BenchOptions {
             timeout_s: 60.0,
             idle_timeout_s: 30.0,
             slo: None,
+            ramp_up_s: None,
         }
     }
 }
@@ -204,10 +208,45 @@ impl BenchOptions {
                 "give a prompt or an input token count, not both",
             ));
         }
+        self.check_ramp_up()?;
         self.slo()?;
         prompt::resolve(None, self.input_tokens)?;
         prompt_plan::check_shared_prefix(self)?;
         Ok(())
+    }
+
+    /// The ramp-up's rules: a number of seconds (0 is none), for closed-loop levels, shorter
+    /// than a timed level (whose streams would otherwise not all open within it).
+    fn check_ramp_up(&self) -> Result<()> {
+        let Some(r) = self.ramp_up_s else {
+            return Ok(());
+        };
+        let bad = |reason: &str| CoreError::InvalidSpec {
+            what: "ramp-up",
+            input: r.to_string(),
+            reason: reason.into(),
+        };
+        if !(r.is_finite() && (0.0..=MAX_SECONDS).contains(&r)) {
+            return Err(bad("must be a number of seconds from 0 to 86400"));
+        }
+        if r > 0.0 && !self.rate.is_empty() {
+            return Err(bad(
+                "spreads the start of closed-loop streams (--concurrency); open-loop \
+                 arrivals (--rate) are already spread by their rate: start with a lower rate \
+                 instead",
+            ));
+        }
+        if self.duration_s.is_some_and(|d| r >= d) {
+            return Err(bad(
+                "must be shorter than the level's duration, or some streams would never start",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The ramp-up in ms (0 when none).
+    pub fn ramp_up_ms(&self) -> f64 {
+        self.ramp_up_s.unwrap_or(0.0) * 1000.0
     }
 
     /// The seed the prompts' run id derives from, when one was given.
@@ -306,6 +345,7 @@ impl BenchOptions {
             warmup: self.warmup,
             timeout_s: Some(self.timeout_s),
             slo: self.slo()?,
+            ramp_up_s: self.ramp_up_s.filter(|&r| r > 0.0),
         })
     }
 }
@@ -349,13 +389,28 @@ pub(crate) mod tests {
 
     #[test]
     fn validation_names_the_option() {
-        let cases: [(Mutation, &str); 6] = [
+        let cases: [(Mutation, &str); 9] = [
             (|o| o.concurrency = vec![0], "concurrency"),
             (|o| o.requests = Some(0), "requests"),
             (|o| o.timeout_s = f64::INFINITY, "timeout"),
             (|o| o.rate = vec![-1.0], "rate"),
             (|o| o.slo = Some("ttft=5".into()), "SLO"),
             (|o| o.input_tokens = Some(0), "input token count"),
+            (|o| o.ramp_up_s = Some(f64::NAN), "ramp-up"),
+            (
+                |o| {
+                    o.rate = vec![5.0];
+                    o.ramp_up_s = Some(2.0);
+                },
+                "open-loop arrivals",
+            ),
+            (
+                |o| {
+                    o.duration_s = Some(5.0);
+                    o.ramp_up_s = Some(5.0);
+                },
+                "shorter than the level's duration",
+            ),
         ];
         for (mutate, what) in cases {
             let mut o = options();
@@ -364,6 +419,10 @@ pub(crate) mod tests {
             assert!(e.contains(what), "{e} should name {what}");
         }
         options().validate().unwrap();
+        let mut o = options();
+        o.rate = vec![5.0];
+        o.ramp_up_s = Some(0.0);
+        o.validate().expect("no ramp is no ramp, whatever the load");
     }
 
     #[test]
