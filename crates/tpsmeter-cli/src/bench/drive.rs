@@ -53,7 +53,7 @@ pub async fn run(
     cancel: &CancellationToken,
     recorder: &mut Recorder,
 ) -> anyhow::Result<()> {
-    let mut inflight: JoinSet<(Ticket, Outcome)> = JoinSet::new();
+    let mut inflight: JoinSet<(Ticket, (Outcome, RecordExtras))> = JoinSet::new();
     let mut shown: Option<Shown> = None;
     let origin = tokio::time::Instant::from_std(runner.origin());
     loop {
@@ -76,7 +76,7 @@ pub async fn run(
                 let body = plan.body(ticket.id)?.map(bytes::Bytes::from);
                 let runner = Arc::clone(runner);
                 let cancel = cancel.clone();
-                inflight.spawn(async move { (ticket, runner.run(&cancel, body).await) });
+                inflight.spawn(async move { (ticket, runner.run_timed(&cancel, body).await) });
                 continue;
             }
             Action::Sleep { until_ms } => {
@@ -91,13 +91,13 @@ pub async fn run(
             j = inflight.join_next(), if !inflight.is_empty() => j,
             () = sleep_until(wake) => continue,
         };
-        let (ticket, outcome) = match joined {
+        let (ticket, (outcome, extras)) = match joined {
             Some(Ok(done)) => done,
             Some(Err(e)) => anyhow::bail!("a request task failed: {e}"),
             // Nothing in flight and nothing to sleep for: the driver would wait forever.
             None => anyhow::bail!("load driver waits with no request in flight"),
         };
-        let record = driver.complete(&ticket, outcome, RecordExtras::default(), runner.now_ms());
+        let record = driver.complete(&ticket, outcome, extras, runner.now_ms());
         if let Some(s) = shown.as_mut() {
             s.total += 1;
             if record.ok() {
