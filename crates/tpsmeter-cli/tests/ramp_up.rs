@@ -94,7 +94,11 @@ async fn ramp_up_opens_a_hundred_streams_within_a_backlog_of_five() {
     // Streams opened over the ramp, not at once.
     let first = records.iter().map(|r| r.start_ms).fold(f64::MAX, f64::min);
     let last = records.iter().map(|r| r.start_ms).fold(f64::MIN, f64::max);
-    assert!(last - first >= 1900.0, "starts spread over {} ms", last - first);
+    assert!(
+        last - first >= 1900.0,
+        "starts spread over {} ms",
+        last - first
+    );
     // No connect waited for a SYN's retry: the backlog never overflowed.
     let connects: Vec<f64> = records.iter().map(|r| r.connect_ms.unwrap()).collect();
     let slowest = connects.iter().copied().fold(0.0, f64::max);
@@ -141,7 +145,10 @@ async fn a_full_backlog_is_connect_time_and_an_unaccepted_connection_is_server_w
         .collect();
     // Dropped SYNs: the wait was the handshake, and the server answered at once after it.
     let retried: Vec<_> = parts.iter().filter(|p| p.0 >= SYN_RETRY_MS).collect();
-    assert!(!retried.is_empty(), "no connect waited for a retry: {parts:?}");
+    assert!(
+        !retried.is_empty(),
+        "no connect waited for a retry: {parts:?}"
+    );
     assert!(
         retried.iter().all(|p| p.1 < 300.0),
         "a retried connect also waited on the server: {parts:?}"
@@ -192,7 +199,11 @@ async fn a_slow_server_is_wait_time_and_a_reused_connection_connects_in_no_time(
         // The wait is inside TTFT; the set-up is not.
         assert!(r.metrics.ttft_ms.unwrap() >= wait);
     }
-    assert_eq!(emu.stats().connections, 1, "the second request reused the connection");
+    assert_eq!(
+        emu.stats().connections,
+        1,
+        "the second request reused the connection"
+    );
     assert_eq!(records[1].connect_ms, Some(0.0), "{:?}", records[1]);
 }
 

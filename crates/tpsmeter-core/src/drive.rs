@@ -490,7 +490,11 @@ impl LoadDriver {
             failed: 0,
             in_flight: 0,
             paused_until: Vec::new(),
-            ramp: self.ramps.get(self.next_level - usize::from(!warmup)).copied().flatten(),
+            ramp: self
+                .ramps
+                .get(self.next_level - usize::from(!warmup))
+                .copied()
+                .flatten(),
             first_record: self.records.len(),
             last_end_ms: None,
         });

@@ -56,8 +56,8 @@ impl Ramp {
         // division may land a hair off an opening time).
         let level_index = ((now_ms - start_ms) / self.step_ms).floor() - f64::from(self.offset);
         // Saturating float-to-int cast: a huge elapsed time opens every stream.
-        let mut j = ((level_index / f64::from(self.stride)).floor().max(0.0) as u32)
-            .min(streams - 1);
+        let mut j =
+            ((level_index / f64::from(self.stride)).floor().max(0.0) as u32).min(streams - 1);
         while j > 0 && self.opens_at(start_ms, j) > now_ms {
             j -= 1;
         }
@@ -95,7 +95,10 @@ mod tests {
         for (k, share) in [(0, 4), (1, 3), (2, 3)] {
             let r = Ramp::new(1000.0, 10, Shard::new(k, 3).unwrap()).unwrap();
             all.extend((0..share).map(|j| r.opens_at(0.0, j)));
-            assert_eq!(r.open_streams(0.0, r.opens_at(0.0, share - 1), share), share);
+            assert_eq!(
+                r.open_streams(0.0, r.opens_at(0.0, share - 1), share),
+                share
+            );
             if k > 0 {
                 assert_eq!(r.open_streams(0.0, r.opens_at(0.0, 0) - 1.0, share), 0);
             }
@@ -108,7 +111,11 @@ mod tests {
     #[test]
     fn waking_at_an_opening_time_finds_that_stream_open() {
         // Start times and steps whose sums round: the count must agree with `opens_at`.
-        for (ramp, c, start) in [(1000.0, 3, 0.1), (10_000.0, 7, 12_345.678_9), (333.3, 100, 0.3)] {
+        for (ramp, c, start) in [
+            (1000.0, 3, 0.1),
+            (10_000.0, 7, 12_345.678_9),
+            (333.3, 100, 0.3),
+        ] {
             let r = Ramp::new(ramp, c, Shard::WHOLE).unwrap();
             for j in 0..c {
                 let at = r.opens_at(start, j);

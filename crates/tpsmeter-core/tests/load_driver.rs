@@ -534,7 +534,10 @@ fn transport_timing_parts_reach_the_record_and_split_the_clients_queue() {
             let mut ex = Exchange::new(tpsmeter_core::Api::OpenaiChat, 0.0);
             ex.on_sent(50.0);
             ex.on_response(200, None);
-            ex.on_bytes(70.0, b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n");
+            ex.on_bytes(
+                70.0,
+                b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n",
+            );
             ex.on_bytes(71.0, b"data: [DONE]\n\n");
             outcome = ex.into_outcome();
         }
@@ -550,5 +553,8 @@ fn transport_timing_parts_reach_the_record_and_split_the_clients_queue() {
     assert_eq!((page.queue_ms, page.tls_ms), (Some(3.0), Some(8.0)));
     assert_eq!((done[2].connect_ms, done[2].wait_ms), (None, None));
     let line = cli.to_json_line();
-    assert!(line.contains("\"connect_ms\":30.0") && !line.contains("tls_ms"), "{line}");
+    assert!(
+        line.contains("\"connect_ms\":30.0") && !line.contains("tls_ms"),
+        "{line}"
+    );
 }

@@ -57,6 +57,8 @@ export interface FormState {
   uniquePrompts: boolean;
   /** Tokens every request shares before its mark (0: none). */
   sharedPrefix: number;
+  /** Seconds over which each level opens its streams (0: all at once). */
+  rampUpS: number;
 }
 
 export const DEFAULTS: FormState = {
@@ -77,6 +79,7 @@ export const DEFAULTS: FormState = {
   render: true,
   uniquePrompts: true,
   sharedPrefix: 0,
+  rampUpS: 0,
 };
 
 function field(label: string, control: HTMLElement, hint?: string, id?: string): HTMLElement {
@@ -106,6 +109,7 @@ export class RunForm {
   readonly render = el('input', { type: 'checkbox', id: 'f-render' });
   readonly uniquePrompts = el('input', { type: 'checkbox', id: 'f-unique-prompts' });
   readonly sharedPrefix = el('input', { name: 'sharedPrefix', id: 'f-shared-prefix', type: 'number', min: 0, max: 100000 });
+  readonly rampUp = el('input', { name: 'rampUpS', id: 'f-ramp-up', type: 'number', min: 0, max: 600, step: 'any' });
   readonly run = el('button', { type: 'submit', class: 'primary', id: 'run', text: 'Run benchmark' });
   readonly stop = el('button', { type: 'button', id: 'stop', text: 'Stop', disabled: true });
   readonly note = el('p', { class: 'hint', id: 'preset-note' });
@@ -160,6 +164,7 @@ export class RunForm {
         field('Warm-up requests per level', this.warmup, 'Run first, left out of the figures.'),
         field('Service-level objectives (optional)', this.slo),
         field('Shared prefix (tokens, optional)', this.sharedPrefix, 'Every request shares this many tokens before its own mark: measures the server\'s prefix caching on purpose.'),
+        field('Ramp-up (seconds, optional)', this.rampUp, 'Open each level\'s requests spread over this time instead of all at once, so a burst does not overflow the server\'s connection backlog.'),
       ),
       el('label', { class: 'check' }, this.uniquePrompts, 'A unique prompt per request ([run <id> #<n>] before it), so no server answers from its prompt cache; off measures the cached case'),
       el('label', { class: 'check' }, this.render, 'Show the text as it streams and measure when it is painted (perceived TPS)'),
@@ -226,6 +231,7 @@ export class RunForm {
       render: this.render.checked,
       uniquePrompts: this.uniquePrompts.checked,
       sharedPrefix: Number.isFinite(this.sharedPrefix.valueAsNumber) ? this.sharedPrefix.valueAsNumber : 0,
+      rampUpS: Number.isFinite(this.rampUp.valueAsNumber) ? this.rampUp.valueAsNumber : 0,
     };
   }
 
@@ -284,6 +290,7 @@ export class RunForm {
     this.render.checked = s.render;
     this.uniquePrompts.checked = s.uniquePrompts !== false;
     this.sharedPrefix.value = String(s.sharedPrefix || 0);
+    this.rampUp.value = String(s.rampUpS || 0);
     this.applyPreset(s.preset, false);
     this.syncPromptKind();
     if (p) fromQuery.unshift('preset');
@@ -337,6 +344,7 @@ export function validate(s: FormState): string[] {
   if (!(Number.isInteger(s.sharedPrefix) && s.sharedPrefix >= 0 && s.sharedPrefix <= LIMITS.inputTokens)) out.push(`Shared prefix must be 0 to ${LIMITS.inputTokens.toLocaleString('en-US')} tokens.`);
   if (s.sharedPrefix > 0 && !s.uniquePrompts) out.push('A shared prefix needs unique prompts: without them every request shares all of its prompt.');
   if (s.sharedPrefix > 0 && s.promptKind === 'synthetic' && (inputLengths(s.inputLengths) ?? []).some((n) => n <= s.sharedPrefix)) out.push('Each input length must be above the shared prefix.');
+  if (!(s.rampUpS >= 0 && s.rampUpS <= LIMITS.rampUpS)) out.push(`Ramp-up must be 0 to ${LIMITS.rampUpS} seconds.`);
   if (s.promptKind === 'synthetic' && !inputLengths(s.inputLengths)) out.push(`Input lengths must be whole numbers of tokens from 1 to ${LIMITS.inputTokens.toLocaleString('en-US')}, comma-separated (e.g. 128,1024), at most ${LIMITS.inputLengths}.`);
   return out;
 }
@@ -345,7 +353,7 @@ export function validate(s: FormState): string[] {
  * Caps on what one click can start: a link can prefill the form, and a remembered key pays
  * for whatever runs, so the page refuses runs larger than these (the CLI is for more).
  */
-export const LIMITS = { maxTokens: 32_768, requests: 1_000, warmup: 100, concurrency: 256, inputTokens: 200_000, inputLengths: 8 };
+export const LIMITS = { maxTokens: 32_768, requests: 1_000, warmup: 100, concurrency: 256, inputTokens: 200_000, inputLengths: 8, rampUpS: 600 };
 
 /** The input lengths of a synthetic-input run (one benchmark each). */
 export function inputLengths(text: string): number[] | undefined {
@@ -384,6 +392,7 @@ function oneRun(s: FormState, prompt: { prompt: string } | { inputTokens: number
     ...(s.slo ? { slo: s.slo } : {}),
     ...(s.uniquePrompts === false ? { cacheBust: 'off' as const } : {}),
     ...(s.sharedPrefix > 0 ? { sharedPrefix: s.sharedPrefix } : {}),
+    ...(s.rampUpS > 0 ? { rampUpS: s.rampUpS } : {}),
   };
   if (s.preset === LOCAL_PRESET) return { ...base, api: 'local', url: 'local:engine', model: '' };
   return { ...base, api: s.api, url: s.url, model: s.model || 'default' };

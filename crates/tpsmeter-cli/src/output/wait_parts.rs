@@ -36,5 +36,9 @@ pub fn lines(report: &Report, out: &mut String) {
 }
 
 fn pair(s: &Summary) -> String {
-    format!("{} / {}", crate::output::table::num(s.p50), crate::output::table::num(s.p99))
+    format!(
+        "{} / {}",
+        crate::output::table::num(s.p50),
+        crate::output::table::num(s.p99)
+    )
 }

@@ -126,9 +126,11 @@ impl tower_service::Service<Uri> for Connector {
     }
 
     fn call(&mut self, uri: Uri) -> Self::Future {
-        let needs_lookup = uri
-            .host()
-            .is_some_and(|h| h.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_err());
+        let needs_lookup = uri.host().is_some_and(|h| {
+            h.trim_matches(['[', ']'])
+                .parse::<std::net::IpAddr>()
+                .is_err()
+        });
         let setup = Setup::start(needs_lookup);
         setup.announce();
         // A connector of its own per connection, so its resolver notes this connection's
