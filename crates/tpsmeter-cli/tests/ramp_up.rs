@@ -17,6 +17,7 @@ mod common;
 use std::time::Duration;
 
 use common::{argv, bench, measured};
+use tpsmeter_cli::bench::BenchResult;
 use tpsmeter_core::report::RequestRecord;
 use tpsmeter_emulator::{Emulator, EmulatorConfig, Fault, Schedule};
 
@@ -34,6 +35,37 @@ fn schedule(ttft_ms: u64, itl_ms: u64, tokens: u32) -> Schedule {
         itl: Duration::from_millis(itl_ms),
         output_tokens: tokens,
     }
+}
+
+/// An emulator whose listen backlog is `backlog` and that accepts nothing for `pause` after
+/// its first connection.
+async fn paused(backlog: u32, pause: Duration, schedule: Schedule) -> Emulator {
+    emulator(EmulatorConfig {
+        schedule,
+        backlog: Some(backlog),
+        accept_pause: pause,
+        ..EmulatorConfig::default()
+    })
+    .await
+}
+
+/// `c` requests at concurrency `c` against `url`, asking `tokens` tokens each, then `extra`.
+async fn run(url: &str, c: u32, tokens: u32, extra: &[&str]) -> BenchResult {
+    let (c, tokens) = (c.to_string(), tokens.to_string());
+    let mut args = argv(
+        "openai-chat",
+        url,
+        &[
+            "--concurrency",
+            &c,
+            "--requests",
+            &c,
+            "--max-tokens",
+            &tokens,
+        ],
+    );
+    args.extend_from_slice(extra);
+    bench(&args).await
 }
 
 /// The most requests in flight at once, from the records' send and end times.
@@ -61,24 +93,13 @@ async fn ramp_up_opens_a_hundred_streams_within_a_backlog_of_five() {
         ..EmulatorConfig::default()
     })
     .await;
-    let url = emu.base_url();
-    let args = argv(
-        "openai-chat",
-        &url,
-        &[
-            "--concurrency",
-            "100",
-            "--requests",
-            "100",
-            "--max-tokens",
-            "45",
-            "--ramp-up",
-            "2s",
-            "--timeout",
-            "30",
-        ],
-    );
-    let result = bench(&args).await;
+    let result = run(
+        &emu.base_url(),
+        100,
+        45,
+        &["--ramp-up", "2s", "--timeout", "30"],
+    )
+    .await;
     let report = &result.report;
     assert_eq!(report.config.ramp_up_s, Some(2.0));
     let records = measured(report);
@@ -114,29 +135,8 @@ async fn a_full_backlog_is_connect_time_and_an_unaccepted_connection_is_server_w
     // retried after 1 s, by when the server accepts again. Each request lasts 1.5 s, so no
     // connection is free for another request before the retries connect (hyper-util's pool
     // gives a waiting request whichever connection is ready first).
-    let emu = emulator(EmulatorConfig {
-        schedule: schedule(5, 100, 15),
-        backlog: Some(1),
-        accept_pause: Duration::from_millis(400),
-        ..EmulatorConfig::default()
-    })
-    .await;
-    let url = emu.base_url();
-    let args = argv(
-        "openai-chat",
-        &url,
-        &[
-            "--concurrency",
-            "8",
-            "--requests",
-            "8",
-            "--max-tokens",
-            "15",
-            "--timeout",
-            "20",
-        ],
-    );
-    let result = bench(&args).await;
+    let emu = paused(1, Duration::from_millis(400), schedule(5, 100, 15)).await;
+    let result = run(&emu.base_url(), 8, 15, &["--timeout", "20"]).await;
     let records = measured(&result.report);
     assert!(records.iter().all(|r| r.ok()), "{records:?}");
     let parts: Vec<(f64, f64)> = records
@@ -182,12 +182,12 @@ async fn a_slow_server_is_wait_time_and_a_reused_connection_connects_in_no_time(
     })
     .await;
     let url = emu.base_url();
-    let args = argv(
+    let result = bench(&argv(
         "openai-chat",
         &url,
         &["--concurrency", "1", "--requests", "2", "--max-tokens", "2"],
-    );
-    let result = bench(&args).await;
+    ))
+    .await;
     let records = measured(&result.report);
     assert!(records.iter().all(|r| r.ok()), "{records:?}");
     for r in &records {
@@ -212,30 +212,9 @@ async fn a_request_that_timed_out_still_says_where_it_waited() {
     // The server accepts its first connection and then nothing for 5 s; the requests give
     // up after 0.6 s. Those held in the backlog had connected and waited on the server;
     // those whose SYN was dropped were still in the handshake.
-    let emu = emulator(EmulatorConfig {
-        // The first request streams for 1 s, so its connection is not free to the others.
-        schedule: schedule(5, 100, 10),
-        backlog: Some(1),
-        accept_pause: Duration::from_secs(5),
-        ..EmulatorConfig::default()
-    })
-    .await;
-    let url = emu.base_url();
-    let args = argv(
-        "openai-chat",
-        &url,
-        &[
-            "--concurrency",
-            "5",
-            "--requests",
-            "5",
-            "--max-tokens",
-            "10",
-            "--timeout",
-            "0.6",
-        ],
-    );
-    let result = bench(&args).await;
+    // The first request streams for 1 s, so its connection is not free to the others.
+    let emu = paused(1, Duration::from_secs(5), schedule(5, 100, 10)).await;
+    let result = run(&emu.base_url(), 5, 10, &["--timeout", "0.6"]).await;
     let records = measured(&result.report);
     let failed: Vec<_> = records.iter().filter(|r| !r.ok()).collect();
     assert_eq!(failed.len(), 4, "{records:?}");

@@ -412,6 +412,13 @@ fn lasting(start: f64, ms: u32) -> (Outcome, f64) {
     stream(start, ms - 10)
 }
 
+/// The start times of `shard`'s part of a run of `o` whose every request lasts `ms`.
+fn start_times(o: &BenchOptions, shard: Shard, ms: u32) -> Vec<f64> {
+    let mut d = LoadDriver::new_shard(o, shard, Redactor::default()).unwrap();
+    let (starts, _) = simulate(&mut d, |_, t| lasting(t, ms));
+    starts.iter().map(|s| s.0).collect()
+}
+
 #[test]
 fn ramp_up_opens_the_streams_evenly_then_runs_closed_loop() {
     let o = options(|o| {
@@ -437,9 +444,8 @@ fn without_ramp_up_every_stream_starts_at_once() {
         o.concurrency = vec![4];
         o.requests = Some(4);
     });
-    let mut d = LoadDriver::new(&o, Redactor::default()).unwrap();
-    let (starts, _) = simulate(&mut d, |_, t| lasting(t, 2000));
-    assert!(starts.iter().all(|s| s.0 == 0.0), "{starts:?}");
+    let starts = start_times(&o, Shard::WHOLE, 2000);
+    assert!(starts.iter().all(|&t| t == 0.0), "{starts:?}");
 }
 
 #[test]
@@ -474,10 +480,7 @@ fn ramp_up_on_shards_interleaves_their_streams() {
     });
     let mut opened = Vec::new();
     for i in 0..2 {
-        let mut d =
-            LoadDriver::new_shard(&o, Shard::new(i, 2).unwrap(), Redactor::default()).unwrap();
-        let (starts, _) = simulate(&mut d, |_, t| lasting(t, 2000));
-        let times: Vec<f64> = starts.iter().map(|s| s.0).collect();
+        let times = start_times(&o, Shard::new(i, 2).unwrap(), 2000);
         assert_eq!(times, [250.0 * f64::from(i), 250.0 * f64::from(i) + 500.0]);
         opened.extend(times);
     }
@@ -492,9 +495,7 @@ fn a_timed_level_ramps_inside_its_duration() {
         o.duration_s = Some(1.0);
         o.ramp_up_s = Some(0.8);
     });
-    let mut d = LoadDriver::new(&o, Redactor::default()).unwrap();
-    let (starts, _) = simulate(&mut d, |_, t| lasting(t, 300));
-    let times: Vec<f64> = starts.iter().map(|s| s.0).collect();
+    let times = start_times(&o, Shard::WHOLE, 300);
     // Stream 0 runs back to back from 0; stream 1 opens at 400 ms; nothing starts at 1 s.
     assert_eq!(times, [0.0, 300.0, 400.0, 600.0, 700.0, 900.0]);
 }
