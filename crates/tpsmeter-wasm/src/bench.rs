@@ -2,15 +2,18 @@
 //! records and report, for the page's `fetch` loop to drive.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 use tpsmeter_core::drive::{Action, LoadDriver, RecordExtras, Ticket};
 use tpsmeter_core::report::{Environment, Report, Warning};
 use tpsmeter_core::request::{HeaderValue, Redactor, RequestPlan, Secret};
+use tpsmeter_core::tokens::TokenCounter;
 use tpsmeter_core::{BenchOptions, PromptPlan};
 use wasm_bindgen::prelude::*;
 
 use crate::convert::{from_js, to_js};
+use crate::counter::JsCounter;
 use crate::exchange::JsExchange;
 
 /// Cap on an API key handed in by the page: real keys are well under 1 KiB.
@@ -79,8 +82,10 @@ struct JsExtras {
 impl BenchRun {
     /// A run for `options` (the CLI's options in camelCase, plus `apiKey`). Throws an
     /// `Error` naming the first invalid option; the message never contains the key.
+    /// `count`, when the run has a tokenizer (`options.tokenizer` names it), is
+    /// `(text) => number`: its token count of a text without special tokens.
     #[wasm_bindgen(constructor)]
-    pub fn new(options: JsValue) -> Result<BenchRun, JsError> {
+    pub fn new(options: JsValue, count: Option<js_sys::Function>) -> Result<BenchRun, JsError> {
         let (options, api_key) = split_key(options)?;
         let options: BenchOptions = from_js(options, "invalid options")?;
         // Options first: their errors name the option, whatever the request would need.
@@ -94,11 +99,18 @@ impl BenchRun {
             .map_err(|e| JsError::new(&e.to_string()))?;
         // The run id of the prompts' marks when no seed fixes it (see `prompt_plan`).
         let entropy = (js_sys::Math::random() * 2f64.powi(53)) as u64;
-        let prompts =
-            PromptPlan::new(&options, None, entropy).map_err(|e| JsError::new(&e.to_string()))?;
-        let prompt_chars = spec.prompt.chars().count() as u64;
-        let plan =
-            RequestPlan::new(spec, prompts, true).map_err(|e| JsError::new(&e.to_string()))?;
+        let counter: Option<Rc<dyn TokenCounter>> = count.map(|f| {
+            let name = options
+                .tokenizer
+                .clone()
+                .unwrap_or_else(|| "tokenizer".into());
+            Rc::new(JsCounter::new(f, name)) as Rc<dyn TokenCounter>
+        });
+        let prompts = PromptPlan::new(&options, None, entropy, counter.as_deref())
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        let prompt_chars = spec.prompt_text().chars().count() as u64;
+        let plan = RequestPlan::new(spec, prompts, counter, true)
+            .map_err(|e| JsError::new(&e.to_string()))?;
         if std::str::from_utf8(&plan.template().body).is_err() {
             return Err(JsError::new("the request body is not UTF-8"));
         }
@@ -181,7 +193,12 @@ impl BenchRun {
         if !self.tickets.contains_key(&ticket) {
             return Err(JsError::new(&format!("ticket {ticket} is not in flight")));
         }
-        Ok(JsExchange::for_api(self.options.api, start_ms))
+        let mut exchange = JsExchange::for_api(self.options.api, start_ms);
+        if self.plan.counter().is_some() {
+            // Re-counted at the end when the server sends no usage.
+            exchange.inner.keep_answer();
+        }
+        Ok(exchange)
     }
 
     /// Hands back the finished request of `ticket` (the exchange is consumed). Returns its
@@ -208,6 +225,13 @@ impl BenchRun {
         }
         let outcome = inner.into_outcome();
         let now = outcome.timeline.end_ms().unwrap_or(0.0);
+        let usage = outcome.timeline.usage().and_then(|u| u.output_tokens);
+        let output_tokens_counted = match (self.plan.counter(), &outcome.answer, usage) {
+            (Some(c), Some(answer), None) => Some(u64::from(
+                c.count(answer).map_err(|e| JsError::new(&e.to_string()))?,
+            )),
+            _ => None,
+        };
         let record = self.driver.complete(
             &t,
             outcome,
@@ -218,6 +242,7 @@ impl BenchRun {
                 connect_ms: extras.connect_ms,
                 tls_ms: extras.tls_ms,
                 wait_ms: extras.wait_ms,
+                output_tokens_counted,
             },
             now,
         );
