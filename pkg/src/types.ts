@@ -67,4 +67,9 @@ export interface RecordExtras {
   queueMs?: number;
   httpVersion?: string;
   tabHidden?: boolean;
+  /** The wait before the response, split (Resource Timing; see `RequestRecord`'s fields). */
+  dnsMs?: number;
+  connectMs?: number;
+  tlsMs?: number;
+  waitMs?: number;
 }

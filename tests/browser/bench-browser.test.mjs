@@ -70,6 +70,33 @@ test('bench() in the browser', async (t) => {
     assert.match(report.environment.notes.http_versions, /http\/1\.1/);
   });
 
+  await t.test('ramp-up spreads the starts, and Resource Timing splits the wait before the response', async () => {
+    // The emulator holds each response's head 150 ms (the server's wait); four streams open
+    // over 0.6 s, 150 ms apart, each lasting ~1 s so all four are open at once.
+    const report = await benchInPage(page, {
+      api: 'openai-chat',
+      url: fx.emulator.prefixed('fault/slow-headers:150/pace/5,40,20'),
+      model: 'emulator',
+      concurrency: [4],
+      requests: 4,
+      maxTokens: 20,
+      rampUpS: 0.6,
+    });
+    assert.deepEqual(errorClasses(report), Array(4).fill('ok'));
+    assert.equal(report.config.ramp_up_s, 0.6);
+    const starts = report.requests.map((r) => r.start_ms).sort((a, b) => a - b);
+    assert.ok(starts[3] - starts[0] >= 400, `starts ${starts.map((t) => t - starts[0])}`);
+    for (const r of report.requests) {
+      // The head came 150 ms after the request went out: the server's wait, apart from the
+      // connection's set-up (plain http: no TLS).
+      assert.ok(r.wait_ms >= 140, `server wait ${r.wait_ms}`);
+      assert.ok(r.connect_ms >= 0 && r.connect_ms < 100 && r.dns_ms >= 0, JSON.stringify(r));
+      assert.equal(r.tls_ms, undefined);
+    }
+    const s = report.levels[0].summary;
+    assert.ok(s.wait_ms.p50 >= 140 && s.connect_ms.count === 4, JSON.stringify(s));
+  });
+
   await t.test('no http1_queueing warning when fewer requests than connections were in flight', async () => {
     // Concurrency 10 over HTTP/1.1, but 3 requests: never more than 3 in flight, so nothing
     // waited for a connection, whatever the first request's CORS preflight took.
@@ -122,8 +149,10 @@ test('bench() in the browser', async (t) => {
       { ...base, concurrency: [2], rate: [1] },
       { ...base, concurrncy: [2] },
       { ...base, concurrency: 1, maxTokens: 4 },
+      { ...base, rate: [1], rampUpS: 2 },
     ]);
-    const [snake, negative, api, conflict, typo, single] = outcomes;
+    const [snake, negative, api, conflict, typo, single, ramp] = outcomes;
+    assert.match(ramp.message, /option `rampUpS` spreads the start of closed-loop streams/);
     assert.deepEqual([snake.ran, snake.name], [false, 'TypeError'], JSON.stringify(snake));
     assert.match(snake.message, /unknown option `max_tokens` \(did you mean `maxTokens`\?\)/);
     assert.match(negative.message, /option `maxTokens` expects a whole number from 1, got -5/);

@@ -24,6 +24,11 @@
 //!   they ended inside it; see `phase`).
 //! - **cancel**: nothing more starts; the caller ends what is in flight (recorded as
 //!   `cancelled`); a measured phase cut short still gets its summary.
+//! - **ramp-up** (`ramp_up_s`, closed loop only): each phase (warm-up and measured) opens
+//!   its streams spread evenly over the ramp, stream `g` of the level's `c` at `g · R / c`
+//!   after the phase start, instead of all at once (see `ramp`); an open stream then runs
+//!   as above. The ramp lies inside the measured phase: a duration level counts it, and its
+//!   throughput includes the time before every stream was open.
 //! - **shards** ([`LoadDriver::new_shard`]): each level, its request count, the warm-up
 //!   and the open-loop cap are this machine's share (see `shard`), with its own arrival
 //!   seed. A level whose share is empty sends nothing; when timed, it still lasts its
@@ -34,6 +39,7 @@ use crate::exchange::Outcome;
 use crate::options::BenchOptions;
 use crate::phase::PhaseSummary;
 use crate::plan::{ArrivalLimit, LoadLevel, StopCondition, poisson_arrivals};
+use crate::ramp::Ramp;
 use crate::report::{ErrorRecord, LevelReport, RequestRecord};
 use crate::request::Redactor;
 use crate::shard::{LevelShare, Shard};
@@ -77,6 +83,12 @@ pub struct RecordExtras {
     pub queue_ms: Option<f64>,
     /// The page was hidden at some time while the request ran (browser).
     pub tab_hidden: Option<bool>,
+    /// The parts of the wait before the first byte that the transport could time (see the
+    /// record's fields of the same names); `None` where it could not.
+    pub dns_ms: Option<f64>,
+    pub connect_ms: Option<f64>,
+    pub tls_ms: Option<f64>,
+    pub wait_ms: Option<f64>,
     /// The run's tokenizer's count of the answer text: the output token count when the
     /// server reported no usage.
     pub output_tokens_counted: Option<u64>,
@@ -115,6 +127,8 @@ struct Phase {
     in_flight: u32,
     /// Closed loop: times until which slots pause after a 429 (one entry per paused slot).
     paused_until: Vec<f64>,
+    /// Closed loop with a ramp-up: when each slot opens.
+    ramp: Option<Ramp>,
     /// Index into the driver's records where this phase's records begin.
     first_record: usize,
     last_end_ms: Option<f64>,
@@ -133,6 +147,8 @@ impl Phase {
 #[derive(Debug)]
 pub struct LoadDriver {
     levels: Vec<LevelShare>,
+    /// Per level, the ramp its closed-loop phases open their slots on.
+    ramps: Vec<Option<Ramp>>,
     max_concurrency: u32,
     seed: u64,
     slo: Option<Slo>,
@@ -165,8 +181,17 @@ impl LoadDriver {
         redactor: Redactor,
     ) -> Result<LoadDriver> {
         options.validate()?;
+        let ramps = options
+            .levels()
+            .into_iter()
+            .map(|l| match l {
+                LoadLevel::Concurrency(c) => Ramp::new(options.ramp_up_ms(), c, shard),
+                LoadLevel::Rate(_) => None,
+            })
+            .collect();
         Ok(LoadDriver {
             redactor,
+            ramps,
             levels: options
                 .levels()
                 .into_iter()
@@ -265,14 +290,26 @@ impl LoadDriver {
         }
         phase.paused_until.retain(|&t| t > now_ms);
         let paused = phase.paused_until.len() as u32;
-        if phase.in_flight + paused < phase.slots {
+        let open = phase.ramp.map_or(phase.slots, |r| {
+            r.open_streams(start_ms, now_ms, phase.slots)
+        });
+        if phase.in_flight + paused < open {
             phase.started += 1;
             phase.in_flight += 1;
             return Some(Action::Start(ticket(None)));
         }
-        match phase.paused_until.iter().copied().reduce(f64::min) {
-            Some(resume) => {
-                let until_ms = phase.stop_ms().map_or(resume, |end| resume.min(end));
+        // The next slot of the ramp to open, then any paused slot's resumption.
+        let opening = phase
+            .ramp
+            .filter(|_| open < phase.slots)
+            .map(|r| r.opens_at(start_ms, open));
+        match [phase.paused_until.iter().copied().reduce(f64::min), opening]
+            .into_iter()
+            .flatten()
+            .reduce(f64::min)
+        {
+            Some(wake) => {
+                let until_ms = phase.stop_ms().map_or(wake, |end| wake.min(end));
                 Some(Action::Sleep { until_ms })
             }
             None => busy,
@@ -318,7 +355,7 @@ impl LoadDriver {
         record.redact(&self.redactor);
         record.scheduled_ms = ticket.scheduled_ms;
         record.level_index = u32::try_from(ticket.level_index).ok();
-        record.queue_ms = extras.queue_ms.or(record.queue_ms);
+        set_timing_parts(&mut record, &extras);
         record.tab_hidden = extras.tab_hidden;
         record.turn = extras.turn.map(|t| t.turn);
         record.conversation = extras.turn.map(|t| t.conversation);
@@ -463,6 +500,11 @@ impl LoadDriver {
             failed: 0,
             in_flight: 0,
             paused_until: Vec::new(),
+            ramp: self
+                .ramps
+                .get(self.next_level - usize::from(!warmup))
+                .copied()
+                .flatten(),
             first_record: self.records.len(),
             last_end_ms: None,
         });
@@ -492,5 +534,29 @@ impl LoadDriver {
             level: phase.load,
             summary,
         });
+    }
+}
+
+/// The transport's split of the wait before the first byte, onto `record`. Values that are
+/// not finite or negative are dropped (they come from JavaScript too). A `queue_ms` from the
+/// transport (the browser's, from Resource Timing) already leaves out the connection's
+/// set-up; the timeline's (the CLI's: from the hand-over to the client until its HTTP stack
+/// pulled the body) holds it, and loses the parts now recorded apart, so that in both
+/// `queue_ms + dns_ms + connect_ms + tls_ms` is the wait before the request went out.
+fn set_timing_parts(record: &mut RequestRecord, extras: &RecordExtras) {
+    let valid = |v: Option<f64>| v.filter(|v| v.is_finite() && *v >= 0.0);
+    record.dns_ms = valid(extras.dns_ms);
+    record.connect_ms = valid(extras.connect_ms);
+    record.tls_ms = valid(extras.tls_ms);
+    record.wait_ms = valid(extras.wait_ms);
+    match valid(extras.queue_ms) {
+        Some(q) => record.queue_ms = Some(q),
+        None => {
+            let setup: f64 = [record.dns_ms, record.connect_ms, record.tls_ms]
+                .into_iter()
+                .flatten()
+                .sum();
+            record.queue_ms = record.queue_ms.map(|q| (q - setup).max(0.0));
+        }
     }
 }

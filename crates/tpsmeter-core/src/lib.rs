@@ -31,6 +31,7 @@ pub mod prompt;
 pub mod prompt_plan;
 pub mod protocol;
 pub mod quoted;
+pub mod ramp;
 pub mod report;
 pub mod request;
 pub mod shard;

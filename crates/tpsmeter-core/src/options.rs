@@ -82,6 +82,9 @@ pub struct BenchOptions {
     /// Multi-turn: each virtual user holds a conversation of this many turns (see
     /// [`crate::conversations`]). Closed loop only.
     pub turns: Option<u32>,
+    /// Seconds over which each closed-loop phase opens its streams, evenly, instead of all
+    /// at once (see [`crate::ramp`]); 0 or absent: all at once. Closed loop only.
+    pub ramp_up_s: Option<f64>,
 }
 
 impl Default for BenchOptions {
@@ -112,6 +115,7 @@ impl Default for BenchOptions {
             slo: None,
             workload: None,
             turns: None,
+            ramp_up_s: None,
         }
     }
 }
@@ -222,6 +226,7 @@ impl BenchOptions {
                 "give a prompt or an input token count, not both",
             ));
         }
+        self.check_ramp_up()?;
         self.slo()?;
         if let Some(t) = self.turns {
             if !(1..=crate::conversations::MAX_TURNS).contains(&t) {
@@ -281,6 +286,40 @@ impl BenchOptions {
             self.max_tokens = shape.max_tokens;
         }
         Ok(())
+    }
+
+    /// The ramp-up's rules: a number of seconds (0 is none), for closed-loop levels, shorter
+    /// than a timed level (whose streams would otherwise not all open within it).
+    fn check_ramp_up(&self) -> Result<()> {
+        let Some(r) = self.ramp_up_s else {
+            return Ok(());
+        };
+        let bad = |reason: &str| CoreError::InvalidSpec {
+            what: "ramp-up",
+            input: r.to_string(),
+            reason: reason.into(),
+        };
+        if !(r.is_finite() && (0.0..=MAX_SECONDS).contains(&r)) {
+            return Err(bad("must be a number of seconds from 0 to 86400"));
+        }
+        if r > 0.0 && !self.rate.is_empty() {
+            return Err(bad(
+                "spreads the start of closed-loop streams (--concurrency); open-loop \
+                 arrivals (--rate) are already spread by their rate: start with a lower rate \
+                 instead",
+            ));
+        }
+        if self.duration_s.is_some_and(|d| r >= d) {
+            return Err(bad(
+                "must be shorter than the level's duration, or some streams would never start",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The ramp-up in ms (0 when none).
+    pub fn ramp_up_ms(&self) -> f64 {
+        self.ramp_up_s.unwrap_or(0.0) * 1000.0
     }
 
     /// The seed the prompts' run id derives from, when one was given.
@@ -391,6 +430,7 @@ impl BenchOptions {
             slo: self.slo()?,
             workload: self.workload,
             turns: self.turns.filter(|&t| t > 1),
+            ramp_up_s: self.ramp_up_s.filter(|&r| r > 0.0),
         })
     }
 }
@@ -434,13 +474,28 @@ pub(crate) mod tests {
 
     #[test]
     fn validation_names_the_option() {
-        let cases: [(Mutation, &str); 6] = [
+        let cases: [(Mutation, &str); 9] = [
             (|o| o.concurrency = vec![0], "concurrency"),
             (|o| o.requests = Some(0), "requests"),
             (|o| o.timeout_s = f64::INFINITY, "timeout"),
             (|o| o.rate = vec![-1.0], "rate"),
             (|o| o.slo = Some("ttft=5".into()), "SLO"),
             (|o| o.input_tokens = Some(0), "input token count"),
+            (|o| o.ramp_up_s = Some(f64::NAN), "ramp-up"),
+            (
+                |o| {
+                    o.rate = vec![5.0];
+                    o.ramp_up_s = Some(2.0);
+                },
+                "open-loop arrivals",
+            ),
+            (
+                |o| {
+                    o.duration_s = Some(5.0);
+                    o.ramp_up_s = Some(5.0);
+                },
+                "shorter than the level's duration",
+            ),
         ];
         for (mutate, what) in cases {
             let mut o = options();
@@ -449,6 +504,10 @@ pub(crate) mod tests {
             assert!(e.contains(what), "{e} should name {what}");
         }
         options().validate().unwrap();
+        let mut o = options();
+        o.rate = vec![5.0];
+        o.ramp_up_s = Some(0.0);
+        o.validate().expect("no ramp is no ramp, whatever the load");
     }
 
     #[test]

@@ -74,6 +74,17 @@ pub struct PhaseSummary {
     /// Perceived speed, over the requests that were painted (browser with a render target).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paint: Option<PhasePaint>,
+    /// The parts of the wait before the first byte (see the records' fields of the same
+    /// names), over the successful requests that measured them: a full listen backlog
+    /// shows in `connect_ms`, a busy server in `wait_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns_ms: Option<Summary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_ms: Option<Summary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_ms: Option<Summary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<Summary>,
 }
 
 /// The perceived-speed summary of a phase (see `crate::paint` for the definitions).
@@ -185,6 +196,10 @@ impl PhaseSummary {
             goodput,
             queue_ms: summarise(&|r| r.queue_ms),
             paint,
+            dns_ms: summarise(&|r| r.dns_ms),
+            connect_ms: summarise(&|r| r.connect_ms),
+            tls_ms: summarise(&|r| r.tls_ms),
+            wait_ms: summarise(&|r| r.wait_ms),
         }
     }
 }

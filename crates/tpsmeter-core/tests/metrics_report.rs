@@ -112,6 +112,7 @@ fn report(url: &str) -> Report {
             slo: Some(Slo::parse("ttft=500ms,tpot=50ms").unwrap()),
             workload: None,
             turns: None,
+            ramp_up_s: None,
         },
         environment: Environment {
             os: "linux".into(),
@@ -202,6 +203,8 @@ fn csv_quotes_commas_quotes_and_newlines() {
     browser.queue_ms = Some(1.5);
     browser.http_version = Some("h2".into());
     browser.tab_hidden = Some(false);
+    browser.connect_ms = Some(1003.5);
+    browser.wait_ms = Some(4.0);
     let records = [browser, failed_record(1)];
     let csv = to_csv(&records);
     let lines: Vec<&str> = csv.split('\n').collect();
@@ -215,9 +218,14 @@ fn csv_quotes_commas_quotes_and_newlines() {
     assert!(lines[1].starts_with("0,concurrency,4,false,0.5,8,16,64.5,7.5,15.5,7.5,64,3,usage,"));
     // The error message spans two lines inside one quoted field.
     assert!(csv.contains(",rate_limited,\"429 Too Many Requests\nbody: {\"\"error\"\": \"\"slow down, please\"\"}\",2.5,"));
-    // The browser's columns come last: a native record leaves them empty.
-    assert!(lines[1].ends_with(",,,1.5,h2,false"), "{}", lines[1]);
-    assert!(csv.ends_with(",2.5,,,,,\n"), "{csv}");
+    // The browser's columns come next to last, then the wait before the first byte: a
+    // record without them leaves them empty.
+    assert!(
+        lines[1].ends_with(",,,1.5,h2,false,,1003.5,,4"),
+        "{}",
+        lines[1]
+    );
+    assert!(csv.ends_with(",2.5,,,,,,,,,\n"), "{csv}");
     // Parsed back by an independent reader, every row has every column.
     let mut reader = csv::Reader::from_reader(csv.as_bytes());
     let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
@@ -230,6 +238,7 @@ fn csv_quotes_commas_quotes_and_newlines() {
     assert_eq!(&rows[1][col("http_status")], "429");
     assert_eq!(&rows[1][col("warmup")], "true");
     assert_eq!(&rows[0][col("http_version")], "h2");
+    assert_eq!(&rows[0][col("connect_ms")], "1003.5");
     // A painted request fills the paint columns.
     let mut t = Timeline::new(0.0);
     t.on_chunk(8.0, &[StreamEvent::ContentDelta { text: "ab".into() }]);

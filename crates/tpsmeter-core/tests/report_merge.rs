@@ -111,6 +111,7 @@ fn config() -> RunConfig {
         slo: Some(Slo::parse("ttft=35ms").unwrap()),
         workload: None,
         turns: None,
+        ramp_up_s: None,
     }
 }
 

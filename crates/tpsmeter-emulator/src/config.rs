@@ -119,6 +119,19 @@ pub struct EmulatorConfig {
     /// emulator and read its Resource Timing. On by default; a request can still opt out
     /// with the `/no-cors` path prefix ([`crate::Overrides`]).
     pub cors: bool,
+    /// The listen backlog (`listen(2)`'s argument): connections whose handshake the kernel
+    /// completes and holds until the server accepts them. Linux holds one more than this,
+    /// and drops the SYN of any connection beyond, which the client sends again 1 s, 3 s ...
+    /// later. `None`: tokio's default (1024, capped by `net.core.somaxconn`).
+    pub backlog: Option<u32>,
+    /// Accept at most one connection per this interval, as a server whose accept loop is
+    /// slow or busy does: a burst of connects then overflows a small backlog. Zero: accept
+    /// as fast as connections come.
+    pub accept_interval: Duration,
+    /// After accepting its first connection, accept no other for this long (a server busy
+    /// with its first client): later connections wait in the backlog, and beyond it for
+    /// their SYN's retry. Zero: no pause.
+    pub accept_pause: Duration,
 }
 
 impl Default for EmulatorConfig {
@@ -130,6 +143,9 @@ impl Default for EmulatorConfig {
             port: 0,
             record: false,
             cors: true,
+            backlog: None,
+            accept_interval: Duration::ZERO,
+            accept_pause: Duration::ZERO,
         }
     }
 }

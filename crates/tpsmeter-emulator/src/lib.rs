@@ -16,6 +16,10 @@
 //! schedule in a path prefix (`/fault/cut:3/pace/5,2,16/no-cors/v1/chat/completions`), so one
 //! server serves a whole browser test suite.
 //!
+//! For connection set-up: a small listen backlog ([`EmulatorConfig::backlog`]) and a slow
+//! or paused accept loop (`accept_interval`, `accept_pause`), so that a burst of connects
+//! overflows the backlog as it does on a loaded server (the ramp-up and connect-time tests).
+//!
 //! What it does not do: generate meaningful text, validate requests (bodies are read only
 //! for the model, `max_tokens` and `stream_options`), stream non-SSE Gemini (JSON array)
 //! responses, answer non-streaming requests, or listen anywhere but 127.0.0.1. It is a test

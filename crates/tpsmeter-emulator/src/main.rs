@@ -40,6 +40,18 @@ struct Args {
     /// from pages on other origins. Per request: the `/no-cors` path prefix.
     #[arg(long)]
     no_cors: bool,
+    /// The listen backlog: connections the kernel holds until the emulator accepts them
+    /// (Linux holds one more); beyond it a connect waits for its SYN's retry (1 s, 3 s ...).
+    /// Default: tokio's 1024.
+    #[arg(long, value_name = "N")]
+    backlog: Option<u32>,
+    /// Accept at most one connection per this many ms (a slow accept loop), so that a burst
+    /// of connects overflows a small --backlog.
+    #[arg(long, value_name = "MS", default_value_t = 0.0)]
+    accept_interval_ms: f64,
+    /// After the first connection, accept no other for this many ms.
+    #[arg(long, value_name = "MS", default_value_t = 0.0)]
+    accept_pause_ms: f64,
     /// Stop after this many seconds (default: run until killed).
     #[arg(long)]
     exit_after_s: Option<f64>,
@@ -67,6 +79,9 @@ async fn main() -> anyhow::Result<()> {
         port: args.port,
         record: false,
         cors: !args.no_cors,
+        backlog: args.backlog,
+        accept_interval: ms(args.accept_interval_ms, "accept-interval-ms")?,
+        accept_pause: ms(args.accept_pause_ms, "accept-pause-ms")?,
     };
     let emu = Emulator::start(cfg).await?;
     let path = match api {

@@ -16,7 +16,7 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioTimer;
 use serde_json::json;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 use tpsmeter_core::Api;
@@ -69,7 +69,7 @@ pub struct Emulator {
 impl Emulator {
     /// Binds 127.0.0.1:`cfg.port` and serves in the current tokio runtime.
     pub async fn start(cfg: EmulatorConfig) -> anyhow::Result<Emulator> {
-        let listener = TcpListener::bind(("127.0.0.1", cfg.port))
+        let listener = listen(cfg.port, cfg.backlog)
             .await
             .with_context(|| format!("binding 127.0.0.1:{}", cfg.port))?;
         let addr = listener.local_addr()?;
@@ -127,8 +127,22 @@ impl Drop for Emulator {
     }
 }
 
+/// A listener on 127.0.0.1:`port`, with `backlog` when given.
+async fn listen(port: u16, backlog: Option<u32>) -> std::io::Result<TcpListener> {
+    let Some(backlog) = backlog else {
+        return TcpListener::bind(("127.0.0.1", port)).await;
+    };
+    let socket = TcpSocket::new_v4()?;
+    // As tokio's own bind does: a restarted emulator gets its port back at once.
+    socket.set_reuseaddr(true)?;
+    socket.bind(SocketAddr::from(([127, 0, 0, 1], port)))?;
+    socket.listen(backlog)
+}
+
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     let mut conns = JoinSet::new();
+    let mut pause = shared.cfg.accept_pause;
+    let interval = shared.cfg.accept_interval;
     loop {
         while conns.try_join_next().is_some() {}
         let Ok((stream, _)) = listener.accept().await else {
@@ -156,6 +170,12 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                 .serve_connection(io, service)
                 .await;
         });
+        // A slow or busy server: what is not accepted waits in the backlog, or for its
+        // SYN's retry when the backlog is full.
+        let hold = std::mem::take(&mut pause).max(interval);
+        if !hold.is_zero() {
+            tokio::time::sleep(hold).await;
+        }
     }
 }
 

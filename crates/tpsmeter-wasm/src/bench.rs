@@ -70,6 +70,12 @@ struct JsExtras {
     queue_ms: Option<f64>,
     http_version: Option<String>,
     tab_hidden: Option<bool>,
+    /// The parts of the wait before the first byte, from Resource Timing (the core drops
+    /// values that are not finite or negative).
+    dns_ms: Option<f64>,
+    connect_ms: Option<f64>,
+    tls_ms: Option<f64>,
+    wait_ms: Option<f64>,
 }
 
 #[wasm_bindgen]
@@ -247,6 +253,10 @@ impl BenchRun {
             RecordExtras {
                 queue_ms: extras.queue_ms.filter(|q| q.is_finite() && *q >= 0.0),
                 tab_hidden: extras.tab_hidden,
+                dns_ms: extras.dns_ms,
+                connect_ms: extras.connect_ms,
+                tls_ms: extras.tls_ms,
+                wait_ms: extras.wait_ms,
                 output_tokens_counted,
                 turn,
             },

@@ -73,6 +73,12 @@ export interface RunSettings {
   /** Seed of the open-loop arrival schedule and of the prompts' run id (same seed, same request bodies as the CLI's). */
   seed?: number;
   ignoreEos?: boolean;
+  /**
+   * Seconds over which each closed-loop level (its warm-up and its measured phase alike)
+   * opens its streams, evenly, instead of all at once: a burst of new connections can
+   * overflow a server's listen backlog. Counts inside `durationS`. Not with `rate`.
+   */
+  rampUpS?: number;
 }
 
 /** Where the run stands, after each finished request (the load driver's own counts). */

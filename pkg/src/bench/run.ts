@@ -23,6 +23,7 @@ import { streamHost, type StreamHost } from './reader.js';
 import { runRequest, type HttpRequest } from './request.js';
 import { loadTokenizer } from './tokenizer.js';
 import { VisibilityLog } from './visibility.js';
+import { setupParts } from './timing.js';
 import { runWarnings } from './warnings.js';
 
 /**
@@ -102,6 +103,7 @@ export async function bench(options: BenchOptions): Promise<Report> {
       const extras: RecordExtras = { tabHidden: visibility.hiddenDuring(out.startMs, out.endMs) };
       if (rt?.queueMs !== undefined) extras.queueMs = rt.queueMs;
       if (rt?.httpVersion) extras.httpVersion = rt.httpVersion;
+      if (rt) Object.assign(extras, setupParts(rt));
       const record = run.complete(a.ticket, out.exchange, extras) as RequestRecord;
       callback(onRecord, record);
       if (onProgress) {

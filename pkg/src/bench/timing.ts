@@ -1,6 +1,11 @@
-// Per-request facts from Resource Timing: the HTTP version and the time the request sat in
+// Per-request facts from Resource Timing: the HTTP version, the time the request sat in
 // the browser's queue before it went out (HTTP/1.1 allows ~6 connections per host, so at
-// higher concurrency requests wait there, and that wait is not server latency).
+// higher concurrency requests wait there, and that wait is not server latency), and the
+// rest of the wait before the response, split as k6 splits it: name lookup, TCP handshake
+// (a full listen backlog stalls here), TLS handshake, and the server's wait from the
+// request going out to the response's first byte. A reused connection reads 0 set-up.
+// Entries live in the timeline of the context that fetched (the reader Worker, or the
+// page); every value here is a duration, so no clock mapping is needed.
 //
 // Cross-origin entries read 0 for every detailed timestamp unless the server sends
 // `Timing-Allow-Origin`; then the queueing is unknown (undefined) and the run is flagged.
@@ -15,6 +20,14 @@ export interface RequestTiming {
   queueMs?: number;
   /** `nextHopProtocol`: "http/1.1", "h2", "h3" (empty cross-origin without TAO in some browsers). */
   httpVersion?: string;
+  /** `domainLookupEnd − domainLookupStart`. */
+  dnsMs?: number;
+  /** The TCP handshake: `connectStart` to `secureConnectionStart` (or `connectEnd` without TLS). */
+  connectMs?: number;
+  /** The TLS handshake: `secureConnectionStart` to `connectEnd`; absent without TLS. */
+  tlsMs?: number;
+  /** The server's wait: `responseStart − requestStart`. */
+  waitMs?: number;
   /** The entry exists but its detailed timestamps are zero (no Timing-Allow-Origin). */
   opaque: boolean;
 }
@@ -52,5 +65,22 @@ function timingOf(e: PerformanceResourceTiming): RequestTiming {
   const connect = e.connectEnd - e.connectStart;
   const dns = e.domainLookupEnd - e.domainLookupStart;
   const queueMs = Math.max(0, sent - e.startTime - connect - dns);
-  return { queueMs, httpVersion, opaque: false };
+  const tls = e.secureConnectionStart > 0;
+  const timing: RequestTiming = {
+    queueMs,
+    httpVersion,
+    opaque: false,
+    dnsMs: Math.max(0, dns),
+    connectMs: Math.max(0, (tls ? e.secureConnectionStart : e.connectEnd) - e.connectStart),
+  };
+  if (tls) timing.tlsMs = Math.max(0, e.connectEnd - e.secureConnectionStart);
+  if (e.requestStart > 0 && e.responseStart >= e.requestStart) timing.waitMs = e.responseStart - e.requestStart;
+  return timing;
+}
+
+/** The parts of the wait before the response that the entry gave, as record extras. */
+export function setupParts(t: RequestTiming): { dnsMs?: number; connectMs?: number; tlsMs?: number; waitMs?: number } {
+  const out: { dnsMs?: number; connectMs?: number; tlsMs?: number; waitMs?: number } = {};
+  for (const k of ['dnsMs', 'connectMs', 'tlsMs', 'waitMs'] as const) if (t[k] !== undefined) out[k] = t[k];
+  return out;
 }

@@ -58,6 +58,7 @@ const OPTIONS: Record<string, Kind> = {
   render: 'render',
   worker: 'boolean',
   engine: 'object',
+  rampUpS: 'nonNegative',
 };
 
 const EXPECTED: Record<Kind, string> = {
@@ -221,6 +222,16 @@ export function validate(options: Record<string, unknown>): Record<string, unkno
   }
   if (typeof options.sharedPrefix === 'number' && typeof options.inputTokens === 'number' && options.sharedPrefix >= options.inputTokens) {
     throw new TypeError(`bench(): option \`sharedPrefix\` must be below \`inputTokens\` (${options.inputTokens}), got ${options.sharedPrefix}`);
+  }
+  if (typeof options.rampUpS === 'number' && options.rampUpS > 0) {
+    if (options.rate !== undefined) {
+      throw new TypeError(
+        'bench(): option `rampUpS` spreads the start of closed-loop streams (`concurrency`); open-loop arrivals (`rate`) are already spread by their rate: start with a lower rate instead',
+      );
+    }
+    if (typeof options.durationS === 'number' && options.rampUpS >= options.durationS) {
+      throw new TypeError(`bench(): option \`rampUpS\` must be shorter than \`durationS\` (${options.durationS}), got ${options.rampUpS}`);
+    }
   }
   const out = { ...options };
   for (const name of ['concurrency', 'rate'] as const) {

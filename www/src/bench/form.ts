@@ -73,6 +73,8 @@ export interface FormState {
   inputStdev: number;
   /** The model's tokenizer: a tokenizer.json or GGUF URL, or a Hugging Face model id ('' : none). */
   tokenizer: string;
+  /** Seconds over which each level opens its streams (0: all at once). */
+  rampUpS: number;
 }
 
 export const DEFAULTS: FormState = {
@@ -97,6 +99,7 @@ export const DEFAULTS: FormState = {
   inputStdev: 0,
   tokenizer: '',
   turns: 1,
+  rampUpS: 0,
 };
 
 function field(label: string, control: HTMLElement, hint?: string, id?: string): HTMLElement {
@@ -132,6 +135,7 @@ export class RunForm {
   readonly inputStdev = el('input', { name: 'inputStdev', id: 'f-input-stdev', type: 'number', min: 0, max: 100000 });
   readonly tokenizer = el('input', { name: 'tokenizer', id: 'f-tokenizer', placeholder: 'HuggingFaceTB/SmolLM2-135M-Instruct or https://…/tokenizer.json', spellcheck: 'false' });
   readonly tokenizerFile = el('input', { type: 'file', id: 'f-tokenizer-file', accept: '.json,.gguf' });
+  readonly rampUp = el('input', { name: 'rampUpS', id: 'f-ramp-up', type: 'number', min: 0, max: 600, step: 'any' });
   readonly run = el('button', { type: 'submit', class: 'primary', id: 'run', text: 'Run benchmark' });
   readonly stop = el('button', { type: 'button', id: 'stop', text: 'Stop', disabled: true });
   readonly note = el('p', { class: 'hint', id: 'preset-note' });
@@ -191,6 +195,7 @@ export class RunForm {
         field('Service-level objectives (optional)', this.slo),
         field('Turns per conversation', this.turns, 'Above 1: each user holds a chat, each turn sending the conversation so far with the model\'s real answers; TTFT is charted per turn.'),
         field('Shared prefix (tokens, optional)', this.sharedPrefix, 'Every request shares this many tokens before its own mark: measures the server\'s prefix caching on purpose.'),
+        field('Ramp-up (seconds, optional)', this.rampUp, 'Open each level\'s requests spread over this time instead of all at once, so a burst does not overflow the server\'s connection backlog.'),
       ),
       el('label', { class: 'check' }, this.uniquePrompts, 'A unique prompt per request ([run <id> #<n>] before it), so no server answers from its prompt cache; off measures the cached case'),
       el('label', { class: 'check' }, this.render, 'Show the text as it streams and measure when it is painted (perceived TPS)'),
@@ -265,6 +270,7 @@ export class RunForm {
       inputStdev: Number.isFinite(this.inputStdev.valueAsNumber) ? this.inputStdev.valueAsNumber : 0,
       tokenizer: this.tokenizer.value.trim(),
       turns: Number.isFinite(this.turns.valueAsNumber) ? this.turns.valueAsNumber : 1,
+      rampUpS: Number.isFinite(this.rampUp.valueAsNumber) ? this.rampUp.valueAsNumber : 0,
     };
   }
 
@@ -328,6 +334,7 @@ export class RunForm {
     this.inputStdev.value = String(s.inputStdev || 0);
     this.tokenizer.value = s.tokenizer ?? '';
     this.turns.value = String(s.turns || 1);
+    this.rampUp.value = String(s.rampUpS || 0);
     this.applyPreset(s.preset, false);
     this.syncPromptKind();
     if (p) fromQuery.unshift('preset');
@@ -383,6 +390,7 @@ export function validate(s: FormState): string[] {
   if (s.sharedPrefix > 0 && s.promptKind === 'synthetic' && (inputLengths(s.inputLengths) ?? []).some((n) => n <= s.sharedPrefix)) out.push('Each input length must be above the shared prefix.');
   if (!(Number.isInteger(s.turns) && s.turns >= 1 && s.turns <= 64)) out.push('Turns per conversation must be 1 to 64.');
   if (!(Number.isInteger(s.inputStdev) && s.inputStdev >= 0 && s.inputStdev <= LIMITS.inputTokens)) out.push(`Input length spread must be 0 to ${LIMITS.inputTokens.toLocaleString('en-US')} tokens.`);
+  if (!(s.rampUpS >= 0 && s.rampUpS <= LIMITS.rampUpS)) out.push(`Ramp-up must be 0 to ${LIMITS.rampUpS} seconds.`);
   if (s.promptKind === 'synthetic' && !inputLengths(s.inputLengths)) out.push(`Input lengths must be whole numbers of tokens from 1 to ${LIMITS.inputTokens.toLocaleString('en-US')}, comma-separated (e.g. 128,1024), at most ${LIMITS.inputLengths}.`);
   return out;
 }
@@ -391,7 +399,7 @@ export function validate(s: FormState): string[] {
  * Caps on what one click can start: a link can prefill the form, and a remembered key pays
  * for whatever runs, so the page refuses runs larger than these (the CLI is for more).
  */
-export const LIMITS = { maxTokens: 32_768, requests: 1_000, warmup: 100, concurrency: 256, inputTokens: 200_000, inputLengths: 8 };
+export const LIMITS = { maxTokens: 32_768, requests: 1_000, warmup: 100, concurrency: 256, inputTokens: 200_000, inputLengths: 8, rampUpS: 600 };
 
 /** The input lengths of a synthetic-input run (one benchmark each). */
 export function inputLengths(text: string): number[] | undefined {
@@ -439,6 +447,7 @@ function oneRun(s: FormState, prompt: Input): Omit<RunSettings, 'apiKey'> {
     ...('inputTokens' in prompt && s.inputStdev > 0 ? { inputTokensStdev: s.inputStdev } : {}),
     ...(s.tokenizer ? { tokenizer: s.tokenizer } : {}),
     ...(s.turns > 1 ? { turns: s.turns } : {}),
+    ...(s.rampUpS > 0 ? { rampUpS: s.rampUpS } : {}),
   };
   if (s.preset === LOCAL_PRESET) return { ...base, api: 'local', url: 'local:engine', model: '' };
   return { ...base, api: s.api, url: s.url, model: s.model || 'default' };

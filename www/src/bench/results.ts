@@ -21,6 +21,8 @@ type Summary = {
   aggregate_output_tps?: number | null;
   request_throughput?: number | null;
   queue_ms?: Stat | null;
+  connect_ms?: Stat | null;
+  wait_ms?: Stat | null;
   paint?: { painted_tps?: Stat | null; ttfp_ms?: Stat | null; lag_ms?: Stat | null; tokens_per_frame?: Stat | null; empty_frames?: number } | null;
   errors?: Record<string, number>;
 };
@@ -156,8 +158,14 @@ function statCell(s: Stat | null | undefined): string {
   return `${num(s.p50)} / ${num(s.p90)} / ${num(s.p99)}`;
 }
 
+/** p50 / p99: where the wait before the response went (a full backlog shows in connect). */
+function pairCell(s: Stat | null | undefined): string {
+  if (!s || s.p50 === undefined) return NONE;
+  return `${num(s.p50)} / ${num(s.p99)}`;
+}
+
 function levelTable(report: Report): HTMLElement {
-  const head = ['load', 'ok', 'failed', 'TTFT ms p50/p90/p99', 'ITL ms p50/p90/p99', 'TPOT ms p50', 'e2e ms p50/p90/p99', 'tok/s per user p50', 'painted tok/s p50', 'tok/s in all', 'queue ms p50'];
+  const head = ['load', 'ok', 'failed', 'TTFT ms p50/p90/p99', 'ITL ms p50/p90/p99', 'TPOT ms p50', 'e2e ms p50/p90/p99', 'tok/s per user p50', 'painted tok/s p50', 'tok/s in all', 'queue ms p50', 'connect ms p50/p99', 'server wait ms p50/p99'];
   const shown = Math.min(report.levels.length, DRAW.levelRows);
   const caption = shown < report.levels.length ? `Per load level (the first ${count(shown)} of ${count(report.levels.length)}; the exported JSON has them all)` : 'Per load level';
   const table = el('table', {}, el('caption', { text: caption }));
@@ -178,6 +186,8 @@ function levelTable(report: Report): HTMLElement {
       num(s.paint?.painted_tps?.p50),
       num(s.aggregate_output_tps),
       num(s.queue_ms?.p50),
+      pairCell(s.connect_ms),
+      pairCell(s.wait_ms),
     ];
     body.append(el('tr', {}, el('th', { scope: 'row', text: cells[0] }), ...cells.slice(1).map((c) => el('td', { class: 'num', text: c }))));
   }

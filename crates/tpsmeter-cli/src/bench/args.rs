@@ -167,6 +167,15 @@ pub struct BenchArgs {
     #[arg(long, value_name = "S", default_value_t = 30.0)]
     pub idle_timeout: f64,
 
+    /// Open each closed-loop level's streams spread evenly over this time instead of all at
+    /// once (as Locust's spawn rate and k6's ramping stages do): e.g. 10s, 500ms, or plain
+    /// seconds. A burst of new connections can overflow a server's listen backlog; the ones
+    /// beyond it wait 1 s, 3 s ... for their SYN to be retried (see connect_ms). Applies to
+    /// the warm-up and the measured phase of each level alike; the ramp counts inside a
+    /// --duration level. Not with --rate, whose arrivals are already spread.
+    #[arg(long, value_name = "DURATION", value_parser = parse_ramp_up)]
+    pub ramp_up: Option<f64>,
+
     /// Service-level objectives for goodput, e.g. ttft=500ms,tpot=50ms,itl=200ms,e2e=2s.
     /// The exit status is 2 when any level's goodput is below 100%.
     #[arg(long)]
@@ -208,6 +217,32 @@ pub struct BenchArgs {
 
 fn parse_shard(spec: &str) -> Result<Shard, String> {
     Shard::parse(spec).map_err(|e| e.to_string())
+}
+
+/// `10s`, `500ms`, `1.5m` or plain seconds (`10`), in seconds; the core checks the range.
+fn parse_ramp_up(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (t, 1.0)
+    };
+    number
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .map(|v| v * scale)
+        .ok_or_else(|| {
+            format!(
+                "{:?} is not a duration: expected e.g. 10s, 500ms, 2m or seconds",
+                tpsmeter_core::cap::cap_chars(text, 40)
+            )
+        })
 }
 
 fn parse_lengths(s: &str) -> Result<Lengths, String> {
@@ -272,6 +307,7 @@ impl BenchArgs {
             slo: self.slo.clone(),
             workload: self.workload,
             turns: self.turns,
+            ramp_up_s: self.ramp_up,
         };
         if self.workload.is_some() && self.prompt_file.is_some() {
             anyhow::bail!("--workload sets the input itself: give a workload or --prompt-file");
@@ -400,6 +436,21 @@ mod tests {
         assert!(parse(&["--allow-late-start"]).is_err(), "needs --start-at");
         let a = parse(&["--start-at", "2026-01-01T00:00:00Z"]).unwrap();
         assert_eq!(a.start_at.unwrap().unix_ms, 1_767_225_600_000.0);
+    }
+
+    #[test]
+    fn ramp_up_takes_a_unit_or_seconds() {
+        let ramp = |v: &str| parse(&["--ramp-up", v]).map(|a| a.ramp_up);
+        assert_eq!(ramp("10s").unwrap(), Some(10.0));
+        assert_eq!(ramp("500ms").unwrap(), Some(0.5));
+        assert_eq!(ramp("2m").unwrap(), Some(120.0));
+        assert_eq!(ramp("3").unwrap(), Some(3.0));
+        assert!(ramp("ten").is_err());
+        assert!(ramp("-1s").is_err());
+        // The core's rules: closed loop only.
+        let with_rate = parse(&["--ramp-up", "2s", "--rate", "5"]).unwrap();
+        let e = with_rate.validate().unwrap_err().to_string();
+        assert!(e.contains("ramp-up"), "{e}");
     }
 
     #[test]

@@ -53,7 +53,7 @@ pub async fn run(
     cancel: &CancellationToken,
     recorder: &mut Recorder,
 ) -> anyhow::Result<()> {
-    let mut inflight: JoinSet<(Ticket, Outcome)> = JoinSet::new();
+    let mut inflight: JoinSet<(Ticket, (Outcome, RecordExtras))> = JoinSet::new();
     let mut shown: Option<Shown> = None;
     let origin = tokio::time::Instant::from_std(runner.origin());
     loop {
@@ -76,7 +76,7 @@ pub async fn run(
                 let body = plan.body_for(&ticket)?.map(bytes::Bytes::from);
                 let runner = Arc::clone(runner);
                 let cancel = cancel.clone();
-                inflight.spawn(async move { (ticket, runner.run(&cancel, body).await) });
+                inflight.spawn(async move { (ticket, runner.run_timed(&cancel, body).await) });
                 continue;
             }
             Action::Sleep { until_ms } => {
@@ -91,7 +91,7 @@ pub async fn run(
             j = inflight.join_next(), if !inflight.is_empty() => j,
             () = sleep_until(wake) => continue,
         };
-        let (ticket, outcome) = match joined {
+        let (ticket, (outcome, extras)) = match joined {
             Some(Ok(done)) => done,
             Some(Err(e)) => anyhow::bail!("a request task failed: {e}"),
             // Nothing in flight and nothing to sleep for: the driver would wait forever.
@@ -101,7 +101,7 @@ pub async fn run(
         let extras = RecordExtras {
             output_tokens_counted: recount(plan, &outcome)?,
             turn: plan.end(ticket.id, outcome.answer.as_deref().filter(|_| ok)),
-            ..RecordExtras::default()
+            ..extras
         };
         let record = driver.complete(&ticket, outcome, extras, runner.now_ms());
         if let Some(s) = shown.as_mut() {

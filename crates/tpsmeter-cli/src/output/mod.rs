@@ -3,3 +3,4 @@
 pub mod files;
 pub mod jsonl;
 pub mod table;
+pub mod wait_parts;

@@ -27,8 +27,12 @@ pub fn render(report: &Report) -> String {
             _ => String::new(),
         }
     );
+    if let Some(r) = c.ramp_up_s {
+        let _ = writeln!(out, "Streams of each level opened over {r} s (--ramp-up).");
+    }
     out.push_str(&levels_table(report).to_string());
     out.push('\n');
+    crate::output::wait_parts::lines(report, &mut out);
     degradation_line(report, &mut out);
     error_lines(report, &mut out);
     token_line(report, &mut out);
@@ -182,7 +186,7 @@ fn triple(s: Option<&Summary>) -> String {
 }
 
 /// Three significant figures or so, without noise digits.
-fn num(v: f64) -> String {
+pub(crate) fn num(v: f64) -> String {
     let a = v.abs();
     if a >= 100.0 {
         format!("{v:.0}")

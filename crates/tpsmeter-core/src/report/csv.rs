@@ -3,7 +3,8 @@
 //! Times are milliseconds, rates tokens per second; an empty cell means "undefined" (the
 //! JSON `null`). Columns are documented in `docs/report-schema.md`. The CLI's `--csv` and the
 //! page's "Export CSV" (through wasm) both write it; the last five columns came with the
-//! page (paints, queueing, the HTTP version, a hidden tab), empty where a run has none.
+//! page (paints, queueing, the HTTP version, a hidden tab), empty where a run has none; the
+//! four after them split the wait before the first byte (name lookup, TCP, TLS, server).
 //!
 //! Written by hand, not with the `csv` crate (which the tests still read it back with):
 //! quoting is one rule, and the crate's writer made the benchmark's wasm 5.3 KB gz larger
@@ -12,7 +13,7 @@
 use super::RequestRecord;
 
 /// The header row, in column order.
-pub const COLUMNS: [&str; 33] = [
+pub const COLUMNS: [&str; 37] = [
     "id",
     "level_kind",
     "level",
@@ -46,6 +47,10 @@ pub const COLUMNS: [&str; 33] = [
     "queue_ms",
     "http_version",
     "tab_hidden",
+    "dns_ms",
+    "connect_ms",
+    "tls_ms",
+    "wait_ms",
 ];
 
 /// Every record as a CSV document with a header row and `\n` line ends.
@@ -131,6 +136,10 @@ fn row(r: &RequestRecord) -> [String; COLUMNS.len()] {
         opt(r.queue_ms),
         r.http_version.clone().unwrap_or_default(),
         opt(r.tab_hidden),
+        opt(r.dns_ms),
+        opt(r.connect_ms),
+        opt(r.tls_ms),
+        opt(r.wait_ms),
     ]
 }
 

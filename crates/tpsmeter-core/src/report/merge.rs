@@ -254,6 +254,7 @@ fn same_run(first: &Part<'_>, part: &Part<'_>) -> Result<()> {
     same(part, "warm-up", &a.warmup, &b.warmup)?;
     same(part, "timeout", &a.timeout_s, &b.timeout_s)?;
     same(part, "SLOs", &a.slo, &b.slo)?;
+    same(part, "ramp-up", &a.ramp_up_s, &b.ramp_up_s)?;
     same(part, "shard count", &first.shard.count, &part.shard.count)?;
     same(
         part,

@@ -212,6 +212,10 @@ pub struct RunConfig {
     /// Multi-turn runs (`--turns`): turns per conversation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turns: Option<u32>,
+    /// Seconds over which each closed-loop phase opened its streams (`--ramp-up`), when
+    /// they did not all start at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_up_s: Option<f64>,
 }
 
 /// Where the run happened. Filled by the caller (this crate does no I/O).

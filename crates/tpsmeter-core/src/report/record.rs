@@ -196,12 +196,14 @@ pub struct RequestRecord {
     /// gap to `start_ms` is queueing in the client (the concurrency cap was reached).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduled_ms: Option<f64>,
-    /// Time the request waited inside the client before it went out. In the browser: behind
-    /// the ~6 connections per host HTTP/1.1 allows (Resource Timing), and part of the
-    /// measured TTFT and e2e, which count from the `fetch` call (the earliest stamp a page
-    /// has); subtract it for the server's share. In the CLI: connection pool, TCP and TLS
-    /// set-up and the client's own scheduling, until its HTTP stack pulled the body to write
-    /// it; not part of TTFT and e2e, which count from that moment.
+    /// Time the request waited inside the client before it went out, other than setting up
+    /// its connection (`dns_ms`, `connect_ms`, `tls_ms`, where they are known). In the
+    /// browser: behind the ~6 connections per host HTTP/1.1 allows (Resource Timing), and
+    /// part of the measured TTFT and e2e, which count from the `fetch` call (the earliest
+    /// stamp a page has); subtract it for the server's share. In the CLI: the connection
+    /// pool and the client's own scheduling until its HTTP stack pulled the body to write
+    /// it (on https, through reqwest, also the TCP and TLS set-up, which that client does
+    /// not time apart); not part of TTFT and e2e, which count from that moment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_ms: Option<f64>,
     /// The negotiated HTTP version ("HTTP/1.1", "HTTP/2.0"; "http/1.1", "h2" in browsers).
@@ -220,6 +222,25 @@ pub struct RequestRecord {
     /// Multi-turn runs: its conversation (the id of the conversation's first request).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation: Option<u64>,
+    /// Name resolution this request waited for (0 on a reused connection or an IP address).
+    /// Absent where the client cannot time it (the CLI's https client; a browser without
+    /// `Timing-Allow-Origin` from the server). See docs/metrics.md, "Before the first byte".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns_ms: Option<f64>,
+    /// The TCP handshake this request waited for (k6's `http_req_connecting`), 0 on a
+    /// reused connection. A server whose listen backlog is full drops the handshake's SYN,
+    /// and the client retries 1 s, 3 s, 7 s ... later: that stall is here, not in `wait_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_ms: Option<f64>,
+    /// The TLS handshake this request waited for (k6's `http_req_tls_handshaking`), 0 on a
+    /// reused connection; absent on plain http.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_ms: Option<f64>,
+    /// Server wait (k6's `http_req_waiting`): from the request going out to the first byte
+    /// of the response (its status line). A connection the server's kernel accepted but the
+    /// server had not yet taken from its backlog waits here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<f64>,
 }
 
 impl RequestRecord {
@@ -282,6 +303,10 @@ impl RequestRecord {
             turn: None,
             conversation: None,
             tab_hidden: None,
+            dns_ms: None,
+            connect_ms: None,
+            tls_ms: None,
+            wait_ms: None,
         }
     }
 

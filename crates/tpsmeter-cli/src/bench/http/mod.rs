@@ -9,4 +9,6 @@ pub mod response;
 pub mod runner;
 pub mod sent_at;
 #[cfg(target_os = "linux")]
+pub mod setup_timing;
+#[cfg(target_os = "linux")]
 pub mod stamped_http;

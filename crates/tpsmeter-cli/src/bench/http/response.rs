@@ -16,6 +16,8 @@ pub enum Response {
         response: hyper::Response<hyper::body::Incoming>,
         /// The connection's receive stamps; `None` when the connector gave none.
         stamps: Option<tpsmeter_arrival::Stamps>,
+        /// When the connection was set up.
+        setup: Option<std::sync::Arc<crate::bench::http::setup_timing::Setup>>,
     },
 }
 
@@ -35,7 +37,38 @@ impl Response {
             .extensions()
             .get::<tpsmeter_arrival::Stamps>()
             .cloned();
-        Self::Stamped { response, stamps }
+        let setup = response
+            .extensions()
+            .get::<std::sync::Arc<crate::bench::http::setup_timing::Setup>>()
+            .cloned();
+        Self::Stamped {
+            response,
+            stamps,
+            setup,
+        }
+    }
+
+    /// When the response's head arrived, for a response handed over at `now`: where the
+    /// kernel stamped the read that completed it, that (never after `now`), else `now`.
+    /// Read it before the body: a later read moves the stamp on.
+    pub fn head_arrival(&self, now: Instant) -> Instant {
+        match self {
+            Self::Reqwest(_) => now,
+            #[cfg(target_os = "linux")]
+            Self::Stamped { stamps, .. } => stamps
+                .as_ref()
+                .and_then(tpsmeter_arrival::Stamps::last)
+                .map_or(now, |k| k.min(now)),
+        }
+    }
+
+    /// How the response's connection was set up, where the client timed it (plain http).
+    #[cfg(target_os = "linux")]
+    pub fn setup(&self) -> Option<&crate::bench::http::setup_timing::Setup> {
+        match self {
+            Self::Reqwest(_) => None,
+            Self::Stamped { setup, .. } => setup.as_deref(),
+        }
     }
 
     pub fn status(&self) -> u16 {
@@ -72,7 +105,9 @@ impl Response {
                 .map(|c| c.map(|b| (b, None)))
                 .map_err(|e| crate::bench::http::failure::from_reqwest(&e)),
             #[cfg(target_os = "linux")]
-            Self::Stamped { response, stamps } => loop {
+            Self::Stamped {
+                response, stamps, ..
+            } => loop {
                 use http_body_util::BodyExt;
                 let Some(frame) = response.body_mut().frame().await else {
                     return Ok(None);

@@ -8,6 +8,13 @@
 //! given to the core's [`Exchange`] (parser, timeline and the rules that end a request, shared
 //! with the browser). Nothing heavier than a clock read happens between the read completing
 //! and the runner's own stamp.
+//!
+//! Beside the outcome, the runner reports the parts of the wait before the first byte it
+//! could time ([`RecordExtras`]): the server wait, from the body's pull to the response
+//! head's arrival (kernel-stamped on plain http), and on plain http the name lookup and TCP
+//! handshake this request waited for (`setup_timing.rs`). reqwest (https, proxies) does not
+//! say when its connections were set up, so there those two stay unknown and the set-up
+//! remains inside `queue_ms`.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -17,7 +24,7 @@ use std::time::{Duration, Instant};
 use tokio::time::timeout_at;
 use tokio_util::sync::CancellationToken;
 use tpsmeter_core::request::HttpRequest;
-use tpsmeter_core::{Api, Exchange, Failure, Outcome};
+use tpsmeter_core::{Api, Exchange, Failure, Outcome, RecordExtras};
 
 use crate::bench::http::client::Client;
 use crate::bench::http::failure::{error_chain, from_reqwest};
@@ -30,6 +37,12 @@ type Sending<'a> = Pin<Box<dyn Future<Output = Result<Response, SendError>> + Se
 
 /// The cell a request's send time lands in when the HTTP stack pulls its body.
 type Written = Option<Arc<OnceLock<Instant>>>;
+
+/// The cell the connection set-up begun for a request lands in (plain http on Linux).
+#[cfg(target_os = "linux")]
+type Begun = Option<Arc<OnceLock<Arc<crate::bench::http::setup_timing::Setup>>>>;
+#[cfg(not(target_os = "linux"))]
+type Begun = Option<std::convert::Infallible>;
 
 /// Sends one prepared request and times its stream. Cheap to share between tasks.
 #[derive(Debug)]
@@ -89,7 +102,7 @@ impl Runner {
     /// Starts one attempt (with `body` instead of the prepared one, when given): the
     /// response to come, and the cell the request's send time lands in when the HTTP stack
     /// pulls its body (`None` for a request without a body).
-    fn start(&self, body: Option<&Bytes>) -> Result<(Sending<'_>, Written), Failure> {
+    fn start(&self, body: Option<&Bytes>) -> Result<(Sending<'_>, Written, Begun), Failure> {
         match &self.prepared {
             Prepared::Reqwest { client, request } => {
                 // The body is in memory, so cloning cannot fail; a failure here would be a
@@ -110,18 +123,19 @@ impl Runner {
                         failure: from_reqwest(&e),
                     })
                 });
-                Ok((sending, written))
+                Ok((sending, written, None))
             }
             #[cfg(target_os = "linux")]
             Prepared::Stamped { client, template } => {
-                let (sending, written) = client.send(template, body);
+                let begun = Arc::new(OnceLock::new());
+                let (sending, written) = client.send(template, body, begun.clone());
                 let sending = Box::pin(async move {
                     sending.await.map(Response::stamped).map_err(|e| SendError {
                         stale: is_stale_connection(&e),
                         failure: crate::bench::http::failure::from_hyper(&e, e.is_connect()),
                     })
                 });
-                Ok((sending, Some(written)))
+                Ok((sending, Some(written), Some(begun)))
             }
         }
     }
@@ -129,10 +143,30 @@ impl Runner {
     /// Sends the request (with `body`, this request's own, instead of the prepared one when
     /// given) and reads the stream to its end, a failure or cancellation.
     pub async fn run(&self, cancel: &CancellationToken, body: Option<Bytes>) -> Outcome {
+        self.run_timed(cancel, body).await.0
+    }
+
+    /// [`Runner::run`], with the parts of the wait before the first byte that were timed.
+    pub async fn run_timed(
+        &self,
+        cancel: &CancellationToken,
+        body: Option<Bytes>,
+    ) -> (Outcome, RecordExtras) {
+        let mut extras = RecordExtras::default();
+        let outcome = self.run_into(cancel, body, &mut extras).await;
+        (outcome, extras)
+    }
+
+    async fn run_into(
+        &self,
+        cancel: &CancellationToken,
+        body: Option<Bytes>,
+        extras: &mut RecordExtras,
+    ) -> Outcome {
         let mut attempt = 0;
         let (response, mut exchange, first_byte_deadline) = loop {
             attempt += 1;
-            let (sending, written) = match self.start(body.as_ref()) {
+            let (sending, written, begun) = match self.start(body.as_ref()) {
                 Ok(started) => started,
                 Err(f) => return Outcome::failed_at(self.now_ms(), self.now_ms(), f),
             };
@@ -147,10 +181,19 @@ impl Runner {
                 () = cancel.cancelled() => return self.end(exchange, Failure::Cancelled),
                 r = timeout_at(first_byte_deadline, sending) => r,
             };
+            let now = Instant::now();
             // The request's start on the wire, where the HTTP stack saw it (see `sent_at`).
-            if let Some(&at) = written.as_deref().and_then(OnceLock::get) {
+            let written = written.as_deref().and_then(OnceLock::get).copied();
+            if let Some(at) = written {
                 exchange.on_sent(self.ms_at(at));
             }
+            *extras = match &response {
+                Ok(Ok(r)) => timed_parts(r, sent, written, now),
+                Ok(Err(_)) => unanswered_parts(&begun, sent, None, now),
+                // No answer in time: the server's wait is all the time since the request
+                // went out, if it did.
+                Err(_) => unanswered_parts(&begun, sent, written, now),
+            };
             match response {
                 Err(_elapsed) => {
                     exchange.on_timeout(self.now_ms(), self.timeout_s(), self.idle_timeout_s());
@@ -270,6 +313,55 @@ impl Runner {
     fn ms_at(&self, at: Instant) -> f64 {
         at.saturating_duration_since(self.origin).as_secs_f64() * 1000.0
     }
+}
+
+/// What `response` tells of the wait before its head: the server wait from `written` (the
+/// body's pull) to the head's arrival, and on plain http the connection set-up that fell
+/// after `handed_over`. Taken before any body read.
+fn timed_parts(
+    response: &Response,
+    handed_over: Instant,
+    written: Option<Instant>,
+    now: Instant,
+) -> RecordExtras {
+    let head = response.head_arrival(now);
+    let mut extras = RecordExtras {
+        wait_ms: written.map(|w| head.saturating_duration_since(w).as_secs_f64() * 1000.0),
+        ..RecordExtras::default()
+    };
+    #[cfg(target_os = "linux")]
+    if let Some(setup) = response.setup() {
+        let waited = setup.waited_since(handed_over, now);
+        extras.dns_ms = Some(waited.dns_ms);
+        extras.connect_ms = Some(waited.connect_ms);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = handed_over;
+    extras
+}
+
+/// What a request that got no response (a timeout, a failed connect) can still tell: the
+/// set-up begun for it, until `now` where a step had not finished, and, when it went out
+/// (`written`), the wait since.
+fn unanswered_parts(
+    begun: &Begun,
+    handed_over: Instant,
+    written: Option<Instant>,
+    now: Instant,
+) -> RecordExtras {
+    let mut extras = RecordExtras {
+        wait_ms: written.map(|w| now.saturating_duration_since(w).as_secs_f64() * 1000.0),
+        ..RecordExtras::default()
+    };
+    #[cfg(target_os = "linux")]
+    if let Some(setup) = begun.as_ref().and_then(|b| b.get()) {
+        let waited = setup.waited_since(handed_over, now);
+        extras.dns_ms = Some(waited.dns_ms);
+        extras.connect_ms = Some(waited.connect_ms);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (begun, handed_over);
+    extras
 }
 
 /// `request` with its in-memory body replaced by one that stamps when the HTTP stack pulls

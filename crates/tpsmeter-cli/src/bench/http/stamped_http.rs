@@ -10,7 +10,8 @@
 //! reqwest gives no access to its sockets, so plain http goes through hyper-util's client
 //! (the one reqwest wraps) with a connector that wraps hyper-util's own TCP connect:
 //! HTTP/1.1, a keep-alive pool with reqwest's idle timeout, `TCP_NODELAY`. TLS and proxies
-//! stay with reqwest (`client.rs` decides), where the stamp is the runner's clock.
+//! stay with reqwest (`client.rs` decides), where the stamp is the runner's clock. Each
+//! connection also carries when its name lookup and handshake ended (`setup_timing.rs`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -26,6 +27,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tpsmeter_arrival::StampedStream;
 
 use crate::bench::http::sent_at::StampedBody;
+use crate::bench::http::setup_timing::{Setup, SetupStream, TimedResolver, with_begun};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -38,32 +40,32 @@ pub struct StampedClient {
 impl StampedClient {
     /// `connect_timeout` bounds the TCP connect; idle pooled connections close after 90 s.
     pub fn new(connect_timeout: Duration) -> Self {
-        let mut http = HttpConnector::new();
-        http.set_connect_timeout(Some(connect_timeout));
-        // A stamp is taken when a read completes: Nagle's algorithm on our side would only
-        // delay the request.
-        http.set_nodelay(true);
         let inner = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(90))
             .pool_timer(TokioTimer::new())
-            .build(Connector { http });
+            .build(Connector { connect_timeout });
         Self { inner }
     }
 
     /// Starts one request built from `template` (with `body` instead of the template's, when
     /// given): the response to come, and the cell its send time lands in when hyper pulls
     /// the body.
+    /// The connection set-up begun for it lands in `begun` (see `setup_timing`).
     pub fn send(
         &self,
         template: &Template,
         body: Option<&Bytes>,
-    ) -> (ResponseFuture, Arc<OnceLock<Instant>>) {
+        begun: Arc<OnceLock<Arc<Setup>>>,
+    ) -> (
+        impl Future<Output = <ResponseFuture as Future>::Output> + use<>,
+        Arc<OnceLock<Instant>>,
+    ) {
         let (body, written) = StampedBody::new(body.unwrap_or(&template.body).clone());
         let mut request = Request::new(body);
         *request.method_mut() = template.method.clone();
         *request.uri_mut() = template.uri.clone();
         *request.headers_mut() = template.headers.clone();
-        (self.inner.request(request), written)
+        (with_begun(begun, self.inner.request(request)), written)
     }
 }
 
@@ -107,26 +109,45 @@ impl Template {
     }
 }
 
-/// hyper-util's TCP connector, its stream wrapped to keep receive stamps.
+/// hyper-util's TCP connector, its stream wrapped to keep receive stamps and its set-up
+/// times.
 #[derive(Debug, Clone)]
 struct Connector {
-    http: HttpConnector,
+    connect_timeout: Duration,
 }
 
 impl tower_service::Service<Uri> for Connector {
-    type Response = StampedStream;
+    type Response = SetupStream;
     type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<StampedStream, BoxError>> + Send>>;
+    type Future = Pin<Box<dyn Future<Output = Result<SetupStream, BoxError>> + Send>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.http.poll_ready(cx).map_err(Into::into)
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, uri: Uri) -> Self::Future {
-        let connecting = self.http.call(uri);
+        let needs_lookup = uri.host().is_some_and(|h| {
+            h.trim_matches(['[', ']'])
+                .parse::<std::net::IpAddr>()
+                .is_err()
+        });
+        let setup = Setup::start(needs_lookup);
+        setup.announce();
+        // A connector of its own per connection, so its resolver notes this connection's
+        // lookup (a few small allocations beside a TCP handshake).
+        let mut http = HttpConnector::new_with_resolver(TimedResolver::new(setup.clone()));
+        http.set_connect_timeout(Some(self.connect_timeout));
+        // A stamp is taken when a read completes: Nagle's algorithm on our side would only
+        // delay the request.
+        http.set_nodelay(true);
+        let connecting = http.call(uri);
         Box::pin(async move {
             let io = connecting.await?;
-            Ok(StampedStream::new(io.into_inner()).0)
+            setup.connected_now();
+            Ok(SetupStream::new(
+                StampedStream::new(io.into_inner()).0,
+                setup,
+            ))
         })
     }
 }
