@@ -10,6 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::api::Api;
 use crate::error::{CoreError, Result};
+use crate::find_max::{FindMaxConfig, FindMaxOptions, find_max_option};
 use crate::plan::{LoadLevel, MAX_CONCURRENCY, MAX_LEVELS, StopCondition};
 use crate::prompt;
 use crate::prompt_plan::{self, CacheBust, PromptPlan};
@@ -68,6 +69,10 @@ pub struct BenchOptions {
     pub idle_timeout_s: f64,
     /// Service-level objectives, e.g. `ttft=500ms,tpot=50ms` (see [`Slo::parse`]).
     pub slo: Option<String>,
+    /// Search for the highest load that meets `slo`, from the one level given (see
+    /// [`crate::find_max`]); `findMax: true` in `bench()` takes the default limits.
+    #[serde(deserialize_with = "find_max_option")]
+    pub find_max: Option<FindMaxOptions>,
 }
 
 impl Default for BenchOptions {
@@ -94,6 +99,7 @@ impl Default for BenchOptions {
             timeout_s: 60.0,
             idle_timeout_s: 30.0,
             slo: None,
+            find_max: None,
         }
     }
 }
@@ -205,6 +211,7 @@ impl BenchOptions {
             ));
         }
         self.slo()?;
+        self.find_max_config()?;
         prompt::resolve(None, self.input_tokens)?;
         prompt_plan::check_shared_prefix(self)?;
         Ok(())
@@ -245,6 +252,32 @@ impl BenchOptions {
     /// The parsed SLOs, when given.
     pub fn slo(&self) -> Result<Option<Slo>> {
         self.slo.as_deref().map(Slo::parse).transpose()
+    }
+
+    /// The find-max search asked for, resolved against its start: the one level given. It
+    /// needs an SLO to judge levels by, and chooses the levels itself.
+    pub fn find_max_config(&self) -> Result<Option<FindMaxConfig>> {
+        let Some(o) = &self.find_max else {
+            return Ok(None);
+        };
+        let bad = |input: String, reason: &str| CoreError::InvalidSpec {
+            what: "find-max",
+            input,
+            reason: reason.into(),
+        };
+        if self.slo()?.is_none_or(|s| s.is_empty()) {
+            return Err(bad(
+                "without an SLO".into(),
+                "needs an SLO to judge each level by, e.g. ttft=500ms,tpot=50ms",
+            ));
+        }
+        match self.levels().as_slice() {
+            [start] => o.resolve(*start).map(Some),
+            levels => Err(bad(
+                format!("{} levels", levels.len()),
+                "chooses the levels itself: give one concurrency (or rate) to start from",
+            )),
+        }
     }
 
     /// The prompt text: `prompt`, else a synthesised one, else the default.
@@ -306,6 +339,7 @@ impl BenchOptions {
             warmup: self.warmup,
             timeout_s: Some(self.timeout_s),
             slo: self.slo()?,
+            find_max: self.find_max_config()?,
         })
     }
 }
@@ -337,6 +371,26 @@ pub(crate) mod tests {
         assert_eq!(o.warmup, 0);
         o.validate().unwrap();
         assert_eq!(o.slo().unwrap().unwrap().ttft_ms, Some(1000.0));
+    }
+
+    #[test]
+    fn find_max_is_true_false_or_limits() {
+        let parse = |v: &str| {
+            serde_json::from_str::<BenchOptions>(&format!(r#"{{"findMax":{v}}}"#))
+                .map(|o| o.find_max)
+        };
+        assert_eq!(parse("true").unwrap(), Some(FindMaxOptions::default()));
+        assert_eq!(parse("false").unwrap(), None);
+        assert_eq!(parse("null").unwrap(), None);
+        let limits = parse(r#"{"maxLoad":64,"maxLevels":8,"minGainPct":5,"attainmentPct":99}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(limits.max_load, Some(64.0));
+        assert_eq!(limits.attainment_pct, Some(99.0));
+        for bad in [r#"{"maxload":64}"#, "1", r#""yes""#] {
+            let e = parse(bad).unwrap_err().to_string();
+            assert!(e.contains("findMax takes true, false or"), "{bad}: {e}");
+        }
     }
 
     #[test]

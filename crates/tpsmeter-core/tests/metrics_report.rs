@@ -105,6 +105,7 @@ fn report(url: &str) -> Report {
             warmup: 1,
             timeout_s: Some(30.0),
             slo: Some(Slo::parse("ttft=500ms,tpot=50ms").unwrap()),
+            find_max: None,
         },
         environment: Environment {
             os: "linux".into(),
@@ -128,6 +129,7 @@ fn report(url: &str) -> Report {
             count: 3,
             start_at_unix_ms: Some(1_767_225_600_000.0),
         }),
+        find_max: None,
     }
 }
 

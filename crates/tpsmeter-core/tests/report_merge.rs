@@ -105,6 +105,7 @@ fn config() -> RunConfig {
         warmup: 0,
         timeout_s: Some(60.0),
         slo: Some(Slo::parse("ttft=35ms").unwrap()),
+        find_max: None,
     }
 }
 

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::Api;
 use crate::error::{CoreError, Result};
+use crate::find_max::{FindMaxConfig, FindMaxVerdict};
 use crate::phase::PhaseSummary;
 use crate::plan::LoadLevel;
 use crate::prompt_plan::CacheBust;
@@ -56,6 +57,10 @@ pub struct Report {
     /// (`tpsmeter bench --shard I/N`); `report::merge` makes the whole of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardInfo>,
+    /// `--find-max`: the highest load that met the SLO, why the search stopped, and each
+    /// level's judgement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub find_max: Option<FindMaxVerdict>,
 }
 
 /// Which part of a spread run a report holds. Its `config` is the whole run's; its levels
@@ -103,6 +108,7 @@ impl Report {
             warnings,
             clock_origin_unix_ms: None,
             shard: None,
+            find_max: None,
         }
     }
 
@@ -191,6 +197,10 @@ pub struct RunConfig {
     /// Per-request timeout, seconds.
     pub timeout_s: Option<f64>,
     pub slo: Option<Slo>,
+    /// `--find-max`: the search that chose the levels (then `levels` are the levels it ran,
+    /// in run order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub find_max: Option<FindMaxConfig>,
 }
 
 /// Where the run happened. Filled by the caller (this crate does no I/O).
