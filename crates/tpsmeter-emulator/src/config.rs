@@ -119,6 +119,11 @@ pub struct EmulatorConfig {
     /// emulator and read its Resource Timing. On by default; a request can still opt out
     /// with the `/no-cors` path prefix ([`crate::Overrides`]).
     pub cors: bool,
+    /// The server's capacity: at most this many streams run at once, and a request beyond
+    /// them waits, headers and all, until one ends; its schedule starts when it gets a slot
+    /// (as a server with this many batch slots queues). `None`: no limit. Requests that
+    /// override it (`/max-streams/N`) share the slots of every request with the same N.
+    pub max_streams: Option<u32>,
 }
 
 impl Default for EmulatorConfig {
@@ -130,6 +135,7 @@ impl Default for EmulatorConfig {
             port: 0,
             record: false,
             cors: true,
+            max_streams: None,
         }
     }
 }

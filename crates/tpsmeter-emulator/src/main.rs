@@ -43,6 +43,11 @@ struct Args {
     /// Stop after this many seconds (default: run until killed).
     #[arg(long)]
     exit_after_s: Option<f64>,
+    /// Serve at most N streams at once; requests beyond wait for a slot, and their schedule
+    /// starts when they get one (a server with N batch slots). Per request: the
+    /// `/max-streams/N` path prefix.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_streams: Option<u32>,
 }
 
 fn ms(v: f64, what: &str) -> anyhow::Result<Duration> {
@@ -67,6 +72,7 @@ async fn main() -> anyhow::Result<()> {
         port: args.port,
         record: false,
         cors: !args.no_cors,
+        max_streams: args.max_streams,
     };
     let emu = Emulator::start(cfg).await?;
     let path = match api {
