@@ -528,8 +528,7 @@ impl LoadDriver {
     /// levels the search ran (in run order) and its verdict.
     pub fn annotate(&self, report: &mut Report) {
         if let Some(search) = self.find_max() {
-            report.config.levels = self.level_reports.iter().map(|l| l.level).collect();
-            report.find_max = Some(search.verdict());
+            search.annotate(report);
         }
     }
 }

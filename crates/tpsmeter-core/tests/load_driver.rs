@@ -462,9 +462,11 @@ fn find_max_chooses_each_next_level_and_the_report_says_where_it_stopped() {
     assert_eq!(back.find_max, report.find_max);
 }
 
+type Mutation = fn(&mut BenchOptions);
+
 #[test]
 fn find_max_needs_an_slo_one_start_level_and_no_shards() {
-    let search = |f: fn(&mut BenchOptions)| {
+    let search = |f: Mutation| {
         let o = options(|o| {
             o.slo = Some("ttft=1s".into());
             o.find_max = Some(tpsmeter_core::FindMaxOptions::default());
@@ -473,7 +475,7 @@ fn find_max_needs_an_slo_one_start_level_and_no_shards() {
         LoadDriver::new_shard(&o, Shard::WHOLE, Redactor::default()).map(|_| ())
     };
     search(|_| {}).unwrap();
-    let cases: [(fn(&mut BenchOptions), &str); 3] = [
+    let cases: [(Mutation, &str); 3] = [
         (|o| o.slo = None, "needs an SLO"),
         (|o| o.concurrency = vec![1, 2], "give one concurrency"),
         (

@@ -51,7 +51,7 @@ pub use settings::{
 pub use verdict::{FindMaxStep, FindMaxStop, FindMaxVerdict};
 
 use crate::plan::LoadLevel;
-use crate::report::LevelReport;
+use crate::report::{LevelReport, Report};
 
 /// What the search needs of one finished level.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -233,6 +233,13 @@ impl FindMax {
             .filter(|s| s.passed && s.level.value() < load)
             .map(|s| s.goodput_per_s.unwrap_or(0.0))
             .reduce(f64::max)
+    }
+
+    /// Writes the search into the `report` of its run: the levels it ran (the report's
+    /// levels, in run order) as the config's, and its verdict.
+    pub fn annotate(&self, report: &mut Report) {
+        report.config.levels = report.levels.iter().map(|l| l.level).collect();
+        report.find_max = Some(self.verdict());
     }
 
     /// The conclusion so far (an unfinished search reads as interrupted).
