@@ -19,7 +19,7 @@ export const APIS: readonly Api[] = [
   'local',
 ];
 
-type Kind = 'string' | 'boolean' | 'count' | 'positiveInt' | 'positive' | 'nonNegative' | 'levels' | 'rates' | 'api' | 'hook' | 'object' | 'render' | 'cacheBust';
+type Kind = 'string' | 'boolean' | 'count' | 'positiveInt' | 'positive' | 'nonNegative' | 'levels' | 'rates' | 'api' | 'hook' | 'object' | 'render' | 'cacheBust' | 'findMax';
 
 /** Every option `bench()` takes, and what its value must be. */
 const OPTIONS: Record<string, Kind> = {
@@ -45,6 +45,7 @@ const OPTIONS: Record<string, Kind> = {
   slo: 'string',
   seed: 'count',
   ignoreEos: 'boolean',
+  findMax: 'findMax',
   onProgress: 'hook',
   onRecord: 'hook',
   signal: 'object',
@@ -67,6 +68,15 @@ const EXPECTED: Record<Kind, string> = {
   object: 'an object',
   render: 'an HTMLElement or a render callback',
   cacheBust: "'prefix' or 'off'",
+  findMax: 'true, false or { maxLoad?, maxLevels?, minGainPct?, attainmentPct? } (numbers)',
+};
+
+/** The limits a `findMax` object may set, and what each takes. */
+const FIND_MAX_LIMITS: Record<string, (v: unknown) => boolean> = {
+  maxLoad: (v) => typeof v === 'number' && Number.isFinite(v) && v > 0,
+  maxLevels: (v) => isWhole(v, 1),
+  minGainPct: (v) => typeof v === 'number' && Number.isFinite(v) && v >= 0,
+  attainmentPct: (v) => typeof v === 'number' && Number.isFinite(v) && v > 0 && v <= 100,
 };
 
 /** Largest whole number an option takes (the wasm side reads 32-bit counts). */
@@ -114,6 +124,11 @@ function fits(kind: Kind, v: unknown): boolean {
       return typeof v === 'function' || (typeof v === 'object' && v !== null);
     case 'cacheBust':
       return v === 'prefix' || v === 'off';
+    case 'findMax':
+      return (
+        typeof v === 'boolean' ||
+        (typeof v === 'object' && v !== null && !Array.isArray(v) && Object.entries(v).every(([k, x]) => x === undefined || FIND_MAX_LIMITS[k]?.(x) === true))
+      );
   }
 }
 
@@ -190,6 +205,16 @@ export function validate(options: Record<string, unknown>): Record<string, unkno
   }
   if (typeof options.sharedPrefix === 'number' && typeof options.inputTokens === 'number' && options.sharedPrefix >= options.inputTokens) {
     throw new TypeError(`bench(): option \`sharedPrefix\` must be below \`inputTokens\` (${options.inputTokens}), got ${options.sharedPrefix}`);
+  }
+  if (options.findMax !== undefined && options.findMax !== false) {
+    if (typeof options.slo !== 'string' || options.slo === '') {
+      throw new TypeError('bench(): option `findMax` needs `slo`: each level is judged by it (e.g. slo: "ttft=500ms")');
+    }
+    for (const name of ['concurrency', 'rate'] as const) {
+      if (Array.isArray(options[name]) && (options[name] as unknown[]).length > 1) {
+        throw new TypeError(`bench(): option \`findMax\` chooses the levels itself: give one \`${name}\` to start from, not a list`);
+      }
+    }
   }
   const out = { ...options };
   for (const name of ['concurrency', 'rate'] as const) {

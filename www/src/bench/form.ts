@@ -57,6 +57,8 @@ export interface FormState {
   uniquePrompts: boolean;
   /** Tokens every request shares before its mark (0: none). */
   sharedPrefix: number;
+  /** Search for the highest concurrency that meets the SLO (`findMax`), from the first level. */
+  findMax: boolean;
 }
 
 export const DEFAULTS: FormState = {
@@ -77,6 +79,7 @@ export const DEFAULTS: FormState = {
   render: true,
   uniquePrompts: true,
   sharedPrefix: 0,
+  findMax: false,
 };
 
 function field(label: string, control: HTMLElement, hint?: string, id?: string): HTMLElement {
@@ -106,6 +109,7 @@ export class RunForm {
   readonly render = el('input', { type: 'checkbox', id: 'f-render' });
   readonly uniquePrompts = el('input', { type: 'checkbox', id: 'f-unique-prompts' });
   readonly sharedPrefix = el('input', { name: 'sharedPrefix', id: 'f-shared-prefix', type: 'number', min: 0, max: 100000 });
+  readonly findMax = el('input', { type: 'checkbox', id: 'f-find-max' });
   readonly run = el('button', { type: 'submit', class: 'primary', id: 'run', text: 'Run benchmark' });
   readonly stop = el('button', { type: 'button', id: 'stop', text: 'Stop', disabled: true });
   readonly note = el('p', { class: 'hint', id: 'preset-note' });
@@ -163,6 +167,12 @@ export class RunForm {
       ),
       el('label', { class: 'check' }, this.uniquePrompts, 'A unique prompt per request ([run <id> #<n>] before it), so no server answers from its prompt cache; off measures the cached case'),
       el('label', { class: 'check' }, this.render, 'Show the text as it streams and measure when it is painted (perceived TPS)'),
+      el(
+        'label',
+        { class: 'check' },
+        this.findMax,
+        `Find the knee: from the first concurrency level, double the load until a level misses the SLO (95% of its requests within it) or goodput stops rising, then narrow down; each level runs 4 × its concurrency requests (at least 8), at most ${LIMITS.concurrency} streams`,
+      ),
       urls,
       this.notices,
       el('div', { class: 'row' }, this.run, this.stop),
@@ -226,6 +236,7 @@ export class RunForm {
       render: this.render.checked,
       uniquePrompts: this.uniquePrompts.checked,
       sharedPrefix: Number.isFinite(this.sharedPrefix.valueAsNumber) ? this.sharedPrefix.valueAsNumber : 0,
+      findMax: this.findMax.checked,
     };
   }
 
@@ -284,6 +295,7 @@ export class RunForm {
     this.render.checked = s.render;
     this.uniquePrompts.checked = s.uniquePrompts !== false;
     this.sharedPrefix.value = String(s.sharedPrefix || 0);
+    this.findMax.checked = s.findMax === true;
     this.applyPreset(s.preset, false);
     this.syncPromptKind();
     if (p) fromQuery.unshift('preset');
@@ -337,6 +349,7 @@ export function validate(s: FormState): string[] {
   if (!(Number.isInteger(s.sharedPrefix) && s.sharedPrefix >= 0 && s.sharedPrefix <= LIMITS.inputTokens)) out.push(`Shared prefix must be 0 to ${LIMITS.inputTokens.toLocaleString('en-US')} tokens.`);
   if (s.sharedPrefix > 0 && !s.uniquePrompts) out.push('A shared prefix needs unique prompts: without them every request shares all of its prompt.');
   if (s.sharedPrefix > 0 && s.promptKind === 'synthetic' && (inputLengths(s.inputLengths) ?? []).some((n) => n <= s.sharedPrefix)) out.push('Each input length must be above the shared prefix.');
+  if (s.findMax && !s.slo) out.push('Finding the knee needs service-level objectives: each level is judged by them (e.g. ttft=500ms,tpot=50ms).');
   if (s.promptKind === 'synthetic' && !inputLengths(s.inputLengths)) out.push(`Input lengths must be whole numbers of tokens from 1 to ${LIMITS.inputTokens.toLocaleString('en-US')}, comma-separated (e.g. 128,1024), at most ${LIMITS.inputLengths}.`);
   return out;
 }
@@ -375,9 +388,11 @@ export function settingsOf(s: FormState): Omit<RunSettings, 'apiKey'>[] {
 }
 
 function oneRun(s: FormState, prompt: { prompt: string } | { inputTokens: number }): Omit<RunSettings, 'apiKey'> {
+  // A search starts from the first level and sizes each level itself (4 × its concurrency).
+  const search = s.findMax ? { findMax: { maxLoad: LIMITS.concurrency } } : undefined;
   const base = {
-    concurrency: levels(s.concurrency),
-    requests: s.requests,
+    concurrency: search ? levels(s.concurrency)?.slice(0, 1) : levels(s.concurrency),
+    ...(search ? search : { requests: s.requests }),
     warmup: s.warmup,
     maxTokens: s.maxTokens,
     ...prompt,
