@@ -12,12 +12,11 @@ mod common;
 mod server_support;
 
 use std::io::Read;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{argv, bench};
 use serde_json::Value;
-use server_support::{assets, free_port, post_chat, start};
+use server_support::{assets, post_chat, serve_model};
 use tpsmeter_cli::exit::Status;
 use tpsmeter_core::find_max::FindMaxStop;
 use tpsmeter_core::plan::LoadLevel;
@@ -128,19 +127,7 @@ async fn on_tpsmeter_serve_with_two_slots_the_max_is_two_streams() {
     let Some([model]) = assets("find_max serve", ["TPSMETER_MODEL"]) else {
         return;
     };
-    let port = free_port();
-    let _server = start(
-        Command::new(env!("CARGO_BIN_EXE_tpsmeter"))
-            .arg("serve")
-            .arg("--model")
-            .arg(&model)
-            .args(["--parallel", "2", "--context", "1024"])
-            .args(["--port", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit()),
-        port,
-        "tpsmeter serve",
-    );
+    let (_server, port) = serve_model(&model, "2");
     // The first answer compiles the pipelines (seconds on lavapipe); the second times one.
     const TOKENS: u32 = 32;
     answer_ms(port, 2);
