@@ -547,7 +547,7 @@ fn main() -> anyhow::Result<()> {
             api: Api::OpenaiChat,
             base_url: server.emu().base_url(),
             model: "emulator".into(),
-            prompt: "Say something.".into(),
+            messages: vec![tpsmeter_core::Message::user("Say something.")],
             system: None,
             max_tokens: TOKENS,
             temperature: None,

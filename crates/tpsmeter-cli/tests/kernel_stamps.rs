@@ -122,7 +122,7 @@ fn stamps_through(
             api: Api::OpenaiChat,
             base_url: format!("http://127.0.0.1:{port}"),
             model: "m".into(),
-            prompt: "Say something.".into(),
+            messages: vec![tpsmeter_core::Message::user("Say something.")],
             system: None,
             max_tokens: 2,
             temperature: None,

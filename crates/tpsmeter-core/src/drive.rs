@@ -82,6 +82,11 @@ pub struct RecordExtras {
     pub queue_ms: Option<f64>,
     /// The page was hidden at some time while the request ran (browser).
     pub tab_hidden: Option<bool>,
+    /// The run's tokenizer's count of the answer text: the output token count when the
+    /// server reported no usage.
+    pub output_tokens_counted: Option<u64>,
+    /// Multi-turn runs: the request's place in its conversation.
+    pub turn: Option<crate::conversations::Turn>,
 }
 
 /// Where the run stands, for progress displays.
@@ -329,11 +334,16 @@ impl LoadDriver {
             error,
             true,
         );
+        if let Some(n) = extras.output_tokens_counted {
+            record.recount(&outcome.timeline, n);
+        }
         record.redact(&self.redactor);
         record.scheduled_ms = ticket.scheduled_ms;
         record.level_index = u32::try_from(ticket.level_index).ok();
         record.queue_ms = extras.queue_ms.or(record.queue_ms);
         record.tab_hidden = extras.tab_hidden;
+        record.turn = extras.turn.map(|t| t.turn);
+        record.conversation = extras.turn.map(|t| t.conversation);
         record.http_version.clone_from(&outcome.http_version);
         if let Some(v) = &outcome.http_version {
             if !self.http_versions.contains(v) {

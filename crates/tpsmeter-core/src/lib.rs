@@ -15,6 +15,7 @@
 
 pub mod api;
 pub mod cap;
+pub mod conversations;
 pub mod decode;
 pub mod drive;
 pub mod error;
@@ -38,7 +39,10 @@ pub mod slo;
 mod sort;
 pub mod stats;
 pub mod stream;
+pub mod synth;
 pub mod timeline;
+pub mod tokens;
+pub mod workload;
 
 pub use api::Api;
 pub use decode::Limits;
@@ -52,9 +56,9 @@ pub use metrics::{RequestMetrics, TokenCountSource};
 pub use options::BenchOptions;
 pub use phase::PhaseSummary;
 pub use plan::{LoadLevel, LoadPlan};
-pub use prompt_plan::{CacheBust, PromptPlan};
+pub use prompt_plan::{CacheBust, PromptPlan, RequestInput};
 pub use report::{Report, RequestRecord};
-pub use request::{HeaderValue, HttpRequest, RequestSpec, Secret, build_request};
+pub use request::{HeaderValue, HttpRequest, Message, RequestSpec, Role, Secret, build_request};
 pub use shard::Shard;
 pub use slo::Slo;
 pub use stats::Summary;

@@ -17,6 +17,7 @@ use crate::prompt_plan::{self, CacheBust, PromptPlan};
 use crate::report::{PromptSource, RedactedUrl, RunConfig};
 use crate::request::{RequestSpec, Secret};
 use crate::slo::Slo;
+use crate::workload::Workload;
 
 /// Longest accepted duration, timeout or idle timeout: a day (and `Duration::from_secs_f64`
 /// panics on huge values natively).
@@ -50,8 +51,15 @@ pub struct BenchOptions {
     pub seed: Option<u64>,
     pub max_tokens: u32,
     pub prompt: Option<String>,
-    /// Synthesise a prompt of about this many tokens (see [`prompt::synthesize`]).
+    /// Synthesise a prompt of about this many tokens (see [`prompt::synthesize`]); exactly
+    /// this many (the user message) when the run has a tokenizer (see [`crate::synth`]).
     pub input_tokens: Option<u32>,
+    /// Draw each request's input length around `input_tokens` with this standard deviation.
+    pub input_tokens_stdev: Option<u32>,
+    /// The tokenizer that counts input (and, without usage, output) tokens, as its source
+    /// was named (a file, a URL, a Hugging Face model id); the caller loads it and hands the
+    /// core a [`crate::tokens::TokenCounter`]. Recorded in the report.
+    pub tokenizer: Option<String>,
     /// Whether each request's prompt starts with a mark of its own (see
     /// [`crate::prompt_plan`]), so that no server answers it from a prompt cache.
     pub cache_bust: CacheBust,
@@ -69,6 +77,12 @@ pub struct BenchOptions {
     pub idle_timeout_s: f64,
     /// Service-level objectives, e.g. `ttft=500ms,tpot=50ms` (see [`Slo::parse`]).
     pub slo: Option<String>,
+    /// A named workload (see [`crate::workload`]): its input and output sizes, applied by
+    /// [`BenchOptions::apply_workload`].
+    pub workload: Option<Workload>,
+    /// Multi-turn: each virtual user holds a conversation of this many turns (see
+    /// [`crate::conversations`]). Closed loop only.
+    pub turns: Option<u32>,
     /// Search for the highest load that meets `slo`, from the one level given (see
     /// [`crate::find_max`]); `findMax: true` in `bench()` takes the default limits.
     #[serde(deserialize_with = "find_max_option")]
@@ -90,6 +104,8 @@ impl Default for BenchOptions {
             max_tokens: 256,
             prompt: None,
             input_tokens: None,
+            input_tokens_stdev: None,
+            tokenizer: None,
             cache_bust: CacheBust::Prefix,
             shared_prefix: None,
             system: None,
@@ -99,6 +115,8 @@ impl Default for BenchOptions {
             timeout_s: 60.0,
             idle_timeout_s: 30.0,
             slo: None,
+            workload: None,
+            turns: None,
             find_max: None,
         }
     }
@@ -211,15 +229,78 @@ impl BenchOptions {
             ));
         }
         self.slo()?;
+        if let Some(t) = self.turns {
+            if !(1..=crate::conversations::MAX_TURNS).contains(&t) {
+                return Err(bad("turns", t.to_string(), "must be between 1 and 64"));
+            }
+            if t > 1 && !self.rate.is_empty() {
+                return Err(bad(
+                    "turns",
+                    t.to_string(),
+                    "multi-turn conversations are held by closed-loop users: give concurrency \
+                     levels, not a rate",
+                ));
+            }
+        }
         self.find_max_config()?;
         prompt::resolve(None, self.input_tokens)?;
+        if let (Some(sd), None) = (self.input_tokens_stdev, self.input_tokens) {
+            return Err(bad(
+                "input tokens stdev",
+                sd.to_string(),
+                "needs an input token count to draw around",
+            ));
+        }
+        if let (Some(sd), Some(n)) = (self.input_tokens_stdev, self.input_tokens) {
+            if n.saturating_add(sd.saturating_mul(3)) > prompt::MAX_SYNTH_TOKENS {
+                return Err(bad(
+                    "input tokens stdev",
+                    sd.to_string(),
+                    "the mean plus 3 deviations must stay within 2000000 tokens",
+                ));
+            }
+        }
         prompt_plan::check_shared_prefix(self)?;
+        Ok(())
+    }
+
+    /// Sets what the workload defines: its input sizes (a prompt or input length of the
+    /// user's own conflicts), and its output cap unless `max_tokens_given` (an explicit cap
+    /// wins). Callers apply it once, before [`BenchOptions::validate`].
+    pub fn apply_workload(&mut self, max_tokens_given: bool) -> Result<()> {
+        let Some(workload) = self.workload else {
+            return Ok(());
+        };
+        if self.prompt.is_some() || self.input_tokens.is_some() || self.input_tokens_stdev.is_some()
+        {
+            return Err(CoreError::InvalidSpec {
+                what: "workload",
+                input: workload.name().into(),
+                reason: "sets the input itself: give a workload or a prompt / input token count, \
+                         not both"
+                    .into(),
+            });
+        }
+        let shape = workload.shape();
+        self.input_tokens = Some(shape.input_tokens);
+        self.input_tokens_stdev = shape.input_tokens_stdev;
+        if !max_tokens_given {
+            self.max_tokens = shape.max_tokens;
+        }
         Ok(())
     }
 
     /// The seed the prompts' run id derives from, when one was given.
     pub fn prompt_seed(&self) -> Option<u64> {
         self.seed
+    }
+
+    /// The input lengths to synthesise, when `input_tokens` is set.
+    pub fn input_lengths(&self) -> Option<crate::synth::Lengths> {
+        self.input_tokens.map(|mean| crate::synth::Lengths {
+            mean,
+            stdev: self.input_tokens_stdev.unwrap_or(0),
+        })
     }
 
     /// The Poisson schedule's seed (0 when none was given).
@@ -291,7 +372,7 @@ impl BenchOptions {
             api: self.api,
             base_url: self.url.clone(),
             model: self.model.clone(),
-            prompt: self.prompt_text()?,
+            messages: vec![crate::request::Message::user(self.prompt_text()?)],
             system: self.system.clone(),
             max_tokens: self.max_tokens,
             temperature: self.temperature,
@@ -305,6 +386,8 @@ impl BenchOptions {
         match (&self.prompt, self.input_tokens) {
             (None, Some(n)) => PromptSource::Synthetic {
                 input_tokens: u64::from(n),
+                input_tokens_stdev: self.input_tokens_stdev,
+                tokenizer: self.tokenizer.clone(),
             },
             _ => PromptSource::Text {
                 chars: prompt_chars,
@@ -339,6 +422,8 @@ impl BenchOptions {
             warmup: self.warmup,
             timeout_s: Some(self.timeout_s),
             slo: self.slo()?,
+            workload: self.workload,
+            turns: self.turns.filter(|&t| t > 1),
             find_max: self.find_max_config()?,
         })
     }

@@ -436,7 +436,7 @@ fn find_max_chooses_each_next_level_and_the_report_says_where_it_stopped() {
     let mut report = tpsmeter_core::Report::new(
         o.run_config(
             o.prompt_source(0),
-            &tpsmeter_core::PromptPlan::new(&o, None, 1).unwrap(),
+            &tpsmeter_core::PromptPlan::new(&o, None, 1, None).unwrap(),
         )
         .unwrap(),
         tpsmeter_core::report::Environment::default(),

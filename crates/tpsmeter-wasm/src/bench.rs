@@ -2,15 +2,18 @@
 //! records and report, for the page's `fetch` loop to drive.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 use tpsmeter_core::drive::{Action, LoadDriver, RecordExtras, Ticket};
 use tpsmeter_core::report::{Environment, Report, Warning};
 use tpsmeter_core::request::{HeaderValue, Redactor, RequestPlan, Secret};
+use tpsmeter_core::tokens::TokenCounter;
 use tpsmeter_core::{BenchOptions, PromptPlan};
 use wasm_bindgen::prelude::*;
 
 use crate::convert::{from_js, to_js};
+use crate::counter::JsCounter;
 use crate::exchange::JsExchange;
 
 /// Cap on an API key handed in by the page: real keys are well under 1 KiB.
@@ -73,10 +76,17 @@ struct JsExtras {
 impl BenchRun {
     /// A run for `options` (the CLI's options in camelCase, plus `apiKey`). Throws an
     /// `Error` naming the first invalid option; the message never contains the key.
+    /// `count`, when the run has a tokenizer (`options.tokenizer` names it), is
+    /// `(text) => number`: its token count of a text without special tokens.
     #[wasm_bindgen(constructor)]
-    pub fn new(options: JsValue) -> Result<BenchRun, JsError> {
+    pub fn new(options: JsValue, count: Option<js_sys::Function>) -> Result<BenchRun, JsError> {
         let (options, api_key) = split_key(options)?;
-        let options: BenchOptions = from_js(options, "invalid options")?;
+        let max_tokens_given = js_sys::Reflect::get(&options, &JsValue::from_str("maxTokens"))
+            .is_ok_and(|v| !v.is_undefined());
+        let mut options: BenchOptions = from_js(options, "invalid options")?;
+        options
+            .apply_workload(max_tokens_given)
+            .map_err(|e| JsError::new(&e.to_string()))?;
         // Options first: their errors name the option, whatever the request would need.
         options
             .validate()
@@ -88,11 +98,19 @@ impl BenchRun {
             .map_err(|e| JsError::new(&e.to_string()))?;
         // The run id of the prompts' marks when no seed fixes it (see `prompt_plan`).
         let entropy = (js_sys::Math::random() * 2f64.powi(53)) as u64;
-        let prompts =
-            PromptPlan::new(&options, None, entropy).map_err(|e| JsError::new(&e.to_string()))?;
-        let prompt_chars = spec.prompt.chars().count() as u64;
-        let plan =
-            RequestPlan::new(spec, prompts, true).map_err(|e| JsError::new(&e.to_string()))?;
+        let counter: Option<Rc<dyn TokenCounter>> = count.map(|f| {
+            let name = options
+                .tokenizer
+                .clone()
+                .unwrap_or_else(|| "tokenizer".into());
+            Rc::new(JsCounter::new(f, name)) as Rc<dyn TokenCounter>
+        });
+        let prompts = PromptPlan::new(&options, None, entropy, counter.as_deref())
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        let prompt_chars = spec.prompt_text().chars().count() as u64;
+        let plan = RequestPlan::new(spec, prompts, counter, true)
+            .map_err(|e| JsError::new(&e.to_string()))?
+            .with_turns(options.turns);
         if std::str::from_utf8(&plan.template().body).is_err() {
             return Err(JsError::new("the request body is not UTF-8"));
         }
@@ -131,9 +149,13 @@ impl BenchRun {
     /// The body of request `ticket`: its own prompt, marked (see `prompt_plan` in the core);
     /// `undefined` when every request sends `request().body` (cache busting off).
     pub fn body(&self, ticket: u32) -> Result<Option<String>, JsError> {
+        let t = self
+            .tickets
+            .get(&u64::from(ticket))
+            .ok_or_else(|| JsError::new(&format!("ticket {ticket} is not in flight")))?;
         let body = self
             .plan
-            .body(u64::from(ticket))
+            .body_for(t)
             .map_err(|e| JsError::new(&e.to_string()))?;
         body.map(|b| {
             String::from_utf8(b).map_err(|_| JsError::new("the request body is not UTF-8"))
@@ -175,7 +197,13 @@ impl BenchRun {
         if !self.tickets.contains_key(&ticket) {
             return Err(JsError::new(&format!("ticket {ticket} is not in flight")));
         }
-        Ok(JsExchange::for_api(self.options.api, start_ms))
+        let mut exchange = JsExchange::for_api(self.options.api, start_ms);
+        if self.plan.needs_answers() {
+            // Re-counted at the end when the server sends no usage; sent back in the next
+            // turn of a multi-turn run.
+            exchange.inner.keep_answer();
+        }
+        Ok(exchange)
     }
 
     /// Hands back the finished request of `ticket` (the exchange is consumed). Returns its
@@ -202,12 +230,25 @@ impl BenchRun {
         }
         let outcome = inner.into_outcome();
         let now = outcome.timeline.end_ms().unwrap_or(0.0);
+        let ok = outcome.failure.is_none() && outcome.timeline.stream_error().is_none();
+        let turn = self
+            .plan
+            .end(ticket, outcome.answer.as_deref().filter(|_| ok));
+        let usage = outcome.timeline.usage().and_then(|u| u.output_tokens);
+        let output_tokens_counted = match (self.plan.counter(), &outcome.answer, usage) {
+            (Some(c), Some(answer), None) => Some(u64::from(
+                c.count(answer).map_err(|e| JsError::new(&e.to_string()))?,
+            )),
+            _ => None,
+        };
         let record = self.driver.complete(
             &t,
             outcome,
             RecordExtras {
                 queue_ms: extras.queue_ms.filter(|q| q.is_finite() && *q >= 0.0),
                 tab_hidden: extras.tab_hidden,
+                output_tokens_counted,
+                turn,
             },
             now,
         );

@@ -21,6 +21,7 @@ import { redactor } from './redact.js';
 import { runLocalRequest, type BenchEngine } from './local.js';
 import { streamHost, type StreamHost } from './reader.js';
 import { runRequest, type HttpRequest } from './request.js';
+import { loadTokenizer } from './tokenizer.js';
 import { VisibilityLog } from './visibility.js';
 import { runWarnings } from './warnings.js';
 
@@ -31,7 +32,14 @@ import { runWarnings } from './warnings.js';
 export async function bench(options: BenchOptions): Promise<Report> {
   const raw = await loadWasm();
   const settings = runSettings(options);
-  const run = new raw.BenchRun(settings);
+  const tokenizer = options.tokenizer === undefined ? undefined : await loadTokenizer(options.tokenizer, options.signal);
+  let run: InstanceType<typeof raw.BenchRun>;
+  try {
+    run = new raw.BenchRun(settings, tokenizer?.count);
+  } catch (e) {
+    tokenizer?.free();
+    throw e;
+  }
   const visibility = new VisibilityLog();
   const cancel = new AbortController();
   const { signal, onProgress, onRecord, render } = options;
@@ -174,6 +182,7 @@ export async function bench(options: BenchOptions): Promise<Report> {
     visibility.dispose();
     host?.close();
     run.free();
+    tokenizer?.free();
   }
 }
 

@@ -19,7 +19,10 @@ export const APIS: readonly Api[] = [
   'local',
 ];
 
-type Kind = 'string' | 'boolean' | 'count' | 'positiveInt' | 'positive' | 'nonNegative' | 'levels' | 'rates' | 'api' | 'hook' | 'object' | 'render' | 'cacheBust' | 'findMax';
+/** The named workloads (the core's `Workload`). */
+export const WORKLOADS = ['chat', 'rag-1k', 'long-10k', 'llmperf'] as const;
+
+type Kind = 'string' | 'boolean' | 'count' | 'positiveInt' | 'positive' | 'nonNegative' | 'levels' | 'rates' | 'api' | 'hook' | 'object' | 'render' | 'cacheBust' | 'tokenizer' | 'workload' | 'findMax';
 
 /** Every option `bench()` takes, and what its value must be. */
 const OPTIONS: Record<string, Kind> = {
@@ -35,6 +38,10 @@ const OPTIONS: Record<string, Kind> = {
   maxTokens: 'positiveInt',
   prompt: 'string',
   inputTokens: 'positiveInt',
+  inputTokensStdev: 'count',
+  tokenizer: 'tokenizer',
+  workload: 'workload',
+  turns: 'positiveInt',
   cacheBust: 'cacheBust',
   sharedPrefix: 'positiveInt',
   system: 'string',
@@ -68,6 +75,8 @@ const EXPECTED: Record<Kind, string> = {
   object: 'an object',
   render: 'an HTMLElement or a render callback',
   cacheBust: "'prefix' or 'off'",
+  tokenizer: 'a URL, a Hugging Face model id, a File/Blob or bytes (ArrayBuffer, Uint8Array)',
+  workload: `one of ${WORKLOADS.map((w) => `'${w}'`).join(', ')}`,
   findMax: 'true, false or { maxLoad?, maxLevels?, minGainPct?, attainmentPct? } (numbers)',
 };
 
@@ -124,6 +133,16 @@ function fits(kind: Kind, v: unknown): boolean {
       return typeof v === 'function' || (typeof v === 'object' && v !== null);
     case 'cacheBust':
       return v === 'prefix' || v === 'off';
+    case 'workload':
+      return typeof v === 'string' && (WORKLOADS as readonly string[]).includes(v);
+    case 'tokenizer':
+      return (
+        (typeof v === 'string' && v.length > 0) ||
+        v instanceof URL ||
+        v instanceof ArrayBuffer ||
+        v instanceof Uint8Array ||
+        (typeof Blob !== 'undefined' && v instanceof Blob)
+      );
     case 'findMax':
       return (
         typeof v === 'boolean' ||
@@ -199,6 +218,18 @@ export function validate(options: Record<string, unknown>): Record<string, unkno
   }
   if (options.prompt !== undefined && options.inputTokens !== undefined) {
     throw new TypeError('bench(): options `prompt` and `inputTokens` conflict: `inputTokens` generates the prompt; give one');
+  }
+  if (options.workload !== undefined && (options.prompt !== undefined || options.inputTokens !== undefined)) {
+    throw new TypeError('bench(): option `workload` sets the input itself: give a workload, or `prompt` / `inputTokens`');
+  }
+  if (typeof options.turns === 'number' && options.turns > 1 && options.rate !== undefined) {
+    throw new TypeError('bench(): option `turns` needs closed-loop users (`concurrency`): conversations are held by virtual users, not arrivals');
+  }
+  if (typeof options.turns === 'number' && options.turns > 64) {
+    throw new TypeError(`bench(): option \`turns\` is at most 64, got ${options.turns}`);
+  }
+  if (options.inputTokensStdev !== undefined && options.inputTokens === undefined) {
+    throw new TypeError('bench(): option `inputTokensStdev` needs `inputTokens`: the mean it draws lengths around');
   }
   if (options.sharedPrefix !== undefined && options.cacheBust === 'off') {
     throw new TypeError("bench(): option `sharedPrefix` needs cache busting: with `cacheBust: 'off'` every request shares all of its prompt");

@@ -101,6 +101,49 @@ export function degradationChart(all: LevelPoint[], xLabel: string): Chart {
   );
 }
 
+/** One turn of one level of a multi-turn run (the report's `turns`). */
+export interface TurnPoint {
+  level: number;
+  turn: number;
+  ttftP50?: number | null;
+  cachedP50?: number | null;
+  inputP50?: number | null;
+}
+
+/**
+ * TTFT against the turn of a conversation, one line per level: how a server's prompt cache
+ * meets a chat as it grows (a cache keeps later turns' TTFT flat; without one it climbs
+ * with the conversation's length).
+ */
+export function turnChart(points: TurnPoint[], levelName: (i: number) => string): Chart {
+  const turns = [...new Set(points.map((p) => p.turn))].sort((a, b) => a - b);
+  const levels = [...new Set(points.map((p) => p.level))].sort((a, b) => a - b).slice(0, 6);
+  const series = levels.map((l) => turns.map((t) => points.find((p) => p.level === l && p.turn === t)?.ttftP50 ?? null));
+  const summary = levels
+    .map((l) => `${levelName(l)}: ` + turns.map((t) => {
+      const p = points.find((q) => q.level === l && q.turn === t);
+      const cached = p?.cachedP50 != null && p?.inputP50 != null ? ` (${fmt(p.cachedP50)} of ${fmt(p.inputP50)} input tokens cached)` : '';
+      return `turn ${t} ${fmt(p?.ttftP50)} ms${cached}`;
+    }).join(', '))
+    .join('; ');
+  const colours = ['--series-1', '--series-2', '--series-3'];
+  return chart(
+    'Time to first token by turn of the conversation',
+    summary,
+    (width) => ({
+      width,
+      height: 240,
+      scales: { x: { time: false }, y: { range: (_u, _min, max) => [0, niceMax(max)] } },
+      axes: withSplits(axes('turn', 'TTFT p50 (ms)'), turns),
+      series: [
+        { label: 'turn' },
+        ...levels.map((l, i) => ({ label: levelName(l), stroke: cssVar(colours[i % colours.length]!), width: 2, dash: i >= colours.length ? [6, 4] : undefined, points: { show: true, size: 7 } })),
+      ],
+    }),
+    [turns, ...series] as uPlot.AlignedData,
+  );
+}
+
 /**
  * Ticks at the load levels themselves (1, 2, 4, 8), not at 1.5 or 2.5; past a dozen levels
  * the labels would overlap, and uPlot's own ticks are used.

@@ -10,7 +10,15 @@ import { MODEL_PRESETS } from '../common/models';
 import { CUSTOM_PRESET, LOCAL_PRESET, PRESETS, PROMPT_SET, SAME_ORIGIN_PRESET, preset } from '../common/presets';
 
 const SETTINGS_KEY = 'tpsmeter.bench.settings';
-const DEFAULTS_KINDS = { set: 1, text: 1, synthetic: 1 };
+const DEFAULTS_KINDS = { set: 1, text: 1, synthetic: 1, workload: 1 };
+
+/** The named workloads (the core's `Workload`), as the page offers them. */
+const WORKLOADS = [
+  { id: 'chat', label: 'chat: 128 input / 256 output tokens' },
+  { id: 'rag-1k', label: 'rag-1k: 1,000 / 256 (Artificial Analysis\'s 1k input)' },
+  { id: 'long-10k', label: 'long-10k: 10,000 / 256 (Artificial Analysis\'s 10k input)' },
+  { id: 'llmperf', label: 'llmperf: 550±150 / 150 (LLMPerf\'s defaults)' },
+] as const;
 /**
  * Remembered keys are stored per API origin (`tpsmeter.key.https://api.openai.com`), never
  * per provider name: a key goes only to the server it was remembered for, so a link that
@@ -41,7 +49,9 @@ export interface FormState {
   model: string;
   /** Local engine: the GGUF URL. */
   modelUrl: string;
-  promptKind: 'set' | 'text' | 'synthetic';
+  promptKind: 'set' | 'text' | 'synthetic' | 'workload';
+  /** The named workload, when `promptKind` is `workload`. */
+  workload: string;
   /** The id of a prompt of PROMPT_SET. */
   promptSet: string;
   prompt: string;
@@ -57,6 +67,12 @@ export interface FormState {
   uniquePrompts: boolean;
   /** Tokens every request shares before its mark (0: none). */
   sharedPrefix: number;
+  /** Turns per conversation (1: single requests). */
+  turns: number;
+  /** Standard deviation of synthetic input lengths, tokens (0: every request the same). */
+  inputStdev: number;
+  /** The model's tokenizer: a tokenizer.json or GGUF URL, or a Hugging Face model id ('' : none). */
+  tokenizer: string;
   /** Search for the highest concurrency that meets the SLO (`findMax`), from the first level. */
   findMax: boolean;
 }
@@ -68,6 +84,7 @@ export const DEFAULTS: FormState = {
   model: 'gpt-4o-mini',
   modelUrl: MODEL_PRESETS[0]?.url ?? '',
   promptKind: 'set',
+  workload: 'chat',
   promptSet: 'story',
   prompt: 'Write a short story about a lighthouse keeper who finds a message in a bottle.',
   inputLengths: '128,1024',
@@ -79,6 +96,9 @@ export const DEFAULTS: FormState = {
   render: true,
   uniquePrompts: true,
   sharedPrefix: 0,
+  inputStdev: 0,
+  tokenizer: '',
+  turns: 1,
   findMax: false,
 };
 
@@ -98,6 +118,8 @@ export class RunForm {
   readonly promptFromSet = el('input', { type: 'radio', name: 'promptKind', value: 'set', id: 'f-prompt-set' });
   readonly promptText = el('input', { type: 'radio', name: 'promptKind', value: 'text', id: 'f-prompt-text' });
   readonly promptSynthetic = el('input', { type: 'radio', name: 'promptKind', value: 'synthetic', id: 'f-prompt-synth' });
+  readonly promptWorkload = el('input', { type: 'radio', name: 'promptKind', value: 'workload', id: 'f-prompt-workload' });
+  readonly workload = el('select', { name: 'workload', id: 'f-workload' });
   readonly promptSet = el('select', { name: 'promptSet', id: 'f-prompt-set-id' });
   readonly prompt = el('textarea', { name: 'prompt', id: 'f-prompt', rows: 3 });
   readonly inputLengths = el('input', { name: 'inputLengths', id: 'f-input-lengths', inputmode: 'numeric', spellcheck: 'false' });
@@ -109,6 +131,10 @@ export class RunForm {
   readonly render = el('input', { type: 'checkbox', id: 'f-render' });
   readonly uniquePrompts = el('input', { type: 'checkbox', id: 'f-unique-prompts' });
   readonly sharedPrefix = el('input', { name: 'sharedPrefix', id: 'f-shared-prefix', type: 'number', min: 0, max: 100000 });
+  readonly turns = el('input', { name: 'turns', id: 'f-turns', type: 'number', min: 1, max: 64 });
+  readonly inputStdev = el('input', { name: 'inputStdev', id: 'f-input-stdev', type: 'number', min: 0, max: 100000 });
+  readonly tokenizer = el('input', { name: 'tokenizer', id: 'f-tokenizer', placeholder: 'HuggingFaceTB/SmolLM2-135M-Instruct or https://…/tokenizer.json', spellcheck: 'false' });
+  readonly tokenizerFile = el('input', { type: 'file', id: 'f-tokenizer-file', accept: '.json,.gguf' });
   readonly findMax = el('input', { type: 'checkbox', id: 'f-find-max' });
   readonly run = el('button', { type: 'submit', class: 'primary', id: 'run', text: 'Run benchmark' });
   readonly stop = el('button', { type: 'button', id: 'stop', text: 'Stop', disabled: true });
@@ -143,6 +169,7 @@ export class RunForm {
       el('label', { class: 'check' }, this.promptFromSet, 'A prompt from the set'),
       el('label', { class: 'check' }, this.promptText, 'My own prompt'),
       el('label', { class: 'check' }, this.promptSynthetic, 'Synthetic inputs of given lengths'),
+      el('label', { class: 'check' }, this.promptWorkload, 'A named workload (input and output sizes of published benchmarks)'),
     );
     form.append(
       el('div', { class: 'grid' }, field('Provider', this.preset), ...this.remoteFields, ...this.localFields),
@@ -153,7 +180,10 @@ export class RunForm {
         promptKind,
         field('Prompt from the set', this.promptSet, undefined, 'prompt-set-field'),
         field('Prompt', this.prompt, undefined, 'prompt-field'),
+        field('Workload', this.workload, 'Sets the input size (synthetic; exact with a tokenizer) and the output cap; the report records it.', 'workload-field'),
         field('Input lengths (tokens)', this.inputLengths, 'Comma-separated, e.g. 128,1024,4096: one run each, compared when done (TTFT grows with the prompt).', 'input-lengths-field'),
+        field('Input length spread (tokens, optional)', this.inputStdev, 'Standard deviation: each request draws its length around the run\'s (0: all the same).', 'input-stdev-field'),
+        field('Tokenizer (optional)', el('span', { class: 'row' }, this.tokenizer, this.tokenizerFile), 'The model\'s tokenizer.json or GGUF (URL, file, or Hugging Face model id): input lengths become exact, and answers without usage are counted. Loads ~1 MB of wasm.', 'tokenizer-field'),
       ),
       el(
         'div',
@@ -163,6 +193,7 @@ export class RunForm {
         field('Requests per level', this.requests),
         field('Warm-up requests per level', this.warmup, 'Run first, left out of the figures.'),
         field('Service-level objectives (optional)', this.slo),
+        field('Turns per conversation', this.turns, 'Above 1: each user holds a chat, each turn sending the conversation so far with the model\'s real answers; TTFT is charted per turn.'),
         field('Shared prefix (tokens, optional)', this.sharedPrefix, 'Every request shares this many tokens before its own mark: measures the server\'s prefix caching on purpose.'),
       ),
       el('label', { class: 'check' }, this.uniquePrompts, 'A unique prompt per request ([run <id> #<n>] before it), so no server answers from its prompt cache; off measures the cached case'),
@@ -182,6 +213,8 @@ export class RunForm {
     this.promptFromSet.addEventListener('change', () => this.syncPromptKind());
     this.promptText.addEventListener('change', () => this.syncPromptKind());
     this.promptSynthetic.addEventListener('change', () => this.syncPromptKind());
+    this.promptWorkload.addEventListener('change', () => this.syncPromptKind());
+    for (const w of WORKLOADS) this.workload.append(el('option', { value: w.id, text: w.label }));
     // A key typed for one server never follows the URL to another.
     this.url.addEventListener('input', () => {
       if (originOf(this.url.value.trim()) !== this.keyOrigin) this.restoreKey();
@@ -215,6 +248,8 @@ export class RunForm {
     document.getElementById('prompt-set-field')!.hidden = !this.promptFromSet.checked;
     document.getElementById('prompt-field')!.hidden = !this.promptText.checked;
     document.getElementById('input-lengths-field')!.hidden = !this.promptSynthetic.checked;
+    document.getElementById('input-stdev-field')!.hidden = !this.promptSynthetic.checked;
+    document.getElementById('workload-field')!.hidden = !this.promptWorkload.checked;
   }
 
   state(): FormState {
@@ -224,7 +259,8 @@ export class RunForm {
       url: this.url.value.trim(),
       model: this.model.value.trim(),
       modelUrl: this.modelUrl.value.trim(),
-      promptKind: this.promptSynthetic.checked ? 'synthetic' : this.promptText.checked ? 'text' : 'set',
+      promptKind: this.promptWorkload.checked ? 'workload' : this.promptSynthetic.checked ? 'synthetic' : this.promptText.checked ? 'text' : 'set',
+      workload: this.workload.value,
       promptSet: this.promptSet.value,
       prompt: this.prompt.value,
       inputLengths: this.inputLengths.value.trim(),
@@ -236,6 +272,9 @@ export class RunForm {
       render: this.render.checked,
       uniquePrompts: this.uniquePrompts.checked,
       sharedPrefix: Number.isFinite(this.sharedPrefix.valueAsNumber) ? this.sharedPrefix.valueAsNumber : 0,
+      inputStdev: Number.isFinite(this.inputStdev.valueAsNumber) ? this.inputStdev.valueAsNumber : 0,
+      tokenizer: this.tokenizer.value.trim(),
+      turns: Number.isFinite(this.turns.valueAsNumber) ? this.turns.valueAsNumber : 1,
       findMax: this.findMax.checked,
     };
   }
@@ -275,6 +314,7 @@ export class RunForm {
     if (!query.has('promptKind')) {
       if (query.has('prompt')) s.promptKind = 'text';
       else if (query.has('inputLengths') || query.has('inputTokens')) s.promptKind = 'synthetic';
+      else if (query.has('workload')) s.promptKind = 'workload';
     }
     if (!preset(s.preset)) s.preset = DEFAULTS.preset;
     if (s.preset === SAME_ORIGIN_PRESET && !s.url) s.url = here;
@@ -283,7 +323,8 @@ export class RunForm {
     this.url.value = s.url;
     this.model.value = s.model;
     this.modelUrl.value = s.modelUrl;
-    ({ set: this.promptFromSet, text: this.promptText, synthetic: this.promptSynthetic })[s.promptKind in DEFAULTS_KINDS ? s.promptKind : 'set'].checked = true;
+    ({ set: this.promptFromSet, text: this.promptText, synthetic: this.promptSynthetic, workload: this.promptWorkload })[s.promptKind in DEFAULTS_KINDS ? s.promptKind : 'set'].checked = true;
+    this.workload.value = WORKLOADS.some((w) => w.id === s.workload) ? s.workload : DEFAULTS.workload;
     this.promptSet.value = PROMPT_SET.some((p) => p.id === s.promptSet) ? s.promptSet : DEFAULTS.promptSet;
     this.prompt.value = s.prompt;
     this.inputLengths.value = s.inputLengths;
@@ -295,6 +336,9 @@ export class RunForm {
     this.render.checked = s.render;
     this.uniquePrompts.checked = s.uniquePrompts !== false;
     this.sharedPrefix.value = String(s.sharedPrefix || 0);
+    this.inputStdev.value = String(s.inputStdev || 0);
+    this.tokenizer.value = s.tokenizer ?? '';
+    this.turns.value = String(s.turns || 1);
     this.findMax.checked = s.findMax === true;
     this.applyPreset(s.preset, false);
     this.syncPromptKind();
@@ -349,6 +393,8 @@ export function validate(s: FormState): string[] {
   if (!(Number.isInteger(s.sharedPrefix) && s.sharedPrefix >= 0 && s.sharedPrefix <= LIMITS.inputTokens)) out.push(`Shared prefix must be 0 to ${LIMITS.inputTokens.toLocaleString('en-US')} tokens.`);
   if (s.sharedPrefix > 0 && !s.uniquePrompts) out.push('A shared prefix needs unique prompts: without them every request shares all of its prompt.');
   if (s.sharedPrefix > 0 && s.promptKind === 'synthetic' && (inputLengths(s.inputLengths) ?? []).some((n) => n <= s.sharedPrefix)) out.push('Each input length must be above the shared prefix.');
+  if (!(Number.isInteger(s.turns) && s.turns >= 1 && s.turns <= 64)) out.push('Turns per conversation must be 1 to 64.');
+  if (!(Number.isInteger(s.inputStdev) && s.inputStdev >= 0 && s.inputStdev <= LIMITS.inputTokens)) out.push(`Input length spread must be 0 to ${LIMITS.inputTokens.toLocaleString('en-US')} tokens.`);
   if (s.findMax && !s.slo) out.push('Finding the knee needs service-level objectives: each level is judged by them (e.g. ttft=500ms,tpot=50ms).');
   if (s.promptKind === 'synthetic' && !inputLengths(s.inputLengths)) out.push(`Input lengths must be whole numbers of tokens from 1 to ${LIMITS.inputTokens.toLocaleString('en-US')}, comma-separated (e.g. 128,1024), at most ${LIMITS.inputLengths}.`);
   return out;
@@ -380,25 +426,34 @@ export function levels(text: string): number[] | undefined {
  * of a synthetic-input sweep.
  */
 export function settingsOf(s: FormState): Omit<RunSettings, 'apiKey'>[] {
-  const prompts: ({ prompt: string } | { inputTokens: number })[] =
-    s.promptKind === 'synthetic'
-      ? (inputLengths(s.inputLengths) ?? []).map((n) => ({ inputTokens: n }))
-      : [{ prompt: s.promptKind === 'set' ? (PROMPT_SET.find((p) => p.id === s.promptSet) ?? PROMPT_SET[0]).text : s.prompt }];
+  const prompts: Input[] =
+    s.promptKind === 'workload'
+      ? [{ workload: s.workload as Workload }]
+      : s.promptKind === 'synthetic'
+        ? (inputLengths(s.inputLengths) ?? []).map((n) => ({ inputTokens: n }))
+        : [{ prompt: s.promptKind === 'set' ? (PROMPT_SET.find((p) => p.id === s.promptSet) ?? PROMPT_SET[0]).text : s.prompt }];
   return prompts.map((p) => oneRun(s, p));
 }
 
-function oneRun(s: FormState, prompt: { prompt: string } | { inputTokens: number }): Omit<RunSettings, 'apiKey'> {
+type Workload = NonNullable<RunSettings['workload']>;
+type Input = { prompt: string } | { inputTokens: number } | { workload: Workload };
+
+function oneRun(s: FormState, prompt: Input): Omit<RunSettings, 'apiKey'> {
   // A search starts from the first level and sizes each level itself (4 × its concurrency).
   const search = s.findMax ? { findMax: { maxLoad: LIMITS.concurrency } } : undefined;
   const base = {
     concurrency: search ? levels(s.concurrency)?.slice(0, 1) : levels(s.concurrency),
     ...(search ? search : { requests: s.requests }),
     warmup: s.warmup,
-    maxTokens: s.maxTokens,
+    // A workload brings its own output cap.
+    ...('workload' in prompt ? {} : { maxTokens: s.maxTokens }),
     ...prompt,
     ...(s.slo ? { slo: s.slo } : {}),
     ...(s.uniquePrompts === false ? { cacheBust: 'off' as const } : {}),
     ...(s.sharedPrefix > 0 ? { sharedPrefix: s.sharedPrefix } : {}),
+    ...('inputTokens' in prompt && s.inputStdev > 0 ? { inputTokensStdev: s.inputStdev } : {}),
+    ...(s.tokenizer ? { tokenizer: s.tokenizer } : {}),
+    ...(s.turns > 1 ? { turns: s.turns } : {}),
   };
   if (s.preset === LOCAL_PRESET) return { ...base, api: 'local', url: 'local:engine', model: '' };
   return { ...base, api: s.api, url: s.url, model: s.model || 'default' };

@@ -8,7 +8,7 @@ import { answerSeconds, date, duration, median, ms, NONE, num, readingBand } fro
 import { levelLabel, paintOf, rowLevel, type LevelSpec } from '../common/files';
 import { count, DRAW, short } from '../common/limits';
 import type { CsvRow, StoredRun } from '../common/store';
-import { degradationChart, histogramChart, timelineChart, type Chart, type LevelPoint, type Timeline } from './charts';
+import { degradationChart, histogramChart, timelineChart, turnChart, type Chart, type LevelPoint, type Timeline } from './charts';
 import { byLoad, findMaxView, passedAt } from './find-max';
 
 type Summary = {
@@ -292,6 +292,11 @@ export function chartsFor(records: RequestRecord[], report?: Report): Chart[] {
   if (report && report.levels.length > 0) {
     const { points, xLabel } = levelPoints(report);
     out.push(degradationChart(points, xLabel));
+  }
+  if (report && Array.isArray(report.turns) && report.turns.length > 0) {
+    const points = report.turns.map((t) => ({ level: t.level_index, turn: t.turn, ttftP50: t.ttft_ms_p50, cachedP50: t.cached_input_tokens_p50, inputP50: t.input_tokens_p50 }));
+    const { points: loads, xLabel } = levelPoints(report);
+    out.push(turnChart(points, (i) => `${xLabel} ${loads[i]?.x ?? i + 1}`));
   }
   const ttft = measured.map((r) => r.metrics?.ttft_ms).filter((v): v is number => typeof v === 'number');
   if (ttft.length > 0) out.push(histogramChart('Time to first token', ttft, 'ms'));

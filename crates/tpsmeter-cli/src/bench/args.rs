@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
+use tpsmeter_core::synth::Lengths;
+use tpsmeter_core::workload::Workload;
 use tpsmeter_core::{Api, BenchOptions, CacheBust, FindMaxOptions, Shard};
 
 use super::start_at::{self, StartAt};
@@ -98,9 +100,22 @@ pub struct BenchArgs {
     #[arg(long)]
     pub seed: Option<u64>,
 
-    /// Maximum output tokens per request.
-    #[arg(long, default_value_t = 256)]
-    pub max_tokens: u32,
+    /// Maximum output tokens per request [default: 256, or the workload's].
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+
+    /// A named workload: chat (128 in / 256 out), rag-1k (1,000 / 256), long-10k
+    /// (10,000 / 256; Artificial Analysis's input sizes), llmperf (550±150 / 150, LLMPerf's
+    /// defaults). Sets the input size (synthesised; exact with --tokenizer) and the output
+    /// cap (an explicit --max-tokens wins); the report records it.
+    #[arg(long, value_name = "NAME", value_parser = parse_workload)]
+    pub workload: Option<Workload>,
+
+    /// Multi-turn chats: each virtual user holds one conversation of N turns; each turn sends
+    /// the conversation so far (the model's real answers included) and a new user message.
+    /// TTFT, speed and input length are reported per turn. Closed loop only.
+    #[arg(long, value_name = "N")]
+    pub turns: Option<u32>,
 
     /// Prompt text.
     #[arg(long)]
@@ -110,10 +125,20 @@ pub struct BenchArgs {
     #[arg(long, value_name = "F")]
     pub prompt_file: Option<PathBuf>,
 
-    /// Synthesise a prompt of about N tokens (common one-token English words; within ~10%
-    /// for GPT/Llama-style BPE tokenizers; the server's usage reports the exact count).
-    #[arg(long, value_name = "N")]
-    pub input_tokens: Option<u32>,
+    /// Synthesise a prompt of N tokens (common one-token English words). With --tokenizer
+    /// the user message is exactly N tokens, mark included; without one it is an estimate
+    /// (one token per word, within ~10% for GPT/Llama-style BPE tokenizers, the ~10-token
+    /// mark on top). N:SD draws each request's length from a normal distribution with
+    /// standard deviation SD (clipped to ±3 SD; seeded by --seed).
+    #[arg(long, value_name = "N[:SD]", value_parser = parse_lengths)]
+    pub input_tokens: Option<Lengths>,
+
+    /// The model's tokenizer, to count input tokens exactly (and output tokens when the
+    /// server sends no usage): a tokenizer.json, a GGUF file (its embedded vocabulary), or a
+    /// Hugging Face model id (ORG/NAME) found in the local Hugging Face cache
+    /// ($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub).
+    #[arg(long, value_name = "FILE|ORG/NAME")]
+    pub tokenizer: Option<String>,
 
     /// `prefix` (default): each request's prompt starts with a mark of its own
     /// (`[run <id> #<n>] `), so no server answers it from a prompt cache; `off`: every
@@ -221,6 +246,14 @@ fn parse_shard(spec: &str) -> Result<Shard, String> {
     Shard::parse(spec).map_err(|e| e.to_string())
 }
 
+fn parse_lengths(s: &str) -> Result<Lengths, String> {
+    Lengths::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_workload(name: &str) -> Result<Workload, String> {
+    Workload::parse(name).map_err(|e| e.to_string())
+}
+
 fn parse_cache_bust(mode: &str) -> Result<CacheBust, String> {
     CacheBust::parse(mode).map_err(|e| e.to_string())
 }
@@ -243,10 +276,11 @@ fn parse_api(name: &str) -> Result<Api, String> {
 }
 
 impl BenchArgs {
-    /// The run's settings in the form the core shares with the browser. The prompt text
-    /// is not read here (`--prompt-file` is the CLI's own); see `setup`.
-    pub fn options(&self) -> BenchOptions {
-        BenchOptions {
+    /// The run's settings in the form the core shares with the browser, the workload
+    /// applied. The prompt text is not read here (`--prompt-file` is the CLI's own); see
+    /// `setup`.
+    pub fn options(&self) -> anyhow::Result<BenchOptions> {
+        let mut options = BenchOptions {
             api: self.api,
             url: self.url.clone(),
             model: self.model.clone(),
@@ -256,9 +290,13 @@ impl BenchArgs {
             requests: self.requests,
             duration_s: self.duration,
             seed: self.seed,
-            max_tokens: self.max_tokens,
+            max_tokens: self
+                .max_tokens
+                .unwrap_or(BenchOptions::default().max_tokens),
             prompt: self.prompt.clone(),
-            input_tokens: self.input_tokens,
+            input_tokens: self.input_tokens.map(|l| l.mean),
+            input_tokens_stdev: self.input_tokens.map(|l| l.stdev).filter(|&sd| sd > 0),
+            tokenizer: self.tokenizer.clone(),
             cache_bust: self.cache_bust,
             shared_prefix: self.shared_prefix,
             system: self.system.clone(),
@@ -268,18 +306,25 @@ impl BenchArgs {
             timeout_s: self.timeout,
             idle_timeout_s: self.idle_timeout,
             slo: self.slo.clone(),
+            workload: self.workload,
+            turns: self.turns,
             find_max: self.find_max.then_some(FindMaxOptions {
                 max_load: self.max_load,
                 max_levels: self.max_levels,
                 min_gain_pct: self.min_gain,
                 attainment_pct: self.slo_attainment,
             }),
+        };
+        if self.workload.is_some() && self.prompt_file.is_some() {
+            anyhow::bail!("--workload sets the input itself: give a workload or --prompt-file");
         }
+        options.apply_workload(self.max_tokens.is_some())?;
+        Ok(options)
     }
 
     /// Checks every value (the core's rules, shared with the browser).
     pub fn validate(&self) -> anyhow::Result<()> {
-        self.options().validate()?;
+        self.options()?.validate()?;
         Ok(())
     }
 
@@ -344,7 +389,7 @@ mod tests {
 
     #[test]
     fn default_request_count_scales_with_concurrency() {
-        let o = parse(&[]).unwrap().options();
+        let o = parse(&[]).unwrap().options().unwrap();
         assert_eq!(
             o.stop_condition(LoadLevel::Concurrency(1)),
             StopCondition::Requests(8)
@@ -374,7 +419,7 @@ mod tests {
         assert!(parse(&["--max-concurrency", "2"]).is_err());
         let a = parse(&["--rate", "0.5,2"]).unwrap();
         assert_eq!(
-            a.options().levels(),
+            a.options().unwrap().levels(),
             vec![LoadLevel::Rate(0.5), LoadLevel::Rate(2.0)]
         );
         assert!(parse(&["--requests", "0"]).unwrap().validate().is_err());
@@ -414,7 +459,7 @@ mod tests {
             "99",
         ])
         .unwrap();
-        let o = a.options();
+        let o = a.options().unwrap();
         assert_eq!(o.find_max.unwrap().max_load, Some(64.0));
         let cfg = o.find_max_config().unwrap().unwrap();
         assert_eq!((cfg.max_load, cfg.attainment_pct), (64.0, 99.0));
@@ -424,7 +469,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("give one concurrency"), "{e}");
-        assert!(parse(&[]).unwrap().options().find_max.is_none());
+        assert!(parse(&[]).unwrap().options().unwrap().find_max.is_none());
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub fn build(
     interrupted: bool,
     warnings: Vec<Warning>,
 ) -> anyhow::Result<Report> {
-    let chars = setup.spec.prompt.chars().count() as u64;
+    let chars = setup.spec.prompt_text().chars().count() as u64;
     let prompt = match &args.prompt_file {
         Some(path) => PromptSource::File {
             path: path.display().to_string(),

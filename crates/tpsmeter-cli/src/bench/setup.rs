@@ -2,11 +2,14 @@
 
 use anyhow::{Context, bail};
 use std::hash::{BuildHasher, RandomState};
+use std::rc::Rc;
 
 use tpsmeter_core::request::{HttpRequest, RequestPlan, RequestSpec, Secret};
+use tpsmeter_core::tokens::TokenCounter;
 use tpsmeter_core::{BenchOptions, PromptPlan, Slo};
 
 use super::args::BenchArgs;
+use super::tokenizer;
 use crate::prompt;
 
 /// Cap on an API key read from the environment: real keys are well under 1 KiB; a huge
@@ -27,7 +30,7 @@ pub struct Setup {
 impl Setup {
     /// Validates `args`, reads the prompt and the key, builds the request.
     pub fn from_args(args: &BenchArgs) -> anyhow::Result<Setup> {
-        let mut options = args.options();
+        let mut options = args.options()?;
         options.validate()?;
         let slo = options.slo()?;
         let api_key = match &args.api_key_env {
@@ -38,7 +41,7 @@ impl Setup {
         let prompt = prompt::resolve(
             args.prompt.as_deref(),
             args.prompt_file.as_deref(),
-            args.input_tokens,
+            args.input_tokens.map(|l| l.mean),
         )?;
         if args.prompt_file.is_some() {
             options.prompt = Some(prompt);
@@ -47,8 +50,14 @@ impl Setup {
         // The run id of the prompts' marks, when no --seed fixes it: std's hasher keys are
         // random per process, which is all a run id needs (no RNG dependency for it).
         let entropy = RandomState::new().hash_one(std::process::id());
-        let prompts = PromptPlan::new(&options, args.shard, entropy)?;
-        let plan = RequestPlan::new(spec.clone(), prompts, false).context("build the request")?;
+        let counter: Option<Rc<dyn TokenCounter>> = match &args.tokenizer {
+            Some(arg) => Some(Rc::new(tokenizer::load(arg)?)),
+            None => None,
+        };
+        let prompts = PromptPlan::new(&options, args.shard, entropy, counter.as_deref())?;
+        let plan = RequestPlan::new(spec.clone(), prompts, counter, false)
+            .context("build the request")?
+            .with_turns(options.turns);
         Ok(Setup {
             options,
             spec,

@@ -13,6 +13,7 @@ mod merge;
 mod record;
 pub(crate) mod redact;
 pub mod schema;
+pub mod turns;
 
 use std::collections::BTreeMap;
 
@@ -57,6 +58,9 @@ pub struct Report {
     /// (`tpsmeter bench --shard I/N`); `report::merge` makes the whole of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardInfo>,
+    /// Multi-turn runs: each level's figures per turn (see [`turns::TurnSummary`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<turns::TurnSummary>,
     /// `--find-max`: the highest load that met the SLO, why the search stopped, and each
     /// level's judgement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -95,6 +99,7 @@ impl Report {
         requests: Vec<RequestRecord>,
         warnings: Vec<Warning>,
     ) -> Report {
+        let turns = turns::summarise(&requests);
         Report {
             schema_version: SCHEMA_VERSION,
             tool: ToolInfo {
@@ -108,6 +113,7 @@ impl Report {
             warnings,
             clock_origin_unix_ms: None,
             shard: None,
+            turns,
             find_max: None,
         }
     }
@@ -156,8 +162,17 @@ pub enum PromptSource {
     Text { chars: u64 },
     /// `--prompt-file F`.
     File { path: String, chars: u64 },
-    /// `--input-tokens N`: a generated prompt of about N tokens.
-    Synthetic { input_tokens: u64 },
+    /// `--input-tokens N[:SD]`: a generated prompt of N tokens (drawn around N with standard
+    /// deviation SD when given): exactly, as `tokenizer` counts them, when one was given;
+    /// otherwise an estimate (one token per common English word, the mark not counted).
+    Synthetic {
+        input_tokens: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        input_tokens_stdev: Option<u32>,
+        /// The tokenizer that counted, as its source was named; absent: estimated.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokenizer: Option<String>,
+    },
 }
 
 /// The run's settings. Holds no credential: the API key is never part of it, and the URL
@@ -197,6 +212,12 @@ pub struct RunConfig {
     /// Per-request timeout, seconds.
     pub timeout_s: Option<f64>,
     pub slo: Option<Slo>,
+    /// The named workload the run used (`--workload`), which set its input and output sizes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<crate::workload::Workload>,
+    /// Multi-turn runs (`--turns`): turns per conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<u32>,
     /// `--find-max`: the search that chose the levels (then `levels` are the levels it ran,
     /// in run order).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -211,9 +211,29 @@ pub struct RequestRecord {
     /// (and possibly timers) were throttled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tab_hidden: Option<bool>,
+    /// Input tokens the server took from its prompt cache, where its usage says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+    /// Multi-turn runs: the request's turn in its conversation (from 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    /// Multi-turn runs: its conversation (the id of the conversation's first request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<u64>,
 }
 
 impl RequestRecord {
+    /// Takes `output_tokens`, a tokenizer's count of the answer text, as the output count
+    /// where the server reported none (usage still wins; see
+    /// [`Timeline::metrics_with_tokenizer_count`]).
+    pub fn recount(&mut self, timeline: &Timeline, output_tokens: u64) {
+        let paint = self.metrics.paint.take();
+        self.metrics = timeline.metrics_with_tokenizer_count(output_tokens);
+        self.metrics.paint = paint;
+        self.output_tokens = self.metrics.output_tokens;
+        self.token_source = self.metrics.token_source;
+    }
+
     /// Builds the record of a request from its timeline. `error` is the caller's
     /// classification of a transport or protocol failure; when it is `None` but the server
     /// sent an error event in the stream, that becomes a `stream_error`. An unfinished
@@ -258,6 +278,9 @@ impl RequestRecord {
             scheduled_ms: None,
             queue_ms: timeline.queue_ms(),
             http_version: None,
+            cached_input_tokens: timeline.usage().and_then(|u| u.cached_input_tokens),
+            turn: None,
+            conversation: None,
             tab_hidden: None,
         }
     }

@@ -14,7 +14,7 @@ pub(super) fn messages(spec: &RequestSpec) -> Result<HttpRequest> {
     let mut body = json!({
         "model": spec.model,
         "max_tokens": spec.max_tokens,
-        "messages": [{"role": "user", "content": spec.prompt}],
+        "messages": spec.json_messages(),
         "stream": true,
     });
     if let Some(system) = &spec.system {

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use crate::error::{CoreError, Result};
 use crate::request::url::endpoint;
-use crate::request::{HttpRequest, RequestSpec, SSE_ACCEPT, sensitive, temperature};
+use crate::request::{HttpRequest, RequestSpec, Role, SSE_ACCEPT, sensitive, temperature};
 
 pub(super) fn stream_generate_content(spec: &RequestSpec) -> Result<HttpRequest> {
     // Accept both `gemini-2.5-flash` and the resource name `models/gemini-2.5-flash`.
@@ -24,7 +24,7 @@ pub(super) fn stream_generate_content(spec: &RequestSpec) -> Result<HttpRequest>
         generation_config["temperature"] = temperature(t);
     }
     let mut body = json!({
-        "contents": [{"role": "user", "parts": [{"text": spec.prompt}]}],
+        "contents": contents(spec),
         "generationConfig": generation_config,
     });
     if let Some(system) = &spec.system {
@@ -44,4 +44,18 @@ pub(super) fn stream_generate_content(spec: &RequestSpec) -> Result<HttpRequest>
             .push(sensitive("x-goog-api-key", key.expose().to_owned()));
     }
     Ok(request)
+}
+
+/// The turns as Gemini `contents`, which calls the assistant `model`.
+fn contents(spec: &RequestSpec) -> Vec<serde_json::Value> {
+    spec.messages
+        .iter()
+        .map(|m| {
+            let role = match m.role {
+                Role::User => "user",
+                Role::Assistant => "model",
+            };
+            json!({"role": role, "parts": [{"text": m.content}]})
+        })
+        .collect()
 }

@@ -12,6 +12,7 @@
 
 mod anthropic;
 mod gemini;
+mod message;
 mod ollama;
 mod openai;
 mod plan;
@@ -20,6 +21,7 @@ mod secret;
 pub mod url;
 mod vercel;
 
+pub use message::{Message, Role, transcript};
 pub use openai::LOCAL_URL;
 pub use plan::RequestPlan;
 pub use redactor::{MIN_SECRET_CHARS, REDACTED, Redactor};
@@ -35,7 +37,9 @@ pub struct RequestSpec {
     /// Server base URL, with or without a trailing `/` or version segment (see [`url`]).
     pub base_url: String,
     pub model: String,
-    pub prompt: String,
+    /// The conversation: one user message for a prompt, whole chats for datasets and
+    /// multi-turn runs. Never empty when a request is built.
+    pub messages: Vec<Message>,
     pub system: Option<String>,
     pub max_tokens: u32,
     pub temperature: Option<f32>,
@@ -44,6 +48,21 @@ pub struct RequestSpec {
     /// exactly `max_tokens` (llama.cpp and vLLM `ignore_eos`). Sent only to the OpenAI-style
     /// APIs those servers implement; other APIs have no such option and ignore the flag.
     pub ignore_eos: bool,
+}
+
+impl RequestSpec {
+    /// The conversation as one prompt string (see [`transcript`]).
+    pub fn prompt_text(&self) -> String {
+        transcript(&self.messages)
+    }
+
+    /// `messages` as OpenAI-style `{role, content}` objects.
+    fn json_messages(&self) -> Vec<serde_json::Value> {
+        self.messages
+            .iter()
+            .map(|m| serde_json::json!({"role": m.role.name(), "content": m.content}))
+            .collect()
+    }
 }
 
 /// A ready-to-send HTTP request.

@@ -15,7 +15,7 @@ pub(super) fn chat(spec: &RequestSpec) -> Result<HttpRequest> {
     if let Some(system) = &spec.system {
         messages.push(json!({"role": "system", "content": system}));
     }
-    messages.push(json!({"role": "user", "content": spec.prompt}));
+    messages.extend(spec.json_messages());
     let body = json!({
         "model": spec.model,
         "messages": messages,
@@ -28,7 +28,7 @@ pub(super) fn chat(spec: &RequestSpec) -> Result<HttpRequest> {
 pub(super) fn generate(spec: &RequestSpec) -> Result<HttpRequest> {
     let mut body = json!({
         "model": spec.model,
-        "prompt": spec.prompt,
+        "prompt": spec.prompt_text(),
         "stream": true,
         "options": options(spec),
     });

@@ -36,7 +36,7 @@ fn chat_body(spec: &RequestSpec) -> Value {
     if let Some(system) = &spec.system {
         messages.push(json!({"role": "system", "content": system}));
     }
-    messages.push(json!({"role": "user", "content": spec.prompt}));
+    messages.extend(spec.json_messages());
     let mut body = json!({
         "model": spec.model,
         "messages": messages,
@@ -52,8 +52,8 @@ fn chat_body(spec: &RequestSpec) -> Value {
 /// separated by a blank line.
 pub(super) fn completions(spec: &RequestSpec) -> Result<HttpRequest> {
     let prompt = match &spec.system {
-        Some(system) => format!("{system}\n\n{}", spec.prompt),
-        None => spec.prompt.clone(),
+        Some(system) => format!("{system}\n\n{}", spec.prompt_text()),
+        None => spec.prompt_text(),
     };
     let mut body = json!({
         "model": spec.model,
@@ -71,7 +71,7 @@ pub(super) fn completions(spec: &RequestSpec) -> Result<HttpRequest> {
 pub(super) fn responses(spec: &RequestSpec) -> Result<HttpRequest> {
     let mut body = json!({
         "model": spec.model,
-        "input": spec.prompt,
+        "input": responses_input(spec),
         "max_output_tokens": spec.max_tokens,
         "stream": true,
     });
@@ -81,6 +81,15 @@ pub(super) fn responses(spec: &RequestSpec) -> Result<HttpRequest> {
     common_options(spec, &mut body, false);
     let url = endpoint(&spec.base_url, &VERSIONS, "/v1", "/responses")?;
     Ok(finish(spec, url, &body))
+}
+
+/// One user message is sent as a string (the common form); a conversation as an array of
+/// `{role, content}` items, which Responses takes as prior turns.
+fn responses_input(spec: &RequestSpec) -> Value {
+    match spec.messages.as_slice() {
+        [only] if only.role == crate::request::Role::User => json!(only.content),
+        _ => json!(spec.json_messages()),
+    }
 }
 
 fn common_options(spec: &RequestSpec, body: &mut Value, supports_ignore_eos: bool) {

@@ -1,8 +1,14 @@
 //! The requests of a run: one URL and set of headers, and a body per request, each with its
 //! own prompt (see [`crate::prompt_plan`]).
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use crate::conversations::{Conversations, Turn};
+use crate::drive::Ticket;
 use crate::error::Result;
-use crate::prompt_plan::{CacheBust, PromptPlan};
+use crate::prompt_plan::{PromptPlan, RequestInput};
+use crate::tokens::TokenCounter;
 
 use super::{HttpRequest, RequestSpec, build_browser_request, build_request};
 
@@ -13,26 +19,85 @@ pub struct RequestPlan {
     /// request then copies no prompt text that is thrown away.
     spec: RequestSpec,
     prompts: PromptPlan,
+    /// The run's tokenizer, which cuts synthesised prompts to their exact lengths.
+    counter: Option<Rc<dyn TokenCounter>>,
     browser: bool,
+    /// Multi-turn runs: the conversations in progress.
+    conversations: Option<RefCell<Conversations>>,
     /// Request 0, whose URL and headers every request shares.
     template: HttpRequest,
 }
 
 impl RequestPlan {
     /// The plan for `spec` (its prompt is replaced by each request's own); `browser` adds
-    /// what a page must send ([`build_browser_request`]).
-    pub fn new(spec: RequestSpec, prompts: PromptPlan, browser: bool) -> Result<RequestPlan> {
+    /// what a page must send ([`build_browser_request`]); `counter` is the tokenizer the
+    /// prompts were planned with.
+    pub fn new(
+        spec: RequestSpec,
+        prompts: PromptPlan,
+        counter: Option<Rc<dyn TokenCounter>>,
+        browser: bool,
+    ) -> Result<RequestPlan> {
         let spec = RequestSpec {
-            prompt: String::new(),
+            messages: Vec::new(),
             ..spec
         };
-        let template = build(&with_prompt(&spec, prompts.prompt(0)), browser)?;
+        let template = build(
+            &with_input(&spec, prompts.input(0, counter.as_deref())?),
+            browser,
+        )?;
         Ok(RequestPlan {
             spec,
             prompts,
+            counter,
             browser,
+            conversations: None,
             template,
         })
+    }
+
+    /// Each virtual user holds a conversation of `turns` turns (see
+    /// [`crate::conversations`]); 1 or less: single requests.
+    pub fn with_turns(mut self, turns: Option<u32>) -> RequestPlan {
+        self.conversations = turns
+            .filter(|&t| t > 1)
+            .map(|t| RefCell::new(Conversations::new(t)));
+        self
+    }
+
+    /// The body of `ticket`'s request: [`RequestPlan::body`], or in a multi-turn run its
+    /// conversation so far and a new user message.
+    pub fn body_for(&self, ticket: &Ticket) -> Result<Option<Vec<u8>>> {
+        let Some(conversations) = &self.conversations else {
+            return self.body(ticket.id);
+        };
+        let counter = self.counter();
+        let (messages, _) = conversations.borrow_mut().begin(
+            ticket,
+            |id| self.prompts.prompt(id, counter),
+            |id, turn| self.prompts.follow_up(id, turn),
+        )?;
+        let input = RequestInput {
+            messages,
+            max_tokens: None,
+        };
+        Ok(Some(
+            build(&with_input(&self.spec, input), self.browser)?.body,
+        ))
+    }
+
+    /// `ticket`'s request ended: its answer (`None` when it failed) goes on in its
+    /// conversation. Returns the request's turn in a multi-turn run.
+    pub fn end(&self, ticket: u64, answer: Option<&str>) -> Option<Turn> {
+        let conversations = self.conversations.as_ref()?;
+        let turn = conversations.borrow().turn_of(ticket);
+        conversations.borrow_mut().end(ticket, answer);
+        turn
+    }
+
+    /// Whether answers must be kept (multi-turn runs send them back).
+    pub fn needs_answers(&self) -> bool {
+        self.conversations.is_some() || self.counter.is_some()
     }
 
     /// The first request: the URL, headers and method of all of them.
@@ -41,23 +106,29 @@ impl RequestPlan {
     }
 
     /// The body of request `index` (the driver's ticket id); `None` when every request sends
-    /// the template's body (prompts not marked).
+    /// the template's body (prompts not marked, one prompt).
     pub fn body(&self, index: u64) -> Result<Option<Vec<u8>>> {
-        if self.prompts.cache_bust() == CacheBust::Off {
+        if self.prompts.is_constant() {
             return Ok(None);
         }
-        let spec = with_prompt(&self.spec, self.prompts.prompt(index));
+        let spec = with_input(&self.spec, self.prompts.input(index, self.counter())?);
         Ok(Some(build(&spec, self.browser)?.body))
     }
 
     pub fn prompts(&self) -> &PromptPlan {
         &self.prompts
     }
+
+    /// The run's tokenizer, when it has one.
+    pub fn counter(&self) -> Option<&dyn TokenCounter> {
+        self.counter.as_deref()
+    }
 }
 
-fn with_prompt(spec: &RequestSpec, prompt: String) -> RequestSpec {
+fn with_input(spec: &RequestSpec, input: RequestInput) -> RequestSpec {
     RequestSpec {
-        prompt,
+        messages: input.messages,
+        max_tokens: input.max_tokens.unwrap_or(spec.max_tokens),
         ..spec.clone()
     }
 }
@@ -75,6 +146,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::options::BenchOptions;
+    use crate::prompt_plan::CacheBust;
 
     fn plan(bust: CacheBust) -> RequestPlan {
         let options = BenchOptions {
@@ -83,8 +155,8 @@ mod tests {
             seed: Some(1),
             ..crate::options::tests::options()
         };
-        let prompts = PromptPlan::new(&options, None, 0).unwrap();
-        RequestPlan::new(options.request_spec(None).unwrap(), prompts, false).unwrap()
+        let prompts = PromptPlan::new(&options, None, 0, None).unwrap();
+        RequestPlan::new(options.request_spec(None).unwrap(), prompts, None, false).unwrap()
     }
 
     #[test]

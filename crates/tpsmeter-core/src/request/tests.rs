@@ -11,7 +11,7 @@ fn spec(api: Api, base: &str) -> RequestSpec {
         api,
         base_url: base.into(),
         model: "m-1".into(),
-        prompt: "Hello".into(),
+        messages: vec![Message::user("Hello")],
         system: Some("Be brief.".into()),
         max_tokens: 64,
         temperature: Some(0.7),

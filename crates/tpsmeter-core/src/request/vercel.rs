@@ -24,7 +24,12 @@ pub(super) fn ui_chat(spec: &RequestSpec) -> Result<HttpRequest> {
     if let Some(system) = &spec.system {
         messages.push(json!({"id": "m0", "role": "system", "parts": text(system)}));
     }
-    messages.push(json!({"id": "m1", "role": "user", "parts": text(&spec.prompt)}));
+    // Ids m1, m2, … in order: one prompt sends m1 as before.
+    for (i, m) in spec.messages.iter().enumerate() {
+        messages.push(
+            json!({"id": format!("m{}", i + 1), "role": m.role.name(), "parts": text(&m.content)}),
+        );
+    }
     let mut body = json!({
         "id": CHAT_ID,
         "messages": messages,
