@@ -5,7 +5,7 @@
 // lighter entry `tpsmeter/meter`; the generated wasm bindings are `tpsmeter/raw`.
 
 export { bench } from './bench/run.js';
-export type { BenchOptions, LocalBenchOptions, Progress, RemoteBenchOptions, RunHooks, RunSettings } from './bench/options.js';
+export type { BenchOptions, FindMaxLimits, LocalBenchOptions, Progress, RemoteBenchOptions, RunHooks, RunSettings } from './bench/options.js';
 export type { BenchChatRequest, BenchEngine } from './bench/local.js';
 export type { RenderCallback, RenderInfo, RenderTarget } from './paint.js';
 export type {
@@ -14,6 +14,10 @@ export type {
   ErrorClass,
   ErrorRecord,
   FailClass,
+  FindMaxConfig,
+  FindMaxStep,
+  FindMaxStop,
+  FindMaxVerdict,
   FinishReason,
   LevelReport,
   LoadLevel,

@@ -8,6 +8,10 @@
 import type * as schema from './generated/report.js';
 
 export type {
+  FindMaxConfig,
+  FindMaxStep,
+  FindMaxStop,
+  FindMaxVerdict,
   FinishReason,
   Goodput,
   LevelReport,

@@ -165,6 +165,26 @@ test('bench() in the browser', async (t) => {
     assert.deepEqual(single.levels, [{ concurrency: 1 }]);
   });
 
+  await t.test('findMax finds the highest concurrency within the SLO: the server\'s 2 slots', async () => {
+    // Beyond 2 streams a request waits for a whole answer (~250 ms), far past the 150 ms
+    // TTFT limit: c=1 and 2 meet the SLO, 4 misses, and bisection tries 3.
+    const base = { api: 'openai-chat', url: fx.emulator.prefixed('max-streams/2/pace/10,20,12'), model: 'emulator', requests: 4, maxTokens: 12 };
+    const [report, noSlo] = await page.evaluate(async (o) => {
+      const { bench } = await import('/tpsmeter/dist/index.js');
+      const refused = await bench({ ...o, findMax: true }).then(() => 'ran', (e) => `${e.name}: ${e.message}`);
+      return [await bench({ ...o, slo: 'ttft=150ms', findMax: { maxLevels: 6 } }), refused];
+    }, base);
+    assert.match(noSlo, /TypeError: .*`findMax` needs `slo`/);
+    const v = report.find_max;
+    assert.deepEqual(report.levels.map((l) => l.level.concurrency), [1, 2, 4, 3], v.message);
+    assert.deepEqual(v.max_load, { concurrency: 2 }, v.message);
+    assert.equal(v.stop, 'slo_broken');
+    assert.deepEqual(v.steps.map((s) => s.passed), [true, true, false, false]);
+    assert.deepEqual(report.config.find_max.start, { concurrency: 1 });
+    assert.equal(report.config.find_max.max_levels, 6);
+    assert.deepEqual(report.config.levels, report.levels.map((l) => l.level));
+  });
+
   await t.test('a hidden tab is flagged', async () => {
     // Headless Chromium keeps every page visible (minimising or switching tabs changes
     // nothing), so the page is told it is hidden the way a browser would tell it.

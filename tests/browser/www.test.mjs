@@ -248,6 +248,32 @@ test('a sweep of synthetic input lengths runs one benchmark per length and compa
   await assertClean(page);
 });
 
+test("'Find the knee' searches for the highest concurrency within the SLO and shows the curve in order of load", async (t) => {
+  const site = await staticSite(t);
+  if (!site) return;
+  t.after(() => site.close());
+  // Answers of 10 ms + 15 × 8 ms on 2 stream slots (the /max-streams/2 path prefix): beyond
+  // 2 streams a request waits ~130 ms for a slot, past the 70 ms TTFT limit.
+  const emu = await emulator(t, { ttftMs: 10, itlMs: 8, tokens: 16 });
+  if (!emu) return;
+  t.after(() => emu.stop());
+  const page = await site.page('/');
+  await ready(page);
+  await fillForm(page, { preset: 'custom', url: `${emu.base}/max-streams/2`, model: 'emu', concurrency: '1,8', warmup: 0, maxTokens: 16 });
+  await page.getByLabel('Service-level objectives (optional)').fill('ttft=70ms');
+  await page.getByLabel(/Find the knee/).check();
+  await runAndWait(page);
+  const verdict = page.locator('#find-max');
+  assert.equal(await verdict.getAttribute('data-max-load'), 'c=2', await verdict.innerText());
+  assert.equal(await verdict.getAttribute('data-stop'), 'slo_broken');
+  // The search started from the first level (1, not 8) and ran 1, 2, 4, 3: the table reads
+  // in order of load, each level marked.
+  const rows = await page.locator('#results table').first().locator('tbody th').allInnerTexts();
+  assert.deepEqual(rows, ['c=1 ✓', 'c=2 ✓', 'c=3 ✗', 'c=4 ✗']);
+  assertNoConsoleErrors(page);
+  await assertClean(page);
+});
+
 test("a CLI report (tpsmeter bench --json) opens in the page and compares with a browser run", async (t) => {
   const site = await staticSite(t);
   if (!site) return;

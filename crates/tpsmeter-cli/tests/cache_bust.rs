@@ -15,12 +15,11 @@ mod common;
 mod server_support;
 
 use std::io::Read;
-use std::process::{Command, Stdio};
 
 use capture::Capture;
 use common::{argv, bench, measured};
 use serde_json::Value;
-use server_support::{assets, free_port, start};
+use server_support::{assets, serve_model};
 use tpsmeter_core::CacheBust;
 
 async fn run(capture: &Capture, rest: &[&str]) -> tpsmeter_core::Report {
@@ -154,19 +153,7 @@ async fn on_a_caching_server_marked_prompts_pay_the_prefill_and_off_does_not() {
     let Some([model]) = assets("cache_bust", ["TPSMETER_MODEL"]) else {
         return;
     };
-    let port = free_port();
-    let _server = start(
-        Command::new(env!("CARGO_BIN_EXE_tpsmeter"))
-            .arg("serve")
-            .arg("--model")
-            .arg(&model)
-            .args(["--parallel", "1", "--context", "1024"])
-            .args(["--port", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit()),
-        port,
-        "tpsmeter serve",
-    );
+    let (_server, port) = serve_model(&model, "1");
     const WORDS: u32 = 256;
     let before = server_prefill_ms(port, WORDS);
     let url = format!("http://127.0.0.1:{port}");

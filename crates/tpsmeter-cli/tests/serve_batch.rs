@@ -11,29 +11,10 @@ mod server_support;
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use serde_json::Value;
-use server_support::{Server, assets, free_port, start};
-
-fn serve(model: &PathBuf, parallel: &str) -> (Server, u16) {
-    let port = free_port();
-    let server = start(
-        Command::new(env!("CARGO_BIN_EXE_tpsmeter"))
-            .arg("serve")
-            .arg("--model")
-            .arg(model)
-            .args(["--parallel", parallel, "--context", "1024"])
-            .args(["--port", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit()),
-        port,
-        "tpsmeter serve",
-    );
-    (server, port)
-}
+use server_support::{assets, serve_model};
 
 fn body(prompt: &str, max_tokens: usize, stream: bool) -> String {
     serde_json::json!({
@@ -78,7 +59,7 @@ fn concurrent_requests_answer_as_alone_and_queue_beyond_the_slots() {
     let Some([model]) = assets(test, ["TPSMETER_MODEL"]) else {
         return;
     };
-    let (_server, port) = serve(&model, "2");
+    let (_server, port) = serve_model(&model, "2");
     let alone: Vec<(String, f64)> = PROMPTS.iter().map(|p| complete(port, p)).collect();
     for (text, queue) in &alone {
         assert!(!text.is_empty());
@@ -111,7 +92,7 @@ fn a_client_that_hangs_up_frees_its_slot_at_once() {
     let Some([model]) = assets(test, ["TPSMETER_MODEL"]) else {
         return;
     };
-    let (_server, port) = serve(&model, "1");
+    let (_server, port) = serve_model(&model, "1");
     // A long streamed answer on the only slot; read until decode is under way (a few pieces
     // of text: on a fresh machine the first decode step compiles its pipelines, seconds on
     // lavapipe, and that step must finish before any slot can change hands), then hang up.

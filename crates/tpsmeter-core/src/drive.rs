@@ -33,14 +33,19 @@
 //!   and the open-loop cap are this machine's share (see `shard`), with its own arrival
 //!   seed. A level whose share is empty sends nothing; when timed, it still lasts its
 //!   duration, so the shard enters the next level together with the others.
+//! - **find-max** (`options.find_max`, see [`crate::find_max`]): the run starts with the one
+//!   level given, and each time a level's summary is final the search says which level
+//!   comes next, or that the run is over; [`LoadDriver::annotate`] writes its verdict into
+//!   the report. A search cannot run sharded: each level depends on the whole run's results.
 
 use crate::error::Result;
 use crate::exchange::Outcome;
+use crate::find_max::{FindMax, LevelResult};
 use crate::options::BenchOptions;
 use crate::phase::PhaseSummary;
 use crate::plan::{ArrivalLimit, LoadLevel, StopCondition, poisson_arrivals};
 use crate::ramp::Ramp;
-use crate::report::{ErrorRecord, LevelReport, RequestRecord};
+use crate::report::{ErrorRecord, LevelReport, Report, RequestRecord};
 use crate::request::Redactor;
 use crate::shard::{LevelShare, Shard};
 use crate::slo::Slo;
@@ -163,6 +168,9 @@ pub struct LoadDriver {
     http_versions: Vec<String>,
     /// The run's credentials, taken out of every record.
     redactor: Redactor,
+    /// `--find-max`: the search choosing each next level, and the options each level's
+    /// stop condition and warm-up come from.
+    find_max: Option<(FindMax, Box<BenchOptions>)>,
 }
 
 impl LoadDriver {
@@ -189,7 +197,21 @@ impl LoadDriver {
                 LoadLevel::Rate(_) => None,
             })
             .collect();
+        let find_max = match options.find_max_config()? {
+            Some(_) if shard != Shard::WHOLE => {
+                return Err(crate::error::CoreError::InvalidSpec {
+                    what: "find-max",
+                    input: format!("shard {shard}"),
+                    reason: "cannot run sharded: each level is chosen from the whole run's \
+                             results"
+                        .into(),
+                });
+            }
+            Some(cfg) => Some((FindMax::new(cfg), Box::new(options.clone()))),
+            None => None,
+        };
         Ok(LoadDriver {
+            find_max,
             redactor,
             ramps,
             levels: options
@@ -530,10 +552,36 @@ impl LoadDriver {
             end_ms,
             self.slo.as_ref(),
         );
-        self.level_reports.push(LevelReport {
+        let report = LevelReport {
             level: phase.load,
             summary,
-        });
+        };
+        if let Some((search, options)) = &mut self.find_max {
+            // A level cut short by a cancel is not judged.
+            if self.cancelled {
+                search.interrupt();
+            } else if let Some(next) = search.observe(&LevelResult::of(&report)) {
+                self.levels.push(LevelShare {
+                    load: next,
+                    stop: options.stop_condition(next),
+                    warmup: options.warmup,
+                });
+            }
+        }
+        self.level_reports.push(report);
+    }
+
+    /// The find-max search, when the run has one.
+    pub fn find_max(&self) -> Option<&FindMax> {
+        self.find_max.as_ref().map(|(s, _)| s)
+    }
+
+    /// Writes what the driver decided during the run into its `report`: with find-max, the
+    /// levels the search ran (in run order) and its verdict.
+    pub fn annotate(&self, report: &mut Report) {
+        if let Some(search) = self.find_max() {
+            search.annotate(report);
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::api::Api;
 use crate::error::{CoreError, Result};
+use crate::find_max::{FindMaxConfig, FindMaxOptions, find_max_option};
 use crate::plan::{LoadLevel, MAX_CONCURRENCY, MAX_LEVELS, StopCondition};
 use crate::prompt;
 use crate::prompt_plan::{self, CacheBust, PromptPlan};
@@ -85,6 +86,10 @@ pub struct BenchOptions {
     /// Seconds over which each closed-loop phase opens its streams, evenly, instead of all
     /// at once (see [`crate::ramp`]); 0 or absent: all at once. Closed loop only.
     pub ramp_up_s: Option<f64>,
+    /// Search for the highest load that meets `slo`, from the one level given (see
+    /// [`crate::find_max`]); `findMax: true` in `bench()` takes the default limits.
+    #[serde(deserialize_with = "find_max_option")]
+    pub find_max: Option<FindMaxOptions>,
 }
 
 impl Default for BenchOptions {
@@ -116,6 +121,7 @@ impl Default for BenchOptions {
             workload: None,
             turns: None,
             ramp_up_s: None,
+            find_max: None,
         }
     }
 }
@@ -241,6 +247,7 @@ impl BenchOptions {
                 ));
             }
         }
+        self.find_max_config()?;
         prompt::resolve(None, self.input_tokens)?;
         if let (Some(sd), None) = (self.input_tokens_stdev, self.input_tokens) {
             return Err(bad(
@@ -367,6 +374,32 @@ impl BenchOptions {
         self.slo.as_deref().map(Slo::parse).transpose()
     }
 
+    /// The find-max search asked for, resolved against its start: the one level given. It
+    /// needs an SLO to judge levels by, and chooses the levels itself.
+    pub fn find_max_config(&self) -> Result<Option<FindMaxConfig>> {
+        let Some(o) = &self.find_max else {
+            return Ok(None);
+        };
+        let bad = |input: String, reason: &str| CoreError::InvalidSpec {
+            what: "find-max",
+            input,
+            reason: reason.into(),
+        };
+        if self.slo()?.is_none_or(|s| s.is_empty()) {
+            return Err(bad(
+                "without an SLO".into(),
+                "needs an SLO to judge each level by, e.g. ttft=500ms,tpot=50ms",
+            ));
+        }
+        match self.levels().as_slice() {
+            [start] => o.resolve(*start).map(Some),
+            levels => Err(bad(
+                format!("{} levels", levels.len()),
+                "chooses the levels itself: give one concurrency (or rate) to start from",
+            )),
+        }
+    }
+
     /// The prompt text: `prompt`, else a synthesised one, else the default.
     pub fn prompt_text(&self) -> Result<String> {
         prompt::resolve(self.prompt.as_deref(), self.input_tokens)
@@ -431,6 +464,7 @@ impl BenchOptions {
             workload: self.workload,
             turns: self.turns.filter(|&t| t > 1),
             ramp_up_s: self.ramp_up_s.filter(|&r| r > 0.0),
+            find_max: self.find_max_config()?,
         })
     }
 }
@@ -462,6 +496,26 @@ pub(crate) mod tests {
         assert_eq!(o.warmup, 0);
         o.validate().unwrap();
         assert_eq!(o.slo().unwrap().unwrap().ttft_ms, Some(1000.0));
+    }
+
+    #[test]
+    fn find_max_is_true_false_or_limits() {
+        let parse = |v: &str| {
+            serde_json::from_str::<BenchOptions>(&format!(r#"{{"findMax":{v}}}"#))
+                .map(|o| o.find_max)
+        };
+        assert_eq!(parse("true").unwrap(), Some(FindMaxOptions::default()));
+        assert_eq!(parse("false").unwrap(), None);
+        assert_eq!(parse("null").unwrap(), None);
+        let limits = parse(r#"{"maxLoad":64,"maxLevels":8,"minGainPct":5,"attainmentPct":99}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(limits.max_load, Some(64.0));
+        assert_eq!(limits.attainment_pct, Some(99.0));
+        for bad in [r#"{"maxload":64}"#, "1", r#""yes""#] {
+            let e = parse(bad).unwrap_err().to_string();
+            assert!(e.contains("findMax takes true, false or"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -113,6 +113,7 @@ fn report(url: &str) -> Report {
             workload: None,
             turns: None,
             ramp_up_s: None,
+            find_max: None,
         },
         environment: Environment {
             os: "linux".into(),
@@ -137,6 +138,7 @@ fn report(url: &str) -> Report {
             count: 3,
             start_at_unix_ms: Some(1_767_225_600_000.0),
         }),
+        find_max: None,
     }
 }
 

@@ -112,6 +112,7 @@ fn config() -> RunConfig {
         workload: None,
         turns: None,
         ramp_up_s: None,
+        find_max: None,
     }
 }
 

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::{Instant, Sleep};
 
 use tpsmeter_arrival::{Departure, Departures};
@@ -133,6 +134,9 @@ pub struct ScheduledBody {
     record: Option<Recording>,
     /// Set for streams: counts open streams and receives the record on drop.
     shared: Option<Arc<Shared>>,
+    /// The server's stream slot this body holds (`max_streams`), freed when its last step
+    /// has gone out or the body is dropped (a client that hung up).
+    slot: Option<OwnedSemaphorePermit>,
 }
 
 impl ScheduledBody {
@@ -149,6 +153,7 @@ impl ScheduledBody {
             sent_tokens: 0,
             record: None,
             shared: None,
+            slot: None,
         }
     }
 
@@ -172,7 +177,13 @@ impl ScheduledBody {
             sent_tokens: 0,
             record,
             shared: Some(shared),
+            slot: None,
         }
+    }
+
+    /// Keeps `slot` until the stream ends.
+    pub(crate) fn hold(&mut self, slot: OwnedSemaphorePermit) {
+        self.slot = Some(slot);
     }
 
     /// Runs one due step. Returns an error when the step is a cut.
@@ -278,6 +289,11 @@ impl Body for ScheduledBody {
             if let Some((due, step)) = this.steps.pop_front() {
                 if let Err(e) = this.run(due, step) {
                     return Poll::Ready(Some(Err(e)));
+                }
+                if this.steps.is_empty() {
+                    // The answer is generated: its slot is free for the next request, as
+                    // a server frees a batch slot, whatever hyper still has to write.
+                    this.slot = None;
                 }
             }
         }

@@ -132,6 +132,11 @@ pub struct EmulatorConfig {
     /// with its first client): later connections wait in the backlog, and beyond it for
     /// their SYN's retry. Zero: no pause.
     pub accept_pause: Duration,
+    /// The server's capacity: at most this many streams run at once, and a request beyond
+    /// them waits, headers and all, until one ends; its schedule starts when it gets a slot
+    /// (as a server with this many batch slots queues). `None`: no limit. Requests that
+    /// override it (`/max-streams/N`) share the slots of every request with the same N.
+    pub max_streams: Option<u32>,
 }
 
 impl Default for EmulatorConfig {
@@ -146,6 +151,7 @@ impl Default for EmulatorConfig {
             backlog: None,
             accept_interval: Duration::ZERO,
             accept_pause: Duration::ZERO,
+            max_streams: None,
         }
     }
 }

@@ -6,14 +6,17 @@
 //! `/api/generate`, the Vercel AI SDK UI message stream at `/api/ui-chat` and `POST /`) in
 //! each one's real wire format, releasing tokens on a known schedule ([`Schedule`]: absolute
 //! deadlines from the request's arrival, so jitter never accumulates), each chunk flushed on
-//! its own, and injecting one [`Fault`] into every response. Each content event carries
+//! its own, and injecting one [`Fault`] into every response. Its capacity can be limited
+//! ([`EmulatorConfig::max_streams`]): requests beyond it wait for a slot, so a load sweep
+//! meets a knee at a known load. Each content event carries
 //! `"x_sent_ns"`, its CLOCK_MONOTONIC send time ([`clock`]), so a benchmark can tell the
 //! client's timing error from the server's jitter.
 //!
 //! For browsers: CORS (preflights answered, `Access-Control-Allow-Origin: *`),
 //! `Timing-Allow-Origin` and `Cross-Origin-Resource-Policy` on every response unless
 //! [`EmulatorConfig::cors`] is off ([`cors`]), and per-request [`Overrides`] of the fault and
-//! schedule in a path prefix (`/fault/cut:3/pace/5,2,16/no-cors/v1/chat/completions`), so one
+//! schedule in a path prefix (`/fault/cut:3/pace/5,2,16/no-cors/v1/chat/completions`, and
+//! `/max-streams/N`), so one
 //! server serves a whole browser test suite.
 //!
 //! For connection set-up: a small listen backlog ([`EmulatorConfig::backlog`]) and a slow

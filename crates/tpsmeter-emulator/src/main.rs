@@ -55,6 +55,11 @@ struct Args {
     /// Stop after this many seconds (default: run until killed).
     #[arg(long)]
     exit_after_s: Option<f64>,
+    /// Serve at most N streams at once; requests beyond wait for a slot, and their schedule
+    /// starts when they get one (a server with N batch slots). Per request: the
+    /// `/max-streams/N` path prefix.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_streams: Option<u32>,
 }
 
 fn ms(v: f64, what: &str) -> anyhow::Result<Duration> {
@@ -82,6 +87,7 @@ async fn main() -> anyhow::Result<()> {
         backlog: args.backlog,
         accept_interval: ms(args.accept_interval_ms, "accept-interval-ms")?,
         accept_pause: ms(args.accept_pause_ms, "accept-pause-ms")?,
+        max_streams: args.max_streams,
     };
     let emu = Emulator::start(cfg).await?;
     let path = match api {

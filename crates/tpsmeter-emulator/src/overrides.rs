@@ -8,6 +8,8 @@
 //!   have decimals);
 //! - `/no-cors`: no CORS headers on this response nor on its preflight, to provoke a browser's
 //!   CORS failure on purpose;
+//! - `/max-streams/<n>`: the server's capacity ([`EmulatorConfig::max_streams`]), shared by
+//!   every request that names the same `n`;
 //! - `/echo-key`: a hostile server's manners: every error this response sends (a `status`
 //!   body, the `rate-limited` body and its `Retry-After` header, an `error-event`) quotes the
 //!   credential the request carried, as `Bearer <key>`, as its first 12 characters and
@@ -37,6 +39,10 @@ const MAX_PACE_MS: f64 = 3_600_000.0;
 /// not let one URL allocate without bound.
 const MAX_PACE_TOKENS: u32 = 1_000_000;
 
+/// Cap on `/max-streams`: each distinct value keeps a semaphore for the server's life, and
+/// a test needs a handful of slots.
+const MAX_STREAMS: u32 = 100_000;
+
 /// What the path prefix of one request changes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Overrides {
@@ -50,6 +56,8 @@ pub struct Overrides {
     pub no_cors: bool,
     /// `/echo-key`.
     pub echo_key: bool,
+    /// `/max-streams/<n>`.
+    pub max_streams: Option<u32>,
 }
 
 impl Overrides {
@@ -63,7 +71,7 @@ impl Overrides {
             let (value, next) = segment(after);
             let consumed = |next: &str| path.len() - next.len();
             match name {
-                "fault" | "pace" if consumed(next) > MAX_PREFIX_BYTES => {
+                "fault" | "pace" | "max-streams" if consumed(next) > MAX_PREFIX_BYTES => {
                     bail!("the override prefix is longer than {MAX_PREFIX_BYTES} bytes")
                 }
                 "fault" => {
@@ -84,6 +92,20 @@ impl Overrides {
                         parse_pace(value).with_context(|| format!("/pace/{value}"))?;
                     o.schedule = Some(schedule);
                     o.tokens_per_chunk = k;
+                    rest = next;
+                }
+                "max-streams" => {
+                    if o.max_streams.is_some() {
+                        bail!("/max-streams is given twice");
+                    }
+                    let n = value
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|n| (1..=MAX_STREAMS).contains(n))
+                        .with_context(|| {
+                            format!("/max-streams/{value}: a whole number in 1..={MAX_STREAMS}")
+                        })?;
+                    o.max_streams = Some(n);
                     rest = next;
                 }
                 "no-cors" => {
@@ -113,7 +135,7 @@ impl Overrides {
     /// `base` with these overrides applied (borrowed when there are none: the common case
     /// under load).
     pub fn apply<'a>(&self, base: &'a EmulatorConfig) -> Cow<'a, EmulatorConfig> {
-        if self.fault.is_none() && self.schedule.is_none() {
+        if self.fault.is_none() && self.schedule.is_none() && self.max_streams.is_none() {
             return Cow::Borrowed(base);
         }
         let mut cfg = base.clone();
@@ -126,6 +148,9 @@ impl Overrides {
         if let Some(k) = self.tokens_per_chunk {
             cfg.tokens_per_chunk = k;
         }
+        if let Some(n) = self.max_streams {
+            cfg.max_streams = Some(n);
+        }
         Cow::Owned(cfg)
     }
 }
@@ -134,7 +159,7 @@ impl Overrides {
 /// overrides were split off (`rest`): an unknown segment in front of a served path (a typo
 /// such as `/faults/cut:3/v1/messages`), or overrides with no API path after them.
 pub fn diagnose_not_found(overrides: &Overrides, rest: &str) -> Option<String> {
-    const EXPECTED: &str = "expected /fault/<spec>, /pace/<ttft_ms>,<itl_ms>,<tokens>[,<tokens_per_chunk>], /no-cors or /echo-key before the API path";
+    const EXPECTED: &str = "expected /fault/<spec>, /pace/<ttft_ms>,<itl_ms>,<tokens>[,<tokens_per_chunk>], /max-streams/<n>, /no-cors or /echo-key before the API path";
     // The root `/` also streams (see `request::route`), but a path merely ending in `/` is
     // not an API path behind an unknown segment.
     let unknown = rest
@@ -244,6 +269,9 @@ mod tests {
             ("/pace/NaN,1,3/api/chat", "ttft_ms"),
             ("/no-cors/no-cors/api/chat", "twice"),
             ("/echo-key/echo-key/api/chat", "twice"),
+            ("/max-streams/0/api/chat", "whole number"),
+            ("/max-streams/x/api/chat", "whole number"),
+            ("/max-streams/2/max-streams/2/api/chat", "twice"),
         ] {
             let err = format!("{:#}", Overrides::split(path).unwrap_err());
             assert!(err.contains(says), "{path}: {err}");
@@ -277,5 +305,8 @@ mod tests {
         assert_eq!(cfg.schedule.output_tokens, 2);
         assert_eq!(cfg.tokens_per_chunk, 2);
         assert_eq!(cfg.fault, Fault::CutAfter { tokens: 1 });
+        let (o, rest) = Overrides::split("/max-streams/3/v1/chat/completions").unwrap();
+        assert_eq!(rest, "/v1/chat/completions");
+        assert_eq!(o.apply(&base).max_streams, Some(3));
     }
 }

@@ -2,6 +2,7 @@
 //! [`ScheduledBody`], after splitting the per-request [`Overrides`] off the path and with the
 //! [`cors`] headers unless they are off for the server or the request.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +18,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioTimer;
 use serde_json::json;
 use tokio::net::{TcpListener, TcpSocket};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 use tpsmeter_core::Api;
@@ -45,6 +47,28 @@ pub struct Shared {
     pub(crate) cfg: EmulatorConfig,
     pub(crate) stats: Counters,
     pub(crate) records: Mutex<Vec<Recording>>,
+    /// The stream slots of each capacity in use (`max_streams`), shared by the requests
+    /// that ask for the same one.
+    slots: Mutex<HashMap<u32, Arc<Semaphore>>>,
+}
+
+impl Shared {
+    /// A slot of a server with `n` of them: at once when one is free, else when a stream
+    /// ends. Returns it and whether the request had to wait.
+    async fn slot(&self, n: u32) -> (Option<OwnedSemaphorePermit>, bool) {
+        let semaphore = match self.slots.lock() {
+            Ok(mut slots) => slots
+                .entry(n)
+                .or_insert_with(|| Arc::new(Semaphore::new(n as usize)))
+                .clone(),
+            // A panicked holder: serve without a limit rather than not at all.
+            Err(_) => return (None, false),
+        };
+        if let Ok(p) = semaphore.clone().try_acquire_owned() {
+            return (Some(p), false);
+        }
+        (semaphore.acquire_owned().await.ok(), true)
+    }
 }
 
 /// A snapshot of the server's counters.
@@ -77,6 +101,7 @@ impl Emulator {
             cfg,
             stats: Counters::default(),
             records: Mutex::new(Vec::new()),
+            slots: Mutex::new(HashMap::new()),
         });
         let accept = tokio::spawn(accept_loop(listener, shared.clone()));
         Ok(Emulator {
@@ -319,7 +344,13 @@ async fn respond(
         }
         _ => {}
     }
-    let mut base = arrival;
+    // Beyond the server's capacity the request waits for a stream to end, and its schedule
+    // starts when it gets the slot; one that got a slot at once keeps its arrival stamp.
+    let (slot, waited) = match cfg.max_streams {
+        Some(n) => shared.slot(n).await,
+        None => (None, false),
+    };
+    let mut base = if waited { Instant::now() } else { arrival };
     if let Fault::SlowHeaders(delay) = cfg.fault {
         base += delay;
         tokio::time::sleep_until(base).await;
@@ -340,13 +371,11 @@ async fn respond(
         Recording::new(r, departures)
     });
     let content_type = wire.content_type();
-    let mut r = Response::new(ScheduledBody::stream(
-        wire,
-        steps,
-        base,
-        record,
-        shared.clone(),
-    ));
+    let mut body = ScheduledBody::stream(wire, steps, base, record, shared.clone());
+    if let Some(slot) = slot {
+        body.hold(slot);
+    }
+    let mut r = Response::new(body);
     let h = r.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     h.insert("cache-control", HeaderValue::from_static("no-cache"));

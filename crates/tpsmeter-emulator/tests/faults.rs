@@ -190,3 +190,75 @@ async fn slow_headers_hold_the_first_byte_back() {
     assert_eq!(r.status, 200);
     assert!(r.first_byte >= delay, "first byte after {:?}", r.first_byte);
 }
+
+/// When each response's first content event was due, from its request's arrival, in ms;
+/// sorted.
+fn first_token_waits(emu: &Emulator) -> Vec<f64> {
+    let mut waits: Vec<f64> = emu
+        .take_records()
+        .iter()
+        .map(|r| (r.due_ns[0] - r.arrival_ns) as f64 / 1e6)
+        .collect();
+    waits.sort_by(f64::total_cmp);
+    waits
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beyond_max_streams_a_request_waits_for_a_slot_then_runs_its_schedule() {
+    // Streams of 5 ms + 4 × 20 ms: the third of three requests on two slots starts only
+    // when one of the first two has sent its last token.
+    let emu = Emulator::start(EmulatorConfig {
+        schedule: Schedule {
+            ttft: Duration::from_millis(5),
+            itl: Duration::from_millis(20),
+            output_tokens: TOKENS,
+        },
+        max_streams: Some(2),
+        record: true,
+        ..EmulatorConfig::default()
+    })
+    .await
+    .unwrap();
+    let rs = tokio::join!(chat(&emu), chat(&emu), chat(&emu));
+    for r in [&rs.0, &rs.1, &rs.2] {
+        assert_eq!(r.status, 200);
+        assert_eq!(
+            content_events(&r.text()),
+            TOKENS as usize,
+            "every answer is whole"
+        );
+    }
+    let waits = first_token_waits(&emu);
+    // Two got a slot at once: their first token is due exactly 5 ms after arrival.
+    assert_eq!(waits[..2], [5.0, 5.0], "{waits:?}");
+    assert!(waits[2] >= 85.0, "the third waited for a slot: {waits:?}");
+
+    // Per request: `/max-streams/1` on an unlimited server, and its own slots.
+    let emu = Emulator::start(EmulatorConfig {
+        schedule: Schedule {
+            ttft: Duration::from_millis(5),
+            itl: Duration::from_millis(20),
+            output_tokens: TOKENS,
+        },
+        record: true,
+        ..EmulatorConfig::default()
+    })
+    .await
+    .unwrap();
+    let url = emu.base_url();
+    let one = |_| {
+        post(
+            &url,
+            "/max-streams/1/v1/chat/completions",
+            r#"{"stream":true}"#,
+        )
+    };
+    let _ = tokio::join!(one(0), one(1), chat(&emu));
+    let waits = first_token_waits(&emu);
+    assert_eq!(
+        waits[..2],
+        [5.0, 5.0],
+        "the unlimited request and the first: {waits:?}"
+    );
+    assert!(waits[2] >= 85.0, "{waits:?}");
+}

@@ -340,13 +340,10 @@ impl BenchRun {
             self.driver.level_reports().to_vec(),
             self.driver.records().to_vec(),
         );
-        to_js(&Report::new(
-            config,
-            environment,
-            levels,
-            requests,
-            warnings,
-        ))
+        let mut report = Report::new(config, environment, levels, requests, warnings);
+        // With find-max: the levels the search ran and its verdict.
+        self.driver.annotate(&mut report);
+        to_js(&report)
     }
 }
 

@@ -79,6 +79,25 @@ export interface RunSettings {
    * overflow a server's listen backlog. Counts inside `durationS`. Not with `rate`.
    */
   rampUpS?: number;
+   * Search for the highest load that meets `slo` instead of running listed levels: from the
+   * one `concurrency` (default 1) or `rate` given, double until a level misses the SLO or
+   * goodput stops rising, then bisect (the CLI's `--find-max`; the rule is in docs/metrics.md,
+   * "Finding the knee"). `true` takes the default limits. The report's `find_max` says the
+   * highest load that met the SLO and why the search stopped. Needs `slo`.
+   */
+  findMax?: boolean | FindMaxLimits;
+}
+
+/** The limits of a `findMax` search; each left out takes its default. */
+export interface FindMaxLimits {
+  /** The highest load tried: streams, or requests/s with `rate` (default 1024). */
+  maxLoad?: number;
+  /** Levels run at most, every level counted (default 12, at most 64). */
+  maxLevels?: number;
+  /** Goodput must rise by more than this percentage for the load to keep doubling (default 10). */
+  minGainPct?: number;
+  /** Percentage of a level's requests that must meet every SLO for the level to meet it (default 95). */
+  attainmentPct?: number;
 }
 
 /** Where the run stands, after each finished request (the load driver's own counts). */

@@ -165,7 +165,8 @@ export async function bench(options: BenchOptions): Promise<Report> {
     });
     const warnings = runWarnings({
       url: request.url,
-      maxConcurrency: maxConcurrency(settings),
+      // A search asks for the loads it chooses: the most it had in flight is what it asked.
+      maxConcurrency: settings.findMax ? Math.max(maxConcurrency(settings), peakInFlight) : maxConcurrency(settings),
       peakInFlight,
       httpVersions,
       minQueueMs,

@@ -22,7 +22,7 @@ export const APIS: readonly Api[] = [
 /** The named workloads (the core's `Workload`). */
 export const WORKLOADS = ['chat', 'rag-1k', 'long-10k', 'llmperf'] as const;
 
-type Kind = 'string' | 'boolean' | 'count' | 'positiveInt' | 'positive' | 'nonNegative' | 'levels' | 'rates' | 'api' | 'hook' | 'object' | 'render' | 'cacheBust' | 'tokenizer' | 'workload';
+type Kind = 'string' | 'boolean' | 'count' | 'positiveInt' | 'positive' | 'nonNegative' | 'levels' | 'rates' | 'api' | 'hook' | 'object' | 'render' | 'cacheBust' | 'tokenizer' | 'workload' | 'findMax';
 
 /** Every option `bench()` takes, and what its value must be. */
 const OPTIONS: Record<string, Kind> = {
@@ -52,6 +52,7 @@ const OPTIONS: Record<string, Kind> = {
   slo: 'string',
   seed: 'count',
   ignoreEos: 'boolean',
+  findMax: 'findMax',
   onProgress: 'hook',
   onRecord: 'hook',
   signal: 'object',
@@ -77,6 +78,15 @@ const EXPECTED: Record<Kind, string> = {
   cacheBust: "'prefix' or 'off'",
   tokenizer: 'a URL, a Hugging Face model id, a File/Blob or bytes (ArrayBuffer, Uint8Array)',
   workload: `one of ${WORKLOADS.map((w) => `'${w}'`).join(', ')}`,
+  findMax: 'true, false or { maxLoad?, maxLevels?, minGainPct?, attainmentPct? } (numbers)',
+};
+
+/** The limits a `findMax` object may set, and what each takes. */
+const FIND_MAX_LIMITS: Record<string, (v: unknown) => boolean> = {
+  maxLoad: (v) => typeof v === 'number' && Number.isFinite(v) && v > 0,
+  maxLevels: (v) => isWhole(v, 1),
+  minGainPct: (v) => typeof v === 'number' && Number.isFinite(v) && v >= 0,
+  attainmentPct: (v) => typeof v === 'number' && Number.isFinite(v) && v > 0 && v <= 100,
 };
 
 /** Largest whole number an option takes (the wasm side reads 32-bit counts). */
@@ -133,6 +143,11 @@ function fits(kind: Kind, v: unknown): boolean {
         v instanceof ArrayBuffer ||
         v instanceof Uint8Array ||
         (typeof Blob !== 'undefined' && v instanceof Blob)
+      );
+    case 'findMax':
+      return (
+        typeof v === 'boolean' ||
+        (typeof v === 'object' && v !== null && !Array.isArray(v) && Object.entries(v).every(([k, x]) => x === undefined || FIND_MAX_LIMITS[k]?.(x) === true))
       );
   }
 }
@@ -231,6 +246,16 @@ export function validate(options: Record<string, unknown>): Record<string, unkno
     }
     if (typeof options.durationS === 'number' && options.rampUpS >= options.durationS) {
       throw new TypeError(`bench(): option \`rampUpS\` must be shorter than \`durationS\` (${options.durationS}), got ${options.rampUpS}`);
+    }
+  }
+  if (options.findMax !== undefined && options.findMax !== false) {
+    if (typeof options.slo !== 'string' || options.slo === '') {
+      throw new TypeError('bench(): option `findMax` needs `slo`: each level is judged by it (e.g. slo: "ttft=500ms")');
+    }
+    for (const name of ['concurrency', 'rate'] as const) {
+      if (Array.isArray(options[name]) && (options[name] as unknown[]).length > 1) {
+        throw new TypeError(`bench(): option \`findMax\` chooses the levels itself: give one \`${name}\` to start from, not a list`);
+      }
     }
   }
   const out = { ...options };

@@ -75,6 +75,8 @@ export interface FormState {
   tokenizer: string;
   /** Seconds over which each level opens its streams (0: all at once). */
   rampUpS: number;
+  /** Search for the highest concurrency that meets the SLO (`findMax`), from the first level. */
+  findMax: boolean;
 }
 
 export const DEFAULTS: FormState = {
@@ -100,6 +102,7 @@ export const DEFAULTS: FormState = {
   tokenizer: '',
   turns: 1,
   rampUpS: 0,
+  findMax: false,
 };
 
 function field(label: string, control: HTMLElement, hint?: string, id?: string): HTMLElement {
@@ -136,6 +139,7 @@ export class RunForm {
   readonly tokenizer = el('input', { name: 'tokenizer', id: 'f-tokenizer', placeholder: 'HuggingFaceTB/SmolLM2-135M-Instruct or https://…/tokenizer.json', spellcheck: 'false' });
   readonly tokenizerFile = el('input', { type: 'file', id: 'f-tokenizer-file', accept: '.json,.gguf' });
   readonly rampUp = el('input', { name: 'rampUpS', id: 'f-ramp-up', type: 'number', min: 0, max: 600, step: 'any' });
+  readonly findMax = el('input', { type: 'checkbox', id: 'f-find-max' });
   readonly run = el('button', { type: 'submit', class: 'primary', id: 'run', text: 'Run benchmark' });
   readonly stop = el('button', { type: 'button', id: 'stop', text: 'Stop', disabled: true });
   readonly note = el('p', { class: 'hint', id: 'preset-note' });
@@ -199,6 +203,12 @@ export class RunForm {
       ),
       el('label', { class: 'check' }, this.uniquePrompts, 'A unique prompt per request ([run <id> #<n>] before it), so no server answers from its prompt cache; off measures the cached case'),
       el('label', { class: 'check' }, this.render, 'Show the text as it streams and measure when it is painted (perceived TPS)'),
+      el(
+        'label',
+        { class: 'check' },
+        this.findMax,
+        `Find the knee: from the first concurrency level, double the load until a level misses the SLO (95% of its requests within it) or goodput stops rising, then narrow down; each level runs 4 × its concurrency requests (at least 8), at most ${LIMITS.concurrency} streams`,
+      ),
       urls,
       this.notices,
       el('div', { class: 'row' }, this.run, this.stop),
@@ -271,6 +281,7 @@ export class RunForm {
       tokenizer: this.tokenizer.value.trim(),
       turns: Number.isFinite(this.turns.valueAsNumber) ? this.turns.valueAsNumber : 1,
       rampUpS: Number.isFinite(this.rampUp.valueAsNumber) ? this.rampUp.valueAsNumber : 0,
+      findMax: this.findMax.checked,
     };
   }
 
@@ -335,6 +346,7 @@ export class RunForm {
     this.tokenizer.value = s.tokenizer ?? '';
     this.turns.value = String(s.turns || 1);
     this.rampUp.value = String(s.rampUpS || 0);
+    this.findMax.checked = s.findMax === true;
     this.applyPreset(s.preset, false);
     this.syncPromptKind();
     if (p) fromQuery.unshift('preset');
@@ -391,6 +403,7 @@ export function validate(s: FormState): string[] {
   if (!(Number.isInteger(s.turns) && s.turns >= 1 && s.turns <= 64)) out.push('Turns per conversation must be 1 to 64.');
   if (!(Number.isInteger(s.inputStdev) && s.inputStdev >= 0 && s.inputStdev <= LIMITS.inputTokens)) out.push(`Input length spread must be 0 to ${LIMITS.inputTokens.toLocaleString('en-US')} tokens.`);
   if (!(s.rampUpS >= 0 && s.rampUpS <= LIMITS.rampUpS)) out.push(`Ramp-up must be 0 to ${LIMITS.rampUpS} seconds.`);
+  if (s.findMax && !s.slo) out.push('Finding the knee needs service-level objectives: each level is judged by them (e.g. ttft=500ms,tpot=50ms).');
   if (s.promptKind === 'synthetic' && !inputLengths(s.inputLengths)) out.push(`Input lengths must be whole numbers of tokens from 1 to ${LIMITS.inputTokens.toLocaleString('en-US')}, comma-separated (e.g. 128,1024), at most ${LIMITS.inputLengths}.`);
   return out;
 }
@@ -434,9 +447,11 @@ type Workload = NonNullable<RunSettings['workload']>;
 type Input = { prompt: string } | { inputTokens: number } | { workload: Workload };
 
 function oneRun(s: FormState, prompt: Input): Omit<RunSettings, 'apiKey'> {
+  // A search starts from the first level and sizes each level itself (4 × its concurrency).
+  const search = s.findMax ? { findMax: { maxLoad: LIMITS.concurrency } } : undefined;
   const base = {
-    concurrency: levels(s.concurrency),
-    requests: s.requests,
+    concurrency: search ? levels(s.concurrency)?.slice(0, 1) : levels(s.concurrency),
+    ...(search ? search : { requests: s.requests }),
     warmup: s.warmup,
     // A workload brings its own output cap.
     ...('workload' in prompt ? {} : { maxTokens: s.maxTokens }),

@@ -5,7 +5,7 @@ import '../style.css';
 import { bench, type Progress, type RequestRecord } from 'tpsmeter';
 import type { LocalEngine } from 'tpsmeter/engine';
 import { allowOrigin, isAllowed, originOf } from '../common/csp';
-import { download, importFile, runCsv } from '../common/files';
+import { download, importFile, levelLabel, runCsv } from '../common/files';
 import { el, tableWrap } from '../common/dom';
 import { date, num } from '../common/format';
 import { short } from '../common/limits';
@@ -149,10 +149,12 @@ function actions(run: StoredRun, partial: RequestRecord[], broken = false): HTML
   return row;
 }
 
-function describeProgress(p: Progress, levels: string[]): string {
+function describeProgress(p: Progress, levels: string[], search: boolean): string {
   const level = levels[p.levelIndex] ?? '';
   const of = p.target ? ` of ${p.target}` : '';
-  return `Level ${p.levelIndex + 1}/${p.levels} (${level})${p.warmup ? ', warming up' : ''}: ${p.completed}${of} done, ${p.inFlight} in flight, ${p.failed} failed · ${(p.elapsedMs / 1000).toFixed(1)} s`;
+  // A search adds its levels as it goes: the count so far means nothing.
+  const which = search ? `Search level ${p.levelIndex + 1}` : `Level ${p.levelIndex + 1}/${p.levels}`;
+  return `${which} (${level})${p.warmup ? ', warming up' : ''}: ${p.completed}${of} done, ${p.inFlight} in flight, ${p.failed} failed · ${(p.elapsedMs / 1000).toFixed(1)} s`;
 }
 
 let lastPhase = '';
@@ -279,6 +281,7 @@ async function runOne(
   step: { label: string; suffix: string } | undefined,
 ): Promise<StoredRun | undefined> {
   const levelNames = [settings.concurrency ?? 1].flat().map((c) => `c=${c}`);
+  const search = settings.findMax !== undefined && settings.findMax !== false;
   const model = local ? local.name : settings.model;
   const stored: StoredRun = {
     id: newId(),
@@ -303,7 +306,7 @@ async function runOne(
     signal,
     render: render ? answer : undefined,
     onProgress: (p: Progress) => {
-      progressText.textContent = (step ? `${step.label} · ` : '') + describeProgress(p, levelNames);
+      progressText.textContent = (step ? `${step.label} · ` : '') + describeProgress(p, levelNames, search);
       announcePhase(p, levelNames, step?.label);
       const perLevel = p.target ? Math.min(1, p.completed / p.target) : 0;
       progressBar.value = Math.min(1, (p.levelsDone + (p.levelsDone > p.levelIndex ? 0 : perLevel)) / p.levels);
@@ -311,6 +314,8 @@ async function runOne(
     // Each record is in IndexedDB before the count of kept requests moves: what the page
     // says is kept survives a reload.
     onRecord: (r: RequestRecord) => {
+      // A search's levels are known only as they run.
+      if (search && typeof r.level_index === 'number' && r.level_index < 64) levelNames[r.level_index] = levelLabel(r.level);
       saving = saving
         .then(() => putRecord(stored.id, r))
         .then(() => {

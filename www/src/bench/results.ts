@@ -9,6 +9,7 @@ import { levelLabel, paintOf, rowLevel, type LevelSpec } from '../common/files';
 import { count, DRAW, short } from '../common/limits';
 import type { CsvRow, StoredRun } from '../common/store';
 import { degradationChart, histogramChart, timelineChart, turnChart, type Chart, type LevelPoint, type Timeline } from './charts';
+import { byLoad, findMaxView, passedAt } from './find-max';
 
 type Summary = {
   succeeded?: number;
@@ -25,6 +26,7 @@ type Summary = {
   wait_ms?: Stat | null;
   paint?: { painted_tps?: Stat | null; ttfp_ms?: Stat | null; lag_ms?: Stat | null; tokens_per_frame?: Stat | null; empty_frames?: number } | null;
   errors?: Record<string, number>;
+  goodput?: { met?: number; requests_per_s?: number | null } | null;
 };
 type Stat = { p50?: number; p90?: number; p99?: number; count?: number };
 
@@ -165,17 +167,21 @@ function pairCell(s: Stat | null | undefined): string {
 }
 
 function levelTable(report: Report): HTMLElement {
+  const search = report.find_max;
   const head = ['load', 'ok', 'failed', 'TTFT ms p50/p90/p99', 'ITL ms p50/p90/p99', 'TPOT ms p50', 'e2e ms p50/p90/p99', 'tok/s per user p50', 'painted tok/s p50', 'tok/s in all', 'queue ms p50', 'connect ms p50/p99', 'server wait ms p50/p99'];
-  const shown = Math.min(report.levels.length, DRAW.levelRows);
-  const caption = shown < report.levels.length ? `Per load level (the first ${count(shown)} of ${count(report.levels.length)}; the exported JSON has them all)` : 'Per load level';
+  if (search) head.push('goodput req/s');
+  const levels = search ? byLoad(report.levels) : report.levels;
+  const shown = Math.min(levels.length, DRAW.levelRows);
+  const caption = shown < levels.length ? `Per load level (the first ${count(shown)} of ${count(levels.length)}; the exported JSON has them all)` : search ? 'Per load level, in order of load (✓ met the SLO, ✗ missed it)' : 'Per load level';
   const table = el('table', {}, el('caption', { text: caption }));
   table.append(el('thead', {}, el('tr', {}, ...head.map((h, i) => el('th', { scope: 'col', class: i > 0 ? 'num' : undefined, text: h })))));
   const body = el('tbody');
   for (let i = 0; i < shown; i++) {
-    const l = report.levels[i];
+    const l = levels[i];
     const s = l.summary as Summary;
+    const passed = passedAt(search, l.level);
     const cells = [
-      levelLabel(l.level),
+      levelLabel(l.level) + (passed === undefined ? '' : passed ? ' ✓' : ' ✗'),
       String(s.succeeded ?? 0),
       String(s.failed ?? 0),
       statCell(s.ttft_ms),
@@ -189,6 +195,7 @@ function levelTable(report: Report): HTMLElement {
       pairCell(s.connect_ms),
       pairCell(s.wait_ms),
     ];
+    if (search) cells.push(num(s.goodput?.requests_per_s ?? undefined));
     body.append(el('tr', {}, el('th', { scope: 'row', text: cells[0] }), ...cells.slice(1).map((c) => el('td', { class: 'num', text: c }))));
   }
   table.append(body);
@@ -266,7 +273,9 @@ function timelines(records: RequestRecord[]): Timeline[] {
 
 function levelPoints(report: Report): { points: LevelPoint[]; xLabel: string } {
   const open = report.levels.some((l) => (l.level as LevelSpec)?.rate !== undefined);
-  const points = report.levels.map((l, i) => {
+  // In order of load: a chart's x must rise, and a search runs its levels out of order.
+  const levels = report.find_max ? byLoad(report.levels) : report.levels;
+  const points = levels.map((l, i) => {
     const level = l.level as LevelSpec;
     const s = l.summary as Summary;
     return {
@@ -351,6 +360,8 @@ export function renderRun(run: StoredRun, partial: RequestRecord[] = []): Result
     if (env) root.append(el('p', { class: 'hint', text: env }));
     const w = warnings(report);
     if (w) root.append(w);
+    const search = findMaxView(report);
+    if (search) root.append(search);
     root.append(levelTable(report));
   }
   const charts = run.rows ? [] : chartsFor(records, report);

@@ -5,18 +5,30 @@ use std::path::PathBuf;
 use clap::{ArgGroup, Args};
 use tpsmeter_core::synth::Lengths;
 use tpsmeter_core::workload::Workload;
-use tpsmeter_core::{Api, BenchOptions, CacheBust, Shard};
+use tpsmeter_core::{Api, BenchOptions, CacheBust, FindMaxOptions, Shard};
 
 use super::start_at::{self, StartAt};
 
 /// What `tpsmeter bench --help` prints after the options: exit statuses and policies.
 const AFTER_HELP: &str = "\
 Exit status:
-  0    every SLO held (or none was given)
+  0    every SLO held (or none was given); with --find-max, some load met the SLO
   1    usage or set-up error (bad arguments, unreadable prompt file, unwritable output)
-  2    an SLO failed: some level's goodput was below 100% of its requests
-  3    some level finished without a single successful request
+  2    an SLO failed: some level's goodput was below 100% of its requests; with
+       --find-max, no load met the SLO
+  3    some level finished without a single successful request (with --find-max: every
+       level)
   130  interrupted by Ctrl-C (the report of what finished is still written)
+
+--find-max: the first level is --concurrency (or --rate; default 1 stream). A level meets
+the SLO when at least --slo-attainment percent (95) of its requests succeeded within every
+limit. While every level meets it, the load doubles (at most --max-load, 1024), and the
+search stops when goodput (requests/s meeting the SLO) rose by --min-gain percent (10) or
+less over the best lower load. Once a level misses, the load bisects between the highest
+that met the SLO and the lowest that missed, until they are within 10% (or one stream).
+More than half of a level's requests failing stops at once; at most --max-levels levels
+(12) run. The report's find_max says the highest load that met the SLO, the knee and why
+the search stopped (docs/metrics.md, \"Finding the knee\").
 
 Failed requests are recorded with a class (http_4xx, http_5xx, rate_limited,
 connect_refused, dns, connect, timeout_first_byte, stall, truncated, stream_error,
@@ -181,6 +193,30 @@ pub struct BenchArgs {
     #[arg(long)]
     pub slo: Option<String>,
 
+    /// Search for the highest load that meets --slo instead of running listed levels: from
+    /// the one --concurrency (or --rate) given, double until a level misses the SLO or
+    /// goodput stops rising, then bisect (the rule is below).
+    #[arg(long, requires = "slo", conflicts_with = "shard")]
+    pub find_max: bool,
+
+    /// With --find-max: the highest load tried, streams (or requests/s with --rate).
+    #[arg(long, value_name = "N", requires = "find_max")]
+    pub max_load: Option<f64>,
+
+    /// With --find-max: the most levels run, every level counted (1 to 64).
+    #[arg(long, value_name = "N", requires = "find_max")]
+    pub max_levels: Option<u32>,
+
+    /// With --find-max: goodput must rise by more than this percentage for the load to keep
+    /// doubling.
+    #[arg(long, value_name = "PCT", requires = "find_max")]
+    pub min_gain: Option<f64>,
+
+    /// With --find-max: the percentage of a level's requests that must meet every SLO for
+    /// the level to meet it.
+    #[arg(long, value_name = "PCT", requires = "find_max")]
+    pub slo_attainment: Option<f64>,
+
     /// Write the JSON report here. Per-request records are also appended, one JSON object
     /// per line as each request completes, to F.requests.jsonl (see --records).
     #[arg(long, value_name = "F")]
@@ -308,6 +344,12 @@ impl BenchArgs {
             workload: self.workload,
             turns: self.turns,
             ramp_up_s: self.ramp_up,
+            find_max: self.find_max.then_some(FindMaxOptions {
+                max_load: self.max_load,
+                max_levels: self.max_levels,
+                min_gain_pct: self.min_gain,
+                attainment_pct: self.slo_attainment,
+            }),
         };
         if self.workload.is_some() && self.prompt_file.is_some() {
             anyhow::bail!("--workload sets the input itself: give a workload or --prompt-file");
@@ -451,6 +493,34 @@ mod tests {
         let with_rate = parse(&["--ramp-up", "2s", "--rate", "5"]).unwrap();
         let e = with_rate.validate().unwrap_err().to_string();
         assert!(e.contains("ramp-up"), "{e}");
+    }
+
+    #[test]
+    fn find_max_needs_an_slo_and_its_limits_need_it() {
+        assert!(parse(&["--find-max"]).is_err(), "needs --slo");
+        assert!(parse(&["--max-load", "8"]).is_err(), "needs --find-max");
+        assert!(parse(&["--find-max", "--slo", "ttft=1s", "--shard", "0/2"]).is_err());
+        let a = parse(&[
+            "--find-max",
+            "--slo",
+            "ttft=1s",
+            "--max-load",
+            "64",
+            "--slo-attainment",
+            "99",
+        ])
+        .unwrap();
+        let o = a.options().unwrap();
+        assert_eq!(o.find_max.unwrap().max_load, Some(64.0));
+        let cfg = o.find_max_config().unwrap().unwrap();
+        assert_eq!((cfg.max_load, cfg.attainment_pct), (64.0, 99.0));
+        let e = parse(&["--find-max", "--slo", "ttft=1s", "--concurrency", "1,2"])
+            .unwrap()
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("give one concurrency"), "{e}");
+        assert!(parse(&[]).unwrap().options().unwrap().find_max.is_none());
     }
 
     #[test]

@@ -6,6 +6,10 @@
 //! requests, its measured requests, its summary. Ctrl-C stops issuing, cancels what is in
 //! flight (recorded as `cancelled`) and still writes the report.
 //!
+//! With `--find-max` the levels are not listed but chosen one after another by the core's
+//! search (`tpsmeter_core::find_max`, asked by the driver after each level), and the report
+//! ends with its verdict.
+//!
 //! With `--shard I/N` the run is this machine's share of each level (the core's
 //! `LoadDriver::new_shard`); a level whose share is empty is said so on stderr and in the
 //! report's warnings, and does not count as a level without a successful request.
@@ -141,6 +145,7 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
     .await?;
     let interrupted = cancel.is_cancelled();
     let http_versions = driver.http_versions().to_vec();
+    let search = driver.find_max().cloned();
     let (levels, records) = driver.into_parts();
     let mut warnings = std::mem::take(&mut recorder.warnings);
     if interrupted {
@@ -158,6 +163,9 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
         interrupted,
         warnings,
     )?;
+    if let Some(search) = &search {
+        search.annotate(&mut report);
+    }
     report.clock_origin_unix_ms = Some(origin_unix_ms);
     report
         .environment
@@ -215,6 +223,14 @@ fn idle_levels(options: &BenchOptions, shard: Shard) -> Vec<(usize, String)> {
 pub fn status_of(report: &Report, slo_given: bool, interrupted: bool, idle: &[usize]) -> Status {
     if interrupted {
         return Status::Interrupted;
+    }
+    if let Some(v) = &report.find_max {
+        // The search runs loads past the SLO on purpose: its verdict is the status.
+        return match v.max_load {
+            Some(_) => Status::Ok,
+            None if report.levels.iter().all(|l| l.summary.succeeded == 0) => Status::AllFailed,
+            None => Status::SloFailed,
+        };
     }
     let judged = || {
         report

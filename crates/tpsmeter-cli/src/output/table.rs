@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 use tpsmeter_core::metrics::TokenCountSource;
 use tpsmeter_core::phase::per_user_tps_degradation;
-use tpsmeter_core::report::{ErrorClass, Report};
+use tpsmeter_core::report::{ErrorClass, LevelReport, Report};
 use tpsmeter_core::stats::Summary;
 
 /// The whole end-of-run text.
@@ -33,6 +33,7 @@ pub fn render(report: &Report) -> String {
     out.push_str(&levels_table(report).to_string());
     out.push('\n');
     crate::output::wait_parts::lines(report, &mut out);
+    find_max_line(report, &mut out);
     degradation_line(report, &mut out);
     error_lines(report, &mut out);
     token_line(report, &mut out);
@@ -47,6 +48,19 @@ pub fn render(report: &Report) -> String {
 
 fn levels_table(report: &Report) -> Table {
     let slo = report.config.slo.is_some();
+    // A search runs its levels out of order (doubling, then bisecting): the curve reads in
+    // order of load, each level marked with its judgement.
+    let mut levels: Vec<&LevelReport> = report.levels.iter().collect();
+    let judged = |l: &LevelReport| {
+        report
+            .find_max
+            .as_ref()
+            .and_then(|v| v.steps.iter().find(|s| s.level == l.level))
+            .map(|s| s.passed)
+    };
+    if report.find_max.is_some() {
+        levels.sort_by(|a, b| a.level.value().total_cmp(&b.level.value()));
+    }
     let mut header = vec![
         "load",
         "ok",
@@ -67,10 +81,15 @@ fn levels_table(report: &Report) -> Table {
         .load_preset(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled)
         .set_header(header);
-    for level in &report.levels {
+    for level in levels {
         let s = &level.summary;
+        let load = match judged(level) {
+            Some(true) => format!("{} ✓", level.level),
+            Some(false) => format!("{} ✗", level.level),
+            None => level.level.to_string(),
+        };
         let mut row = vec![
-            level.level.to_string(),
+            load,
             s.succeeded.to_string(),
             s.failed.to_string(),
             triple(s.ttft_ms.as_ref()),
@@ -83,9 +102,15 @@ fn levels_table(report: &Report) -> Table {
                 .map_or_else(dash, |r| format!("{r:.2}")),
         ];
         if slo {
-            row.push(s.goodput.map_or_else(dash, |g| match g.fraction {
-                Some(f) => format!("{}/{} ({:.0}%)", g.met, s.completed, f * 100.0),
-                None => format!("{}/{}", g.met, s.completed),
+            row.push(s.goodput.map_or_else(dash, |g| {
+                let mut cell = match g.fraction {
+                    Some(f) => format!("{}/{} ({:.0}%)", g.met, s.completed, f * 100.0),
+                    None => format!("{}/{}", g.met, s.completed),
+                };
+                if let (Some(r), Some(_)) = (g.requests_per_s, &report.find_max) {
+                    let _ = write!(cell, "\n{r:.2}/s");
+                }
+                cell
             }));
         }
         table.add_row(row);
@@ -98,12 +123,34 @@ fn levels_table(report: &Report) -> Table {
     table
 }
 
+/// `--find-max`: the verdict, and which loads it rests on.
+fn find_max_line(report: &Report, out: &mut String) {
+    let Some(v) = &report.find_max else {
+        return;
+    };
+    let _ = writeln!(out, "Find max ({}): {}.", v.stop.name(), v.message);
+    if let Some(knee) = v.knee {
+        let best = v.best_goodput_per_s.unwrap_or(0.0);
+        let _ = write!(
+            out,
+            "Knee: {knee}, the lowest load within the gain threshold of the best goodput \
+             ({best:.2} req/s meeting the SLO). "
+        );
+    }
+    let _ = writeln!(out, "✓ met the SLO, ✗ missed it.");
+}
+
 fn degradation_line(report: &Report, out: &mut String) {
     if report.levels.len() < 2 {
         return;
     }
-    let rows = per_user_tps_degradation(&report.levels);
-    let Some(base) = report.levels.first() else {
+    // A search's levels in order of load, as its table shows them.
+    let mut levels = report.levels.clone();
+    if report.find_max.is_some() {
+        levels.sort_by(|a, b| a.level.value().total_cmp(&b.level.value()));
+    }
+    let rows = per_user_tps_degradation(&levels);
+    let Some(base) = levels.first() else {
         return;
     };
     let parts: Vec<String> = rows

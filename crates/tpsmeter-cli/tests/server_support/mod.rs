@@ -6,8 +6,9 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::Path;
 use std::path::PathBuf;
-use std::process::{Child, Command};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Kills the server however the test ends.
@@ -96,4 +97,23 @@ pub fn start(cmd: &mut Command, port: u16, what: &str) -> Server {
         assert!(Instant::now() < deadline, "{what} not healthy in 300 s");
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// `tpsmeter serve` on `model` with `parallel` slots and 1024 positions each, on a free port,
+/// once healthy (its stderr goes to the test's).
+pub fn serve_model(model: &Path, parallel: &str) -> (Server, u16) {
+    let port = free_port();
+    let server = start(
+        Command::new(env!("CARGO_BIN_EXE_tpsmeter"))
+            .arg("serve")
+            .arg("--model")
+            .arg(model)
+            .args(["--parallel", parallel, "--context", "1024"])
+            .args(["--port", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit()),
+        port,
+        "tpsmeter serve",
+    );
+    (server, port)
 }

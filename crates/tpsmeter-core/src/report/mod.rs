@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::Api;
 use crate::error::{CoreError, Result};
+use crate::find_max::{FindMaxConfig, FindMaxVerdict};
 use crate::phase::PhaseSummary;
 use crate::plan::LoadLevel;
 use crate::prompt_plan::CacheBust;
@@ -60,6 +61,10 @@ pub struct Report {
     /// Multi-turn runs: each level's figures per turn (see [`turns::TurnSummary`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub turns: Vec<turns::TurnSummary>,
+    /// `--find-max`: the highest load that met the SLO, why the search stopped, and each
+    /// level's judgement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub find_max: Option<FindMaxVerdict>,
 }
 
 /// Which part of a spread run a report holds. Its `config` is the whole run's; its levels
@@ -109,6 +114,7 @@ impl Report {
             clock_origin_unix_ms: None,
             shard: None,
             turns,
+            find_max: None,
         }
     }
 
@@ -216,6 +222,10 @@ pub struct RunConfig {
     /// they did not all start at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ramp_up_s: Option<f64>,
+    /// `--find-max`: the search that chose the levels (then `levels` are the levels it ran,
+    /// in run order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub find_max: Option<FindMaxConfig>,
 }
 
 /// Where the run happened. Filled by the caller (this crate does no I/O).
