@@ -15,6 +15,7 @@
 
 pub mod api;
 pub mod cap;
+pub mod dataset;
 pub mod decode;
 pub mod drive;
 pub mod error;

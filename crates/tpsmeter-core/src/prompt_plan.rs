@@ -30,6 +30,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::dataset::{Dataset, Draw};
 use crate::error::{CoreError, Result};
 use crate::options::BenchOptions;
 use crate::prompt;
@@ -71,6 +72,8 @@ pub struct RequestInput {
     pub messages: Vec<Message>,
     /// The request's own output cap (a dataset's), instead of the run's `max_tokens`.
     pub max_tokens: Option<u32>,
+    /// The request's own system text (a dataset entry's), instead of the run's `system`.
+    pub system: Option<String>,
 }
 
 /// The prompts of one run (or one shard of it).
@@ -83,6 +86,8 @@ pub struct PromptPlan {
     rest: String,
     /// The run's id in the mark.
     run_id: u32,
+    /// Each request's messages drawn from a dataset instead (see [`crate::dataset`]).
+    dataset: Option<Draw>,
 }
 
 impl PromptPlan {
@@ -107,7 +112,27 @@ impl PromptPlan {
             shared,
             rest,
             run_id: (run_id >> 32) as u32,
+            dataset: None,
         })
+    }
+
+    /// This plan with each request's messages, system text and output cap drawn from
+    /// `dataset` (the mark, when prompts are marked, still starts the first user message).
+    /// `options` and `shard` as given to [`PromptPlan::new`].
+    pub fn with_dataset(
+        mut self,
+        dataset: Dataset,
+        options: &BenchOptions,
+        shard: Option<Shard>,
+    ) -> Result<PromptPlan> {
+        let draw = Draw::new(dataset, options, shard, u64::from(self.run_id))?;
+        self.dataset = Some(draw);
+        Ok(self)
+    }
+
+    /// The dataset requests are drawn from, when the run has one.
+    pub fn dataset(&self) -> Option<&Dataset> {
+        self.dataset.as_ref().map(Draw::dataset)
     }
 
     /// The prompt of the request with index `index` (the driver's ticket id).
@@ -127,15 +152,20 @@ impl PromptPlan {
 
     /// What request `index` sends: its prompt as one user message.
     pub fn input(&self, index: u64) -> RequestInput {
+        if let Some(draw) = &self.dataset {
+            let mark = (self.bust == CacheBust::Prefix).then(|| self.mark(index));
+            return draw.input(index, mark.as_deref());
+        }
         RequestInput {
             messages: vec![Message::user(self.prompt(index))],
             max_tokens: None,
+            system: None,
         }
     }
 
     /// Whether every request sends the same input (then one body serves them all).
     pub fn is_constant(&self) -> bool {
-        self.bust == CacheBust::Off
+        self.bust == CacheBust::Off && self.dataset.is_none()
     }
 
     /// The mark of request `index` (see the module docs).
@@ -193,7 +223,7 @@ fn split_words(text: &str, n: u32) -> (String, String) {
 }
 
 /// SplitMix64's finaliser: spreads a seed's bits over the whole word.
-fn mix(mut z: u64) -> u64 {
+pub(crate) fn mix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

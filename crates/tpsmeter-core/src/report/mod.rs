@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::api::Api;
+use crate::dataset::DatasetFormat;
 use crate::error::{CoreError, Result};
 use crate::phase::PhaseSummary;
 use crate::plan::LoadLevel;
@@ -152,6 +153,24 @@ pub enum PromptSource {
     File { path: String, chars: u64 },
     /// `--input-tokens N`: a generated prompt of about N tokens.
     Synthetic { input_tokens: u64 },
+    /// `--dataset F` (`bench({ dataset })`): each request's messages drawn from a file of
+    /// prompts or conversations (`docs/datasets.md`).
+    Dataset {
+        /// The file as given (a path, the picked file's name) or its URL without credentials.
+        name: String,
+        /// SHA-256 of the file's bytes, lower-case hex: which data the run sent.
+        sha256: String,
+        /// The file's size.
+        bytes: u64,
+        /// `jsonl` (one entry per line) or `json` (one array, ShareGPT's file).
+        format: DatasetFormat,
+        /// Entries the requests were drawn from.
+        entries: u64,
+        /// Entries left out for want of a prompt (ShareGPT conversations without a human
+        /// turn); never a malformed one, which fails the run instead.
+        #[serde(default)]
+        skipped: u64,
+    },
 }
 
 /// The run's settings. Holds no credential: the API key is never part of it, and the URL

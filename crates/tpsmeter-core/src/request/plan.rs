@@ -59,6 +59,7 @@ fn with_input(spec: &RequestSpec, input: RequestInput) -> RequestSpec {
     RequestSpec {
         messages: input.messages,
         max_tokens: input.max_tokens.unwrap_or(spec.max_tokens),
+        system: input.system.or_else(|| spec.system.clone()),
         ..spec.clone()
     }
 }
