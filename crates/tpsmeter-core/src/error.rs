@@ -88,10 +88,17 @@ fn dataset_place(line: Option<u64>, entry: Option<u64>, field: Option<&str>) -> 
         out.push_str(&format!(" line {l}"));
     }
     if let Some(e) = entry {
-        out.push_str(&format!("{} entry {e}", if line.is_some() { "," } else { "" }));
+        out.push_str(&format!(
+            "{} entry {e}",
+            if line.is_some() { "," } else { "" }
+        ));
     }
     if let Some(f) = field {
-        let sep = if line.is_some() || entry.is_some() { "," } else { "" };
+        let sep = if line.is_some() || entry.is_some() {
+            ","
+        } else {
+            ""
+        };
         out.push_str(&format!("{sep} field `{f}`"));
     }
     out

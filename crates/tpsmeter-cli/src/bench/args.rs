@@ -27,7 +27,7 @@ Retry-After header is recorded; in closed loop the worker that got it waits that
 #[derive(Debug, Clone, Args)]
 #[command(after_help = AFTER_HELP)]
 #[command(group(ArgGroup::new("stop").args(["requests", "duration"])))]
-#[command(group(ArgGroup::new("input").args(["prompt", "prompt_file", "input_tokens"])))]
+#[command(group(ArgGroup::new("input").args(["prompt", "prompt_file", "input_tokens", "dataset"])))]
 pub struct BenchArgs {
     /// Wire format: openai-chat, openai-completions, openai-responses, anthropic, gemini,
     /// ollama (= ollama-chat), ollama-generate, vercel-ui (a Vercel AI SDK UI message stream;
@@ -102,6 +102,15 @@ pub struct BenchArgs {
     /// for GPT/Llama-style BPE tokenizers; the server's usage reports the exact count).
     #[arg(long, value_name = "N")]
     pub input_tokens: Option<u32>,
+
+    /// Draw each request's messages from a dataset: JSON Lines with `prompt` or `messages`
+    /// (OpenAI's shape) per line, or ShareGPT's JSON (an array of `conversations`; the first
+    /// human turn is sent). An entry's `max_tokens` / `output_tokens`, or the length of its
+    /// reference answer (~4 characters a token), is that request's output cap. Entries are
+    /// drawn without replacement, in a fresh shuffle each time round the file, the same for
+    /// the same --seed. A malformed entry is an error naming its line. See docs/datasets.md.
+    #[arg(long, value_name = "F", conflicts_with = "shared_prefix")]
+    pub dataset: Option<PathBuf>,
 
     /// `prefix` (default): each request's prompt starts with a mark of its own
     /// (`[run <id> #<n>] `), so no server answers it from a prompt cache; `off`: every
@@ -298,6 +307,20 @@ mod tests {
     fn requests_and_duration_exclude_each_other() {
         assert!(parse(&["--requests", "3", "--duration", "2"]).is_err());
         assert!(parse(&["--prompt", "a", "--input-tokens", "4"]).is_err());
+        for other in [
+            &["--prompt", "a"][..],
+            &["--input-tokens", "4"],
+            &["--shared-prefix", "3"],
+        ] {
+            let mut a = vec!["--dataset", "d.jsonl"];
+            a.extend_from_slice(other);
+            let e = parse(&a).unwrap_err().to_string();
+            assert!(
+                e.contains("--dataset") && e.contains("cannot be used with"),
+                "{e}"
+            );
+        }
+        assert!(parse(&["--dataset", "d.jsonl", "--prompt-file", "p"]).is_err());
     }
 
     #[test]

@@ -47,7 +47,11 @@ impl Setup {
         // The run id of the prompts' marks, when no --seed fixes it: std's hasher keys are
         // random per process, which is all a run id needs (no RNG dependency for it).
         let entropy = RandomState::new().hash_one(std::process::id());
-        let prompts = PromptPlan::new(&options, args.shard, entropy)?;
+        let mut prompts = PromptPlan::new(&options, args.shard, entropy)?;
+        if let Some(path) = &args.dataset {
+            let dataset = super::dataset::read(path)?;
+            prompts = prompts.with_dataset(dataset, &options, args.shard)?;
+        }
         let plan = RequestPlan::new(spec.clone(), prompts, false).context("build the request")?;
         Ok(Setup {
             options,

@@ -12,7 +12,11 @@ use crate::error::Result;
 /// Parses the array `text` (its first byte that is not whitespace is `[`), handing each
 /// entry (`None`: skipped) to `add`.
 pub(super) fn parse(text: &[u8], caps: Caps, add: &mut impl FnMut(Option<Entry>)) -> Result<()> {
-    let mut cut = Cutter { text, i: 0, line: 1 };
+    let mut cut = Cutter {
+        text,
+        i: 0,
+        line: 1,
+    };
     cut.skip_space();
     // `DatasetFormat::detect` chose this parser because the array opens here.
     cut.i += 1;
@@ -113,10 +117,7 @@ impl<'a> Cutter<'a> {
             self.line += u64::from(b == b'\n');
             self.i += 1;
             if self.i - start > cap {
-                return Err(at.err(
-                    None,
-                    format!("the entry is over the cap of {cap} bytes"),
-                ));
+                return Err(at.err(None, format!("the entry is over the cap of {cap} bytes")));
             }
         }
         Ok(&self.text[start..self.i])

@@ -87,7 +87,8 @@ fn entry(map: &Map<String, Value>, at: At) -> Result<Option<Entry>> {
     Ok(Some(Entry {
         system,
         messages: parsed.messages,
-        output_tokens: output_tokens.or_else(|| parsed.reference.as_deref().and_then(estimate_tokens)),
+        output_tokens: output_tokens
+            .or_else(|| parsed.reference.as_deref().and_then(estimate_tokens)),
     }))
 }
 
@@ -141,7 +142,10 @@ fn messages(value: &Value, at: At) -> Result<Parsed> {
         ));
     }
     // `first` is a user message, so there is a last one.
-    let last = turns.iter().rposition(|(w, _)| *w == Who::User).unwrap_or(first);
+    let last = turns
+        .iter()
+        .rposition(|(w, _)| *w == Who::User)
+        .unwrap_or(first);
     let reference = turns.get(last + 1).map(|(_, text)| text.clone());
     let system = join_system(&turns[..first]);
     let messages = turns[first..=last]
@@ -292,7 +296,10 @@ fn kind(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
         Value::Bool(_) => "a boolean".into(),
-        Value::Number(n) => format!("the number {}", n.to_string().chars().take(24).collect::<String>()),
+        Value::Number(n) => format!(
+            "the number {}",
+            n.to_string().chars().take(24).collect::<String>()
+        ),
         Value::String(_) => "a string".into(),
         Value::Array(_) => "an array".into(),
         Value::Object(_) => "an object".into(),
@@ -302,4 +309,3 @@ fn kind(v: &Value) -> String {
 fn shape_list() -> String {
     SHAPES.map(|s| format!("`{s}`")).join(", ")
 }
-

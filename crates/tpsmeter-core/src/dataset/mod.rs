@@ -77,9 +77,7 @@ pub const MAX_OUTPUT_TOKENS: u32 = 1 << 20;
 const MAX_NAME_CHARS: usize = 1000;
 
 /// The container of a dataset file (see the module docs).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DatasetFormat {
     /// JSON Lines: one entry per line.
@@ -295,7 +293,9 @@ impl Draw {
 /// [`MAX_OUTPUT_TOKENS`]; `None` for an empty answer (the run's cap applies).
 pub fn estimate_tokens(text: &str) -> Option<u32> {
     let chars = text.chars().count();
-    (chars > 0).then(|| u32::try_from(chars.div_ceil(4)).map_or(MAX_OUTPUT_TOKENS, |t| t.min(MAX_OUTPUT_TOKENS)))
+    (chars > 0).then(|| {
+        u32::try_from(chars.div_ceil(4)).map_or(MAX_OUTPUT_TOKENS, |t| t.min(MAX_OUTPUT_TOKENS))
+    })
 }
 
 /// `bytes` without a leading UTF-8 byte-order mark.

@@ -95,7 +95,9 @@ mod tests {
         for n in [1usize, 2, 3, 7, 64, 1000, 1001] {
             let o = Order::new(Some(9), 0, n, None);
             let pass = |p: u64| -> Vec<usize> {
-                (p * n as u64..(p + 1) * n as u64).map(|i| o.entry(i)).collect()
+                (p * n as u64..(p + 1) * n as u64)
+                    .map(|i| o.entry(i))
+                    .collect()
             };
             let (a, b) = (pass(0), pass(1));
             let set: HashSet<usize> = a.iter().copied().collect();
@@ -116,7 +118,11 @@ mod tests {
             let o = Order::new(seed, random, n, None);
             (0..50).map(|i| o.entry(i)).collect::<Vec<_>>()
         };
-        assert_eq!(order(Some(5), 1), order(Some(5), 2), "the seed, not the entropy");
+        assert_eq!(
+            order(Some(5), 1),
+            order(Some(5), 2),
+            "the seed, not the entropy"
+        );
         assert_ne!(order(Some(5), 1), order(Some(6), 1));
         assert_ne!(order(None, 1), order(None, 2), "unseeded: the run's own");
     }
@@ -135,7 +141,11 @@ mod tests {
                 sent.push(o.entry(i));
             }
         }
-        assert_eq!(sent.iter().copied().collect::<HashSet<_>>().len(), n, "disjoint");
+        assert_eq!(
+            sent.iter().copied().collect::<HashSet<_>>().len(),
+            n,
+            "disjoint"
+        );
     }
 
     #[test]

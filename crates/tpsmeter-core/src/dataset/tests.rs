@@ -135,32 +135,82 @@ fn a_bom_and_blank_lines_are_not_entries() {
 fn malformed_lines_are_named_by_line_and_field() {
     type Case = (&'static str, u64, Option<&'static str>, &'static str);
     let cases: [Case; 17] = [
-        ("{\"prompt\": \"a\"}\n{\"prompt\": ", 2, None, "not valid JSON"),
-        ("{\"prompt\": \"a\"}\n\n[1]", 3, None, "must be a JSON object"),
+        (
+            "{\"prompt\": \"a\"}\n{\"prompt\": ",
+            2,
+            None,
+            "not valid JSON",
+        ),
+        (
+            "{\"prompt\": \"a\"}\n\n[1]",
+            3,
+            None,
+            "must be a JSON object",
+        ),
         ("\"text\"", 1, None, "must be a JSON object"),
         ("{\"id\": 1}", 1, None, "needs one of `prompt`, `messages`"),
         ("{\"prompt\": \"a\", \"messages\": []}", 1, None, "has both"),
-        ("{\"prompt\": 5}", 1, Some("prompt"), "must be a string, not the number 5"),
+        (
+            "{\"prompt\": 5}",
+            1,
+            Some("prompt"),
+            "must be a string, not the number 5",
+        ),
         ("{\"prompt\": \" \"}", 1, Some("prompt"), "is empty"),
-        ("{\"prompt\": \"a\", \"system\": 1}", 1, Some("system"), "must be a string"),
-        ("{\"prompt\": \"a\", \"max_tokens\": 0}", 1, Some("max_tokens"), "from 1 to"),
-        ("{\"prompt\": \"a\", \"output_tokens\": 1.5}", 1, Some("output_tokens"), "whole number"),
+        (
+            "{\"prompt\": \"a\", \"system\": 1}",
+            1,
+            Some("system"),
+            "must be a string",
+        ),
+        (
+            "{\"prompt\": \"a\", \"max_tokens\": 0}",
+            1,
+            Some("max_tokens"),
+            "from 1 to",
+        ),
+        (
+            "{\"prompt\": \"a\", \"output_tokens\": 1.5}",
+            1,
+            Some("output_tokens"),
+            "whole number",
+        ),
         (
             "{\"prompt\": \"a\", \"max_tokens\": 2, \"output_tokens\": 2}",
             1,
             Some("output_tokens"),
             "`max_tokens` too",
         ),
-        ("{\"messages\": {}}", 1, Some("messages"), "must be an array"),
-        ("{\"messages\": [{\"role\": \"bot\", \"content\": \"a\"}]}", 1, Some("messages[0].role"), "\"bot\" is not a role"),
-        ("{\"messages\": [{\"role\": \"user\"}]}", 1, Some("messages[0].content"), "is missing"),
+        (
+            "{\"messages\": {}}",
+            1,
+            Some("messages"),
+            "must be an array",
+        ),
+        (
+            "{\"messages\": [{\"role\": \"bot\", \"content\": \"a\"}]}",
+            1,
+            Some("messages[0].role"),
+            "\"bot\" is not a role",
+        ),
+        (
+            "{\"messages\": [{\"role\": \"user\"}]}",
+            1,
+            Some("messages[0].content"),
+            "is missing",
+        ),
         (
             "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\"}]}]}",
             1,
             Some("messages[0].content"),
             "content parts are not read",
         ),
-        ("{\"messages\": [{\"role\": \"assistant\", \"content\": \"a\"}]}", 1, Some("messages[0].role"), "must start with a user"),
+        (
+            "{\"messages\": [{\"role\": \"assistant\", \"content\": \"a\"}]}",
+            1,
+            Some("messages[0].role"),
+            "must start with a user",
+        ),
         (
             "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"system\", \"content\": \"b\"}]}",
             1,
@@ -173,7 +223,10 @@ fn malformed_lines_are_named_by_line_and_field() {
         assert_eq!(l, Some(line), "{text}: {reason}");
         assert_eq!(entry, None);
         assert_eq!(f.as_deref(), field, "{text}: {reason}");
-        assert!(reason.contains(says), "{text}: {reason:?} should say {says:?}");
+        assert!(
+            reason.contains(says),
+            "{text}: {reason:?} should say {says:?}"
+        );
     }
     // The message a user reads names all three.
     let e = parse("{\"prompt\": \"a\"}\n{\"messages\": [{\"role\": 3, \"content\": \"a\"}]}")
@@ -187,25 +240,81 @@ fn malformed_lines_are_named_by_line_and_field() {
 
 #[test]
 fn malformed_array_entries_are_named_by_entry_and_line() {
-    type Case = (&'static str, u64, Option<u64>, Option<&'static str>, &'static str);
+    type Case = (
+        &'static str,
+        u64,
+        Option<u64>,
+        Option<&'static str>,
+        &'static str,
+    );
     let cases: [Case; 8] = [
-        ("[\n{\"prompt\": \"a\"},\n{\"prompt\": }\n]", 3, Some(2), None, "not valid JSON"),
-        ("[{\"prompt\": \"a\"},\n\n{\"conversations\": [{\"from\": \"human\", \"value\": 1}]}]", 3, Some(2), Some("conversations[0].value"), "must be a string"),
-        ("[{\"conversations\": [{\"from\": \"narrator\", \"value\": \"x\"}]}]", 1, Some(1), Some("conversations[0].from"), "is not a role"),
-        ("[{\"conversations\": [\"hi\"]}]", 1, Some(1), Some("conversations[0]"), "must be an object"),
-        ("[{\"conversations\": \"hi\"}]", 1, Some(1), Some("conversations"), "must be an array"),
-        ("[{\"prompt\": \"a\"},\n]", 2, Some(2), None, "trailing commas"),
+        (
+            "[\n{\"prompt\": \"a\"},\n{\"prompt\": }\n]",
+            3,
+            Some(2),
+            None,
+            "not valid JSON",
+        ),
+        (
+            "[{\"prompt\": \"a\"},\n\n{\"conversations\": [{\"from\": \"human\", \"value\": 1}]}]",
+            3,
+            Some(2),
+            Some("conversations[0].value"),
+            "must be a string",
+        ),
+        (
+            "[{\"conversations\": [{\"from\": \"narrator\", \"value\": \"x\"}]}]",
+            1,
+            Some(1),
+            Some("conversations[0].from"),
+            "is not a role",
+        ),
+        (
+            "[{\"conversations\": [\"hi\"]}]",
+            1,
+            Some(1),
+            Some("conversations[0]"),
+            "must be an object",
+        ),
+        (
+            "[{\"conversations\": \"hi\"}]",
+            1,
+            Some(1),
+            Some("conversations"),
+            "must be an array",
+        ),
+        (
+            "[{\"prompt\": \"a\"},\n]",
+            2,
+            Some(2),
+            None,
+            "trailing commas",
+        ),
         ("[{\"prompt\": \"a\"}\n\n", 3, Some(1), None, "not closed"),
-        ("[{\"prompt\": \"a\"}] x", 1, None, None, "text after the array"),
+        (
+            "[{\"prompt\": \"a\"}] x",
+            1,
+            None,
+            None,
+            "text after the array",
+        ),
     ];
     for (text, line, entry, field, says) in cases {
         let (l, e, f, reason) = fault(text);
         assert_eq!((l, e), (Some(line), entry), "{text}: {reason}");
         assert_eq!(f.as_deref(), field, "{text}: {reason}");
-        assert!(reason.contains(says), "{text}: {reason:?} should say {says:?}");
+        assert!(
+            reason.contains(says),
+            "{text}: {reason:?} should say {says:?}"
+        );
     }
-    let e = parse("[{\"prompt\": \"a\"},\n{\"prompt\": null}]").unwrap_err().to_string();
-    assert_eq!(e, "dataset line 2, entry 2, field `prompt`: must be a string, not null");
+    let e = parse("[{\"prompt\": \"a\"},\n{\"prompt\": null}]")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "dataset line 2, entry 2, field `prompt`: must be a string, not null"
+    );
 }
 
 #[test]
@@ -244,7 +353,11 @@ fn caps_are_errors_that_name_the_cap() {
     ));
     assert_eq!(f.as_deref(), Some("max_tokens"));
     // Nesting: serde_json's recursion limit, an error rather than a stack overflow.
-    let deep = format!("{{\"prompt\": \"a\", \"x\": {}{}}}", "[".repeat(10_000), "]".repeat(10_000));
+    let deep = format!(
+        "{{\"prompt\": \"a\", \"x\": {}{}}}",
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
     let (_, _, _, reason) = fault(&deep);
     assert!(reason.contains("recursion limit"), "{reason}");
     // Entries per file, counted before each is parsed (at a cap of 3: the real one takes a
@@ -256,9 +369,17 @@ fn caps_are_errors_that_name_the_cap() {
     };
     let four = "{\"prompt\":\"a\"}\n\n".repeat(4);
     assert!(Dataset::parse_capped("d", four[..four.len() / 4 * 3].as_bytes(), caps).is_ok());
-    for (text, line) in [(four.clone(), 7), (format!("[{}]", vec!["{\"prompt\":\"a\"}"; 4].join(",\n")), 4)] {
+    for (text, line) in [
+        (four.clone(), 7),
+        (
+            format!("[{}]", vec!["{\"prompt\":\"a\"}"; 4].join(",\n")),
+            4,
+        ),
+    ] {
         match Dataset::parse_capped("d", text.as_bytes(), caps).unwrap_err() {
-            CoreError::InvalidDataset { line: l, reason, .. } => {
+            CoreError::InvalidDataset {
+                line: l, reason, ..
+            } => {
                 assert_eq!(l, Some(line), "{text}");
                 assert!(reason.contains("more than 3 entries"), "{reason}");
             }
@@ -319,7 +440,10 @@ fn a_plan_marks_the_first_user_message_and_sends_the_entrys_system_and_cap() {
     assert_eq!(input.messages[0].content, format!("{} Q1", plan.mark(4)));
     assert_eq!(input.messages[1], Message::assistant("A1"));
     assert_eq!(input.messages[2].role, Role::User);
-    assert_eq!(input.messages[2].content, "Q2", "only the first user message is marked");
+    assert_eq!(
+        input.messages[2].content, "Q2",
+        "only the first user message is marked"
+    );
     assert_eq!(plan.dataset().unwrap().entries().len(), 1);
     // Unmarked: the entry as it is, and still one body per request.
     let off = BenchOptions {
@@ -377,7 +501,9 @@ fn the_same_seed_draws_the_same_entries() {
             .unwrap()
             .with_dataset(parse(&text).unwrap(), &o, None)
             .unwrap();
-        (0..20).map(|i| plan.input(i).messages[0].content.clone()).collect()
+        (0..20)
+            .map(|i| plan.input(i).messages[0].content.clone())
+            .collect()
     };
     assert_eq!(prompts(Some(3), 1), prompts(Some(3), 2));
     assert_ne!(prompts(Some(3), 1), prompts(Some(4), 1));
