@@ -76,6 +76,8 @@ impl BenchRun {
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<BenchRun, JsError> {
         let (options, api_key) = split_key(options)?;
+        // `dataset` (the package has read it: `{ name, bytes }`) is no option of the core's.
+        let dataset = crate::dataset::take(&options)?;
         let options: BenchOptions = from_js(options, "invalid options")?;
         // Options first: their errors name the option, whatever the request would need.
         options
@@ -88,8 +90,13 @@ impl BenchRun {
             .map_err(|e| JsError::new(&e.to_string()))?;
         // The run id of the prompts' marks when no seed fixes it (see `prompt_plan`).
         let entropy = (js_sys::Math::random() * 2f64.powi(53)) as u64;
-        let prompts =
+        let mut prompts =
             PromptPlan::new(&options, None, entropy).map_err(|e| JsError::new(&e.to_string()))?;
+        if let Some(dataset) = dataset {
+            prompts = prompts
+                .with_dataset(dataset, &options, None)
+                .map_err(|e| JsError::new(&e.to_string()))?;
+        }
         let prompt_chars = spec.prompt_text().chars().count() as u64;
         let plan =
             RequestPlan::new(spec, prompts, true).map_err(|e| JsError::new(&e.to_string()))?;
@@ -280,7 +287,10 @@ impl BenchRun {
             "http_versions".into(),
             self.driver.http_versions().join(","),
         );
-        let prompt = self.options.prompt_source(self.prompt_chars);
+        let prompt = match self.plan.prompts().dataset() {
+            Some(dataset) => dataset.prompt_source(),
+            None => self.options.prompt_source(self.prompt_chars),
+        };
         let config = self
             .options
             .run_config(prompt, self.plan.prompts())

@@ -14,6 +14,8 @@
 mod bench;
 #[cfg(feature = "bench")]
 mod convert;
+#[cfg(feature = "bench")]
+mod dataset;
 #[cfg(feature = "gpu")]
 mod engine;
 mod exchange;

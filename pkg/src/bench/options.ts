@@ -3,6 +3,7 @@
 
 import type { RenderTarget } from '../paint.js';
 import type { Api, RequestRecord } from '../types.js';
+import type { DatasetInput } from './dataset.js';
 import type { BenchEngine } from './local.js';
 import { levelList, validate } from './validate.js';
 
@@ -49,6 +50,18 @@ export interface RunSettings {
   /** Seed of the open-loop arrival schedule and of the prompts' run id (same seed, same request bodies as the CLI's). */
   seed?: number;
   ignoreEos?: boolean;
+  /**
+   * Draw each request's messages from a dataset instead of one prompt: JSON Lines with a
+   * `prompt` or an OpenAI `messages` array per line (and optionally `max_tokens` or
+   * `output_tokens`), or ShareGPT's JSON (an array of `conversations`: the first human turn
+   * is sent, the first gpt answer's length is the output cap). A `File` or `Blob` (a file
+   * the user picked), `{ url }` (fetched by the page: the URL must allow it through CORS
+   * and the page's CSP), or `{ name, text }` / `{ name, bytes }`. Entries are drawn without
+   * replacement, in a fresh shuffle each time round, the same for the same `seed` (and the
+   * same as the CLI's `--dataset`). The report names it with its SHA-256. A malformed entry
+   * rejects the run with its line. Not with `prompt`, `inputTokens` or `sharedPrefix`.
+   */
+  dataset?: DatasetInput;
 }
 
 /** Where the run stands, after each finished request (the load driver's own counts). */

@@ -8,6 +8,7 @@
 import { loadWasm } from '../raw.js';
 import { RequestPainter } from '../paint.js';
 import type { Action, RecordExtras, Report, RequestRecord } from '../types.js';
+import { loadDataset } from './dataset.js';
 import { browserEnvironment } from './environment.js';
 import {
   DEFAULT_IDLE_TIMEOUT_S,
@@ -31,7 +32,9 @@ import { runWarnings } from './warnings.js';
 export async function bench(options: BenchOptions): Promise<Report> {
   const raw = await loadWasm();
   const settings = runSettings(options);
-  const run = new raw.BenchRun(settings);
+  // A dataset is read (or fetched) here and parsed by the wasm, which gets its bytes.
+  const { dataset, ...rest } = settings;
+  const run = new raw.BenchRun(dataset === undefined ? rest : { ...rest, dataset: await loadDataset(dataset, options.signal) });
   const visibility = new VisibilityLog();
   const cancel = new AbortController();
   const { signal, onProgress, onRecord, render } = options;

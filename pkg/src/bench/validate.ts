@@ -5,6 +5,7 @@
 // floating point `-5.0`, expected u32") or, for an unknown name, run without it.
 
 import type { Api } from '../types.js';
+import { isDatasetInput } from './dataset.js';
 
 /** The streaming APIs `bench()` speaks, as documented (`local` needs `engine`). */
 export const APIS: readonly Api[] = [
@@ -19,7 +20,7 @@ export const APIS: readonly Api[] = [
   'local',
 ];
 
-type Kind = 'string' | 'boolean' | 'count' | 'positiveInt' | 'positive' | 'nonNegative' | 'levels' | 'rates' | 'api' | 'hook' | 'object' | 'render' | 'cacheBust';
+type Kind = 'string' | 'boolean' | 'count' | 'positiveInt' | 'positive' | 'nonNegative' | 'levels' | 'rates' | 'api' | 'hook' | 'object' | 'render' | 'cacheBust' | 'dataset';
 
 /** Every option `bench()` takes, and what its value must be. */
 const OPTIONS: Record<string, Kind> = {
@@ -51,6 +52,7 @@ const OPTIONS: Record<string, Kind> = {
   render: 'render',
   worker: 'boolean',
   engine: 'object',
+  dataset: 'dataset',
 };
 
 const EXPECTED: Record<Kind, string> = {
@@ -67,6 +69,7 @@ const EXPECTED: Record<Kind, string> = {
   object: 'an object',
   render: 'an HTMLElement or a render callback',
   cacheBust: "'prefix' or 'off'",
+  dataset: 'a File or Blob, { url }, { name, text } or { name, bytes }',
 };
 
 /** Largest whole number an option takes (the wasm side reads 32-bit counts). */
@@ -114,6 +117,8 @@ function fits(kind: Kind, v: unknown): boolean {
       return typeof v === 'function' || (typeof v === 'object' && v !== null);
     case 'cacheBust':
       return v === 'prefix' || v === 'off';
+    case 'dataset':
+      return isDatasetInput(v);
   }
 }
 
@@ -190,6 +195,10 @@ export function validate(options: Record<string, unknown>): Record<string, unkno
   }
   if (typeof options.sharedPrefix === 'number' && typeof options.inputTokens === 'number' && options.sharedPrefix >= options.inputTokens) {
     throw new TypeError(`bench(): option \`sharedPrefix\` must be below \`inputTokens\` (${options.inputTokens}), got ${options.sharedPrefix}`);
+  }
+  if (options.dataset !== undefined) {
+    const other = ['prompt', 'inputTokens', 'sharedPrefix'].find((name) => options[name] !== undefined);
+    if (other) throw new TypeError(`bench(): options \`dataset\` and \`${other}\` conflict: a dataset gives each request its messages; give one`);
   }
   const out = { ...options };
   for (const name of ['concurrency', 'rate'] as const) {

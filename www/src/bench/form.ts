@@ -3,14 +3,14 @@
 // from the demo page, or any field name) prefill it, and never start a run by themselves: a
 // link must not make a browser spend its owner's remembered key.
 
-import type { Api, RunSettings } from 'tpsmeter';
+import type { Api, DatasetInput, RunSettings } from 'tpsmeter';
 import { el } from '../common/dom';
 import { originOf } from '../common/csp';
 import { MODEL_PRESETS } from '../common/models';
 import { CUSTOM_PRESET, LOCAL_PRESET, PRESETS, PROMPT_SET, SAME_ORIGIN_PRESET, preset } from '../common/presets';
 
 const SETTINGS_KEY = 'tpsmeter.bench.settings';
-const DEFAULTS_KINDS = { set: 1, text: 1, synthetic: 1 };
+const DEFAULTS_KINDS = { set: 1, text: 1, synthetic: 1, dataset: 1 };
 /**
  * Remembered keys are stored per API origin (`tpsmeter.key.https://api.openai.com`), never
  * per provider name: a key goes only to the server it was remembered for, so a link that
@@ -41,7 +41,7 @@ export interface FormState {
   model: string;
   /** Local engine: the GGUF URL. */
   modelUrl: string;
-  promptKind: 'set' | 'text' | 'synthetic';
+  promptKind: 'set' | 'text' | 'synthetic' | 'dataset';
   /** The id of a prompt of PROMPT_SET. */
   promptSet: string;
   prompt: string;
@@ -57,6 +57,8 @@ export interface FormState {
   uniquePrompts: boolean;
   /** Tokens every request shares before its mark (0: none). */
   sharedPrefix: number;
+  /** A dataset's URL, used when no file is picked (a picked file is not kept over a reload). */
+  datasetUrl: string;
 }
 
 export const DEFAULTS: FormState = {
@@ -77,6 +79,7 @@ export const DEFAULTS: FormState = {
   render: true,
   uniquePrompts: true,
   sharedPrefix: 0,
+  datasetUrl: '',
 };
 
 function field(label: string, control: HTMLElement, hint?: string, id?: string): HTMLElement {
@@ -95,6 +98,9 @@ export class RunForm {
   readonly promptFromSet = el('input', { type: 'radio', name: 'promptKind', value: 'set', id: 'f-prompt-set' });
   readonly promptText = el('input', { type: 'radio', name: 'promptKind', value: 'text', id: 'f-prompt-text' });
   readonly promptSynthetic = el('input', { type: 'radio', name: 'promptKind', value: 'synthetic', id: 'f-prompt-synth' });
+  readonly promptDataset = el('input', { type: 'radio', name: 'promptKind', value: 'dataset', id: 'f-prompt-dataset' });
+  readonly datasetFile = el('input', { type: 'file', id: 'f-dataset-file', accept: '.json,.jsonl,.ndjson,application/json' });
+  readonly datasetUrl = el('input', { name: 'datasetUrl', id: 'f-dataset-url', type: 'url', inputmode: 'url', spellcheck: 'false', placeholder: 'https://…/sharegpt.json' });
   readonly promptSet = el('select', { name: 'promptSet', id: 'f-prompt-set-id' });
   readonly prompt = el('textarea', { name: 'prompt', id: 'f-prompt', rows: 3 });
   readonly inputLengths = el('input', { name: 'inputLengths', id: 'f-input-lengths', inputmode: 'numeric', spellcheck: 'false' });
@@ -139,6 +145,7 @@ export class RunForm {
       el('label', { class: 'check' }, this.promptFromSet, 'A prompt from the set'),
       el('label', { class: 'check' }, this.promptText, 'My own prompt'),
       el('label', { class: 'check' }, this.promptSynthetic, 'Synthetic inputs of given lengths'),
+      el('label', { class: 'check' }, this.promptDataset, 'A dataset (JSON Lines or ShareGPT JSON)'),
     );
     form.append(
       el('div', { class: 'grid' }, field('Provider', this.preset), ...this.remoteFields, ...this.localFields),
@@ -150,6 +157,8 @@ export class RunForm {
         field('Prompt from the set', this.promptSet, undefined, 'prompt-set-field'),
         field('Prompt', this.prompt, undefined, 'prompt-field'),
         field('Input lengths (tokens)', this.inputLengths, 'Comma-separated, e.g. 128,1024,4096: one run each, compared when done (TTFT grows with the prompt).', 'input-lengths-field'),
+        field('Dataset file', this.datasetFile, 'One entry per line ({"prompt": …} or {"messages": […]}), or ShareGPT\'s JSON: each request draws one, without replacement; read in this tab, never uploaded.', 'dataset-file-field'),
+        field('…or the dataset\'s URL', this.datasetUrl, 'Fetched by this page when no file is picked (the server must allow it through CORS).', 'dataset-url-field'),
       ),
       el(
         'div',
@@ -172,6 +181,7 @@ export class RunForm {
     this.promptFromSet.addEventListener('change', () => this.syncPromptKind());
     this.promptText.addEventListener('change', () => this.syncPromptKind());
     this.promptSynthetic.addEventListener('change', () => this.syncPromptKind());
+    this.promptDataset.addEventListener('change', () => this.syncPromptKind());
     // A key typed for one server never follows the URL to another.
     this.url.addEventListener('input', () => {
       if (originOf(this.url.value.trim()) !== this.keyOrigin) this.restoreKey();
@@ -205,6 +215,13 @@ export class RunForm {
     document.getElementById('prompt-set-field')!.hidden = !this.promptFromSet.checked;
     document.getElementById('prompt-field')!.hidden = !this.promptText.checked;
     document.getElementById('input-lengths-field')!.hidden = !this.promptSynthetic.checked;
+    document.getElementById('dataset-file-field')!.hidden = !this.promptDataset.checked;
+    document.getElementById('dataset-url-field')!.hidden = !this.promptDataset.checked;
+  }
+
+  /** The dataset file picked, if any. */
+  pickedDataset(): File | undefined {
+    return this.datasetFile.files?.[0];
   }
 
   state(): FormState {
@@ -214,7 +231,7 @@ export class RunForm {
       url: this.url.value.trim(),
       model: this.model.value.trim(),
       modelUrl: this.modelUrl.value.trim(),
-      promptKind: this.promptSynthetic.checked ? 'synthetic' : this.promptText.checked ? 'text' : 'set',
+      promptKind: this.promptDataset.checked ? 'dataset' : this.promptSynthetic.checked ? 'synthetic' : this.promptText.checked ? 'text' : 'set',
       promptSet: this.promptSet.value,
       prompt: this.prompt.value,
       inputLengths: this.inputLengths.value.trim(),
@@ -226,6 +243,7 @@ export class RunForm {
       render: this.render.checked,
       uniquePrompts: this.uniquePrompts.checked,
       sharedPrefix: Number.isFinite(this.sharedPrefix.valueAsNumber) ? this.sharedPrefix.valueAsNumber : 0,
+      datasetUrl: this.datasetUrl.value.trim(),
     };
   }
 
@@ -272,7 +290,7 @@ export class RunForm {
     this.url.value = s.url;
     this.model.value = s.model;
     this.modelUrl.value = s.modelUrl;
-    ({ set: this.promptFromSet, text: this.promptText, synthetic: this.promptSynthetic })[s.promptKind in DEFAULTS_KINDS ? s.promptKind : 'set'].checked = true;
+    ({ set: this.promptFromSet, text: this.promptText, synthetic: this.promptSynthetic, dataset: this.promptDataset })[s.promptKind in DEFAULTS_KINDS ? s.promptKind : 'set'].checked = true;
     this.promptSet.value = PROMPT_SET.some((p) => p.id === s.promptSet) ? s.promptSet : DEFAULTS.promptSet;
     this.prompt.value = s.prompt;
     this.inputLengths.value = s.inputLengths;
@@ -284,6 +302,7 @@ export class RunForm {
     this.render.checked = s.render;
     this.uniquePrompts.checked = s.uniquePrompts !== false;
     this.sharedPrefix.value = String(s.sharedPrefix || 0);
+    this.datasetUrl.value = typeof s.datasetUrl === 'string' ? s.datasetUrl : '';
     this.applyPreset(s.preset, false);
     this.syncPromptKind();
     if (p) fromQuery.unshift('preset');
@@ -322,8 +341,8 @@ export class RunForm {
   }
 }
 
-/** Problems with the form's state (empty: it can run). */
-export function validate(s: FormState): string[] {
+/** Problems with the form's state (empty: it can run); `file`: the dataset file picked. */
+export function validate(s: FormState, file?: File): string[] {
   const out: string[] = [];
   const local = s.preset === LOCAL_PRESET;
   if (!local) {
@@ -337,6 +356,8 @@ export function validate(s: FormState): string[] {
   if (!(Number.isInteger(s.sharedPrefix) && s.sharedPrefix >= 0 && s.sharedPrefix <= LIMITS.inputTokens)) out.push(`Shared prefix must be 0 to ${LIMITS.inputTokens.toLocaleString('en-US')} tokens.`);
   if (s.sharedPrefix > 0 && !s.uniquePrompts) out.push('A shared prefix needs unique prompts: without them every request shares all of its prompt.');
   if (s.sharedPrefix > 0 && s.promptKind === 'synthetic' && (inputLengths(s.inputLengths) ?? []).some((n) => n <= s.sharedPrefix)) out.push('Each input length must be above the shared prefix.');
+  if (s.promptKind === 'dataset' && !file && !s.datasetUrl) out.push('Pick a dataset file or enter its URL.');
+  if (s.promptKind === 'dataset' && s.sharedPrefix > 0) out.push('A shared prefix does not go with a dataset: its entries are the prompts.');
   if (s.promptKind === 'synthetic' && !inputLengths(s.inputLengths)) out.push(`Input lengths must be whole numbers of tokens from 1 to ${LIMITS.inputTokens.toLocaleString('en-US')}, comma-separated (e.g. 128,1024), at most ${LIMITS.inputLengths}.`);
   return out;
 }
@@ -362,19 +383,24 @@ export function levels(text: string): number[] | undefined {
   return out.every((n) => Number.isInteger(n) && n >= 1 && n <= LIMITS.concurrency) ? out : undefined;
 }
 
+/** What a run's requests send: a prompt, synthetic text of a length, or a dataset's entries. */
+type Input = { prompt: string } | { inputTokens: number } | { dataset: DatasetInput };
+
 /**
  * The settings (no key) of each `bench()` the form asks for: one, or one per input length
- * of a synthetic-input sweep.
+ * of a synthetic-input sweep. `file`: the dataset file picked (else the dataset's URL).
  */
-export function settingsOf(s: FormState): Omit<RunSettings, 'apiKey'>[] {
-  const prompts: ({ prompt: string } | { inputTokens: number })[] =
+export function settingsOf(s: FormState, file?: File): Omit<RunSettings, 'apiKey'>[] {
+  const prompts: Input[] =
     s.promptKind === 'synthetic'
       ? (inputLengths(s.inputLengths) ?? []).map((n) => ({ inputTokens: n }))
-      : [{ prompt: s.promptKind === 'set' ? (PROMPT_SET.find((p) => p.id === s.promptSet) ?? PROMPT_SET[0]).text : s.prompt }];
+      : s.promptKind === 'dataset'
+        ? [{ dataset: file ?? { url: s.datasetUrl } }]
+        : [{ prompt: s.promptKind === 'set' ? (PROMPT_SET.find((p) => p.id === s.promptSet) ?? PROMPT_SET[0]).text : s.prompt }];
   return prompts.map((p) => oneRun(s, p));
 }
 
-function oneRun(s: FormState, prompt: { prompt: string } | { inputTokens: number }): Omit<RunSettings, 'apiKey'> {
+function oneRun(s: FormState, prompt: Input): Omit<RunSettings, 'apiKey'> {
   const base = {
     concurrency: levels(s.concurrency),
     requests: s.requests,
