@@ -18,9 +18,12 @@ export type DatasetInput =
 /** The core's cap on a dataset file (`MAX_DATASET_BYTES`), 1 GiB. */
 export const MAX_DATASET_BYTES = 2 ** 30;
 
+/** A `File` or `Blob` (where the runtime has them). */
+const isBlob = (v: unknown): v is Blob => typeof Blob !== 'undefined' && v instanceof Blob;
+
 /** Whether `v` is one of the shapes of {@link DatasetInput}. */
 export function isDatasetInput(v: unknown): v is DatasetInput {
-  if (typeof Blob !== 'undefined' && v instanceof Blob) return true;
+  if (isBlob(v)) return true;
   if (typeof v !== 'object' || v === null) return false;
   const o = v as Record<string, unknown>;
   if (typeof o.url === 'string') return true;
@@ -33,7 +36,7 @@ const tooLarge = (bytes: number): Error =>
 
 /** The dataset's name (a file name or the URL; the report drops a URL's credentials) and bytes. */
 export async function loadDataset(input: DatasetInput, signal?: AbortSignal): Promise<{ name: string; bytes: Uint8Array }> {
-  if (typeof Blob !== 'undefined' && input instanceof Blob) {
+  if (isBlob(input)) {
     // Refused from its size, before a byte is read.
     if (input.size > MAX_DATASET_BYTES) throw tooLarge(input.size);
     const name = typeof (input as File).name === 'string' ? (input as File).name : 'blob';

@@ -368,13 +368,10 @@ fn caps_are_errors_that_name_the_cap() {
         entry_bytes: MAX_ENTRY_BYTES,
     };
     let four = "{\"prompt\":\"a\"}\n\n".repeat(4);
-    assert!(Dataset::parse_capped("d", four[..four.len() / 4 * 3].as_bytes(), caps).is_ok());
+    assert!(Dataset::parse_capped("d", &four.as_bytes()[..four.len() / 4 * 3], caps).is_ok());
     for (text, line) in [
         (four.clone(), 7),
-        (
-            format!("[{}]", vec!["{\"prompt\":\"a\"}"; 4].join(",\n")),
-            4,
-        ),
+        (format!("[{}]", ["{\"prompt\":\"a\"}"; 4].join(",\n")), 4),
     ] {
         match Dataset::parse_capped("d", text.as_bytes(), caps).unwrap_err() {
             CoreError::InvalidDataset {
