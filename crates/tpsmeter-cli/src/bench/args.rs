@@ -11,7 +11,8 @@ use super::start_at::{self, StartAt};
 const AFTER_HELP: &str = "\
 Exit status:
   0    every SLO held (or none was given)
-  1    usage or set-up error (bad arguments, unreadable prompt file, unwritable output)
+  1    usage or set-up error (bad arguments, unreadable prompt file, malformed dataset,
+       unwritable output)
   2    an SLO failed: some level's goodput was below 100% of its requests
   3    some level finished without a single successful request
   130  interrupted by Ctrl-C (the report of what finished is still written)
