@@ -78,6 +78,11 @@ fn sharegpt() -> (Vec<u8>, Vec<Expected>) {
     (text.into_bytes(), expected)
 }
 
+/// Every body `capture` kept, in order of arrival.
+fn bodies(capture: &Capture) -> Vec<String> {
+    capture.bodies.lock().unwrap().clone()
+}
+
 /// One request as the server got it: its mark's index, the conversation it sent, and the
 /// body.
 struct Sent {
@@ -88,8 +93,7 @@ struct Sent {
 
 /// Reads every body `capture` kept, checking each against the conversation it sent.
 fn sent(capture: &Capture, run_id: &str, expected: &[Expected]) -> Vec<Sent> {
-    capture
-        .bodies()
+    bodies(capture)
         .into_iter()
         .map(|body| {
             let v: Value = serde_json::from_str(&body).unwrap();
@@ -192,9 +196,9 @@ async fn a_sharegpt_dataset_of_1000_conversations_drives_a_run() {
     // The same seed: the same requests, byte for byte (in whatever order they arrived).
     let (again, report_again) = run("7").await;
     assert_eq!(report_again.config.prompt, report.config.prompt);
-    let bodies = |s: &[Sent]| -> BTreeSet<String> { s.iter().map(|s| s.body.clone()).collect() };
+    let set = |s: &[Sent]| -> BTreeSet<String> { s.iter().map(|s| s.body.clone()).collect() };
     let second = sent(&again, &run_id, &expected);
-    assert_eq!(bodies(&second), bodies(&first));
+    assert_eq!(set(&second), set(&first));
 
     // Another seed: other conversations for the same request indices.
     let (other, report_other) = run("8").await;
@@ -229,7 +233,7 @@ async fn a_malformed_entry_stops_the_run_before_any_request_and_names_its_line()
             && text.contains("line 2, field `messages[0].content`: must be a string"),
         "{text}"
     );
-    assert!(capture.bodies().is_empty(), "nothing sent");
+    assert!(bodies(&capture).is_empty(), "nothing sent");
 }
 
 #[tokio::test]
@@ -261,7 +265,7 @@ async fn jsonl_entries_send_their_conversation_system_and_output_length() {
     );
     let report = bench(&args).await.report;
     assert!(matches!(report.config.prompt, PromptSource::Dataset { .. }));
-    let bodies = capture.bodies();
+    let bodies = bodies(&capture);
     assert_eq!(bodies.len(), 2);
     assert_eq!(bodies[0], bodies[1], "one entry, no marks");
     let v: Value = serde_json::from_str(&bodies[0]).unwrap();

@@ -19,9 +19,29 @@ pub fn cap_chars(s: &str, max: usize) -> String {
     }
 }
 
+/// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
+pub fn cap_bytes(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let cut = (0..=max)
+        .rev()
+        .find(|&i| s.is_char_boundary(i))
+        .unwrap_or(0);
+    s.get(..cut).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::cap_chars;
+    use super::{cap_bytes, cap_chars};
+
+    #[test]
+    fn byte_caps_keep_whole_characters() {
+        assert_eq!(cap_bytes("héllo", 2), "h");
+        assert_eq!(cap_bytes("héllo", 3), "hé");
+        assert_eq!(cap_bytes("abc", 9), "abc");
+        assert_eq!(cap_bytes("abc", 0), "");
+    }
 
     #[test]
     fn cuts_on_a_character_boundary_and_marks_the_cut() {

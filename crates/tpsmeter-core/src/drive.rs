@@ -77,6 +77,9 @@ pub struct RecordExtras {
     pub queue_ms: Option<f64>,
     /// The page was hidden at some time while the request ran (browser).
     pub tab_hidden: Option<bool>,
+    /// The run's tokenizer's count of the answer text: the output token count when the
+    /// server reported no usage.
+    pub output_tokens_counted: Option<u64>,
 }
 
 /// Where the run stands, for progress displays.
@@ -307,6 +310,9 @@ impl LoadDriver {
             error,
             true,
         );
+        if let Some(n) = extras.output_tokens_counted {
+            record.recount(&outcome.timeline, n);
+        }
         record.redact(&self.redactor);
         record.scheduled_ms = ticket.scheduled_ms;
         record.level_index = u32::try_from(ticket.level_index).ok();

@@ -37,6 +37,8 @@ pub struct Outcome {
     pub http_status: Option<u16>,
     /// The negotiated HTTP version ("HTTP/1.1", "h2", ...), when the transport knows it.
     pub http_version: Option<String>,
+    /// The answer's text, when the exchange kept it ([`Exchange::keep_answer`]).
+    pub answer: Option<String>,
 }
 
 impl Outcome {
@@ -49,6 +51,7 @@ impl Outcome {
             failure: Some(failure),
             http_status: None,
             http_version: None,
+            answer: None,
         }
     }
 }
@@ -79,7 +82,14 @@ pub struct Exchange {
     /// The events of the last read, handed back by [`Exchange::on_bytes`].
     events: Vec<StreamEvent>,
     ended: bool,
+    /// The answer's text so far, when kept (multi-turn runs send it back; a tokenizer
+    /// re-counts it when the server reports no usage).
+    answer: Option<String>,
 }
+
+/// Most answer text an exchange keeps ([`Exchange::keep_answer`]): far above any output cap
+/// a benchmark sets, and a bound on what a hostile stream can make the client hold.
+pub const MAX_ANSWER_BYTES: usize = 4 << 20;
 
 impl Exchange {
     /// An exchange for a request of `api` sent at `start_ms` (just before the transport
@@ -94,7 +104,13 @@ impl Exchange {
             http_version: None,
             events: Vec::new(),
             ended: false,
+            answer: None,
         }
+    }
+
+    /// Keep the answer's text (up to [`MAX_ANSWER_BYTES`]) for the outcome.
+    pub fn keep_answer(&mut self) {
+        self.answer.get_or_insert_with(String::new);
     }
 
     /// The response headers arrived with `status` (and `Retry-After`, when sent).
@@ -302,6 +318,7 @@ impl Exchange {
             failure: self.failure.clone(),
             http_status: self.http_status,
             http_version: self.http_version.clone(),
+            answer: self.answer.clone(),
         }
     }
 
@@ -315,6 +332,7 @@ impl Exchange {
             failure: self.failure,
             http_status: self.http_status,
             http_version: self.http_version,
+            answer: self.answer,
         }
     }
 
@@ -322,6 +340,14 @@ impl Exchange {
     /// end marker ends it successfully at this read.
     fn absorb(&mut self, t_ms: f64) {
         self.timeline.on_chunk(t_ms, &self.events);
+        if let Some(answer) = &mut self.answer {
+            for event in &self.events {
+                if let StreamEvent::ContentDelta { text } = event {
+                    let room = MAX_ANSWER_BYTES.saturating_sub(answer.len());
+                    answer.push_str(crate::cap::cap_bytes(text, room));
+                }
+            }
+        }
         let mut outcome = None;
         for event in &self.events {
             match event {

@@ -38,7 +38,9 @@ pub mod slo;
 mod sort;
 pub mod stats;
 pub mod stream;
+pub mod synth;
 pub mod timeline;
+pub mod tokens;
 
 pub use api::Api;
 pub use decode::Limits;

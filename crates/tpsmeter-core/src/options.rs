@@ -49,8 +49,15 @@ pub struct BenchOptions {
     pub seed: Option<u64>,
     pub max_tokens: u32,
     pub prompt: Option<String>,
-    /// Synthesise a prompt of about this many tokens (see [`prompt::synthesize`]).
+    /// Synthesise a prompt of about this many tokens (see [`prompt::synthesize`]); exactly
+    /// this many (the user message) when the run has a tokenizer (see [`crate::synth`]).
     pub input_tokens: Option<u32>,
+    /// Draw each request's input length around `input_tokens` with this standard deviation.
+    pub input_tokens_stdev: Option<u32>,
+    /// The tokenizer that counts input (and, without usage, output) tokens, as its source
+    /// was named (a file, a URL, a Hugging Face model id); the caller loads it and hands the
+    /// core a [`crate::tokens::TokenCounter`]. Recorded in the report.
+    pub tokenizer: Option<String>,
     /// Whether each request's prompt starts with a mark of its own (see
     /// [`crate::prompt_plan`]), so that no server answers it from a prompt cache.
     pub cache_bust: CacheBust,
@@ -85,6 +92,8 @@ impl Default for BenchOptions {
             max_tokens: 256,
             prompt: None,
             input_tokens: None,
+            input_tokens_stdev: None,
+            tokenizer: None,
             cache_bust: CacheBust::Prefix,
             shared_prefix: None,
             system: None,
@@ -206,6 +215,22 @@ impl BenchOptions {
         }
         self.slo()?;
         prompt::resolve(None, self.input_tokens)?;
+        if let (Some(sd), None) = (self.input_tokens_stdev, self.input_tokens) {
+            return Err(bad(
+                "input tokens stdev",
+                sd.to_string(),
+                "needs an input token count to draw around",
+            ));
+        }
+        if let (Some(sd), Some(n)) = (self.input_tokens_stdev, self.input_tokens) {
+            if n.saturating_add(sd.saturating_mul(3)) > prompt::MAX_SYNTH_TOKENS {
+                return Err(bad(
+                    "input tokens stdev",
+                    sd.to_string(),
+                    "the mean plus 3 deviations must stay within 2000000 tokens",
+                ));
+            }
+        }
         prompt_plan::check_shared_prefix(self)?;
         Ok(())
     }
@@ -213,6 +238,14 @@ impl BenchOptions {
     /// The seed the prompts' run id derives from, when one was given.
     pub fn prompt_seed(&self) -> Option<u64> {
         self.seed
+    }
+
+    /// The input lengths to synthesise, when `input_tokens` is set.
+    pub fn input_lengths(&self) -> Option<crate::synth::Lengths> {
+        self.input_tokens.map(|mean| crate::synth::Lengths {
+            mean,
+            stdev: self.input_tokens_stdev.unwrap_or(0),
+        })
     }
 
     /// The Poisson schedule's seed (0 when none was given).
@@ -272,6 +305,8 @@ impl BenchOptions {
         match (&self.prompt, self.input_tokens) {
             (None, Some(n)) => PromptSource::Synthetic {
                 input_tokens: u64::from(n),
+                input_tokens_stdev: self.input_tokens_stdev,
+                tokenizer: self.tokenizer.clone(),
             },
             _ => PromptSource::Text {
                 chars: prompt_chars,

@@ -19,7 +19,7 @@ pub const DEFAULT_PROMPT: &str =
     "Write a detailed essay about the history of lighthouses and the people who kept them.";
 
 /// Words that are one token each (with their leading space) in common BPE vocabularies.
-const WORDS: [&str; 64] = [
+pub(crate) const WORDS: [&str; 64] = [
     "the", "house", "river", "small", "green", "light", "water", "stone", "world", "night",
     "morning", "city", "people", "road", "tree", "window", "table", "book", "story", "music",
     "field", "sun", "moon", "star", "open", "door", "hand", "face", "voice", "white", "black",
@@ -49,19 +49,32 @@ pub fn resolve(prompt: Option<&str>, input_tokens: Option<u32>) -> Result<String
 /// About `tokens` tokens of text (see the module docs for the approximation).
 pub fn synthesize(tokens: u32) -> String {
     let mut out = String::with_capacity(tokens as usize * 7);
-    // A 64-bit LCG (Knuth's MMIX constants) picks words: deterministic, no dependency.
-    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut walk = Walk::new();
     for i in 0..tokens {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        let word = WORDS[(state >> 58) as usize];
         if i > 0 {
             out.push(' ');
         }
-        out.push_str(word);
+        out.push_str(WORDS[walk.next_index()]);
     }
     out
+}
+
+/// The pseudo-random walk over [`WORDS`]: a 64-bit LCG (Knuth's MMIX constants),
+/// deterministic and dependency-free.
+pub(crate) struct Walk(u64);
+
+impl Walk {
+    pub(crate) fn new() -> Walk {
+        Walk(0x9E37_79B9_7F4A_7C15)
+    }
+
+    pub(crate) fn next_index(&mut self) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 58) as usize
+    }
 }
 
 #[cfg(test)]

@@ -36,6 +36,8 @@ use crate::options::BenchOptions;
 use crate::prompt;
 use crate::request::Message;
 use crate::shard::Shard;
+use crate::synth::{Lengths, Vocabulary, Words};
+use crate::tokens::TokenCounter;
 
 /// How the prompts of a run differ from one another.
 #[derive(
@@ -80,40 +82,86 @@ pub struct RequestInput {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PromptPlan {
     bust: CacheBust,
-    /// Text before the mark, the same in every request (`--shared-prefix`).
+    /// Text before the mark, the same in every request (`--shared-prefix`): given text, or
+    /// the first words of `Text::Synth`'s.
     shared: String,
-    /// Text after the mark.
-    rest: String,
+    text: Text,
     /// The run's id in the mark.
     run_id: u32,
+    /// Seeds the draws of request lengths (`--input-tokens MEAN:STDEV`).
+    seed: u64,
     /// Each request's messages drawn from a dataset instead (see [`crate::dataset`]).
     dataset: Option<Draw>,
 }
 
+/// What follows the mark.
+#[derive(Debug, Clone, PartialEq)]
+enum Text {
+    /// The same text in every request: a given prompt or the default.
+    Fixed(String),
+    /// Synthesised words, cut to each request's length.
+    Synth {
+        words: Words,
+        lengths: Lengths,
+        /// Words of `words` that make the shared prefix.
+        shared_words: u32,
+        /// Whether a tokenizer chose the words (then the mark is counted too, and lengths
+        /// are exact).
+        counted: bool,
+    },
+}
+
 impl PromptPlan {
     /// The plan for `options` on `shard` (`None`: the whole run). `entropy` makes the run id
-    /// when the options give no seed: any random number the caller has.
-    pub fn new(options: &BenchOptions, shard: Option<Shard>, entropy: u64) -> Result<PromptPlan> {
+    /// when the options give no seed: any random number the caller has. `counter`, when the
+    /// run has a tokenizer, makes synthesised prompts exactly `input_tokens` long (see
+    /// [`crate::synth`]); it must be the one later passed to [`PromptPlan::input`].
+    pub fn new(
+        options: &BenchOptions,
+        shard: Option<Shard>,
+        entropy: u64,
+        counter: Option<&dyn TokenCounter>,
+    ) -> Result<PromptPlan> {
         check_shared_prefix(options)?;
-        let text = options.prompt_text()?;
-        let (shared, rest) = match options.shared_prefix {
-            None => (String::new(), text),
-            Some(n) => match (options.prompt.as_deref(), options.input_tokens) {
-                (None, Some(_)) => split_words(&text, n),
-                _ => (prompt::synthesize(n), text),
-            },
-        };
-        let run_id = match options.prompt_seed() {
+        let seed = match options.prompt_seed() {
             Some(seed) => mix(shard.map_or(seed, |s| s.seed(seed))),
             None => mix(entropy),
         };
-        Ok(PromptPlan {
+        let (shared, text) = match (options.prompt.as_deref(), options.input_lengths()) {
+            (None, Some(lengths)) => {
+                let vocabulary = match counter {
+                    Some(c) => Vocabulary::counted(c)?,
+                    None => Vocabulary::estimate(),
+                };
+                let words = vocabulary.words(lengths.max(), true);
+                let shared_words = options.shared_prefix.unwrap_or(0);
+                let shared = words.first(shared_words).to_owned();
+                let text = Text::Synth {
+                    words,
+                    lengths,
+                    shared_words,
+                    counted: counter.is_some(),
+                };
+                (shared, text)
+            }
+            _ => {
+                let shared = options.shared_prefix.map(prompt::synthesize);
+                (
+                    shared.unwrap_or_default(),
+                    Text::Fixed(options.prompt_text()?),
+                )
+            }
+        };
+        let plan = PromptPlan {
             bust: options.cache_bust,
             shared,
-            rest,
-            run_id: (run_id >> 32) as u32,
+            text,
+            run_id: (seed >> 32) as u32,
+            seed,
             dataset: None,
-        })
+        };
+        plan.check_room(counter)?;
+        Ok(plan)
     }
 
     /// This plan with each request's messages, system text and output cap drawn from
@@ -135,37 +183,90 @@ impl PromptPlan {
         self.dataset.as_ref().map(Draw::dataset)
     }
 
-    /// The prompt of the request with index `index` (the driver's ticket id).
-    pub fn prompt(&self, index: u64) -> String {
-        let mut out = String::with_capacity(self.shared.len() + self.rest.len() + 24);
+    /// With a tokenizer, a synthesised prompt must have room for its shared prefix and mark:
+    /// a request asked shorter than those could not be honoured.
+    fn check_room(&self, counter: Option<&dyn TokenCounter>) -> Result<()> {
+        let (Some(c), Text::Synth { lengths, .. }) = (counter, &self.text) else {
+            return Ok(());
+        };
+        let Some(mark) = self.bust.eq(&CacheBust::Prefix).then(|| self.mark(0)) else {
+            return Ok(());
+        };
+        let fixed = c.count(format!("{} {mark}", self.shared).trim_start())?;
+        if lengths.mean <= fixed {
+            return Err(CoreError::InvalidSpec {
+                what: "input token count",
+                input: lengths.mean.to_string(),
+                reason: format!(
+                    "the shared prefix and the unique mark already take {fixed} tokens: ask \
+                     for more, or send identical prompts (cache bust off)"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The prompt of the request with index `index` (the driver's ticket id). `counter`:
+    /// the run's tokenizer, as given to [`PromptPlan::new`].
+    pub fn prompt(&self, index: u64, counter: Option<&dyn TokenCounter>) -> Result<String> {
+        let mark = (self.bust == CacheBust::Prefix).then(|| self.mark(index));
+        let rest = match &self.text {
+            Text::Fixed(text) => text.as_str(),
+            Text::Synth {
+                words,
+                lengths,
+                shared_words,
+                counted,
+            } => {
+                let want = lengths.draw(self.seed, index);
+                let mark_tokens = match (&mark, counter) {
+                    (Some(mark), Some(c)) if *counted => {
+                        if self.shared.is_empty() {
+                            c.count(mark)?
+                        } else {
+                            crate::synth::spaced_cost(c, mark)?
+                        }
+                    }
+                    _ => 0,
+                };
+                let n = want.saturating_sub(shared_words + mark_tokens);
+                words.between(*shared_words, shared_words + n)
+            }
+        };
+        let mut out = String::with_capacity(self.shared.len() + rest.len() + 24);
         out.push_str(&self.shared);
-        if !out.is_empty() {
-            out.push(' ');
+        for part in [mark.as_deref().unwrap_or(""), rest] {
+            if part.is_empty() {
+                continue;
+            }
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(part);
         }
-        if self.bust == CacheBust::Prefix {
-            out.push_str(&self.mark(index));
-            out.push(' ');
-        }
-        out.push_str(&self.rest);
-        out
+        Ok(out)
     }
 
     /// What request `index` sends: its prompt as one user message.
-    pub fn input(&self, index: u64) -> RequestInput {
+    pub fn input(&self, index: u64, counter: Option<&dyn TokenCounter>) -> Result<RequestInput> {
         if let Some(draw) = &self.dataset {
             let mark = (self.bust == CacheBust::Prefix).then(|| self.mark(index));
-            return draw.input(index, mark.as_deref());
+            return Ok(draw.input(index, mark.as_deref()));
         }
-        RequestInput {
-            messages: vec![Message::user(self.prompt(index))],
+        Ok(RequestInput {
+            messages: vec![Message::user(self.prompt(index, counter)?)],
             max_tokens: None,
             system: None,
-        }
+        })
     }
 
     /// Whether every request sends the same input (then one body serves them all).
     pub fn is_constant(&self) -> bool {
-        self.bust == CacheBust::Off && self.dataset.is_none()
+        let same_length = match &self.text {
+            Text::Fixed(_) => true,
+            Text::Synth { lengths, .. } => lengths.stdev == 0,
+        };
+        self.bust == CacheBust::Off && same_length && self.dataset.is_none()
     }
 
     /// The mark of request `index` (see the module docs).
@@ -211,17 +312,6 @@ pub(crate) fn check_shared_prefix(options: &BenchOptions) -> Result<()> {
     Ok(())
 }
 
-/// The first `n` (from 1, fewer than the text has) and the remaining words of a synthesised
-/// prompt.
-fn split_words(text: &str, n: u32) -> (String, String) {
-    // Synthesised text is one space between words (see `prompt::synthesize`).
-    let cut = text
-        .match_indices(' ')
-        .nth(n as usize - 1)
-        .map_or(text.len(), |(i, _)| i);
-    (text[..cut].to_owned(), text[cut..].trim_start().to_owned())
-}
-
 /// SplitMix64's finaliser: spreads a seed's bits over the whole word.
 pub(crate) fn mix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -244,15 +334,15 @@ mod tests {
 
     #[test]
     fn every_request_has_its_own_mark_before_the_prompt() {
-        let plan = PromptPlan::new(&options(), None, 42).unwrap();
-        let (a, b) = (plan.prompt(0), plan.prompt(1));
+        let plan = PromptPlan::new(&options(), None, 42, None).unwrap();
+        let (a, b) = (plan.prompt(0, None).unwrap(), plan.prompt(1, None).unwrap());
         assert_ne!(a, b);
         let id = plan.run_id().unwrap();
         assert_eq!(a, format!("[run {id} #0] Hello there"));
         assert!(b.starts_with(&format!("[run {id} #1] ")));
         // The first characters already differ: no shared cacheable prefix beyond "[run ".
-        let other = PromptPlan::new(&options(), None, 43).unwrap();
-        assert_ne!(other.prompt(0), a, "another run, another id");
+        let other = PromptPlan::new(&options(), None, 43, None).unwrap();
+        assert_ne!(other.prompt(0, None).unwrap(), a, "another run, another id");
     }
 
     #[test]
@@ -261,9 +351,9 @@ mod tests {
             cache_bust: CacheBust::Off,
             ..options()
         };
-        let plan = PromptPlan::new(&o, None, 1).unwrap();
-        assert_eq!(plan.prompt(0), "Hello there");
-        assert_eq!(plan.prompt(5), "Hello there");
+        let plan = PromptPlan::new(&o, None, 1, None).unwrap();
+        assert_eq!(plan.prompt(0, None).unwrap(), "Hello there");
+        assert_eq!(plan.prompt(5, None).unwrap(), "Hello there");
         assert_eq!(plan.run_id(), None);
     }
 
@@ -273,14 +363,18 @@ mod tests {
             seed: Some(7),
             ..options()
         };
-        let a = PromptPlan::new(&o, None, 1).unwrap();
-        let b = PromptPlan::new(&o, None, 2).unwrap();
-        assert_eq!(a.prompt(3), b.prompt(3), "same seed, same prompts");
-        let s0 = PromptPlan::new(&o, Some(Shard::new(0, 2).unwrap()), 1).unwrap();
-        let s1 = PromptPlan::new(&o, Some(Shard::new(1, 2).unwrap()), 1).unwrap();
+        let a = PromptPlan::new(&o, None, 1, None).unwrap();
+        let b = PromptPlan::new(&o, None, 2, None).unwrap();
+        assert_eq!(
+            a.prompt(3, None).unwrap(),
+            b.prompt(3, None).unwrap(),
+            "same seed, same prompts"
+        );
+        let s0 = PromptPlan::new(&o, Some(Shard::new(0, 2).unwrap()), 1, None).unwrap();
+        let s1 = PromptPlan::new(&o, Some(Shard::new(1, 2).unwrap()), 1, None).unwrap();
         assert_ne!(
-            s0.prompt(0),
-            s1.prompt(0),
+            s0.prompt(0, None).unwrap(),
+            s1.prompt(0, None).unwrap(),
             "shards of one run never share a mark"
         );
     }
@@ -293,8 +387,8 @@ mod tests {
             shared_prefix: Some(40),
             ..options()
         };
-        let plan = PromptPlan::new(&o, None, 9).unwrap();
-        let (a, b) = (plan.prompt(0), plan.prompt(1));
+        let plan = PromptPlan::new(&o, None, 9, None).unwrap();
+        let (a, b) = (plan.prompt(0, None).unwrap(), plan.prompt(1, None).unwrap());
         let full = prompt::synthesize(100);
         let words: Vec<&str> = full.split(' ').collect();
         let shared = words[..40].join(" ");
@@ -307,7 +401,7 @@ mod tests {
             shared_prefix: Some(100),
             ..o
         };
-        assert!(PromptPlan::new(&bad, None, 1).is_err());
+        assert!(PromptPlan::new(&bad, None, 1, None).is_err());
     }
 
     #[test]
@@ -316,5 +410,63 @@ mod tests {
         assert_eq!(CacheBust::parse("prefix").unwrap(), CacheBust::Prefix);
         let e = CacheBust::parse("sometimes").unwrap_err().to_string();
         assert!(e.contains("prefix") && e.contains("off"), "{e}");
+    }
+
+    /// Counts words, and a mark's digits one token each (as many tokenizers do).
+    struct DigitCounter;
+    impl TokenCounter for DigitCounter {
+        fn count(&self, text: &str) -> Result<u32> {
+            Ok(text
+                .split_whitespace()
+                .map(|w| 1 + w.chars().filter(char::is_ascii_digit).count() as u32)
+                .sum())
+        }
+        fn name(&self) -> &str {
+            "digits"
+        }
+    }
+
+    #[test]
+    fn with_a_tokenizer_every_prompt_has_its_exact_length_mark_included() {
+        let counter = DigitCounter;
+        for (shared, stdev) in [(None, None), (Some(30), None), (Some(30), Some(20))] {
+            let o = BenchOptions {
+                prompt: None,
+                input_tokens: Some(100),
+                input_tokens_stdev: stdev,
+                shared_prefix: shared,
+                seed: Some(3),
+                ..options()
+            };
+            let plan = PromptPlan::new(&o, None, 0, Some(&counter)).unwrap();
+            let lengths = o.input_lengths().unwrap();
+            for i in [0, 7, 123, 10_000] {
+                let p = plan.prompt(i, Some(&counter)).unwrap();
+                assert!(p.contains(&plan.mark(i)), "{p}");
+                let want = lengths.draw(plan.seed, i);
+                assert_eq!(
+                    counter.count(&p).unwrap(),
+                    want,
+                    "{shared:?} {stdev:?} #{i}: {p}"
+                );
+            }
+            if stdev.is_some() {
+                assert!(!plan.is_constant());
+                let n = |i| {
+                    counter
+                        .count(&plan.prompt(i, Some(&counter)).unwrap())
+                        .unwrap()
+                };
+                assert!((0..20).any(|i| n(i) != n(0)), "lengths vary");
+            }
+        }
+        // Without the tokenizer the mark comes on top: the estimate of before.
+        let o = BenchOptions {
+            prompt: None,
+            input_tokens: Some(100),
+            ..options()
+        };
+        let plan = PromptPlan::new(&o, None, 0, None).unwrap();
+        assert_eq!(plan.prompt(5, None).unwrap().split(' ').count(), 103);
     }
 }

@@ -98,7 +98,11 @@ fn report(url: &str) -> Report {
             rate_per_s: None,
             seed: None,
             max_tokens: Some(64),
-            prompt: PromptSource::Synthetic { input_tokens: 128 },
+            prompt: PromptSource::Synthetic {
+                input_tokens: 128,
+                input_tokens_stdev: None,
+                tokenizer: None,
+            },
             cache_bust: Some(CacheBust::Prefix),
             shared_prefix_tokens: None,
             prompt_run_id: Some("3f9a1c2b".into()),

@@ -98,7 +98,11 @@ fn config() -> RunConfig {
         rate_per_s: None,
         seed: None,
         max_tokens: Some(16),
-        prompt: PromptSource::Synthetic { input_tokens: 64 },
+        prompt: PromptSource::Synthetic {
+            input_tokens: 64,
+            input_tokens_stdev: None,
+            tokenizer: None,
+        },
         cache_bust: Some(CacheBust::Prefix),
         shared_prefix_tokens: None,
         prompt_run_id: Some("3f9a1c2b".into()),

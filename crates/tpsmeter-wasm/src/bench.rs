@@ -2,15 +2,18 @@
 //! records and report, for the page's `fetch` loop to drive.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 use tpsmeter_core::drive::{Action, LoadDriver, RecordExtras, Ticket};
 use tpsmeter_core::report::{Environment, Report, Warning};
 use tpsmeter_core::request::{HeaderValue, Redactor, RequestPlan, Secret};
+use tpsmeter_core::tokens::TokenCounter;
 use tpsmeter_core::{BenchOptions, PromptPlan};
 use wasm_bindgen::prelude::*;
 
 use crate::convert::{from_js, to_js};
+use crate::counter::JsCounter;
 use crate::exchange::JsExchange;
 
 /// Cap on an API key handed in by the page: real keys are well under 1 KiB.
@@ -73,8 +76,10 @@ struct JsExtras {
 impl BenchRun {
     /// A run for `options` (the CLI's options in camelCase, plus `apiKey`). Throws an
     /// `Error` naming the first invalid option; the message never contains the key.
+    /// `count`, when the run has a tokenizer (`options.tokenizer` names it), is
+    /// `(text) => number`: its token count of a text without special tokens.
     #[wasm_bindgen(constructor)]
-    pub fn new(options: JsValue) -> Result<BenchRun, JsError> {
+    pub fn new(options: JsValue, count: Option<js_sys::Function>) -> Result<BenchRun, JsError> {
         let (options, api_key) = split_key(options)?;
         // `dataset` (the package has read it: `{ name, bytes }`) is no option of the core's.
         let dataset = crate::dataset::take(&options)?;
@@ -90,16 +95,23 @@ impl BenchRun {
             .map_err(|e| JsError::new(&e.to_string()))?;
         // The run id of the prompts' marks when no seed fixes it (see `prompt_plan`).
         let entropy = (js_sys::Math::random() * 2f64.powi(53)) as u64;
-        let mut prompts =
-            PromptPlan::new(&options, None, entropy).map_err(|e| JsError::new(&e.to_string()))?;
+        let counter: Option<Rc<dyn TokenCounter>> = count.map(|f| {
+            let name = options
+                .tokenizer
+                .clone()
+                .unwrap_or_else(|| "tokenizer".into());
+            Rc::new(JsCounter::new(f, name)) as Rc<dyn TokenCounter>
+        });
+        let mut prompts = PromptPlan::new(&options, None, entropy, counter.as_deref())
+            .map_err(|e| JsError::new(&e.to_string()))?;
         if let Some(dataset) = dataset {
             prompts = prompts
                 .with_dataset(dataset, &options, None)
                 .map_err(|e| JsError::new(&e.to_string()))?;
         }
         let prompt_chars = spec.prompt_text().chars().count() as u64;
-        let plan =
-            RequestPlan::new(spec, prompts, true).map_err(|e| JsError::new(&e.to_string()))?;
+        let plan = RequestPlan::new(spec, prompts, counter, true)
+            .map_err(|e| JsError::new(&e.to_string()))?;
         if std::str::from_utf8(&plan.template().body).is_err() {
             return Err(JsError::new("the request body is not UTF-8"));
         }
@@ -182,7 +194,12 @@ impl BenchRun {
         if !self.tickets.contains_key(&ticket) {
             return Err(JsError::new(&format!("ticket {ticket} is not in flight")));
         }
-        Ok(JsExchange::for_api(self.options.api, start_ms))
+        let mut exchange = JsExchange::for_api(self.options.api, start_ms);
+        if self.plan.counter().is_some() {
+            // Re-counted at the end when the server sends no usage.
+            exchange.inner.keep_answer();
+        }
+        Ok(exchange)
     }
 
     /// Hands back the finished request of `ticket` (the exchange is consumed). Returns its
@@ -209,12 +226,20 @@ impl BenchRun {
         }
         let outcome = inner.into_outcome();
         let now = outcome.timeline.end_ms().unwrap_or(0.0);
+        let usage = outcome.timeline.usage().and_then(|u| u.output_tokens);
+        let output_tokens_counted = match (self.plan.counter(), &outcome.answer, usage) {
+            (Some(c), Some(answer), None) => Some(u64::from(
+                c.count(answer).map_err(|e| JsError::new(&e.to_string()))?,
+            )),
+            _ => None,
+        };
         let record = self.driver.complete(
             &t,
             outcome,
             RecordExtras {
                 queue_ms: extras.queue_ms.filter(|q| q.is_finite() && *q >= 0.0),
                 tab_hidden: extras.tab_hidden,
+                output_tokens_counted,
             },
             now,
         );

@@ -14,6 +14,7 @@
 mod bench;
 #[cfg(feature = "bench")]
 mod convert;
+mod counter;
 #[cfg(feature = "bench")]
 mod dataset;
 #[cfg(feature = "gpu")]

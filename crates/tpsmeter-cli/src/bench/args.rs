@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
+use tpsmeter_core::synth::Lengths;
 use tpsmeter_core::{Api, BenchOptions, CacheBust, Shard};
 
 use super::start_at::{self, StartAt};
@@ -99,10 +100,20 @@ pub struct BenchArgs {
     #[arg(long, value_name = "F")]
     pub prompt_file: Option<PathBuf>,
 
-    /// Synthesise a prompt of about N tokens (common one-token English words; within ~10%
-    /// for GPT/Llama-style BPE tokenizers; the server's usage reports the exact count).
-    #[arg(long, value_name = "N")]
-    pub input_tokens: Option<u32>,
+    /// Synthesise a prompt of N tokens (common one-token English words). With --tokenizer
+    /// the user message is exactly N tokens, mark included; without one it is an estimate
+    /// (one token per word, within ~10% for GPT/Llama-style BPE tokenizers, the ~10-token
+    /// mark on top). N:SD draws each request's length from a normal distribution with
+    /// standard deviation SD (clipped to ±3 SD; seeded by --seed).
+    #[arg(long, value_name = "N[:SD]", value_parser = parse_lengths)]
+    pub input_tokens: Option<Lengths>,
+
+    /// The model's tokenizer, to count input tokens exactly (and output tokens when the
+    /// server sends no usage): a tokenizer.json, a GGUF file (its embedded vocabulary), or a
+    /// Hugging Face model id (ORG/NAME) found in the local Hugging Face cache
+    /// ($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub).
+    #[arg(long, value_name = "FILE|ORG/NAME")]
+    pub tokenizer: Option<String>,
 
     /// Draw each request's messages from a dataset: JSON Lines with `prompt` or `messages`
     /// (OpenAI's shape) per line, or ShareGPT's JSON (an array of `conversations`; the first
@@ -195,6 +206,10 @@ fn parse_shard(spec: &str) -> Result<Shard, String> {
     Shard::parse(spec).map_err(|e| e.to_string())
 }
 
+fn parse_lengths(s: &str) -> Result<Lengths, String> {
+    Lengths::parse(s).map_err(|e| e.to_string())
+}
+
 fn parse_cache_bust(mode: &str) -> Result<CacheBust, String> {
     CacheBust::parse(mode).map_err(|e| e.to_string())
 }
@@ -232,7 +247,9 @@ impl BenchArgs {
             seed: self.seed,
             max_tokens: self.max_tokens,
             prompt: self.prompt.clone(),
-            input_tokens: self.input_tokens,
+            input_tokens: self.input_tokens.map(|l| l.mean),
+            input_tokens_stdev: self.input_tokens.map(|l| l.stdev).filter(|&sd| sd > 0),
+            tokenizer: self.tokenizer.clone(),
             cache_bust: self.cache_bust,
             shared_prefix: self.shared_prefix,
             system: self.system.clone(),

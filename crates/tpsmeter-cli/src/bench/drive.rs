@@ -97,7 +97,11 @@ pub async fn run(
             // Nothing in flight and nothing to sleep for: the driver would wait forever.
             None => anyhow::bail!("load driver waits with no request in flight"),
         };
-        let record = driver.complete(&ticket, outcome, RecordExtras::default(), runner.now_ms());
+        let extras = RecordExtras {
+            output_tokens_counted: recount(plan, &outcome)?,
+            ..RecordExtras::default()
+        };
+        let record = driver.complete(&ticket, outcome, extras, runner.now_ms());
         if let Some(s) = shown.as_mut() {
             s.total += 1;
             if record.ok() {
@@ -116,6 +120,15 @@ pub async fn run(
         finish(old, recorder);
     }
     Ok(())
+}
+
+/// The run's tokenizer's count of the answer, when the server reported no output usage.
+fn recount(plan: &RequestPlan, outcome: &Outcome) -> anyhow::Result<Option<u64>> {
+    let usage = outcome.timeline.usage().and_then(|u| u.output_tokens);
+    match (plan.counter(), &outcome.answer, usage) {
+        (Some(counter), Some(answer), None) => Ok(Some(u64::from(counter.count(answer)?))),
+        _ => Ok(None),
+    }
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {

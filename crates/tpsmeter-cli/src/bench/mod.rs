@@ -17,6 +17,7 @@ pub mod http;
 pub mod report_build;
 pub mod setup;
 pub mod start_at;
+pub mod tokenizer;
 
 use std::time::{Duration, Instant};
 

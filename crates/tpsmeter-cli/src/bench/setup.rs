@@ -2,11 +2,14 @@
 
 use anyhow::{Context, bail};
 use std::hash::{BuildHasher, RandomState};
+use std::rc::Rc;
 
 use tpsmeter_core::request::{HttpRequest, RequestPlan, RequestSpec, Secret};
+use tpsmeter_core::tokens::TokenCounter;
 use tpsmeter_core::{BenchOptions, PromptPlan, Slo};
 
 use super::args::BenchArgs;
+use super::tokenizer;
 use crate::prompt;
 
 /// Cap on an API key read from the environment: real keys are well under 1 KiB; a huge
@@ -38,7 +41,7 @@ impl Setup {
         let prompt = prompt::resolve(
             args.prompt.as_deref(),
             args.prompt_file.as_deref(),
-            args.input_tokens,
+            args.input_tokens.map(|l| l.mean),
         )?;
         if args.prompt_file.is_some() {
             options.prompt = Some(prompt);
@@ -47,12 +50,17 @@ impl Setup {
         // The run id of the prompts' marks, when no --seed fixes it: std's hasher keys are
         // random per process, which is all a run id needs (no RNG dependency for it).
         let entropy = RandomState::new().hash_one(std::process::id());
-        let mut prompts = PromptPlan::new(&options, args.shard, entropy)?;
+        let counter: Option<Rc<dyn TokenCounter>> = match &args.tokenizer {
+            Some(arg) => Some(Rc::new(tokenizer::load(arg)?)),
+            None => None,
+        };
+        let mut prompts = PromptPlan::new(&options, args.shard, entropy, counter.as_deref())?;
         if let Some(path) = &args.dataset {
             let dataset = super::dataset::read(path)?;
             prompts = prompts.with_dataset(dataset, &options, args.shard)?;
         }
-        let plan = RequestPlan::new(spec.clone(), prompts, false).context("build the request")?;
+        let plan =
+            RequestPlan::new(spec.clone(), prompts, counter, false).context("build the request")?;
         Ok(Setup {
             options,
             spec,

@@ -1,5 +1,5 @@
-//! A chat server for tests of what `tpsmeter bench` sends: it answers every request with
-//! one token and keeps each request's body.
+//! A capturing server for the bench tests: answers every chat request with one chunk of
+//! text and keeps each request's body, to read what `tpsmeter bench` sent.
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -8,10 +8,15 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-/// A server that answers every chat request with one token and keeps each request's body.
+/// The answer's text: several tokens in one chunk, so a tokenizer's count differs from the
+/// chunk count.
+pub const ANSWER: &str = "Hi there, how are you today?";
+
+/// A server that answers every chat request with [`ANSWER`] in one chunk, without usage, and
+/// keeps each request's body.
 pub struct Capture {
     pub url: String,
-    bodies: Arc<Mutex<Vec<String>>>,
+    pub bodies: Arc<Mutex<Vec<String>>>,
 }
 
 impl Capture {
@@ -30,11 +35,6 @@ impl Capture {
         Capture { url, bodies }
     }
 
-    /// Every request body so far, in order of arrival.
-    pub fn bodies(&self) -> Vec<String> {
-        self.bodies.lock().unwrap().clone()
-    }
-
     /// The user message of every request so far, in order of arrival.
     pub fn prompts(&self) -> Vec<String> {
         self.bodies
@@ -51,7 +51,7 @@ impl Capture {
     }
 }
 
-/// Reads one request (head and `content-length` body), answers one token, closes.
+/// Reads one request (head and `content-length` body), answers, closes.
 fn serve_one(conn: TcpStream, kept: &Mutex<Vec<String>>) {
     let mut reader = BufReader::new(conn);
     let mut length = 0;
@@ -76,7 +76,7 @@ fn serve_one(conn: TcpStream, kept: &Mutex<Vec<String>>) {
     let mut conn = reader.into_inner();
     let _ = conn.write_all(
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n\
-          data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n\
+          data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi there, how are you today?\"}}]}\n\n\
           data: [DONE]\n\n",
     );
 }

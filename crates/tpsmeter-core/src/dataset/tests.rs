@@ -426,12 +426,12 @@ fn a_plan_marks_the_first_user_message_and_sends_the_entrys_system_and_cap() {
     ))
     .unwrap();
     let o = options(Some(1));
-    let plan = PromptPlan::new(&o, None, 0)
+    let plan = PromptPlan::new(&o, None, 0, None)
         .unwrap()
         .with_dataset(d.clone(), &o, None)
         .unwrap();
     assert!(!plan.is_constant());
-    let input = plan.input(4);
+    let input = plan.input(4, None).unwrap();
     assert_eq!(input.system.as_deref(), Some("S"));
     assert_eq!(input.max_tokens, Some(5));
     assert_eq!(input.messages[0].content, format!("{} Q1", plan.mark(4)));
@@ -447,11 +447,11 @@ fn a_plan_marks_the_first_user_message_and_sends_the_entrys_system_and_cap() {
         cache_bust: CacheBust::Off,
         ..o.clone()
     };
-    let plan = PromptPlan::new(&off, None, 0)
+    let plan = PromptPlan::new(&off, None, 0, None)
         .unwrap()
         .with_dataset(d, &off, None)
         .unwrap();
-    assert_eq!(plan.input(0).messages[0].content, "Q1");
+    assert_eq!(plan.input(0, None).unwrap().messages[0].content, "Q1");
     assert!(!plan.is_constant(), "entries differ");
 }
 
@@ -481,7 +481,7 @@ fn a_dataset_refuses_options_that_make_prompts() {
             "shared prefix",
         ),
     ] {
-        let plan = PromptPlan::new(&o, None, 0).unwrap();
+        let plan = PromptPlan::new(&o, None, 0, None).unwrap();
         let e = plan.with_dataset(d(), &o, None).unwrap_err().to_string();
         assert!(e.contains(says) && e.contains("dataset"), "{e}");
     }
@@ -494,12 +494,12 @@ fn the_same_seed_draws_the_same_entries() {
         .collect();
     let prompts = |seed: Option<u64>, entropy: u64| -> Vec<String> {
         let o = options(seed);
-        let plan = PromptPlan::new(&o, None, entropy)
+        let plan = PromptPlan::new(&o, None, entropy, None)
             .unwrap()
             .with_dataset(parse(&text).unwrap(), &o, None)
             .unwrap();
         (0..20)
-            .map(|i| plan.input(i).messages[0].content.clone())
+            .map(|i| plan.input(i, None).unwrap().messages[0].content.clone())
             .collect()
     };
     assert_eq!(prompts(Some(3), 1), prompts(Some(3), 2));

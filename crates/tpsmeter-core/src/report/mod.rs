@@ -151,8 +151,17 @@ pub enum PromptSource {
     Text { chars: u64 },
     /// `--prompt-file F`.
     File { path: String, chars: u64 },
-    /// `--input-tokens N`: a generated prompt of about N tokens.
-    Synthetic { input_tokens: u64 },
+    /// `--input-tokens N[:SD]`: a generated prompt of N tokens (drawn around N with standard
+    /// deviation SD when given): exactly, as `tokenizer` counts them, when one was given;
+    /// otherwise an estimate (one token per common English word, the mark not counted).
+    Synthetic {
+        input_tokens: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        input_tokens_stdev: Option<u32>,
+        /// The tokenizer that counted, as its source was named; absent: estimated.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokenizer: Option<String>,
+    },
     /// `--dataset F` (`bench({ dataset })`): each request's messages drawn from a file of
     /// prompts or conversations (`docs/datasets.md`).
     Dataset {

@@ -214,6 +214,17 @@ pub struct RequestRecord {
 }
 
 impl RequestRecord {
+    /// Takes `output_tokens`, a tokenizer's count of the answer text, as the output count
+    /// where the server reported none (usage still wins; see
+    /// [`Timeline::metrics_with_tokenizer_count`]).
+    pub fn recount(&mut self, timeline: &Timeline, output_tokens: u64) {
+        let paint = self.metrics.paint.take();
+        self.metrics = timeline.metrics_with_tokenizer_count(output_tokens);
+        self.metrics.paint = paint;
+        self.output_tokens = self.metrics.output_tokens;
+        self.token_source = self.metrics.token_source;
+    }
+
     /// Builds the record of a request from its timeline. `error` is the caller's
     /// classification of a transport or protocol failure; when it is `None` but the server
     /// sent an error event in the stream, that becomes a `stream_error`. An unfinished

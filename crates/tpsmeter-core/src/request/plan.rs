@@ -1,8 +1,11 @@
 //! The requests of a run: one URL and set of headers, and a body per request, each with its
 //! own prompt (see [`crate::prompt_plan`]).
 
+use std::rc::Rc;
+
 use crate::error::Result;
 use crate::prompt_plan::{PromptPlan, RequestInput};
+use crate::tokens::TokenCounter;
 
 use super::{HttpRequest, RequestSpec, build_browser_request, build_request};
 
@@ -13,6 +16,8 @@ pub struct RequestPlan {
     /// request then copies no prompt text that is thrown away.
     spec: RequestSpec,
     prompts: PromptPlan,
+    /// The run's tokenizer, which cuts synthesised prompts to their exact lengths.
+    counter: Option<Rc<dyn TokenCounter>>,
     browser: bool,
     /// Request 0, whose URL and headers every request shares.
     template: HttpRequest,
@@ -20,16 +25,26 @@ pub struct RequestPlan {
 
 impl RequestPlan {
     /// The plan for `spec` (its prompt is replaced by each request's own); `browser` adds
-    /// what a page must send ([`build_browser_request`]).
-    pub fn new(spec: RequestSpec, prompts: PromptPlan, browser: bool) -> Result<RequestPlan> {
+    /// what a page must send ([`build_browser_request`]); `counter` is the tokenizer the
+    /// prompts were planned with.
+    pub fn new(
+        spec: RequestSpec,
+        prompts: PromptPlan,
+        counter: Option<Rc<dyn TokenCounter>>,
+        browser: bool,
+    ) -> Result<RequestPlan> {
         let spec = RequestSpec {
             messages: Vec::new(),
             ..spec
         };
-        let template = build(&with_input(&spec, prompts.input(0)), browser)?;
+        let template = build(
+            &with_input(&spec, prompts.input(0, counter.as_deref())?),
+            browser,
+        )?;
         Ok(RequestPlan {
             spec,
             prompts,
+            counter,
             browser,
             template,
         })
@@ -46,12 +61,17 @@ impl RequestPlan {
         if self.prompts.is_constant() {
             return Ok(None);
         }
-        let spec = with_input(&self.spec, self.prompts.input(index));
+        let spec = with_input(&self.spec, self.prompts.input(index, self.counter())?);
         Ok(Some(build(&spec, self.browser)?.body))
     }
 
     pub fn prompts(&self) -> &PromptPlan {
         &self.prompts
+    }
+
+    /// The run's tokenizer, when it has one.
+    pub fn counter(&self) -> Option<&dyn TokenCounter> {
+        self.counter.as_deref()
     }
 }
 
@@ -86,8 +106,8 @@ mod tests {
             seed: Some(1),
             ..crate::options::tests::options()
         };
-        let prompts = PromptPlan::new(&options, None, 0).unwrap();
-        RequestPlan::new(options.request_spec(None).unwrap(), prompts, false).unwrap()
+        let prompts = PromptPlan::new(&options, None, 0, None).unwrap();
+        RequestPlan::new(options.request_spec(None).unwrap(), prompts, None, false).unwrap()
     }
 
     #[test]

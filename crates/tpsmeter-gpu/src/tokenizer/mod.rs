@@ -11,10 +11,12 @@
 mod build;
 mod byte_level;
 mod gguf;
+mod load;
 mod pre;
 mod spec;
 mod text;
 
+pub use load::is_gguf;
 pub use pre::PreTokenizerRecipe;
 pub use spec::{TokenType, TokenizerSpec, VocabKind};
 pub use text::{SpecialTokens, Tokenizer};

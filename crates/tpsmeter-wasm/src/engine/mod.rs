@@ -13,6 +13,7 @@ use wasm_bindgen::prelude::*;
 
 mod loader;
 mod request;
+mod tokenizer;
 
 pub use loader::JsEngineLoader;
 use request::{GenerateRequest, parse_request, run};

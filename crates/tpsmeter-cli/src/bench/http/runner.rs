@@ -138,6 +138,9 @@ impl Runner {
             };
             let sent = Instant::now();
             let mut exchange = Exchange::new(self.api, self.ms_at(sent));
+            // The answer text: a tokenizer re-counts it when the server sends no usage, and a
+            // multi-turn run sends it back. A string push per read, next to the parse.
+            exchange.keep_answer();
             let first_byte_deadline = tokio::time::Instant::from_std(sent + self.timeout);
             let response = tokio::select! {
                 biased;

@@ -1,0 +1,201 @@
+//! `--tokenizer` (issue 27): synthetic prompts of exact token lengths, tokenizers found by
+//! file or by Hugging Face model id, answers re-counted when a server sends no usage, and a
+//! server's own prompt count agreeing with ours.
+//!
+//! The real tokenizers (SmolLM2's and Gemma 3's, from their GGUF files) are assets: without
+//! them these tests fail when `TPSMETER_REQUIRE_ASSETS=1` (CI) and skip otherwise.
+#![allow(clippy::unwrap_used)]
+
+mod capture;
+mod common;
+mod server_support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use capture::{ANSWER, Capture};
+use common::{argv, bench, measured};
+use server_support::{assets, free_port, start};
+use tpsmeter_cli::bench::tokenizer::{self, CliTokenizer};
+use tpsmeter_core::tokens::TokenCounter;
+use tpsmeter_core::{BenchOptions, PromptPlan, TokenCountSource};
+
+/// Every prompt of a plan with `counter` counts exactly its requested length, for lengths
+/// from short to long, with and without a shared prefix, at indices whose marks have 1 to 5
+/// digits.
+fn assert_exact(counter: &CliTokenizer) {
+    // From 40: a request shorter than its mark (12 to 18 tokens) cannot be honoured.
+    for (tokens, shared) in [
+        (40, None),
+        (100, None),
+        (1000, Some(200)),
+        (3000, Some(1000)),
+    ] {
+        let options = BenchOptions {
+            url: "http://127.0.0.1:1".into(),
+            model: "m".into(),
+            input_tokens: Some(tokens),
+            shared_prefix: shared,
+            seed: Some(11),
+            ..BenchOptions::default()
+        };
+        let plan = PromptPlan::new(&options, None, 0, Some(counter)).unwrap();
+        for index in [0, 7, 42, 999, 12_345] {
+            let prompt = plan.prompt(index, Some(counter)).unwrap();
+            let n = counter.count(&prompt).unwrap();
+            assert_eq!(
+                n,
+                tokens,
+                "{}: {tokens} tokens asked, shared {shared:?}, request #{index}: {n}",
+                counter.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn smollm2_prompts_are_exactly_the_requested_length() {
+    let Some([model]) = assets("tokenizer", ["TPSMETER_MODEL"]) else {
+        return;
+    };
+    assert_exact(&tokenizer::load(model.to_str().unwrap()).unwrap());
+}
+
+#[test]
+fn gemma3_prompts_are_exactly_the_requested_length() {
+    let Some([model]) = assets("tokenizer", ["TPSMETER_GEMMA_MODEL"]) else {
+        return;
+    };
+    assert_exact(&tokenizer::load(model.to_str().unwrap()).unwrap());
+}
+
+/// Writes SmolLM2's tokenizer as a `tokenizer.json` where the Hugging Face cache keeps it.
+fn hf_cache_with(model: &Path, cache: &Path, id: &str) {
+    let bytes = std::fs::read(model).unwrap();
+    let tok = tpsmeter_gpu::tokenizer::Tokenizer::from_file_bytes(&bytes).unwrap();
+    let json = tok.inner().to_string(false).unwrap();
+    let repo = cache.join(format!("models--{}", id.replace('/', "--")));
+    let snapshot = repo.join("snapshots").join("0123abcd");
+    std::fs::create_dir_all(&snapshot).unwrap();
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs").join("main"), "0123abcd\n").unwrap();
+    std::fs::write(snapshot.join("tokenizer.json"), json).unwrap();
+}
+
+#[test]
+fn a_model_id_finds_its_tokenizer_json_in_the_hugging_face_cache() {
+    let Some([model]) = assets("tokenizer", ["TPSMETER_MODEL"]) else {
+        return;
+    };
+    let cache = std::env::temp_dir().join(format!("tpsmeter-hf-{}", std::process::id()));
+    let id = "HuggingFaceTB/SmolLM2-135M-Instruct";
+    hf_cache_with(&model, &cache, id);
+    let by_id = tokenizer::load_with(id, std::slice::from_ref(&cache)).unwrap();
+    let by_gguf = tokenizer::load(model.to_str().unwrap()).unwrap();
+    assert_eq!(by_id.name(), id);
+    let text = "The lighthouse keeper's logbook, 1887: fog again; 3 ships passed.";
+    assert!(by_id.count(text).unwrap() > 10);
+    assert_eq!(by_id.count(text).unwrap(), by_gguf.count(text).unwrap());
+    assert_exact(&by_id);
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
+#[tokio::test]
+async fn answers_without_usage_are_counted_by_the_tokenizer() {
+    let Some([model]) = assets("tokenizer", ["TPSMETER_MODEL"]) else {
+        return;
+    };
+    let capture = Capture::start();
+    let model = model.to_str().unwrap();
+    let mut args = argv("openai-chat", &capture.url, &["--input-tokens", "50"]);
+    args.extend_from_slice(&["--requests", "2", "--tokenizer", model]);
+    let report = bench(&args).await.report;
+    let counted = tokenizer::load(model).unwrap().count(ANSWER).unwrap();
+    assert!(counted > 1, "{ANSWER:?} is several tokens");
+    for r in measured(&report) {
+        assert_eq!(r.token_source, TokenCountSource::Tokenizer);
+        assert_eq!(r.output_tokens, u64::from(counted));
+    }
+    match &report.config.prompt {
+        tpsmeter_core::report::PromptSource::Synthetic { tokenizer, .. } => {
+            assert_eq!(tokenizer.as_deref(), Some(model));
+        }
+        other => panic!("{other:?}"),
+    }
+    // Without a tokenizer: one chunk, one token, as before.
+    let mut args = argv("openai-chat", &capture.url, &["--requests", "1"]);
+    args.push("--input-tokens");
+    args.push("50");
+    let report = bench(&args).await.report;
+    assert_eq!(measured(&report)[0].token_source, TokenCountSource::Chunks);
+}
+
+/// The server's usage for runs of 40 and 400 input tokens counted by `tokenizer`: each
+/// request of a run the same length, whatever its mark's digits, and the two apart by exactly
+/// 360, the chat template's tokens cancelling out.
+async fn assert_usage_agrees(url: &str, tokenizer: &str) {
+    let usage = |tokens: &'static str| async move {
+        let mut args = argv("openai-chat", url, &["--input-tokens", tokens]);
+        args.extend_from_slice(&["--tokenizer", tokenizer, "--max-tokens", "1"]);
+        args.extend_from_slice(&["--requests", "3"]);
+        let report = bench(&args).await.report;
+        measured(&report)
+            .iter()
+            .map(|r| r.input_tokens.unwrap())
+            .collect::<Vec<_>>()
+    };
+    let short = usage("40").await;
+    let long = usage("400").await;
+    assert!(short.iter().all(|&n| n == short[0]), "{short:?}");
+    assert!(long.iter().all(|&n| n == long[0]), "{long:?}");
+    assert_eq!(long[0] - short[0], 360, "{short:?} {long:?}");
+}
+
+/// `tpsmeter serve` counts the prompt with SmolLM2's own tokenizer and chat template.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_usage_agrees_with_smollm2_lengths() {
+    let Some([model]) = assets("tokenizer", ["TPSMETER_MODEL"]) else {
+        return;
+    };
+    let port = free_port();
+    let _server = start(
+        Command::new(env!("CARGO_BIN_EXE_tpsmeter"))
+            .arg("serve")
+            .arg("--model")
+            .arg(&model)
+            .args(["--parallel", "2", "--context", "1024"])
+            .args(["--port", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit()),
+        port,
+        "tpsmeter serve",
+    );
+    let url = format!("http://127.0.0.1:{port}");
+    assert_usage_agrees(&url, model.to_str().unwrap()).await;
+}
+
+/// llama.cpp's `llama-server` with Gemma 3: an independent tokenizer and template.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llama_server_usage_agrees_with_gemma3_lengths() {
+    let Some([bin, model]) = assets(
+        "tokenizer",
+        ["TPSMETER_LLAMA_SERVER", "TPSMETER_GEMMA_MODEL"],
+    ) else {
+        return;
+    };
+    let port = free_port();
+    let mut cmd = Command::new(bin);
+    cmd.arg("-m")
+        .arg(&model)
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--parallel", "1", "--ctx-size", "2048", "--threads", "2"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // The wait polls with blocking sleeps: off the runtime's threads.
+    let _server = tokio::task::spawn_blocking(move || start(&mut cmd, port, "llama-server"))
+        .await
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    assert_usage_agrees(&url, model.to_str().unwrap()).await;
+}

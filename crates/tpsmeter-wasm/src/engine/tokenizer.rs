@@ -1,0 +1,37 @@
+//! `TokenCounter` for the page: a model's tokenizer, from a GGUF's header or a
+//! `tokenizer.json`, counting tokens for `bench()` (exact input lengths, output counts when
+//! a server sends no usage). The same `tokenizers` code as the CLI's `--tokenizer`.
+
+use tpsmeter_gpu::tokenizer::Tokenizer;
+use wasm_bindgen::prelude::*;
+
+use tpsmeter_gpu::GpuError;
+
+use super::{gpu_err, named};
+
+/// A tokenizer that counts.
+#[wasm_bindgen(js_name = TokenCounter)]
+#[derive(Debug)]
+pub struct JsTokenCounter {
+    tokenizer: Tokenizer,
+}
+
+#[wasm_bindgen(js_class = TokenCounter)]
+impl JsTokenCounter {
+    /// From a file's bytes: a GGUF (its header is enough: the bytes may stop after it) or a
+    /// `tokenizer.json`. Throws a named error (`Truncated` when a GGUF's header goes on past
+    /// the bytes given: hand in more).
+    #[wasm_bindgen(constructor)]
+    pub fn new(bytes: &[u8]) -> Result<JsTokenCounter, JsValue> {
+        let tokenizer = Tokenizer::from_file_bytes(bytes).map_err(|e| match e {
+            GpuError::Truncated { .. } => named("Truncated", &e.to_string()),
+            e => gpu_err(e),
+        })?;
+        Ok(JsTokenCounter { tokenizer })
+    }
+
+    /// Tokens in `text`, without special tokens.
+    pub fn count(&self, text: &str) -> Result<u32, JsValue> {
+        self.tokenizer.count(text).map_err(gpu_err)
+    }
+}
