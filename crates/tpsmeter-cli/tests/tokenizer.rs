@@ -199,3 +199,51 @@ async fn llama_server_usage_agrees_with_gemma3_lengths() {
     let url = format!("http://127.0.0.1:{port}");
     assert_usage_agrees(&url, model.to_str().unwrap()).await;
 }
+
+/// `--workload llmperf`: 550±150 input tokens (exact with the tokenizer), a 150-token output
+/// cap, recorded in the report; an explicit `--max-tokens` wins over the workload's.
+#[tokio::test]
+async fn a_named_workload_sets_lengths_and_cap_and_is_recorded() {
+    let Some([model]) = assets("tokenizer", ["TPSMETER_MODEL"]) else {
+        return;
+    };
+    let model = model.to_str().unwrap();
+    let counter = tokenizer::load(model).unwrap();
+    let capture = Capture::start();
+    let mut args = argv("openai-chat", &capture.url, &["--workload", "llmperf"]);
+    args.extend_from_slice(&["--requests", "24", "--seed", "4", "--tokenizer", model]);
+    let report = bench(&args).await.report;
+    assert_eq!(
+        report.config.workload,
+        Some(tpsmeter_core::workload::Workload::Llmperf)
+    );
+    assert_eq!(report.config.max_tokens, Some(150));
+    let bodies = capture.bodies.lock().unwrap().clone();
+    let lengths: Vec<u32> = capture
+        .prompts()
+        .iter()
+        .map(|p| counter.count(p).unwrap())
+        .collect();
+    assert_eq!(lengths.len(), 24);
+    assert!(bodies.iter().all(|b| b.contains("\"max_tokens\":150")));
+    assert!(
+        lengths.iter().all(|n| (100..=1000).contains(n)),
+        "{lengths:?}"
+    );
+    let mean = lengths.iter().sum::<u32>() as f64 / 24.0;
+    assert!((400.0..700.0).contains(&mean), "{lengths:?}");
+    let distinct: std::collections::HashSet<_> = lengths.iter().collect();
+    assert!(distinct.len() > 10, "lengths are drawn: {lengths:?}");
+
+    let mut args = argv("openai-chat", &capture.url, &["--workload", "chat"]);
+    args.extend_from_slice(&["--requests", "1", "--max-tokens", "7"]);
+    let report = bench(&args).await.report;
+    assert_eq!(report.config.max_tokens, Some(7));
+    let mut args = argv("openai-chat", &capture.url, &["--workload", "chat"]);
+    args.extend_from_slice(&["--input-tokens", "9"]);
+    let e = tpsmeter_cli::bench::run_bench(&common::parse(&args), Default::default())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("workload"), "a workload fixes the input: {e}");
+}

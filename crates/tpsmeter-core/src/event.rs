@@ -51,6 +51,9 @@ pub struct Usage {
     pub server_decode_ms: Option<f64>,
     /// Server-side prefill duration in milliseconds, when reported.
     pub server_prefill_ms: Option<f64>,
+    /// Input tokens the server took from its prompt cache instead of prefilling them
+    /// (OpenAI-style `usage.prompt_tokens_details.cached_tokens`, llama.cpp `timings.cache_n`).
+    pub cached_input_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -66,6 +69,7 @@ impl Usage {
         pick(&mut self.reasoning_tokens, newer.reasoning_tokens);
         pick(&mut self.server_decode_ms, newer.server_decode_ms);
         pick(&mut self.server_prefill_ms, newer.server_prefill_ms);
+        pick(&mut self.cached_input_tokens, newer.cached_input_tokens);
     }
 }
 

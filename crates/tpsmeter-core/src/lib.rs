@@ -41,6 +41,7 @@ pub mod stream;
 pub mod synth;
 pub mod timeline;
 pub mod tokens;
+pub mod workload;
 
 pub use api::Api;
 pub use decode::Limits;

@@ -16,6 +16,7 @@ use crate::prompt_plan::{self, CacheBust, PromptPlan};
 use crate::report::{PromptSource, RedactedUrl, RunConfig};
 use crate::request::{RequestSpec, Secret};
 use crate::slo::Slo;
+use crate::workload::Workload;
 
 /// Longest accepted duration, timeout or idle timeout: a day (and `Duration::from_secs_f64`
 /// panics on huge values natively).
@@ -75,6 +76,9 @@ pub struct BenchOptions {
     pub idle_timeout_s: f64,
     /// Service-level objectives, e.g. `ttft=500ms,tpot=50ms` (see [`Slo::parse`]).
     pub slo: Option<String>,
+    /// A named workload (see [`crate::workload`]): its input and output sizes, applied by
+    /// [`BenchOptions::apply_workload`].
+    pub workload: Option<Workload>,
 }
 
 impl Default for BenchOptions {
@@ -103,6 +107,7 @@ impl Default for BenchOptions {
             timeout_s: 60.0,
             idle_timeout_s: 30.0,
             slo: None,
+            workload: None,
         }
     }
 }
@@ -235,6 +240,32 @@ impl BenchOptions {
         Ok(())
     }
 
+    /// Sets what the workload defines: its input sizes (a prompt or input length of the
+    /// user's own conflicts), and its output cap unless `max_tokens_given` (an explicit cap
+    /// wins). Callers apply it once, before [`BenchOptions::validate`].
+    pub fn apply_workload(&mut self, max_tokens_given: bool) -> Result<()> {
+        let Some(workload) = self.workload else {
+            return Ok(());
+        };
+        if self.prompt.is_some() || self.input_tokens.is_some() || self.input_tokens_stdev.is_some()
+        {
+            return Err(CoreError::InvalidSpec {
+                what: "workload",
+                input: workload.name().into(),
+                reason: "sets the input itself: give a workload or a prompt / input token count, \
+                         not both"
+                    .into(),
+            });
+        }
+        let shape = workload.shape();
+        self.input_tokens = Some(shape.input_tokens);
+        self.input_tokens_stdev = shape.input_tokens_stdev;
+        if !max_tokens_given {
+            self.max_tokens = shape.max_tokens;
+        }
+        Ok(())
+    }
+
     /// The seed the prompts' run id derives from, when one was given.
     pub fn prompt_seed(&self) -> Option<u64> {
         self.seed
@@ -341,6 +372,7 @@ impl BenchOptions {
             warmup: self.warmup,
             timeout_s: Some(self.timeout_s),
             slo: self.slo()?,
+            workload: self.workload,
         })
     }
 }

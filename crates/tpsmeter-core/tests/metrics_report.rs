@@ -44,6 +44,7 @@ fn ok_record(id: u64) -> RequestRecord {
                 reasoning_tokens: Some(1),
                 server_decode_ms: Some(24.0),
                 server_prefill_ms: None,
+                cached_input_tokens: None,
             }),
         ],
     );
@@ -109,6 +110,7 @@ fn report(url: &str) -> Report {
             warmup: 1,
             timeout_s: Some(30.0),
             slo: Some(Slo::parse("ttft=500ms,tpot=50ms").unwrap()),
+            workload: None,
         },
         environment: Environment {
             os: "linux".into(),

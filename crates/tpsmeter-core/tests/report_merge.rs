@@ -109,6 +109,7 @@ fn config() -> RunConfig {
         warmup: 0,
         timeout_s: Some(60.0),
         slo: Some(Slo::parse("ttft=35ms").unwrap()),
+        workload: None,
     }
 }
 

@@ -56,6 +56,7 @@ fn llama_cpp_timings_without_usage_still_report_server_counts() {
                 reasoning_tokens: None,
                 server_decode_ms: Some(70.0),
                 server_prefill_ms: Some(1.5),
+                cached_input_tokens: None,
             }),
             StreamEvent::Done,
         ]

@@ -83,7 +83,12 @@ impl BenchRun {
         let (options, api_key) = split_key(options)?;
         // `dataset` (the package has read it: `{ name, bytes }`) is no option of the core's.
         let dataset = crate::dataset::take(&options)?;
-        let options: BenchOptions = from_js(options, "invalid options")?;
+        let max_tokens_given = js_sys::Reflect::get(&options, &JsValue::from_str("maxTokens"))
+            .is_ok_and(|v| !v.is_undefined());
+        let mut options: BenchOptions = from_js(options, "invalid options")?;
+        options
+            .apply_workload(max_tokens_given)
+            .map_err(|e| JsError::new(&e.to_string()))?;
         // Options first: their errors name the option, whatever the request would need.
         options
             .validate()

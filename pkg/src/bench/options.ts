@@ -5,6 +5,7 @@ import type { RenderTarget } from '../paint.js';
 import type { Api, RequestRecord } from '../types.js';
 import type { DatasetInput } from './dataset.js';
 import type { BenchEngine } from './local.js';
+import { tokenizerName, type TokenizerSource } from './tokenizer.js';
 import { levelList, validate } from './validate.js';
 
 /** The run's settings: the CLI's `bench` options, camelCase. */
@@ -27,8 +28,25 @@ export interface RunSettings {
   durationS?: number;
   maxTokens?: number;
   prompt?: string;
-  /** A generated prompt of about this many tokens (instead of `prompt`). */
+  /**
+   * A generated prompt of this many tokens (instead of `prompt`): exactly, mark included,
+   * with `tokenizer`; about (one token per common English word) without.
+   */
   inputTokens?: number;
+  /**
+   * A named workload: `'chat'` (128 input / 256 output tokens), `'rag-1k'` (1,000 / 256),
+   * `'long-10k'` (10,000 / 256), `'llmperf'` (550±150 / 150). Sets the input size and the
+   * output cap (an explicit `maxTokens` wins); not with `prompt` or `inputTokens`.
+   */
+  workload?: 'chat' | 'rag-1k' | 'long-10k' | 'llmperf';
+  /** Draw each request's input length around `inputTokens` with this standard deviation. */
+  inputTokensStdev?: number;
+  /**
+   * The model's tokenizer, to count input tokens exactly and answers without usage: a URL of
+   * a `tokenizer.json` or GGUF, a Hugging Face model id (`ORG/NAME`, fetched from the Hub), a
+   * `File`, or bytes. Loads the engine's wasm (~1 MB) on first use.
+   */
+  tokenizer?: TokenizerSource;
   /**
    * `'prefix'` (default): each request's prompt starts with a mark of its own
    * (`[run <id> #<n>] `), so that no server answers it from a prompt cache; `'off'`: every
@@ -59,7 +77,8 @@ export interface RunSettings {
    * and the page's CSP), or `{ name, text }` / `{ name, bytes }`. Entries are drawn without
    * replacement, in a fresh shuffle each time round, the same for the same `seed` (and the
    * same as the CLI's `--dataset`). The report names it with its SHA-256. A malformed entry
-   * rejects the run with its line. Not with `prompt`, `inputTokens` or `sharedPrefix`.
+   * rejects the run with its line. Not with `prompt`, `inputTokens`, `sharedPrefix` or
+   * `workload`.
    */
   dataset?: DatasetInput;
 }
@@ -141,6 +160,8 @@ export function runSettings(options: BenchOptions): RunSettings {
   }
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(settings)) if (v !== undefined) out[k] = v;
+  // The wasm side records the tokenizer's name; its bytes come to it as a count function.
+  if (settings.tokenizer !== undefined) out.tokenizer = tokenizerName(settings.tokenizer);
   return out as unknown as RunSettings;
 }
 

@@ -22,6 +22,7 @@ import { redactor } from './redact.js';
 import { runLocalRequest, type BenchEngine } from './local.js';
 import { streamHost, type StreamHost } from './reader.js';
 import { runRequest, type HttpRequest } from './request.js';
+import { loadTokenizer } from './tokenizer.js';
 import { VisibilityLog } from './visibility.js';
 import { runWarnings } from './warnings.js';
 
@@ -34,7 +35,15 @@ export async function bench(options: BenchOptions): Promise<Report> {
   const settings = runSettings(options);
   // A dataset is read (or fetched) here and parsed by the wasm, which gets its bytes.
   const { dataset, ...rest } = settings;
-  const run = new raw.BenchRun(dataset === undefined ? rest : { ...rest, dataset: await loadDataset(dataset, options.signal) });
+  const withDataset = dataset === undefined ? rest : { ...rest, dataset: await loadDataset(dataset, options.signal) };
+  const tokenizer = options.tokenizer === undefined ? undefined : await loadTokenizer(options.tokenizer, options.signal);
+  let run: InstanceType<typeof raw.BenchRun>;
+  try {
+    run = new raw.BenchRun(withDataset, tokenizer?.count);
+  } catch (e) {
+    tokenizer?.free();
+    throw e;
+  }
   const visibility = new VisibilityLog();
   const cancel = new AbortController();
   const { signal, onProgress, onRecord, render } = options;
@@ -176,6 +185,7 @@ export async function bench(options: BenchOptions): Promise<Report> {
     visibility.dispose();
     host?.close();
     run.free();
+    tokenizer?.free();
   }
 }
 

@@ -20,7 +20,10 @@ export const APIS: readonly Api[] = [
   'local',
 ];
 
-type Kind = 'string' | 'boolean' | 'count' | 'positiveInt' | 'positive' | 'nonNegative' | 'levels' | 'rates' | 'api' | 'hook' | 'object' | 'render' | 'cacheBust' | 'dataset';
+/** The named workloads (the core's `Workload`). */
+export const WORKLOADS = ['chat', 'rag-1k', 'long-10k', 'llmperf'] as const;
+
+type Kind = 'string' | 'boolean' | 'count' | 'positiveInt' | 'positive' | 'nonNegative' | 'levels' | 'rates' | 'api' | 'hook' | 'object' | 'render' | 'cacheBust' | 'tokenizer' | 'workload' | 'dataset';
 
 /** Every option `bench()` takes, and what its value must be. */
 const OPTIONS: Record<string, Kind> = {
@@ -36,6 +39,9 @@ const OPTIONS: Record<string, Kind> = {
   maxTokens: 'positiveInt',
   prompt: 'string',
   inputTokens: 'positiveInt',
+  inputTokensStdev: 'count',
+  tokenizer: 'tokenizer',
+  workload: 'workload',
   cacheBust: 'cacheBust',
   sharedPrefix: 'positiveInt',
   system: 'string',
@@ -69,6 +75,8 @@ const EXPECTED: Record<Kind, string> = {
   object: 'an object',
   render: 'an HTMLElement or a render callback',
   cacheBust: "'prefix' or 'off'",
+  tokenizer: 'a URL, a Hugging Face model id, a File/Blob or bytes (ArrayBuffer, Uint8Array)',
+  workload: `one of ${WORKLOADS.map((w) => `'${w}'`).join(', ')}`,
   dataset: 'a File or Blob, { url }, { name, text } or { name, bytes }',
 };
 
@@ -117,6 +125,16 @@ function fits(kind: Kind, v: unknown): boolean {
       return typeof v === 'function' || (typeof v === 'object' && v !== null);
     case 'cacheBust':
       return v === 'prefix' || v === 'off';
+    case 'workload':
+      return typeof v === 'string' && (WORKLOADS as readonly string[]).includes(v);
+    case 'tokenizer':
+      return (
+        (typeof v === 'string' && v.length > 0) ||
+        v instanceof URL ||
+        v instanceof ArrayBuffer ||
+        v instanceof Uint8Array ||
+        (typeof Blob !== 'undefined' && v instanceof Blob)
+      );
     case 'dataset':
       return isDatasetInput(v);
   }
@@ -190,6 +208,12 @@ export function validate(options: Record<string, unknown>): Record<string, unkno
   if (options.prompt !== undefined && options.inputTokens !== undefined) {
     throw new TypeError('bench(): options `prompt` and `inputTokens` conflict: `inputTokens` generates the prompt; give one');
   }
+  if (options.workload !== undefined && (options.prompt !== undefined || options.inputTokens !== undefined)) {
+    throw new TypeError('bench(): option `workload` sets the input itself: give a workload, or `prompt` / `inputTokens`');
+  }
+  if (options.inputTokensStdev !== undefined && options.inputTokens === undefined) {
+    throw new TypeError('bench(): option `inputTokensStdev` needs `inputTokens`: the mean it draws lengths around');
+  }
   if (options.sharedPrefix !== undefined && options.cacheBust === 'off') {
     throw new TypeError("bench(): option `sharedPrefix` needs cache busting: with `cacheBust: 'off'` every request shares all of its prompt");
   }
@@ -197,7 +221,7 @@ export function validate(options: Record<string, unknown>): Record<string, unkno
     throw new TypeError(`bench(): option \`sharedPrefix\` must be below \`inputTokens\` (${options.inputTokens}), got ${options.sharedPrefix}`);
   }
   if (options.dataset !== undefined) {
-    const other = ['prompt', 'inputTokens', 'sharedPrefix'].find((name) => options[name] !== undefined);
+    const other = ['prompt', 'inputTokens', 'sharedPrefix', 'workload'].find((name) => options[name] !== undefined);
     if (other) throw new TypeError(`bench(): options \`dataset\` and \`${other}\` conflict: a dataset gives each request its messages; give one`);
   }
   const out = { ...options };

@@ -10,7 +10,15 @@ import { MODEL_PRESETS } from '../common/models';
 import { CUSTOM_PRESET, LOCAL_PRESET, PRESETS, PROMPT_SET, SAME_ORIGIN_PRESET, preset } from '../common/presets';
 
 const SETTINGS_KEY = 'tpsmeter.bench.settings';
-const DEFAULTS_KINDS = { set: 1, text: 1, synthetic: 1, dataset: 1 };
+const DEFAULTS_KINDS = { set: 1, text: 1, synthetic: 1, workload: 1, dataset: 1 };
+
+/** The named workloads (the core's `Workload`), as the page offers them. */
+const WORKLOADS = [
+  { id: 'chat', label: 'chat: 128 input / 256 output tokens' },
+  { id: 'rag-1k', label: 'rag-1k: 1,000 / 256 (Artificial Analysis\'s 1k input)' },
+  { id: 'long-10k', label: 'long-10k: 10,000 / 256 (Artificial Analysis\'s 10k input)' },
+  { id: 'llmperf', label: 'llmperf: 550±150 / 150 (LLMPerf\'s defaults)' },
+] as const;
 /**
  * Remembered keys are stored per API origin (`tpsmeter.key.https://api.openai.com`), never
  * per provider name: a key goes only to the server it was remembered for, so a link that
@@ -41,7 +49,9 @@ export interface FormState {
   model: string;
   /** Local engine: the GGUF URL. */
   modelUrl: string;
-  promptKind: 'set' | 'text' | 'synthetic' | 'dataset';
+  promptKind: 'set' | 'text' | 'synthetic' | 'workload' | 'dataset';
+  /** The named workload, when `promptKind` is `workload`. */
+  workload: string;
   /** The id of a prompt of PROMPT_SET. */
   promptSet: string;
   prompt: string;
@@ -57,6 +67,10 @@ export interface FormState {
   uniquePrompts: boolean;
   /** Tokens every request shares before its mark (0: none). */
   sharedPrefix: number;
+  /** Standard deviation of synthetic input lengths, tokens (0: every request the same). */
+  inputStdev: number;
+  /** The model's tokenizer: a tokenizer.json or GGUF URL, or a Hugging Face model id ('' : none). */
+  tokenizer: string;
   /** A dataset's URL, used when no file is picked (a picked file is not kept over a reload). */
   datasetUrl: string;
 }
@@ -68,6 +82,7 @@ export const DEFAULTS: FormState = {
   model: 'gpt-4o-mini',
   modelUrl: MODEL_PRESETS[0]?.url ?? '',
   promptKind: 'set',
+  workload: 'chat',
   promptSet: 'story',
   prompt: 'Write a short story about a lighthouse keeper who finds a message in a bottle.',
   inputLengths: '128,1024',
@@ -79,6 +94,8 @@ export const DEFAULTS: FormState = {
   render: true,
   uniquePrompts: true,
   sharedPrefix: 0,
+  inputStdev: 0,
+  tokenizer: '',
   datasetUrl: '',
 };
 
@@ -98,6 +115,8 @@ export class RunForm {
   readonly promptFromSet = el('input', { type: 'radio', name: 'promptKind', value: 'set', id: 'f-prompt-set' });
   readonly promptText = el('input', { type: 'radio', name: 'promptKind', value: 'text', id: 'f-prompt-text' });
   readonly promptSynthetic = el('input', { type: 'radio', name: 'promptKind', value: 'synthetic', id: 'f-prompt-synth' });
+  readonly promptWorkload = el('input', { type: 'radio', name: 'promptKind', value: 'workload', id: 'f-prompt-workload' });
+  readonly workload = el('select', { name: 'workload', id: 'f-workload' });
   readonly promptDataset = el('input', { type: 'radio', name: 'promptKind', value: 'dataset', id: 'f-prompt-dataset' });
   readonly datasetFile = el('input', { type: 'file', id: 'f-dataset-file', accept: '.json,.jsonl,.ndjson,application/json' });
   readonly datasetUrl = el('input', { name: 'datasetUrl', id: 'f-dataset-url', type: 'url', inputmode: 'url', spellcheck: 'false', placeholder: 'https://…/sharegpt.json' });
@@ -112,6 +131,9 @@ export class RunForm {
   readonly render = el('input', { type: 'checkbox', id: 'f-render' });
   readonly uniquePrompts = el('input', { type: 'checkbox', id: 'f-unique-prompts' });
   readonly sharedPrefix = el('input', { name: 'sharedPrefix', id: 'f-shared-prefix', type: 'number', min: 0, max: 100000 });
+  readonly inputStdev = el('input', { name: 'inputStdev', id: 'f-input-stdev', type: 'number', min: 0, max: 100000 });
+  readonly tokenizer = el('input', { name: 'tokenizer', id: 'f-tokenizer', placeholder: 'HuggingFaceTB/SmolLM2-135M-Instruct or https://…/tokenizer.json', spellcheck: 'false' });
+  readonly tokenizerFile = el('input', { type: 'file', id: 'f-tokenizer-file', accept: '.json,.gguf' });
   readonly run = el('button', { type: 'submit', class: 'primary', id: 'run', text: 'Run benchmark' });
   readonly stop = el('button', { type: 'button', id: 'stop', text: 'Stop', disabled: true });
   readonly note = el('p', { class: 'hint', id: 'preset-note' });
@@ -145,6 +167,7 @@ export class RunForm {
       el('label', { class: 'check' }, this.promptFromSet, 'A prompt from the set'),
       el('label', { class: 'check' }, this.promptText, 'My own prompt'),
       el('label', { class: 'check' }, this.promptSynthetic, 'Synthetic inputs of given lengths'),
+      el('label', { class: 'check' }, this.promptWorkload, 'A named workload (input and output sizes of published benchmarks)'),
       el('label', { class: 'check' }, this.promptDataset, 'A dataset (JSON Lines or ShareGPT JSON)'),
     );
     form.append(
@@ -156,7 +179,10 @@ export class RunForm {
         promptKind,
         field('Prompt from the set', this.promptSet, undefined, 'prompt-set-field'),
         field('Prompt', this.prompt, undefined, 'prompt-field'),
+        field('Workload', this.workload, 'Sets the input size (synthetic; exact with a tokenizer) and the output cap; the report records it.', 'workload-field'),
         field('Input lengths (tokens)', this.inputLengths, 'Comma-separated, e.g. 128,1024,4096: one run each, compared when done (TTFT grows with the prompt).', 'input-lengths-field'),
+        field('Input length spread (tokens, optional)', this.inputStdev, 'Standard deviation: each request draws its length around the run\'s (0: all the same).', 'input-stdev-field'),
+        field('Tokenizer (optional)', el('span', { class: 'row' }, this.tokenizer, this.tokenizerFile), 'The model\'s tokenizer.json or GGUF (URL, file, or Hugging Face model id): input lengths become exact, and answers without usage are counted. Loads ~1 MB of wasm.', 'tokenizer-field'),
         field('Dataset file', this.datasetFile, 'One entry per line ({"prompt": …} or {"messages": […]}), or ShareGPT\'s JSON: each request draws one, without replacement; read in this tab, never uploaded.', 'dataset-file-field'),
         field('…or the dataset\'s URL', this.datasetUrl, 'Fetched by this page when no file is picked (the server must allow it through CORS).', 'dataset-url-field'),
       ),
@@ -181,6 +207,8 @@ export class RunForm {
     this.promptFromSet.addEventListener('change', () => this.syncPromptKind());
     this.promptText.addEventListener('change', () => this.syncPromptKind());
     this.promptSynthetic.addEventListener('change', () => this.syncPromptKind());
+    this.promptWorkload.addEventListener('change', () => this.syncPromptKind());
+    for (const w of WORKLOADS) this.workload.append(el('option', { value: w.id, text: w.label }));
     this.promptDataset.addEventListener('change', () => this.syncPromptKind());
     // A key typed for one server never follows the URL to another.
     this.url.addEventListener('input', () => {
@@ -215,6 +243,8 @@ export class RunForm {
     document.getElementById('prompt-set-field')!.hidden = !this.promptFromSet.checked;
     document.getElementById('prompt-field')!.hidden = !this.promptText.checked;
     document.getElementById('input-lengths-field')!.hidden = !this.promptSynthetic.checked;
+    document.getElementById('input-stdev-field')!.hidden = !this.promptSynthetic.checked;
+    document.getElementById('workload-field')!.hidden = !this.promptWorkload.checked;
     document.getElementById('dataset-file-field')!.hidden = !this.promptDataset.checked;
     document.getElementById('dataset-url-field')!.hidden = !this.promptDataset.checked;
   }
@@ -231,7 +261,8 @@ export class RunForm {
       url: this.url.value.trim(),
       model: this.model.value.trim(),
       modelUrl: this.modelUrl.value.trim(),
-      promptKind: this.promptDataset.checked ? 'dataset' : this.promptSynthetic.checked ? 'synthetic' : this.promptText.checked ? 'text' : 'set',
+      promptKind: this.promptDataset.checked ? 'dataset' : this.promptWorkload.checked ? 'workload' : this.promptSynthetic.checked ? 'synthetic' : this.promptText.checked ? 'text' : 'set',
+      workload: this.workload.value,
       promptSet: this.promptSet.value,
       prompt: this.prompt.value,
       inputLengths: this.inputLengths.value.trim(),
@@ -243,6 +274,8 @@ export class RunForm {
       render: this.render.checked,
       uniquePrompts: this.uniquePrompts.checked,
       sharedPrefix: Number.isFinite(this.sharedPrefix.valueAsNumber) ? this.sharedPrefix.valueAsNumber : 0,
+      inputStdev: Number.isFinite(this.inputStdev.valueAsNumber) ? this.inputStdev.valueAsNumber : 0,
+      tokenizer: this.tokenizer.value.trim(),
       datasetUrl: this.datasetUrl.value.trim(),
     };
   }
@@ -282,6 +315,7 @@ export class RunForm {
     if (!query.has('promptKind')) {
       if (query.has('prompt')) s.promptKind = 'text';
       else if (query.has('inputLengths') || query.has('inputTokens')) s.promptKind = 'synthetic';
+      else if (query.has('workload')) s.promptKind = 'workload';
     }
     if (!preset(s.preset)) s.preset = DEFAULTS.preset;
     if (s.preset === SAME_ORIGIN_PRESET && !s.url) s.url = here;
@@ -290,7 +324,8 @@ export class RunForm {
     this.url.value = s.url;
     this.model.value = s.model;
     this.modelUrl.value = s.modelUrl;
-    ({ set: this.promptFromSet, text: this.promptText, synthetic: this.promptSynthetic, dataset: this.promptDataset })[s.promptKind in DEFAULTS_KINDS ? s.promptKind : 'set'].checked = true;
+    ({ set: this.promptFromSet, text: this.promptText, synthetic: this.promptSynthetic, workload: this.promptWorkload, dataset: this.promptDataset })[s.promptKind in DEFAULTS_KINDS ? s.promptKind : 'set'].checked = true;
+    this.workload.value = WORKLOADS.some((w) => w.id === s.workload) ? s.workload : DEFAULTS.workload;
     this.promptSet.value = PROMPT_SET.some((p) => p.id === s.promptSet) ? s.promptSet : DEFAULTS.promptSet;
     this.prompt.value = s.prompt;
     this.inputLengths.value = s.inputLengths;
@@ -302,6 +337,8 @@ export class RunForm {
     this.render.checked = s.render;
     this.uniquePrompts.checked = s.uniquePrompts !== false;
     this.sharedPrefix.value = String(s.sharedPrefix || 0);
+    this.inputStdev.value = String(s.inputStdev || 0);
+    this.tokenizer.value = s.tokenizer ?? '';
     this.datasetUrl.value = typeof s.datasetUrl === 'string' ? s.datasetUrl : '';
     this.applyPreset(s.preset, false);
     this.syncPromptKind();
@@ -356,6 +393,7 @@ export function validate(s: FormState, file?: File): string[] {
   if (!(Number.isInteger(s.sharedPrefix) && s.sharedPrefix >= 0 && s.sharedPrefix <= LIMITS.inputTokens)) out.push(`Shared prefix must be 0 to ${LIMITS.inputTokens.toLocaleString('en-US')} tokens.`);
   if (s.sharedPrefix > 0 && !s.uniquePrompts) out.push('A shared prefix needs unique prompts: without them every request shares all of its prompt.');
   if (s.sharedPrefix > 0 && s.promptKind === 'synthetic' && (inputLengths(s.inputLengths) ?? []).some((n) => n <= s.sharedPrefix)) out.push('Each input length must be above the shared prefix.');
+  if (!(Number.isInteger(s.inputStdev) && s.inputStdev >= 0 && s.inputStdev <= LIMITS.inputTokens)) out.push(`Input length spread must be 0 to ${LIMITS.inputTokens.toLocaleString('en-US')} tokens.`);
   if (s.promptKind === 'dataset' && !file && !s.datasetUrl) out.push('Pick a dataset file or enter its URL.');
   if (s.promptKind === 'dataset' && s.sharedPrefix > 0) out.push('A shared prefix does not go with a dataset: its entries are the prompts.');
   if (s.promptKind === 'synthetic' && !inputLengths(s.inputLengths)) out.push(`Input lengths must be whole numbers of tokens from 1 to ${LIMITS.inputTokens.toLocaleString('en-US')}, comma-separated (e.g. 128,1024), at most ${LIMITS.inputLengths}.`);
@@ -383,8 +421,10 @@ export function levels(text: string): number[] | undefined {
   return out.every((n) => Number.isInteger(n) && n >= 1 && n <= LIMITS.concurrency) ? out : undefined;
 }
 
-/** What a run's requests send: a prompt, synthetic text of a length, or a dataset's entries. */
-type Input = { prompt: string } | { inputTokens: number } | { dataset: DatasetInput };
+type Workload = NonNullable<RunSettings['workload']>;
+
+/** What a run's requests send: a prompt, synthetic text of a length, a named workload, or a dataset's entries. */
+type Input = { prompt: string } | { inputTokens: number } | { workload: Workload } | { dataset: DatasetInput };
 
 /**
  * The settings (no key) of each `bench()` the form asks for: one, or one per input length
@@ -392,11 +432,13 @@ type Input = { prompt: string } | { inputTokens: number } | { dataset: DatasetIn
  */
 export function settingsOf(s: FormState, file?: File): Omit<RunSettings, 'apiKey'>[] {
   const prompts: Input[] =
-    s.promptKind === 'synthetic'
-      ? (inputLengths(s.inputLengths) ?? []).map((n) => ({ inputTokens: n }))
-      : s.promptKind === 'dataset'
-        ? [{ dataset: file ?? { url: s.datasetUrl } }]
-        : [{ prompt: s.promptKind === 'set' ? (PROMPT_SET.find((p) => p.id === s.promptSet) ?? PROMPT_SET[0]).text : s.prompt }];
+    s.promptKind === 'workload'
+      ? [{ workload: s.workload as Workload }]
+      : s.promptKind === 'synthetic'
+        ? (inputLengths(s.inputLengths) ?? []).map((n) => ({ inputTokens: n }))
+        : s.promptKind === 'dataset'
+          ? [{ dataset: file ?? { url: s.datasetUrl } }]
+          : [{ prompt: s.promptKind === 'set' ? (PROMPT_SET.find((p) => p.id === s.promptSet) ?? PROMPT_SET[0]).text : s.prompt }];
   return prompts.map((p) => oneRun(s, p));
 }
 
@@ -405,11 +447,14 @@ function oneRun(s: FormState, prompt: Input): Omit<RunSettings, 'apiKey'> {
     concurrency: levels(s.concurrency),
     requests: s.requests,
     warmup: s.warmup,
-    maxTokens: s.maxTokens,
+    // A workload brings its own output cap.
+    ...('workload' in prompt ? {} : { maxTokens: s.maxTokens }),
     ...prompt,
     ...(s.slo ? { slo: s.slo } : {}),
     ...(s.uniquePrompts === false ? { cacheBust: 'off' as const } : {}),
     ...(s.sharedPrefix > 0 ? { sharedPrefix: s.sharedPrefix } : {}),
+    ...('inputTokens' in prompt && s.inputStdev > 0 ? { inputTokensStdev: s.inputStdev } : {}),
+    ...(s.tokenizer ? { tokenizer: s.tokenizer } : {}),
   };
   if (s.preset === LOCAL_PRESET) return { ...base, api: 'local', url: 'local:engine', model: '' };
   return { ...base, api: s.api, url: s.url, model: s.model || 'default' };

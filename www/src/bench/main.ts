@@ -219,6 +219,8 @@ async function run(): Promise<void> {
     }
   }
   const runs = settingsOf(s, file);
+  // A tokenizer file picked for this page's session: used over the URL field, never stored.
+  tokenizerFile = form.tokenizerFile.files?.[0];
   const apiKey = form.apiKey();
   abort = new AbortController();
   const { signal } = abort;
@@ -264,6 +266,9 @@ async function run(): Promise<void> {
     await refreshHistory();
   }
 }
+
+/** The tokenizer file picked in the form for the run in progress (not kept anywhere). */
+let tokenizerFile: File | undefined;
 
 /**
  * One `bench()`: stored as `running` from the start, each record kept as it finishes, the
@@ -325,9 +330,10 @@ async function runOne(
   };
   try {
     await putRun(stored);
+    const tokenizer = tokenizerFile ? { tokenizer: tokenizerFile } : {};
     const pending = local
-      ? bench({ ...settings, api: 'local', url: undefined, model: undefined, engine: local, ...hooks })
-      : bench({ ...settings, api: settings.api as Exclude<typeof settings.api, 'local'>, apiKey, ...hooks });
+      ? bench({ ...settings, ...tokenizer, api: 'local', url: undefined, model: undefined, engine: local, ...hooks })
+      : bench({ ...settings, ...tokenizer, api: settings.api as Exclude<typeof settings.api, 'local'>, apiKey, ...hooks });
     await refreshHistory();
     const report = await pending;
     await saving;

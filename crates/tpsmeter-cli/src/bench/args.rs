@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
 use tpsmeter_core::synth::Lengths;
+use tpsmeter_core::workload::Workload;
 use tpsmeter_core::{Api, BenchOptions, CacheBust, Shard};
 
 use super::start_at::{self, StartAt};
@@ -88,9 +89,16 @@ pub struct BenchArgs {
     #[arg(long)]
     pub seed: Option<u64>,
 
-    /// Maximum output tokens per request.
-    #[arg(long, default_value_t = 256)]
-    pub max_tokens: u32,
+    /// Maximum output tokens per request [default: 256, or the workload's].
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+
+    /// A named workload: chat (128 in / 256 out), rag-1k (1,000 / 256), long-10k
+    /// (10,000 / 256; Artificial Analysis's input sizes), llmperf (550±150 / 150, LLMPerf's
+    /// defaults). Sets the input size (synthesised; exact with --tokenizer) and the output
+    /// cap (an explicit --max-tokens wins); the report records it.
+    #[arg(long, value_name = "NAME", value_parser = parse_workload)]
+    pub workload: Option<Workload>,
 
     /// Prompt text.
     #[arg(long)]
@@ -121,7 +129,7 @@ pub struct BenchArgs {
     /// reference answer (~4 characters a token), is that request's output cap. Entries are
     /// drawn without replacement, in a fresh shuffle each time round the file, the same for
     /// the same --seed. A malformed entry is an error naming its line. See docs/datasets.md.
-    #[arg(long, value_name = "F", conflicts_with = "shared_prefix")]
+    #[arg(long, value_name = "F", conflicts_with_all = ["shared_prefix", "workload"])]
     pub dataset: Option<PathBuf>,
 
     /// `prefix` (default): each request's prompt starts with a mark of its own
@@ -210,6 +218,10 @@ fn parse_lengths(s: &str) -> Result<Lengths, String> {
     Lengths::parse(s).map_err(|e| e.to_string())
 }
 
+fn parse_workload(name: &str) -> Result<Workload, String> {
+    Workload::parse(name).map_err(|e| e.to_string())
+}
+
 fn parse_cache_bust(mode: &str) -> Result<CacheBust, String> {
     CacheBust::parse(mode).map_err(|e| e.to_string())
 }
@@ -232,10 +244,11 @@ fn parse_api(name: &str) -> Result<Api, String> {
 }
 
 impl BenchArgs {
-    /// The run's settings in the form the core shares with the browser. The prompt text
-    /// is not read here (`--prompt-file` is the CLI's own); see `setup`.
-    pub fn options(&self) -> BenchOptions {
-        BenchOptions {
+    /// The run's settings in the form the core shares with the browser, the workload
+    /// applied. The prompt text is not read here (`--prompt-file` is the CLI's own); see
+    /// `setup`.
+    pub fn options(&self) -> anyhow::Result<BenchOptions> {
+        let mut options = BenchOptions {
             api: self.api,
             url: self.url.clone(),
             model: self.model.clone(),
@@ -245,7 +258,9 @@ impl BenchArgs {
             requests: self.requests,
             duration_s: self.duration,
             seed: self.seed,
-            max_tokens: self.max_tokens,
+            max_tokens: self
+                .max_tokens
+                .unwrap_or(BenchOptions::default().max_tokens),
             prompt: self.prompt.clone(),
             input_tokens: self.input_tokens.map(|l| l.mean),
             input_tokens_stdev: self.input_tokens.map(|l| l.stdev).filter(|&sd| sd > 0),
@@ -259,12 +274,18 @@ impl BenchArgs {
             timeout_s: self.timeout,
             idle_timeout_s: self.idle_timeout,
             slo: self.slo.clone(),
+            workload: self.workload,
+        };
+        if self.workload.is_some() && self.prompt_file.is_some() {
+            anyhow::bail!("--workload sets the input itself: give a workload or --prompt-file");
         }
+        options.apply_workload(self.max_tokens.is_some())?;
+        Ok(options)
     }
 
     /// Checks every value (the core's rules, shared with the browser).
     pub fn validate(&self) -> anyhow::Result<()> {
-        self.options().validate()?;
+        self.options()?.validate()?;
         Ok(())
     }
 
@@ -329,6 +350,7 @@ mod tests {
             &["--prompt", "a"][..],
             &["--input-tokens", "4"],
             &["--shared-prefix", "3"],
+            &["--workload", "chat"],
         ] {
             let mut a = vec!["--dataset", "d.jsonl"];
             a.extend_from_slice(other);
@@ -343,7 +365,7 @@ mod tests {
 
     #[test]
     fn default_request_count_scales_with_concurrency() {
-        let o = parse(&[]).unwrap().options();
+        let o = parse(&[]).unwrap().options().unwrap();
         assert_eq!(
             o.stop_condition(LoadLevel::Concurrency(1)),
             StopCondition::Requests(8)
@@ -373,7 +395,7 @@ mod tests {
         assert!(parse(&["--max-concurrency", "2"]).is_err());
         let a = parse(&["--rate", "0.5,2"]).unwrap();
         assert_eq!(
-            a.options().levels(),
+            a.options().unwrap().levels(),
             vec![LoadLevel::Rate(0.5), LoadLevel::Rate(2.0)]
         );
         assert!(parse(&["--requests", "0"]).unwrap().validate().is_err());

@@ -30,7 +30,7 @@ pub struct Setup {
 impl Setup {
     /// Validates `args`, reads the prompt and the key, builds the request.
     pub fn from_args(args: &BenchArgs) -> anyhow::Result<Setup> {
-        let mut options = args.options();
+        let mut options = args.options()?;
         options.validate()?;
         let slo = options.slo()?;
         let api_key = match &args.api_key_env {

@@ -244,7 +244,9 @@ impl Draw {
         shard: Option<Shard>,
         random: u64,
     ) -> Result<Draw> {
+        // The workload first: it sets the input tokens itself.
         let conflict = [
+            ("workload", options.workload.is_some()),
             ("prompt", options.prompt.is_some()),
             ("input tokens", options.input_tokens.is_some()),
             ("shared prefix", options.shared_prefix.is_some()),

@@ -480,6 +480,14 @@ fn a_dataset_refuses_options_that_make_prompts() {
             },
             "shared prefix",
         ),
+        (
+            BenchOptions {
+                workload: Some(crate::workload::Workload::Chat),
+                input_tokens: Some(128),
+                ..options(None)
+            },
+            "workload",
+        ),
     ] {
         let plan = PromptPlan::new(&o, None, 0, None).unwrap();
         let e = plan.with_dataset(d(), &o, None).unwrap_err().to_string();

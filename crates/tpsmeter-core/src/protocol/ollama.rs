@@ -165,6 +165,7 @@ impl Adapter for Ollama {
                 server_prefill_ms: line
                     .prompt_eval_duration
                     .map(|ns| ns as f64 / NANOS_PER_MILLI),
+                cached_input_tokens: None,
             }));
             let reason = match line.done_reason.as_deref() {
                 None | Some("stop") => FinishReason::Stop,

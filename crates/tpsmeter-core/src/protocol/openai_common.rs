@@ -121,6 +121,8 @@ pub(super) struct OpenaiUsage {
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
     pub completion_tokens_details: Option<CompletionDetails>,
+    /// `prompt_tokens_details.cached_tokens`.
+    pub cached_tokens: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -131,6 +133,7 @@ pub(super) struct CompletionDetails {
 #[derive(Debug)]
 pub(super) struct Timings {
     pub prompt_n: Option<u64>,
+    pub cache_n: Option<u64>,
     pub prompt_ms: Option<f64>,
     pub predicted_n: Option<u64>,
     pub predicted_ms: Option<f64>,
@@ -158,6 +161,9 @@ const KEYS: Keys = Keys {
         "completion_tokens",
         "completion_tokens_details",
         "reasoning_tokens",
+        "prompt_tokens_details",
+        "cached_tokens",
+        "cache_n",
         "prompt_n",
         "prompt_ms",
         "predicted_n",
@@ -232,6 +238,10 @@ impl OpenaiUsage {
                     })
                 })
                 .transpose()?,
+            cached_tokens: object(&mut f, "prompt_tokens_details")?
+                .map(|mut f| count(&mut f, "cached_tokens"))
+                .transpose()?
+                .flatten(),
         })
     }
 }
@@ -240,6 +250,7 @@ impl Timings {
     fn decode(mut f: Fields) -> Result<Timings, Shape> {
         Ok(Timings {
             prompt_n: count(&mut f, "prompt_n")?,
+            cache_n: count(&mut f, "cache_n")?,
             prompt_ms: number(&mut f, "prompt_ms")?,
             predicted_n: count(&mut f, "predicted_n")?,
             predicted_ms: number(&mut f, "predicted_ms")?,
@@ -324,7 +335,13 @@ pub(super) fn push_usage(chunk: &Chunk, out: &mut Vec<StreamEvent>) {
     let mut usage = Usage::default();
     if let Some(t) = &chunk.timings {
         // Server counts; the `usage` object, when present, takes precedence below.
-        usage.input_tokens = t.prompt_n;
+        // llama.cpp's `prompt_n` counts the tokens it evaluated, `cache_n` those it reused:
+        // the prompt is both.
+        usage.input_tokens = match (t.prompt_n, t.cache_n) {
+            (Some(p), Some(c)) => Some(p.saturating_add(c)),
+            (p, _) => p,
+        };
+        usage.cached_input_tokens = t.cache_n;
         usage.output_tokens = t.predicted_n;
         usage.server_prefill_ms = t.prompt_ms;
         usage.server_decode_ms = t.predicted_ms;
@@ -332,6 +349,7 @@ pub(super) fn push_usage(chunk: &Chunk, out: &mut Vec<StreamEvent>) {
     if let Some(u) = &chunk.usage {
         usage.merge(&Usage {
             input_tokens: u.prompt_tokens,
+            cached_input_tokens: u.cached_tokens,
             output_tokens: u.completion_tokens,
             reasoning_tokens: u
                 .completion_tokens_details

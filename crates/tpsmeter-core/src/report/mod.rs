@@ -219,6 +219,9 @@ pub struct RunConfig {
     /// Per-request timeout, seconds.
     pub timeout_s: Option<f64>,
     pub slo: Option<Slo>,
+    /// The named workload the run used (`--workload`), which set its input and output sizes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<crate::workload::Workload>,
 }
 
 /// Where the run happened. Filled by the caller (this crate does no I/O).
