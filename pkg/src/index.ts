@@ -7,6 +7,7 @@
 export { bench } from './bench/run.js';
 export type { BenchOptions, FindMaxLimits, LocalBenchOptions, Progress, RemoteBenchOptions, RunHooks, RunSettings } from './bench/options.js';
 export type { BenchChatRequest, BenchEngine } from './bench/local.js';
+export type { DatasetInput } from './bench/dataset.js';
 export type { RenderCallback, RenderInfo, RenderTarget } from './paint.js';
 export type {
   Api,

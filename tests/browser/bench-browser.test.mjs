@@ -3,8 +3,12 @@
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import test from 'node:test';
 import { asset } from './support/env.mjs';
 import { assertClean } from './support/browser.mjs';
@@ -17,9 +21,10 @@ const median = (xs) => {
 
 /**
  * A chat server that answers every request with one token and keeps each request's body
- * (CORS open, so a page of another origin can call it).
+ * (CORS open, so a page of another origin can call it); `GET /dataset.json` answers
+ * `dataset`.
  */
-async function captureServer() {
+async function captureServer(dataset = '') {
   const bodies = [];
   const server = http.createServer((req, res) => {
     const cors = {
@@ -29,6 +34,7 @@ async function captureServer() {
       'cross-origin-resource-policy': 'cross-origin',
     };
     if (req.method === 'OPTIONS') return res.writeHead(204, cors).end();
+    if (req.method === 'GET' && req.url === '/dataset.json') return res.writeHead(200, { ...cors, 'content-type': 'application/json' }).end(dataset);
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
@@ -387,6 +393,59 @@ test('bench() in the browser', async (t) => {
       [0, 1, 2].map((n) => `[run ${id} #${n}] Hello there`),
     );
     assert.equal(report.config.cache_bust, 'prefix');
+  });
+
+  await t.test("with a dataset, bench() sends the CLI's request bodies for the same seed", async (st) => {
+    const cli = asset(st, 'TPSMETER_CLI_BIN');
+    if (!cli) return;
+    // 30 ShareGPT-style conversations: some with a system turn, answers of many lengths
+    // (each request's max_tokens), a non-ASCII prompt; 12 requests draw 12 of them.
+    const conversations = Array.from({ length: 30 }, (_, i) => ({
+      id: `c${i}`,
+      conversations: [
+        ...(i % 4 === 0 ? [{ from: 'system', value: `System ${i}` }] : []),
+        { from: 'human', value: `Question ${i}: ¿qué? ${'word '.repeat(i)}` },
+        { from: 'gpt', value: 'x'.repeat(10 + 13 * i) },
+      ],
+    }));
+    const text = JSON.stringify(conversations, null, 1);
+    const capture = await captureServer(text);
+    st.after(() => capture.close());
+    const dir = mkdtempSync(path.join(tmpdir(), 'tpsmeter-dataset-'));
+    st.after(() => rmSync(dir, { recursive: true, force: true }));
+    const file = path.join(dir, 'sharegpt.json');
+    writeFileSync(file, text);
+    const opts = { api: 'openai-chat', url: capture.url, model: 'm', dataset: { url: `${capture.url}/dataset.json` }, seed: 9, requests: 12, maxTokens: 8 };
+    const report = await page.evaluate(async (o) => {
+      const { bench } = await import('/tpsmeter/dist/index.js');
+      return bench(o);
+    }, opts);
+    assert.deepEqual(errorClasses(report), Array(12).fill('ok'));
+    const fromPage = capture.take();
+    const json = path.join(dir, 'cli.json');
+    await promisify(execFile)(cli, ['bench', '--quiet', '--api', 'openai-chat', '--url', capture.url, '--model', 'm', '--dataset', file, '--seed', '9', '--requests', '12', '--max-tokens', '8', '--json', json]);
+    const fromCli = capture.take();
+    assert.deepEqual(fromPage, fromCli, 'byte for byte');
+    const id = report.config.prompt_run_id;
+    const sent = fromPage.map((b) => JSON.parse(b));
+    // Each request its own mark before its conversation's first human turn, 12 different ones.
+    const humans = sent.map((b, n) => {
+      const user = b.messages.find((m) => m.role === 'user').content;
+      assert.ok(user.startsWith(`[run ${id} #${n}] Question `), user);
+      return user.slice(user.indexOf('] ') + 2);
+    });
+    assert.equal(new Set(humans).size, 12);
+    // The report names the dataset and its SHA-256, the same from both (the name as given).
+    const cliReport = JSON.parse(readFileSync(json, 'utf8'));
+    const sha256 = createHash('sha256').update(text).digest('hex');
+    assert.deepEqual(report.config.prompt, { kind: 'dataset', name: `${capture.url}/dataset.json`, sha256, bytes: Buffer.byteLength(text), format: 'json', entries: 30, skipped: 0 });
+    assert.deepEqual(cliReport.config.prompt, { ...report.config.prompt, name: file });
+    // A malformed entry rejects the run, naming its line and field.
+    const error = await page.evaluate(async (o) => {
+      const { bench } = await import('/tpsmeter/dist/index.js');
+      return bench(o).then(() => 'resolved', (e) => String(e));
+    }, { ...opts, dataset: { name: 'bad.jsonl', text: '{"prompt": "a"}\n{"prompt": 3}\n' } });
+    assert.match(error, /dataset line 2, field `prompt`: must be a string/);
   });
 
   await assertClean(page);

@@ -4,6 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -244,6 +245,15 @@ test('a sweep of synthetic input lengths runs one benchmark per length and compa
     return runs.map((run) => run.report.config.prompt).sort((a, b) => a.input_tokens - b.input_tokens);
   });
   assert.deepEqual(prompts.map((p) => [p.kind, p.input_tokens]), [['synthetic', 64], ['synthetic', 512]]);
+
+  // A dataset file picked in the form: its entries are the prompts, read in the tab, and the
+  // results name the file and its SHA-256.
+  const dataset = '{"prompt": "Tell me about rivers."}\n{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}\n';
+  await page.getByLabel('A dataset (JSON Lines or ShareGPT JSON)').check();
+  await page.locator('#f-dataset-file').setInputFiles({ name: 'mine.jsonl', mimeType: 'application/json', buffer: Buffer.from(dataset) });
+  await runAndWait(page);
+  const sha256 = createHash('sha256').update(dataset).digest('hex');
+  assert.equal(await page.locator('#dataset').innerText(), `Dataset mine.jsonl: 2 entries (jsonl), SHA-256 ${sha256}`);
   assertNoConsoleErrors(page);
   await assertClean(page);
 });

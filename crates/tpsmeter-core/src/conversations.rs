@@ -64,12 +64,13 @@ impl Conversations {
     }
 
     /// The messages `ticket` sends and its place in its conversation. `first` makes a new
-    /// conversation's first user message (given the conversation id), `follow_up` a later
-    /// turn's (given the conversation id and the turn, from 2).
+    /// conversation's first messages (given the conversation id: a prompt, or a dataset
+    /// entry's turns), `follow_up` a later turn's user message (given the conversation id
+    /// and the turn, from 2).
     pub fn begin(
         &mut self,
         ticket: &Ticket,
-        first: impl FnOnce(u64) -> crate::Result<String>,
+        first: impl FnOnce(u64) -> crate::Result<Vec<Message>>,
         follow_up: impl FnOnce(u64, u32) -> String,
     ) -> crate::Result<(Vec<Message>, Turn)> {
         let phase = (ticket.level_index, ticket.warmup);
@@ -84,7 +85,7 @@ impl Conversations {
             }
             None => Conversation {
                 id: ticket.id,
-                messages: vec![Message::user(first(ticket.id)?)],
+                messages: first(ticket.id)?,
                 turns: 0,
             },
         };
@@ -141,7 +142,7 @@ mod tests {
     fn begin(c: &mut Conversations, t: &Ticket) -> (Vec<Message>, Turn) {
         c.begin(
             t,
-            |id| Ok(format!("first of {id}")),
+            |id| Ok(vec![Message::user(format!("first of {id}"))]),
             |id, n| format!("turn {n} of {id}"),
         )
         .unwrap()

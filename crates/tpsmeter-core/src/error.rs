@@ -70,6 +70,38 @@ pub enum CoreError {
     /// A report written with a schema version this build does not read.
     #[error("report schema version {found} is not supported (this build reads {supported})")]
     UnsupportedSchemaVersion { found: u64, supported: u32 },
+    /// A dataset (`--dataset`) that cannot be used: malformed, or past one of its caps.
+    /// `line` (from 1) and `entry` (from 1, of a JSON array) say where, `field` which value.
+    #[error("dataset{}: {reason}", dataset_place(*line, *entry, field.as_deref()))]
+    InvalidDataset {
+        line: Option<u64>,
+        entry: Option<u64>,
+        field: Option<String>,
+        reason: String,
+    },
+}
+
+/// ` line 12, field `messages[1].role`` and the like: where in a dataset a fault is.
+fn dataset_place(line: Option<u64>, entry: Option<u64>, field: Option<&str>) -> String {
+    let mut out = String::new();
+    if let Some(l) = line {
+        out.push_str(&format!(" line {l}"));
+    }
+    if let Some(e) = entry {
+        out.push_str(&format!(
+            "{} entry {e}",
+            if line.is_some() { "," } else { "" }
+        ));
+    }
+    if let Some(f) = field {
+        let sep = if line.is_some() || entry.is_some() {
+            ","
+        } else {
+            ""
+        };
+        out.push_str(&format!("{sep} field `{f}`"));
+    }
+    out
 }
 
 /// `0, 1, 2`, at most the first 10 and a count of the rest: a missing-shard list of a

@@ -16,6 +16,7 @@
 pub mod api;
 pub mod cap;
 pub mod conversations;
+pub mod dataset;
 pub mod decode;
 pub mod drive;
 pub mod error;

@@ -30,6 +30,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::dataset::{Dataset, Draw};
 use crate::error::{CoreError, Result};
 use crate::options::BenchOptions;
 use crate::prompt;
@@ -73,6 +74,8 @@ pub struct RequestInput {
     pub messages: Vec<Message>,
     /// The request's own output cap (a dataset's), instead of the run's `max_tokens`.
     pub max_tokens: Option<u32>,
+    /// The request's own system text (a dataset entry's), instead of the run's `system`.
+    pub system: Option<String>,
 }
 
 /// The prompts of one run (or one shard of it).
@@ -87,6 +90,8 @@ pub struct PromptPlan {
     run_id: u32,
     /// Seeds the draws of request lengths (`--input-tokens MEAN:STDEV`).
     seed: u64,
+    /// Each request's messages drawn from a dataset instead (see [`crate::dataset`]).
+    dataset: Option<Draw>,
 }
 
 /// What follows the mark.
@@ -153,9 +158,29 @@ impl PromptPlan {
             text,
             run_id: (seed >> 32) as u32,
             seed,
+            dataset: None,
         };
         plan.check_room(counter)?;
         Ok(plan)
+    }
+
+    /// This plan with each request's messages, system text and output cap drawn from
+    /// `dataset` (the mark, when prompts are marked, still starts the first user message).
+    /// `options` and `shard` as given to [`PromptPlan::new`].
+    pub fn with_dataset(
+        mut self,
+        dataset: Dataset,
+        options: &BenchOptions,
+        shard: Option<Shard>,
+    ) -> Result<PromptPlan> {
+        let draw = Draw::new(dataset, options, shard, u64::from(self.run_id))?;
+        self.dataset = Some(draw);
+        Ok(self)
+    }
+
+    /// The dataset requests are drawn from, when the run has one.
+    pub fn dataset(&self) -> Option<&Dataset> {
+        self.dataset.as_ref().map(Draw::dataset)
     }
 
     /// With a tokenizer, a synthesised prompt must have room for its shared prefix and mark:
@@ -248,9 +273,14 @@ impl PromptPlan {
 
     /// What request `index` sends: its prompt as one user message.
     pub fn input(&self, index: u64, counter: Option<&dyn TokenCounter>) -> Result<RequestInput> {
+        if let Some(draw) = &self.dataset {
+            let mark = (self.bust == CacheBust::Prefix).then(|| self.mark(index));
+            return Ok(draw.input(index, mark.as_deref()));
+        }
         Ok(RequestInput {
             messages: vec![Message::user(self.prompt(index, counter)?)],
             max_tokens: None,
+            system: None,
         })
     }
 
@@ -260,7 +290,7 @@ impl PromptPlan {
             Text::Fixed(_) => true,
             Text::Synth { lengths, .. } => lengths.stdev == 0,
         };
-        self.bust == CacheBust::Off && same_length
+        self.bust == CacheBust::Off && same_length && self.dataset.is_none()
     }
 
     /// The mark of request `index` (see the module docs).
@@ -307,7 +337,7 @@ pub(crate) fn check_shared_prefix(options: &BenchOptions) -> Result<()> {
 }
 
 /// SplitMix64's finaliser: spreads a seed's bits over the whole word.
-fn mix(mut z: u64) -> u64 {
+pub(crate) fn mix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

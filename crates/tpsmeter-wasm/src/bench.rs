@@ -87,6 +87,8 @@ impl BenchRun {
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue, count: Option<js_sys::Function>) -> Result<BenchRun, JsError> {
         let (options, api_key) = split_key(options)?;
+        // `dataset` (the package has read it: `{ name, bytes }`) is no option of the core's.
+        let dataset = crate::dataset::take(&options)?;
         let max_tokens_given = js_sys::Reflect::get(&options, &JsValue::from_str("maxTokens"))
             .is_ok_and(|v| !v.is_undefined());
         let mut options: BenchOptions = from_js(options, "invalid options")?;
@@ -111,8 +113,13 @@ impl BenchRun {
                 .unwrap_or_else(|| "tokenizer".into());
             Rc::new(JsCounter::new(f, name)) as Rc<dyn TokenCounter>
         });
-        let prompts = PromptPlan::new(&options, None, entropy, counter.as_deref())
+        let mut prompts = PromptPlan::new(&options, None, entropy, counter.as_deref())
             .map_err(|e| JsError::new(&e.to_string()))?;
+        if let Some(dataset) = dataset {
+            prompts = prompts
+                .with_dataset(dataset, &options, None)
+                .map_err(|e| JsError::new(&e.to_string()))?;
+        }
         let prompt_chars = spec.prompt_text().chars().count() as u64;
         let plan = RequestPlan::new(spec, prompts, counter, true)
             .map_err(|e| JsError::new(&e.to_string()))?
@@ -331,7 +338,10 @@ impl BenchRun {
             "http_versions".into(),
             self.driver.http_versions().join(","),
         );
-        let prompt = self.options.prompt_source(self.prompt_chars);
+        let prompt = match self.plan.prompts().dataset() {
+            Some(dataset) => dataset.prompt_source(),
+            None => self.options.prompt_source(self.prompt_chars),
+        };
         let config = self
             .options
             .run_config(prompt, self.plan.prompts())

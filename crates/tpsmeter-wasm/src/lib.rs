@@ -16,6 +16,8 @@ mod bench;
 mod convert;
 #[cfg(feature = "bench")]
 mod counter;
+#[cfg(feature = "bench")]
+mod dataset;
 #[cfg(feature = "gpu")]
 mod engine;
 mod exchange;

@@ -3,6 +3,7 @@
 
 import type { RenderTarget } from '../paint.js';
 import type { Api, RequestRecord } from '../types.js';
+import type { DatasetInput } from './dataset.js';
 import type { BenchEngine } from './local.js';
 import { tokenizerName, type TokenizerSource } from './tokenizer.js';
 import { levelList, validate } from './validate.js';
@@ -79,6 +80,7 @@ export interface RunSettings {
    * overflow a server's listen backlog. Counts inside `durationS`. Not with `rate`.
    */
   rampUpS?: number;
+  /**
    * Search for the highest load that meets `slo` instead of running listed levels: from the
    * one `concurrency` (default 1) or `rate` given, double until a level misses the SLO or
    * goodput stops rising, then bisect (the CLI's `--find-max`; the rule is in docs/metrics.md,
@@ -86,6 +88,19 @@ export interface RunSettings {
    * highest load that met the SLO and why the search stopped. Needs `slo`.
    */
   findMax?: boolean | FindMaxLimits;
+  /**
+   * Draw each request's messages from a dataset instead of one prompt: JSON Lines with a
+   * `prompt` or an OpenAI `messages` array per line (and optionally `max_tokens` or
+   * `output_tokens`), or ShareGPT's JSON (an array of `conversations`: the first human turn
+   * is sent, the first gpt answer's length is the output cap). A `File` or `Blob` (a file
+   * the user picked), `{ url }` (fetched by the page: the URL must allow it through CORS
+   * and the page's CSP), or `{ name, text }` / `{ name, bytes }`. Entries are drawn without
+   * replacement, in a fresh shuffle each time round, the same for the same `seed` (and the
+   * same as the CLI's `--dataset`). The report names it with its SHA-256. A malformed entry
+   * rejects the run with its line. Not with `prompt`, `inputTokens`, `sharedPrefix` or
+   * `workload`.
+   */
+  dataset?: DatasetInput;
 }
 
 /** The limits of a `findMax` search; each left out takes its default. */

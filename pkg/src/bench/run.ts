@@ -8,6 +8,7 @@
 import { loadWasm } from '../raw.js';
 import { RequestPainter } from '../paint.js';
 import type { Action, RecordExtras, Report, RequestRecord } from '../types.js';
+import { loadDataset } from './dataset.js';
 import { browserEnvironment } from './environment.js';
 import {
   DEFAULT_IDLE_TIMEOUT_S,
@@ -33,10 +34,13 @@ import { runWarnings } from './warnings.js';
 export async function bench(options: BenchOptions): Promise<Report> {
   const raw = await loadWasm();
   const settings = runSettings(options);
+  // A dataset is read (or fetched) here and parsed by the wasm, which gets its bytes.
+  const { dataset, ...rest } = settings;
+  const withDataset = dataset === undefined ? rest : { ...rest, dataset: await loadDataset(dataset, options.signal) };
   const tokenizer = options.tokenizer === undefined ? undefined : await loadTokenizer(options.tokenizer, options.signal);
   let run: InstanceType<typeof raw.BenchRun>;
   try {
-    run = new raw.BenchRun(settings, tokenizer?.count);
+    run = new raw.BenchRun(withDataset, tokenizer?.count);
   } catch (e) {
     tokenizer?.free();
     throw e;

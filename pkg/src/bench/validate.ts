@@ -5,6 +5,7 @@
 // floating point `-5.0`, expected u32") or, for an unknown name, run without it.
 
 import type { Api } from '../types.js';
+import { isDatasetInput } from './dataset.js';
 
 /** The streaming APIs `bench()` speaks, as documented (`local` needs `engine`). */
 export const APIS: readonly Api[] = [
@@ -22,7 +23,7 @@ export const APIS: readonly Api[] = [
 /** The named workloads (the core's `Workload`). */
 export const WORKLOADS = ['chat', 'rag-1k', 'long-10k', 'llmperf'] as const;
 
-type Kind = 'string' | 'boolean' | 'count' | 'positiveInt' | 'positive' | 'nonNegative' | 'levels' | 'rates' | 'api' | 'hook' | 'object' | 'render' | 'cacheBust' | 'tokenizer' | 'workload' | 'findMax';
+type Kind = 'string' | 'boolean' | 'count' | 'positiveInt' | 'positive' | 'nonNegative' | 'levels' | 'rates' | 'api' | 'hook' | 'object' | 'render' | 'cacheBust' | 'tokenizer' | 'workload' | 'findMax' | 'dataset';
 
 /** Every option `bench()` takes, and what its value must be. */
 const OPTIONS: Record<string, Kind> = {
@@ -60,6 +61,7 @@ const OPTIONS: Record<string, Kind> = {
   worker: 'boolean',
   engine: 'object',
   rampUpS: 'nonNegative',
+  dataset: 'dataset',
 };
 
 const EXPECTED: Record<Kind, string> = {
@@ -79,6 +81,7 @@ const EXPECTED: Record<Kind, string> = {
   tokenizer: 'a URL, a Hugging Face model id, a File/Blob or bytes (ArrayBuffer, Uint8Array)',
   workload: `one of ${WORKLOADS.map((w) => `'${w}'`).join(', ')}`,
   findMax: 'true, false or { maxLoad?, maxLevels?, minGainPct?, attainmentPct? } (numbers)',
+  dataset: 'a File or Blob, { url }, { name, text } or { name, bytes }',
 };
 
 /** The limits a `findMax` object may set, and what each takes. */
@@ -149,6 +152,8 @@ function fits(kind: Kind, v: unknown): boolean {
         typeof v === 'boolean' ||
         (typeof v === 'object' && v !== null && !Array.isArray(v) && Object.entries(v).every(([k, x]) => x === undefined || FIND_MAX_LIMITS[k]?.(x) === true))
       );
+    case 'dataset':
+      return isDatasetInput(v);
   }
 }
 
@@ -257,6 +262,10 @@ export function validate(options: Record<string, unknown>): Record<string, unkno
         throw new TypeError(`bench(): option \`findMax\` chooses the levels itself: give one \`${name}\` to start from, not a list`);
       }
     }
+  }
+  if (options.dataset !== undefined) {
+    const other = ['prompt', 'inputTokens', 'sharedPrefix', 'workload'].find((name) => options[name] !== undefined);
+    if (other) throw new TypeError(`bench(): options \`dataset\` and \`${other}\` conflict: a dataset gives each request its messages; give one`);
   }
   const out = { ...options };
   for (const name of ['concurrency', 'rate'] as const) {

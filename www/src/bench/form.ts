@@ -3,14 +3,14 @@
 // from the demo page, or any field name) prefill it, and never start a run by themselves: a
 // link must not make a browser spend its owner's remembered key.
 
-import type { Api, RunSettings } from 'tpsmeter';
+import type { Api, DatasetInput, RunSettings } from 'tpsmeter';
 import { el } from '../common/dom';
 import { originOf } from '../common/csp';
 import { MODEL_PRESETS } from '../common/models';
 import { CUSTOM_PRESET, LOCAL_PRESET, PRESETS, PROMPT_SET, SAME_ORIGIN_PRESET, preset } from '../common/presets';
 
 const SETTINGS_KEY = 'tpsmeter.bench.settings';
-const DEFAULTS_KINDS = { set: 1, text: 1, synthetic: 1, workload: 1 };
+const DEFAULTS_KINDS = { set: 1, text: 1, synthetic: 1, workload: 1, dataset: 1 };
 
 /** The named workloads (the core's `Workload`), as the page offers them. */
 const WORKLOADS = [
@@ -49,7 +49,7 @@ export interface FormState {
   model: string;
   /** Local engine: the GGUF URL. */
   modelUrl: string;
-  promptKind: 'set' | 'text' | 'synthetic' | 'workload';
+  promptKind: 'set' | 'text' | 'synthetic' | 'workload' | 'dataset';
   /** The named workload, when `promptKind` is `workload`. */
   workload: string;
   /** The id of a prompt of PROMPT_SET. */
@@ -77,6 +77,8 @@ export interface FormState {
   rampUpS: number;
   /** Search for the highest concurrency that meets the SLO (`findMax`), from the first level. */
   findMax: boolean;
+  /** A dataset's URL, used when no file is picked (a picked file is not kept over a reload). */
+  datasetUrl: string;
 }
 
 export const DEFAULTS: FormState = {
@@ -103,6 +105,7 @@ export const DEFAULTS: FormState = {
   turns: 1,
   rampUpS: 0,
   findMax: false,
+  datasetUrl: '',
 };
 
 function field(label: string, control: HTMLElement, hint?: string, id?: string): HTMLElement {
@@ -123,6 +126,9 @@ export class RunForm {
   readonly promptSynthetic = el('input', { type: 'radio', name: 'promptKind', value: 'synthetic', id: 'f-prompt-synth' });
   readonly promptWorkload = el('input', { type: 'radio', name: 'promptKind', value: 'workload', id: 'f-prompt-workload' });
   readonly workload = el('select', { name: 'workload', id: 'f-workload' });
+  readonly promptDataset = el('input', { type: 'radio', name: 'promptKind', value: 'dataset', id: 'f-prompt-dataset' });
+  readonly datasetFile = el('input', { type: 'file', id: 'f-dataset-file', accept: '.json,.jsonl,.ndjson,application/json' });
+  readonly datasetUrl = el('input', { name: 'datasetUrl', id: 'f-dataset-url', type: 'url', inputmode: 'url', spellcheck: 'false', placeholder: 'https://…/sharegpt.json' });
   readonly promptSet = el('select', { name: 'promptSet', id: 'f-prompt-set-id' });
   readonly prompt = el('textarea', { name: 'prompt', id: 'f-prompt', rows: 3 });
   readonly inputLengths = el('input', { name: 'inputLengths', id: 'f-input-lengths', inputmode: 'numeric', spellcheck: 'false' });
@@ -174,6 +180,7 @@ export class RunForm {
       el('label', { class: 'check' }, this.promptText, 'My own prompt'),
       el('label', { class: 'check' }, this.promptSynthetic, 'Synthetic inputs of given lengths'),
       el('label', { class: 'check' }, this.promptWorkload, 'A named workload (input and output sizes of published benchmarks)'),
+      el('label', { class: 'check' }, this.promptDataset, 'A dataset (JSON Lines or ShareGPT JSON)'),
     );
     form.append(
       el('div', { class: 'grid' }, field('Provider', this.preset), ...this.remoteFields, ...this.localFields),
@@ -188,6 +195,8 @@ export class RunForm {
         field('Input lengths (tokens)', this.inputLengths, 'Comma-separated, e.g. 128,1024,4096: one run each, compared when done (TTFT grows with the prompt).', 'input-lengths-field'),
         field('Input length spread (tokens, optional)', this.inputStdev, 'Standard deviation: each request draws its length around the run\'s (0: all the same).', 'input-stdev-field'),
         field('Tokenizer (optional)', el('span', { class: 'row' }, this.tokenizer, this.tokenizerFile), 'The model\'s tokenizer.json or GGUF (URL, file, or Hugging Face model id): input lengths become exact, and answers without usage are counted. Loads ~1 MB of wasm.', 'tokenizer-field'),
+        field('Dataset file', this.datasetFile, 'One entry per line ({"prompt": …} or {"messages": […]}), or ShareGPT\'s JSON: each request draws one, without replacement; read in this tab, never uploaded.', 'dataset-file-field'),
+        field('…or the dataset\'s URL', this.datasetUrl, 'Fetched by this page when no file is picked (the server must allow it through CORS).', 'dataset-url-field'),
       ),
       el(
         'div',
@@ -220,6 +229,7 @@ export class RunForm {
     this.promptSynthetic.addEventListener('change', () => this.syncPromptKind());
     this.promptWorkload.addEventListener('change', () => this.syncPromptKind());
     for (const w of WORKLOADS) this.workload.append(el('option', { value: w.id, text: w.label }));
+    this.promptDataset.addEventListener('change', () => this.syncPromptKind());
     // A key typed for one server never follows the URL to another.
     this.url.addEventListener('input', () => {
       if (originOf(this.url.value.trim()) !== this.keyOrigin) this.restoreKey();
@@ -255,6 +265,13 @@ export class RunForm {
     document.getElementById('input-lengths-field')!.hidden = !this.promptSynthetic.checked;
     document.getElementById('input-stdev-field')!.hidden = !this.promptSynthetic.checked;
     document.getElementById('workload-field')!.hidden = !this.promptWorkload.checked;
+    document.getElementById('dataset-file-field')!.hidden = !this.promptDataset.checked;
+    document.getElementById('dataset-url-field')!.hidden = !this.promptDataset.checked;
+  }
+
+  /** The dataset file picked, if any. */
+  pickedDataset(): File | undefined {
+    return this.datasetFile.files?.[0];
   }
 
   state(): FormState {
@@ -264,7 +281,7 @@ export class RunForm {
       url: this.url.value.trim(),
       model: this.model.value.trim(),
       modelUrl: this.modelUrl.value.trim(),
-      promptKind: this.promptWorkload.checked ? 'workload' : this.promptSynthetic.checked ? 'synthetic' : this.promptText.checked ? 'text' : 'set',
+      promptKind: this.promptDataset.checked ? 'dataset' : this.promptWorkload.checked ? 'workload' : this.promptSynthetic.checked ? 'synthetic' : this.promptText.checked ? 'text' : 'set',
       workload: this.workload.value,
       promptSet: this.promptSet.value,
       prompt: this.prompt.value,
@@ -282,6 +299,7 @@ export class RunForm {
       turns: Number.isFinite(this.turns.valueAsNumber) ? this.turns.valueAsNumber : 1,
       rampUpS: Number.isFinite(this.rampUp.valueAsNumber) ? this.rampUp.valueAsNumber : 0,
       findMax: this.findMax.checked,
+      datasetUrl: this.datasetUrl.value.trim(),
     };
   }
 
@@ -329,7 +347,7 @@ export class RunForm {
     this.url.value = s.url;
     this.model.value = s.model;
     this.modelUrl.value = s.modelUrl;
-    ({ set: this.promptFromSet, text: this.promptText, synthetic: this.promptSynthetic, workload: this.promptWorkload })[s.promptKind in DEFAULTS_KINDS ? s.promptKind : 'set'].checked = true;
+    ({ set: this.promptFromSet, text: this.promptText, synthetic: this.promptSynthetic, workload: this.promptWorkload, dataset: this.promptDataset })[s.promptKind in DEFAULTS_KINDS ? s.promptKind : 'set'].checked = true;
     this.workload.value = WORKLOADS.some((w) => w.id === s.workload) ? s.workload : DEFAULTS.workload;
     this.promptSet.value = PROMPT_SET.some((p) => p.id === s.promptSet) ? s.promptSet : DEFAULTS.promptSet;
     this.prompt.value = s.prompt;
@@ -347,6 +365,7 @@ export class RunForm {
     this.turns.value = String(s.turns || 1);
     this.rampUp.value = String(s.rampUpS || 0);
     this.findMax.checked = s.findMax === true;
+    this.datasetUrl.value = typeof s.datasetUrl === 'string' ? s.datasetUrl : '';
     this.applyPreset(s.preset, false);
     this.syncPromptKind();
     if (p) fromQuery.unshift('preset');
@@ -385,8 +404,8 @@ export class RunForm {
   }
 }
 
-/** Problems with the form's state (empty: it can run). */
-export function validate(s: FormState): string[] {
+/** Problems with the form's state (empty: it can run); `file`: the dataset file picked. */
+export function validate(s: FormState, file?: File): string[] {
   const out: string[] = [];
   const local = s.preset === LOCAL_PRESET;
   if (!local) {
@@ -404,6 +423,8 @@ export function validate(s: FormState): string[] {
   if (!(Number.isInteger(s.inputStdev) && s.inputStdev >= 0 && s.inputStdev <= LIMITS.inputTokens)) out.push(`Input length spread must be 0 to ${LIMITS.inputTokens.toLocaleString('en-US')} tokens.`);
   if (!(s.rampUpS >= 0 && s.rampUpS <= LIMITS.rampUpS)) out.push(`Ramp-up must be 0 to ${LIMITS.rampUpS} seconds.`);
   if (s.findMax && !s.slo) out.push('Finding the knee needs service-level objectives: each level is judged by them (e.g. ttft=500ms,tpot=50ms).');
+  if (s.promptKind === 'dataset' && !file && !s.datasetUrl) out.push('Pick a dataset file or enter its URL.');
+  if (s.promptKind === 'dataset' && s.sharedPrefix > 0) out.push('A shared prefix does not go with a dataset: its entries are the prompts.');
   if (s.promptKind === 'synthetic' && !inputLengths(s.inputLengths)) out.push(`Input lengths must be whole numbers of tokens from 1 to ${LIMITS.inputTokens.toLocaleString('en-US')}, comma-separated (e.g. 128,1024), at most ${LIMITS.inputLengths}.`);
   return out;
 }
@@ -429,22 +450,26 @@ export function levels(text: string): number[] | undefined {
   return out.every((n) => Number.isInteger(n) && n >= 1 && n <= LIMITS.concurrency) ? out : undefined;
 }
 
+type Workload = NonNullable<RunSettings['workload']>;
+
+/** What a run's requests send: a prompt, synthetic text of a length, a named workload, or a dataset's entries. */
+type Input = { prompt: string } | { inputTokens: number } | { workload: Workload } | { dataset: DatasetInput };
+
 /**
  * The settings (no key) of each `bench()` the form asks for: one, or one per input length
- * of a synthetic-input sweep.
+ * of a synthetic-input sweep. `file`: the dataset file picked (else the dataset's URL).
  */
-export function settingsOf(s: FormState): Omit<RunSettings, 'apiKey'>[] {
+export function settingsOf(s: FormState, file?: File): Omit<RunSettings, 'apiKey'>[] {
   const prompts: Input[] =
     s.promptKind === 'workload'
       ? [{ workload: s.workload as Workload }]
       : s.promptKind === 'synthetic'
         ? (inputLengths(s.inputLengths) ?? []).map((n) => ({ inputTokens: n }))
-        : [{ prompt: s.promptKind === 'set' ? (PROMPT_SET.find((p) => p.id === s.promptSet) ?? PROMPT_SET[0]).text : s.prompt }];
+        : s.promptKind === 'dataset'
+          ? [{ dataset: file ?? { url: s.datasetUrl } }]
+          : [{ prompt: s.promptKind === 'set' ? (PROMPT_SET.find((p) => p.id === s.promptSet) ?? PROMPT_SET[0]).text : s.prompt }];
   return prompts.map((p) => oneRun(s, p));
 }
-
-type Workload = NonNullable<RunSettings['workload']>;
-type Input = { prompt: string } | { inputTokens: number } | { workload: Workload };
 
 function oneRun(s: FormState, prompt: Input): Omit<RunSettings, 'apiKey'> {
   // A search starts from the first level and sizes each level itself (4 × its concurrency).

@@ -188,34 +188,39 @@ async function localEngine(url: string, signal: AbortSignal): Promise<LocalEngin
 async function run(): Promise<void> {
   const s = form.state();
   form.notices.replaceChildren();
-  const problems = validate(s);
+  const file = s.promptKind === 'dataset' ? form.pickedDataset() : undefined;
+  const problems = validate(s, file);
   if (problems.length > 0) {
     form.notices.append(...problems.map((p) => notice(p, 'bad')));
     return;
   }
-  const target = s.preset === LOCAL_PRESET ? s.modelUrl : s.url;
-  if (!isAllowed(target)) {
-    const origin = originOf(target);
-    if (!origin) {
-      form.notices.append(notice(`${target} is not an http(s) URL.`, 'bad'));
+  // The API (or model) URL, and a dataset's URL when it is fetched.
+  const targets = [s.preset === LOCAL_PRESET ? s.modelUrl : s.url];
+  if (s.promptKind === 'dataset' && !file) targets.push(s.datasetUrl);
+  for (const target of targets) {
+    if (!isAllowed(target)) {
+      const origin = originOf(target);
+      if (!origin) {
+        form.notices.append(notice(`${target} is not an http(s) URL.`, 'bad'));
+        return;
+      }
+      const allow = el('button', { type: 'button', text: `Allow ${origin} and reload` });
+      allow.addEventListener('click', () => {
+        allowOrigin(origin);
+        form.save();
+        location.reload();
+      });
+      form.notices.append(
+        notice(
+          `This page only connects to the API origins of its presets, to servers on this computer (localhost), and to origins you approve on this device; its Content-Security-Policy blocks everything else, so the page cannot be made to send requests, with or without your key, to a server you did not choose. ${origin} is not on the list yet. Approving it adds it to the policy, which takes a reload (your settings are kept; the key is not).`,
+          'bad',
+          el('div', { class: 'row' }, allow),
+        ),
+      );
       return;
     }
-    const allow = el('button', { type: 'button', text: `Allow ${origin} and reload` });
-    allow.addEventListener('click', () => {
-      allowOrigin(origin);
-      form.save();
-      location.reload();
-    });
-    form.notices.append(
-      notice(
-        `This page only connects to the API origins of its presets, to servers on this computer (localhost), and to origins you approve on this device; its Content-Security-Policy blocks everything else, so the page cannot be made to send requests, with or without your key, to a server you did not choose. ${origin} is not on the list yet. Approving it adds it to the policy, which takes a reload (your settings are kept; the key is not).`,
-        'bad',
-        el('div', { class: 'row' }, allow),
-      ),
-    );
-    return;
   }
-  const runs = settingsOf(s);
+  const runs = settingsOf(s, file);
   // A tokenizer file picked for this page's session: used over the URL field, never stored.
   tokenizerFile = form.tokenizerFile.files?.[0];
   const apiKey = form.apiKey();
@@ -290,8 +295,9 @@ async function runOne(
     source: 'browser',
     status: 'running',
     // Stored without credentials (user:password@, key=... parameters); the report's own
-    // config, redacted by the package, replaces it when the run ends.
-    settings: { ...settings, url: redactUrl(settings.url), model, preset: presetId },
+    // config, redacted by the package, replaces it when the run ends. Without a dataset's
+    // bytes: the report names it (`config.prompt`).
+    settings: { ...settings, dataset: undefined, url: redactUrl(settings.url), model, preset: presetId },
   };
   let saving = Promise.resolve();
   let kept = 0;

@@ -358,6 +358,11 @@ export function renderRun(run: StoredRun, partial: RequestRecord[] = []): Result
       .filter(Boolean)
       .join(' · ');
     if (env) root.append(el('p', { class: 'hint', text: env }));
+    const p = report.config.prompt;
+    if (p.kind === 'dataset') {
+      const skipped = p.skipped ? `, ${num(p.skipped)} without a prompt left out` : '';
+      root.append(el('p', { class: 'hint', id: 'dataset', text: `Dataset ${short(p.name)}: ${num(p.entries)} entries (${short(p.format)}${skipped}), SHA-256 ${short(p.sha256)}` }));
+    }
     const w = warnings(report);
     if (w) root.append(w);
     const search = findMaxView(report);

@@ -13,7 +13,8 @@ use super::start_at::{self, StartAt};
 const AFTER_HELP: &str = "\
 Exit status:
   0    every SLO held (or none was given); with --find-max, some load met the SLO
-  1    usage or set-up error (bad arguments, unreadable prompt file, unwritable output)
+  1    usage or set-up error (bad arguments, unreadable prompt file, malformed dataset,
+       unwritable output)
   2    an SLO failed: some level's goodput was below 100% of its requests; with
        --find-max, no load met the SLO
   3    some level finished without a single successful request (with --find-max: every
@@ -41,7 +42,7 @@ Retry-After header is recorded; in closed loop the worker that got it waits that
 #[derive(Debug, Clone, Args)]
 #[command(after_help = AFTER_HELP)]
 #[command(group(ArgGroup::new("stop").args(["requests", "duration"])))]
-#[command(group(ArgGroup::new("input").args(["prompt", "prompt_file", "input_tokens"])))]
+#[command(group(ArgGroup::new("input").args(["prompt", "prompt_file", "input_tokens", "dataset"])))]
 pub struct BenchArgs {
     /// Wire format: openai-chat, openai-completions, openai-responses, anthropic, gemini,
     /// ollama (= ollama-chat), ollama-generate, vercel-ui (a Vercel AI SDK UI message stream;
@@ -139,6 +140,15 @@ pub struct BenchArgs {
     /// ($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub).
     #[arg(long, value_name = "FILE|ORG/NAME")]
     pub tokenizer: Option<String>,
+
+    /// Draw each request's messages from a dataset: JSON Lines with `prompt` or `messages`
+    /// (OpenAI's shape) per line, or ShareGPT's JSON (an array of `conversations`; the first
+    /// human turn is sent). An entry's `max_tokens` / `output_tokens`, or the length of its
+    /// reference answer (~4 characters a token), is that request's output cap. Entries are
+    /// drawn without replacement, in a fresh shuffle each time round the file, the same for
+    /// the same --seed. A malformed entry is an error naming its line. See docs/datasets.md.
+    #[arg(long, value_name = "F", conflicts_with_all = ["shared_prefix", "workload"])]
+    pub dataset: Option<PathBuf>,
 
     /// `prefix` (default): each request's prompt starts with a mark of its own
     /// (`[run <id> #<n>] `), so no server answers it from a prompt cache; `off`: every
@@ -421,6 +431,21 @@ mod tests {
     fn requests_and_duration_exclude_each_other() {
         assert!(parse(&["--requests", "3", "--duration", "2"]).is_err());
         assert!(parse(&["--prompt", "a", "--input-tokens", "4"]).is_err());
+        for other in [
+            &["--prompt", "a"][..],
+            &["--input-tokens", "4"],
+            &["--shared-prefix", "3"],
+            &["--workload", "chat"],
+        ] {
+            let mut a = vec!["--dataset", "d.jsonl"];
+            a.extend_from_slice(other);
+            let e = parse(&a).unwrap_err().to_string();
+            assert!(
+                e.contains("--dataset") && e.contains("cannot be used with"),
+                "{e}"
+            );
+        }
+        assert!(parse(&["--dataset", "d.jsonl", "--prompt-file", "p"]).is_err());
     }
 
     #[test]

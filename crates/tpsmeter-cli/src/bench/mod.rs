@@ -15,6 +15,7 @@
 //! report's warnings, and does not count as a level without a successful request.
 
 pub mod args;
+pub mod dataset;
 pub mod drive;
 pub mod http;
 pub mod report_build;
@@ -81,6 +82,9 @@ async fn watch_ctrl_c(cancel: CancellationToken) {
 /// Runs the whole sweep. Errors are set-up errors; request failures are records.
 pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::Result<BenchResult> {
     let setup = Setup::from_args(args)?;
+    if let (Some(d), false) = (setup.plan.prompts().dataset(), args.quiet) {
+        eprintln!("{}", dataset::describe(d));
+    }
     if let Some(start) = args.start_at {
         start_at::check_not_late(start, args.allow_late_start)?;
     }

@@ -19,12 +19,13 @@ pub fn build(
     warnings: Vec<Warning>,
 ) -> anyhow::Result<Report> {
     let chars = setup.spec.prompt_text().chars().count() as u64;
-    let prompt = match &args.prompt_file {
-        Some(path) => PromptSource::File {
+    let prompt = match (&args.prompt_file, setup.plan.prompts().dataset()) {
+        (_, Some(dataset)) => dataset.prompt_source(),
+        (Some(path), None) => PromptSource::File {
             path: path.display().to_string(),
             chars,
         },
-        None => setup.options.prompt_source(chars),
+        (None, None) => setup.options.prompt_source(chars),
     };
     let config = setup.options.run_config(prompt, setup.plan.prompts())?;
     let mut environment = Environment {

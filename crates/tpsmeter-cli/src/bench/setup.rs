@@ -54,7 +54,11 @@ impl Setup {
             Some(arg) => Some(Rc::new(tokenizer::load(arg)?)),
             None => None,
         };
-        let prompts = PromptPlan::new(&options, args.shard, entropy, counter.as_deref())?;
+        let mut prompts = PromptPlan::new(&options, args.shard, entropy, counter.as_deref())?;
+        if let Some(path) = &args.dataset {
+            let dataset = super::dataset::read(path)?;
+            prompts = prompts.with_dataset(dataset, &options, args.shard)?;
+        }
         let plan = RequestPlan::new(spec.clone(), prompts, counter, false)
             .context("build the request")?
             .with_turns(options.turns);

@@ -18,7 +18,7 @@ use super::openai::Api;
 use super::{Shared, site};
 
 /// Largest request body accepted: a prompt filling a 32k context is ~150 KiB of text, and
-/// the cap (times [`MAX_CONNECTIONS`]) bounds what clients can make the server buffer. A
+/// the cap (times [`MAX_CONNECTIONS`](super::MAX_CONNECTIONS)) bounds what clients can make the server buffer. A
 /// body announced larger is refused before a byte of it is read.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
 

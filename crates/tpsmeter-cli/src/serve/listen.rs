@@ -20,7 +20,7 @@ use super::write_timeout::WriteTimeout;
 use crate::exit::Status;
 
 /// Connections served at once; one more is answered 503 and closed at once. Each may hold
-/// a request body of up to [`MAX_BODY_BYTES`] and hyper's header buffer (~400 KiB), so this
+/// a request body of up to [`MAX_BODY_BYTES`](super::MAX_BODY_BYTES) and hyper's header buffer (~400 KiB), so this
 /// bounds the server's memory whatever clients do; requests beyond `--parallel` wait in
 /// the queue, which this bounds too.
 pub const MAX_CONNECTIONS: usize = 256;

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::api::Api;
+use crate::dataset::DatasetFormat;
 use crate::error::{CoreError, Result};
 use crate::find_max::{FindMaxConfig, FindMaxVerdict};
 use crate::phase::PhaseSummary;
@@ -172,6 +173,24 @@ pub enum PromptSource {
         /// The tokenizer that counted, as its source was named; absent: estimated.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tokenizer: Option<String>,
+    },
+    /// `--dataset F` (`bench({ dataset })`): each request's messages drawn from a file of
+    /// prompts or conversations (`docs/datasets.md`).
+    Dataset {
+        /// The file as given (a path, the picked file's name) or its URL without credentials.
+        name: String,
+        /// SHA-256 of the file's bytes, lower-case hex: which data the run sent.
+        sha256: String,
+        /// The file's size.
+        bytes: u64,
+        /// `jsonl` (one entry per line) or `json` (one array, ShareGPT's file).
+        format: DatasetFormat,
+        /// Entries the requests were drawn from.
+        entries: u64,
+        /// Entries left out for want of a prompt (ShareGPT conversations without a human
+        /// turn); never a malformed one, which fails the run instead.
+        #[serde(default)]
+        skipped: u64,
     },
 }
 

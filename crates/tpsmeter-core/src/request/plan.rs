@@ -74,12 +74,13 @@ impl RequestPlan {
         let counter = self.counter();
         let (messages, _) = conversations.borrow_mut().begin(
             ticket,
-            |id| self.prompts.prompt(id, counter),
+            |id| Ok(self.prompts.input(id, counter)?.messages),
             |id, turn| self.prompts.follow_up(id, turn),
         )?;
         let input = RequestInput {
             messages,
             max_tokens: None,
+            system: None,
         };
         Ok(Some(
             build(&with_input(&self.spec, input), self.browser)?.body,
@@ -129,6 +130,7 @@ fn with_input(spec: &RequestSpec, input: RequestInput) -> RequestSpec {
     RequestSpec {
         messages: input.messages,
         max_tokens: input.max_tokens.unwrap_or(spec.max_tokens),
+        system: input.system.or_else(|| spec.system.clone()),
         ..spec.clone()
     }
 }
