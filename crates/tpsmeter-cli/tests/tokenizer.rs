@@ -157,19 +157,7 @@ async fn serve_usage_agrees_with_smollm2_lengths() {
     let Some([model]) = assets("tokenizer", ["TPSMETER_MODEL"]) else {
         return;
     };
-    let port = free_port();
-    let _server = start(
-        Command::new(env!("CARGO_BIN_EXE_tpsmeter"))
-            .arg("serve")
-            .arg("--model")
-            .arg(&model)
-            .args(["--parallel", "2", "--context", "1024"])
-            .args(["--port", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit()),
-        port,
-        "tpsmeter serve",
-    );
+    let (_server, port) = server_support::serve_model(&model, "2");
     let url = format!("http://127.0.0.1:{port}");
     assert_usage_agrees(&url, model.to_str().unwrap()).await;
 }

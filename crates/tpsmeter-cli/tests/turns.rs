@@ -8,12 +8,10 @@ mod capture;
 mod common;
 mod server_support;
 
-use std::process::{Command, Stdio};
-
 use capture::{ANSWER, Capture};
 use common::{argv, bench, measured};
 use serde_json::Value;
-use server_support::{assets, free_port, start};
+use server_support::assets;
 
 #[tokio::test]
 async fn each_turn_sends_the_conversation_so_far_with_the_real_answers() {
@@ -69,19 +67,7 @@ async fn on_serve_later_turns_reuse_the_cached_conversation() {
     let Some([model]) = assets("turns", ["TPSMETER_MODEL"]) else {
         return;
     };
-    let port = free_port();
-    let _server = start(
-        Command::new(env!("CARGO_BIN_EXE_tpsmeter"))
-            .arg("serve")
-            .arg("--model")
-            .arg(&model)
-            .args(["--parallel", "1", "--context", "2048"])
-            .args(["--port", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit()),
-        port,
-        "tpsmeter serve",
-    );
+    let (_server, port) = server_support::serve_model(&model, "1");
     let url = format!("http://127.0.0.1:{port}");
     let mut args = argv(
         "openai-chat",
