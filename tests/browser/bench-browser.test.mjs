@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createReadStream, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -24,7 +24,7 @@ const median = (xs) => {
  * (CORS open, so a page of another origin can call it); `GET /dataset.json` answers
  * `dataset`.
  */
-async function captureServer(dataset = '') {
+async function captureServer(dataset = '', gguf = undefined) {
   const bodies = [];
   const server = http.createServer((req, res) => {
     const cors = {
@@ -35,6 +35,14 @@ async function captureServer(dataset = '') {
     };
     if (req.method === 'OPTIONS') return res.writeHead(204, cors).end();
     if (req.method === 'GET' && req.url === '/dataset.json') return res.writeHead(200, { ...cors, 'content-type': 'application/json' }).end(dataset);
+    // A model file by ranges, as a static host serves it (the tokenizer reads its header).
+    if (req.method === 'GET' && req.url === '/model.gguf' && gguf) {
+      const size = statSync(gguf).size;
+      const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
+      const [start, end] = m ? [Number(m[1]), Math.min(Number(m[2]), size - 1)] : [0, size - 1];
+      res.writeHead(m ? 206 : 200, { ...cors, 'access-control-expose-headers': '*', 'content-length': end - start + 1, ...(m ? { 'content-range': `bytes ${start}-${end}/${size}` } : {}) });
+      return createReadStream(gguf, { start, end }).pipe(res);
+    }
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
@@ -393,6 +401,34 @@ test('bench() in the browser', async (t) => {
       [0, 1, 2].map((n) => `[run ${id} #${n}] Hello there`),
     );
     assert.equal(report.config.cache_bust, 'prefix');
+  });
+
+  await t.test("with a tokenizer, a workload and turns, bench() sends the CLI's request bodies", async (st) => {
+    const cli = asset(st, 'TPSMETER_CLI_BIN');
+    const model = asset(st, 'TPSMETER_MODEL');
+    if (!cli || !model) return;
+    const capture = await captureServer('', model);
+    st.after(() => capture.close());
+    const opts = { api: 'openai-chat', url: capture.url, model: 'm', workload: 'llmperf', tokenizer: `${capture.url}/model.gguf`, turns: 3, seed: 7, requests: 6, concurrency: 1 };
+    const report = await page.evaluate(async (o) => {
+      const { bench } = await import('/tpsmeter/dist/index.js');
+      return bench(o);
+    }, opts);
+    assert.deepEqual(errorClasses(report), Array(6).fill('ok'));
+    const fromPage = capture.take();
+    await promisify(execFile)(cli, ['bench', '--quiet', '--api', 'openai-chat', '--url', capture.url, '--model', 'm', '--workload', 'llmperf', '--tokenizer', model, '--turns', '3', '--seed', '7', '--requests', '6', '--concurrency', '1']);
+    const fromCli = capture.take();
+    assert.deepEqual(fromPage, fromCli, 'byte for byte');
+    const sent = fromPage.map((b) => JSON.parse(b));
+    assert.deepEqual(sent.map((b) => b.messages.length), [1, 3, 5, 1, 3, 5]);
+    assert.ok(sent.every((b) => b.max_tokens === 150));
+    assert.equal(sent[1].messages[1].content, 'hi', "turn 2 carries the server's answer");
+    assert.equal(report.config.workload, 'llmperf');
+    assert.equal(report.config.turns, 3);
+    assert.equal(report.config.prompt.tokenizer, `${capture.url}/model.gguf`);
+    assert.deepEqual(report.turns.map((t) => t.turn), [1, 2, 3]);
+    // One chunk of "hi" without usage: the tokenizer counts it.
+    assert.ok(report.requests.every((r) => r.token_source === 'tokenizer' && r.turn >= 1));
   });
 
   await t.test("with a dataset, bench() sends the CLI's request bodies for the same seed", async (st) => {
