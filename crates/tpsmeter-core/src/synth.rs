@@ -17,6 +17,7 @@
 
 use crate::error::{CoreError, Result};
 use crate::prompt::{self, WORDS};
+use crate::prompt_plan::mix;
 use crate::tokens::TokenCounter;
 
 /// The word before a text whose tokens are counted in context (see
@@ -193,8 +194,8 @@ impl Lengths {
         }
         // Box–Muller on two uniforms from SplitMix64: no RNG dependency, and the same
         // numbers in wasm and natively (f64 arithmetic is IEEE everywhere).
-        let a = splitmix(seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let b = splitmix(a);
+        let a = mix(seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let b = mix(a);
         let u1 = ((a >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
         let u2 = (b >> 11) as f64 / (1u64 << 53) as f64;
         let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
@@ -202,13 +203,6 @@ impl Lengths {
         let v = f64::from(self.mean) + z * f64::from(self.stdev);
         (v.round() as i64).clamp(1, i64::from(self.max())) as u32
     }
-}
-
-fn splitmix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]

@@ -243,17 +243,10 @@ impl BenchRun {
         }
         let outcome = inner.into_outcome();
         let now = outcome.timeline.end_ms().unwrap_or(0.0);
-        let ok = outcome.failure.is_none() && outcome.timeline.stream_error().is_none();
-        let turn = self
+        let (output_tokens_counted, turn) = self
             .plan
-            .end(ticket, outcome.answer.as_deref().filter(|_| ok));
-        let usage = outcome.timeline.usage().and_then(|u| u.output_tokens);
-        let output_tokens_counted = match (self.plan.counter(), &outcome.answer, usage) {
-            (Some(c), Some(answer), None) => Some(u64::from(
-                c.count(answer).map_err(|e| JsError::new(&e.to_string()))?,
-            )),
-            _ => None,
-        };
+            .finish(ticket, &outcome)
+            .map_err(|e| JsError::new(&e.to_string()))?;
         let record = self.driver.complete(
             &t,
             outcome,

@@ -97,10 +97,10 @@ pub async fn run(
             // Nothing in flight and nothing to sleep for: the driver would wait forever.
             None => anyhow::bail!("load driver waits with no request in flight"),
         };
-        let ok = outcome.failure.is_none() && outcome.timeline.stream_error().is_none();
+        let (output_tokens_counted, turn) = plan.finish(ticket.id, &outcome)?;
         let extras = RecordExtras {
-            output_tokens_counted: recount(plan, &outcome)?,
-            turn: plan.end(ticket.id, outcome.answer.as_deref().filter(|_| ok)),
+            output_tokens_counted,
+            turn,
             ..extras
         };
         let record = driver.complete(&ticket, outcome, extras, runner.now_ms());
@@ -122,15 +122,6 @@ pub async fn run(
         finish(old, recorder);
     }
     Ok(())
-}
-
-/// The run's tokenizer's count of the answer, when the server reported no output usage.
-fn recount(plan: &RequestPlan, outcome: &Outcome) -> anyhow::Result<Option<u64>> {
-    let usage = outcome.timeline.usage().and_then(|u| u.output_tokens);
-    match (plan.counter(), &outcome.answer, usage) {
-        (Some(counter), Some(answer), None) => Ok(Some(u64::from(counter.count(answer)?))),
-        _ => Ok(None),
-    }
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {

@@ -7,6 +7,7 @@ use std::rc::Rc;
 use crate::conversations::{Conversations, Turn};
 use crate::drive::Ticket;
 use crate::error::Result;
+use crate::exchange::Outcome;
 use crate::prompt_plan::{PromptPlan, RequestInput};
 use crate::tokens::TokenCounter;
 
@@ -87,13 +88,24 @@ impl RequestPlan {
         ))
     }
 
-    /// `ticket`'s request ended: its answer (`None` when it failed) goes on in its
-    /// conversation. Returns the request's turn in a multi-turn run.
-    pub fn end(&self, ticket: u64, answer: Option<&str>) -> Option<Turn> {
-        let conversations = self.conversations.as_ref()?;
-        let turn = conversations.borrow().turn_of(ticket);
-        conversations.borrow_mut().end(ticket, answer);
-        turn
+    /// What `ticket`'s finished request gives its record: the run tokenizer's count of the
+    /// answer where the server reported no output usage, and in a multi-turn run its turn
+    /// (a successful answer goes on in its conversation; a failure ends the conversation).
+    pub fn finish(&self, ticket: u64, outcome: &Outcome) -> Result<(Option<u64>, Option<Turn>)> {
+        let usage = outcome.timeline.usage().and_then(|u| u.output_tokens);
+        let counted = match (self.counter(), &outcome.answer, usage) {
+            (Some(counter), Some(answer), None) => Some(u64::from(counter.count(answer)?)),
+            _ => None,
+        };
+        let turn = self.conversations.as_ref().and_then(|conversations| {
+            let ok = outcome.failure.is_none() && outcome.timeline.stream_error().is_none();
+            let turn = conversations.borrow().turn_of(ticket);
+            conversations
+                .borrow_mut()
+                .end(ticket, outcome.answer.as_deref().filter(|_| ok));
+            turn
+        });
+        Ok((counted, turn))
     }
 
     /// Whether answers must be kept (multi-turn runs send them back).
