@@ -407,11 +407,11 @@ async function cacheTest(t, expectedStore) {
     const abort = new AbortController();
     const err = await createEngine({ model: url, signal: abort.signal, onProgress: (p) => p.loaded > 20e6 && abort.abort() }).then(
       () => 'resolved',
-      (e) => e.name,
+      (e) => `${e.name}: ${e.message}`,
     );
     return { err, list: await listCachedModels() };
   }, url);
-  assert.equal(cancelled.err, 'AbortError');
+  assert.equal(cancelled.err, 'AbortError: the model load was cancelled');
   assert.deepEqual(cancelled.list, []);
 
   const first = await load({});

@@ -47,6 +47,24 @@ function figure(text) {
   return v;
 }
 
+/** The reports of the runs the page has kept (its IndexedDB history), oldest first. */
+function storedReports(page) {
+  return page.evaluate(async () => {
+    const db = await new Promise((res, rej) => {
+      const r = indexedDB.open('tpsmeter');
+      r.onsuccess = () => res(r.result);
+      r.onerror = () => rej(r.error);
+    });
+    const runs = await new Promise((res, rej) => {
+      const r = db.transaction('runs').objectStore('runs').getAll();
+      r.onsuccess = () => res(r.result);
+      r.onerror = () => rej(r.error);
+    });
+    db.close();
+    return runs.filter((run) => run.report).map((run) => run.report);
+  });
+}
+
 test('the benchmark page against the emulator, with injected faults', async (t) => {
   const site = await staticSite(t);
   if (!site) return;
@@ -232,18 +250,7 @@ test('a sweep of synthetic input lengths runs one benchmark per length and compa
   const header = await page.locator('#compare-table thead th').allInnerTexts();
   assert.deepEqual(header.slice(1).map((h) => /(\d+) input tokens/.exec(h)?.[1]), ['64', '512']);
   // Each run's report says what it sent: a synthesised prompt of that many tokens.
-  const prompts = await page.evaluate(async () => {
-    const db = await new Promise((res, rej) => {
-      const r = indexedDB.open('tpsmeter');
-      r.onsuccess = () => res(r.result);
-      r.onerror = () => rej(r.error);
-    });
-    const runs = await new Promise((res) => {
-      const r = db.transaction('runs').objectStore('runs').getAll();
-      r.onsuccess = () => res(r.result);
-    });
-    return runs.map((run) => run.report.config.prompt).sort((a, b) => a.input_tokens - b.input_tokens);
-  });
+  const prompts = (await storedReports(page)).map((r) => r.config.prompt).sort((a, b) => a.input_tokens - b.input_tokens);
   assert.deepEqual(prompts.map((p) => [p.kind, p.input_tokens]), [['synthetic', 64], ['synthetic', 512]]);
 
   // A dataset file picked in the form: its entries are the prompts, read in the tab, and the
@@ -254,6 +261,48 @@ test('a sweep of synthetic input lengths runs one benchmark per length and compa
   await runAndWait(page);
   const sha256 = createHash('sha256').update(dataset).digest('hex');
   assert.equal(await page.locator('#dataset').innerText(), `Dataset mine.jsonl: 2 entries (jsonl), SHA-256 ${sha256}`);
+  assertNoConsoleErrors(page);
+  await assertClean(page);
+});
+
+test('a named workload, a tokenizer file and three turns: the run records them and charts TTFT by turn', async (t) => {
+  const model = asset(t, 'TPSMETER_MODEL');
+  if (!model) return;
+  const site = await staticSite(t);
+  if (!site) return;
+  t.after(() => site.close());
+  const emu = await emulator(t, { ttftMs: 5, itlMs: 1, tokens: 8 });
+  if (!emu) return;
+  t.after(() => emu.stop());
+  const page = await site.page('/');
+  await ready(page);
+  await fillForm(page, { preset: 'custom', url: emu.base, model: 'emu', concurrency: '1', requests: 6, warmup: 0 });
+  await page.getByLabel('A named workload (input and output sizes of published benchmarks)').check();
+  await page.getByLabel('Workload', { exact: true }).selectOption('llmperf');
+  // The GGUF picked as the tokenizer: read in the tab by ranges (its header), never uploaded.
+  await page.locator('#f-tokenizer-file').setInputFiles(model);
+  await page.getByLabel('Turns per conversation').fill('3');
+  await runAndWait(page);
+  const [report] = (await storedReports(page)).slice(-1);
+  assert.equal(report.config.workload, 'llmperf');
+  assert.equal(report.config.turns, 3);
+  assert.equal(report.config.prompt.tokenizer, path.basename(model));
+  assert.equal(report.config.prompt.input_tokens, 550);
+  assert.equal(report.config.max_tokens, 150, "the workload's output cap");
+  assert.deepEqual(report.turns.map((x) => x.turn), [1, 2, 3]);
+  assert.deepEqual(report.requests.map((r) => r.turn), [1, 2, 3, 1, 2, 3]);
+  // The chart: one point per turn in its text alternative, the same TTFT p50s as the report,
+  // and its line drawn.
+  const figure = page.locator('#results figure.chart', { hasText: 'Time to first token by turn of the conversation' });
+  const label = await figure.locator('[role=img]').getAttribute('aria-label');
+  for (const x of report.turns) assert.ok(label.includes(`turn ${x.turn} ${x.ttft_ms_p50.toFixed(1)} ms`), `${label} lacks turn ${x.turn}`);
+  const ink = (await chartInk(page)).find((c) => c.caption === 'Time to first token by turn of the conversation');
+  assert.ok(ink && ink.pixels > 0, JSON.stringify(ink));
+  // The form kept the choices for the next visit.
+  await page.reload();
+  await ready(page);
+  assert.equal(await page.getByLabel('Workload', { exact: true }).inputValue(), 'llmperf');
+  assert.equal(await page.getByLabel('Turns per conversation').inputValue(), '3');
   assertNoConsoleErrors(page);
   await assertClean(page);
 });

@@ -52,7 +52,9 @@ pub struct Usage {
     /// Server-side prefill duration in milliseconds, when reported.
     pub server_prefill_ms: Option<f64>,
     /// Input tokens the server took from its prompt cache instead of prefilling them
-    /// (OpenAI-style `usage.prompt_tokens_details.cached_tokens`, llama.cpp `timings.cache_n`).
+    /// (OpenAI-style `usage.prompt_tokens_details.cached_tokens`, Responses'
+    /// `input_tokens_details.cached_tokens`, llama.cpp `timings.cache_n`, Anthropic's
+    /// `cache_read_input_tokens`, Gemini's `cachedContentTokenCount`).
     pub cached_input_tokens: Option<u64>,
 }
 

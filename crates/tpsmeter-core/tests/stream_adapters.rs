@@ -298,3 +298,69 @@ fn vercel_ui_tool_call_table_is_capped() {
     assert_eq!(indexes[..256], (0..256).collect::<Vec<u32>>()[..]);
     assert!(indexes[256..].iter().all(|&i| i == 256));
 }
+
+#[test]
+fn anthropic_prompt_caching_counts_the_whole_input_and_its_cached_part() {
+    // Anthropic's `input_tokens` is only what follows the last cache breakpoint; the
+    // message_delta that ends the stream carries the output count alone.
+    let (events, end) = parse(
+        Api::Anthropic,
+        concat!(
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":12,\"cache_creation_input_tokens\":300,\"cache_read_input_tokens\":2000,\"output_tokens\":1}}}\n\n",
+            "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":9}}\n\n",
+            "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        ),
+    );
+    assert!(end.is_ok());
+    let mut usage = Usage::default();
+    for e in &events {
+        if let StreamEvent::Usage(u) = e {
+            usage.merge(u);
+        }
+    }
+    assert_eq!(usage.input_tokens, Some(2312));
+    assert_eq!(usage.cached_input_tokens, Some(2000));
+    assert_eq!(usage.output_tokens, Some(9));
+}
+
+#[test]
+fn gemini_cached_content_is_the_cached_input() {
+    let (events, _) = parse(
+        Api::Gemini,
+        "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"hi\"}]},\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"promptTokenCount\":1500,\"cachedContentTokenCount\":1024,\"candidatesTokenCount\":2}}\r\n\r\n",
+    );
+    let usage = events.iter().find_map(|e| match e {
+        StreamEvent::Usage(u) => Some(u.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        usage,
+        Some(Usage {
+            input_tokens: Some(1500),
+            output_tokens: Some(2),
+            cached_input_tokens: Some(1024),
+            ..Usage::default()
+        })
+    );
+}
+
+#[test]
+fn responses_cached_input_comes_from_input_tokens_details() {
+    let (events, _) = parse(
+        Api::OpenaiResponses,
+        "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":1200,\"input_tokens_details\":{\"cached_tokens\":1024},\"output_tokens\":5}}}\n\n",
+    );
+    let usage = events.iter().find_map(|e| match e {
+        StreamEvent::Usage(u) => Some(u.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        usage,
+        Some(Usage {
+            input_tokens: Some(1200),
+            output_tokens: Some(5),
+            cached_input_tokens: Some(1024),
+            ..Usage::default()
+        })
+    );
+}

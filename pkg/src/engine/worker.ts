@@ -248,6 +248,10 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
     return { name: engine.name, info, profile, sha256, fromCache, cached };
   } catch (e) {
     await writer?.abort();
+    // A cancel wins over what failed beside it: a cut download can surface first as another
+    // error (CI once saw a NetworkError, the name Chromium's Cache Storage gives a put whose
+    // body failed), and the caller asked to stop, so an AbortError is what it expects.
+    if (signal.aborted) throw cancelled();
     if (hit && e instanceof Error && (e.name === 'ChecksumMismatch' || e.name === 'InvalidModel')) {
       // The stored bytes are not those recorded (storage corruption, or a planted entry):
       // never serve them again.

@@ -1,6 +1,9 @@
 //! Anthropic Messages (`/v1/messages`, `stream: true`).
 //!
-//! - `message_start` → usage (`input_tokens`, the first `output_tokens`);
+//! - `message_start` → usage (`input_tokens`, the first `output_tokens`); with prompt
+//!   caching, Anthropic's `input_tokens` counts only what follows the last cache breakpoint,
+//!   so our input is it plus `cache_creation_input_tokens` and `cache_read_input_tokens`,
+//!   and the cached input is `cache_read_input_tokens`;
 //! - `content_block_start`: a `tool_use` (or `server_tool_use`) block → tool-call delta with
 //!   its id and name (the block `index` is the tool-call index); text/thinking blocks that
 //!   start with non-empty text → that text;
@@ -67,6 +70,8 @@ struct Delta {
 struct AnthropicUsage {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
 }
 
 /// The keys this adapter reads (see `Keys`).
@@ -86,6 +91,8 @@ const KEYS: Keys = Keys {
         "stop_reason",
         "input_tokens",
         "output_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
     ],
     whole: &["error"],
 };
@@ -134,6 +141,8 @@ fn usage_fields(mut u: Fields) -> Result<AnthropicUsage, Shape> {
     Ok(AnthropicUsage {
         input_tokens: count(&mut u, "input_tokens")?,
         output_tokens: count(&mut u, "output_tokens")?,
+        cache_creation_input_tokens: count(&mut u, "cache_creation_input_tokens")?,
+        cache_read_input_tokens: count(&mut u, "cache_read_input_tokens")?,
     })
 }
 
@@ -227,9 +236,16 @@ impl Adapter for Anthropic {
 }
 
 fn usage(u: &AnthropicUsage) -> StreamEvent {
+    // The whole prompt is the three parts; a report without `input_tokens` (a
+    // `message_delta` that carries only the output count) leaves the input as it was.
+    let input = u.input_tokens.map(|n| {
+        n.saturating_add(u.cache_creation_input_tokens.unwrap_or(0))
+            .saturating_add(u.cache_read_input_tokens.unwrap_or(0))
+    });
     StreamEvent::Usage(Usage {
-        input_tokens: u.input_tokens,
+        input_tokens: input,
         output_tokens: u.output_tokens,
+        cached_input_tokens: u.cache_read_input_tokens,
         ..Usage::default()
     })
 }

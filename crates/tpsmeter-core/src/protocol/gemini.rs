@@ -9,7 +9,8 @@
 //!   `content_filter`;
 //! - `usageMetadata` → usage: input `promptTokenCount`, output `candidatesTokenCount +
 //!   thoughtsTokenCount` (our `output_tokens` includes reasoning, Gemini's
-//!   `candidatesTokenCount` does not), reasoning `thoughtsTokenCount`;
+//!   `candidatesTokenCount` does not), reasoning `thoughtsTokenCount`, cached input
+//!   `cachedContentTokenCount` (a part of `promptTokenCount`);
 //! - `{"error": {...}}` → error.
 //!
 //! **End rule.** The stream has no end marker: the server just closes the body. A clean
@@ -63,6 +64,7 @@ struct UsageMetadata {
     prompt_token_count: Option<u64>,
     candidates_token_count: Option<u64>,
     thoughts_token_count: Option<u64>,
+    cached_content_token_count: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -78,6 +80,7 @@ const KEYS: Keys = Keys {
         "promptTokenCount",
         "candidatesTokenCount",
         "thoughtsTokenCount",
+        "cachedContentTokenCount",
         "promptFeedback",
         "blockReason",
         "content",
@@ -102,6 +105,7 @@ impl Response {
                         prompt_token_count: count(&mut u, "promptTokenCount")?,
                         candidates_token_count: count(&mut u, "candidatesTokenCount")?,
                         thoughts_token_count: count(&mut u, "thoughtsTokenCount")?,
+                        cached_content_token_count: count(&mut u, "cachedContentTokenCount")?,
                     })
                 })
                 .transpose()?,
@@ -205,6 +209,7 @@ impl Adapter for Gemini {
                 input_tokens: u.prompt_token_count,
                 output_tokens: output,
                 reasoning_tokens: u.thoughts_token_count,
+                cached_input_tokens: u.cached_content_token_count,
                 ..Usage::default()
             }));
         }

@@ -68,6 +68,8 @@ struct ResponseUsage {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
     output_tokens_details: Option<OutputDetails>,
+    /// `input_tokens_details.cached_tokens`: the input served from the prompt cache.
+    cached_tokens: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -102,6 +104,8 @@ const KEYS: Keys = Keys {
         "output_tokens",
         "output_tokens_details",
         "reasoning_tokens",
+        "input_tokens_details",
+        "cached_tokens",
         "incomplete_details",
         "reason",
         "output",
@@ -150,6 +154,10 @@ impl Response {
                                 })
                             })
                             .transpose()?,
+                        cached_tokens: object(&mut u, "input_tokens_details")?
+                            .map(|mut d| count(&mut d, "cached_tokens"))
+                            .transpose()?
+                            .flatten(),
                     })
                 })
                 .transpose()?,
@@ -224,6 +232,7 @@ impl Adapter for OpenaiResponses {
                             .output_tokens_details
                             .as_ref()
                             .and_then(|d| d.reasoning_tokens),
+                        cached_input_tokens: u.cached_tokens,
                         ..Usage::default()
                     }));
                 }
