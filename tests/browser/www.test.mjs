@@ -278,7 +278,7 @@ test('a named workload, a tokenizer file and three turns: the run records them a
   await ready(page);
   await fillForm(page, { preset: 'custom', url: emu.base, model: 'emu', concurrency: '1', requests: 6, warmup: 0 });
   await page.getByLabel('A named workload (input and output sizes of published benchmarks)').check();
-  await page.getByLabel('Workload', { exact: true }).selectOption('llmperf');
+  await page.locator('#f-workload').selectOption('llmperf');
   // The GGUF picked as the tokenizer: read in the tab by ranges (its header), never uploaded.
   await page.locator('#f-tokenizer-file').setInputFiles(model);
   await page.getByLabel('Turns per conversation').fill('3');
@@ -295,13 +295,14 @@ test('a named workload, a tokenizer file and three turns: the run records them a
   // and its line drawn.
   const figure = page.locator('#results figure.chart', { hasText: 'Time to first token by turn of the conversation' });
   const label = await figure.locator('[role=img]').getAttribute('aria-label');
+  t.diagnostic(label);
   for (const x of report.turns) assert.ok(label.includes(`turn ${x.turn} ${x.ttft_ms_p50.toFixed(1)} ms`), `${label} lacks turn ${x.turn}`);
   const ink = (await chartInk(page)).find((c) => c.caption === 'Time to first token by turn of the conversation');
   assert.ok(ink && ink.pixels > 0, JSON.stringify(ink));
   // The form kept the choices for the next visit.
   await page.reload();
   await ready(page);
-  assert.equal(await page.getByLabel('Workload', { exact: true }).inputValue(), 'llmperf');
+  assert.equal(await page.locator('#f-workload').inputValue(), 'llmperf');
   assert.equal(await page.getByLabel('Turns per conversation').inputValue(), '3');
   assertNoConsoleErrors(page);
   await assertClean(page);
