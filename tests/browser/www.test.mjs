@@ -265,7 +265,7 @@ test('a sweep of synthetic input lengths runs one benchmark per length and compa
   await assertClean(page);
 });
 
-test('a named workload, a tokenizer file and three turns: the run records them and charts TTFT by turn', async (t) => {
+test('a named workload, a tokenizer file and three turns: the run records them, charts TTFT by turn and splits the wait before it', async (t) => {
   const model = asset(t, 'TPSMETER_MODEL');
   if (!model) return;
   const site = await staticSite(t);
@@ -299,6 +299,17 @@ test('a named workload, a tokenizer file and three turns: the run records them a
   for (const x of report.turns) assert.ok(label.includes(`turn ${x.turn} ${x.ttft_ms_p50.toFixed(1)} ms`), `${label} lacks turn ${x.turn}`);
   const ink = (await chartInk(page)).find((c) => c.caption === 'Time to first token by turn of the conversation');
   assert.ok(ink && ink.pixels > 0, JSON.stringify(ink));
+  // The level table splits the wait before the first byte as the report does: connect
+  // and server wait, from Resource Timing (the emulator sends Timing-Allow-Origin).
+  const levels = page.locator('#results table').first();
+  const head = await levels.locator('thead th').allInnerTexts();
+  const row = await levels.locator('tbody tr').first().locator('td').allInnerTexts();
+  for (const [column, key] of [['connect ms p50/p99', 'connect_ms'], ['server wait ms p50/p99', 'wait_ms']]) {
+    const stat = report.levels[0].summary[key];
+    assert.ok(stat && Number.isFinite(stat.p50), `${key}: ${JSON.stringify(stat)}`);
+    const shown = row[head.indexOf(column) - 1];
+    assert.ok(Math.abs(figure(shown.split(' / ')[0]) - stat.p50) <= 0.05 + 0.005 * stat.p50, `${column}: ${shown} vs ${stat.p50}`);
+  }
   // The form kept the choices for the next visit.
   await page.reload();
   await ready(page);

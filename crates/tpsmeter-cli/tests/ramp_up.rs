@@ -144,14 +144,18 @@ async fn a_full_backlog_is_connect_time_and_an_unaccepted_connection_is_server_w
         .map(|r| (r.connect_ms.unwrap(), r.wait_ms.unwrap()))
         .collect();
     // Dropped SYNs: the wait was the handshake, and the server answered at once after it.
+    // Not every one: the five retries arrive together, and one whose handshake completes
+    // while the accept queue is full again (the server's kernel drops the handshake's last
+    // ACK, the client believes it connected) has its request retransmitted after 200 ms,
+    // 400 ms ..., which is server wait, as it should be. Seen under load in CI.
     let retried: Vec<_> = parts.iter().filter(|p| p.0 >= SYN_RETRY_MS).collect();
     assert!(
         !retried.is_empty(),
         "no connect waited for a retry: {parts:?}"
     );
     assert!(
-        retried.iter().all(|p| p.1 < 300.0),
-        "a retried connect also waited on the server: {parts:?}"
+        retried.iter().any(|p| p.1 < 150.0),
+        "every retried connect also waited on the server: {parts:?}"
     );
     // Held in the backlog: connected at once, then waited for the server to accept.
     assert!(
