@@ -293,8 +293,8 @@ test('a named workload, a tokenizer file and three turns: the run records them, 
   assert.deepEqual(report.requests.map((r) => r.turn), [1, 2, 3, 1, 2, 3]);
   // The chart: one point per turn in its text alternative, the same TTFT p50s as the report,
   // and its line drawn.
-  const figure = page.locator('#results figure.chart', { hasText: 'Time to first token by turn of the conversation' });
-  const label = await figure.locator('[role=img]').getAttribute('aria-label');
+  const turnFigure = page.locator('#results figure.chart', { hasText: 'Time to first token by turn of the conversation' });
+  const label = await turnFigure.locator('[role=img]').getAttribute('aria-label');
   t.diagnostic(label);
   for (const x of report.turns) assert.ok(label.includes(`turn ${x.turn} ${x.ttft_ms_p50.toFixed(1)} ms`), `${label} lacks turn ${x.turn}`);
   const ink = (await chartInk(page)).find((c) => c.caption === 'Time to first token by turn of the conversation');
