@@ -40,113 +40,30 @@
 
 use crate::error::Result;
 use crate::exchange::Outcome;
-use crate::find_max::{FindMax, LevelResult};
+use crate::find_max::FindMax;
 use crate::options::BenchOptions;
-use crate::phase::PhaseSummary;
-use crate::plan::{ArrivalLimit, LoadLevel, StopCondition, poisson_arrivals};
+use crate::plan::{LoadLevel, StopCondition};
 use crate::ramp::Ramp;
 use crate::report::{ErrorRecord, LevelReport, Report, RequestRecord};
 use crate::request::Redactor;
 use crate::shard::{LevelShare, Shard};
 use crate::slo::Slo;
 
+mod extras;
+mod phases;
+mod progress;
+mod ticket;
+
+pub use extras::RecordExtras;
+pub use progress::Progress;
+pub use ticket::{Action, Ticket};
+
+use extras::set_timing_parts;
+use phases::Phase;
+
 /// Longest pause a closed-loop slot takes after a 429, whatever `Retry-After` asks for: a
 /// benchmark should not sit idle for an hour.
 pub const MAX_BACKOFF_MS: f64 = 60_000.0;
-
-/// A request the caller is to start now.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Ticket {
-    /// Unique in the run, in start order; the record's `id`.
-    pub id: u64,
-    /// Position of the level in the run (0-based).
-    pub level_index: usize,
-    pub level: LoadLevel,
-    pub warmup: bool,
-    /// Open loop: when the schedule wanted it sent (ms on the run's clock).
-    pub scheduled_ms: Option<f64>,
-}
-
-/// What the caller does next.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Action {
-    /// Start this request now, then call `next` again.
-    Start(Ticket),
-    /// Nothing to start before `until_ms`; wake then or when a request finishes.
-    Sleep { until_ms: f64 },
-    /// Wait for a request to finish.
-    Wait,
-    /// The run is over: build the report.
-    Done,
-}
-
-/// Extra facts a transport knows about one request beyond its outcome.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RecordExtras {
-    /// Time the request waited inside the client before going out (the browser's
-    /// connections-per-host limit), from the transport's own timing.
-    pub queue_ms: Option<f64>,
-    /// The page was hidden at some time while the request ran (browser).
-    pub tab_hidden: Option<bool>,
-    /// The parts of the wait before the first byte that the transport could time (see the
-    /// record's fields of the same names); `None` where it could not.
-    pub dns_ms: Option<f64>,
-    pub connect_ms: Option<f64>,
-    pub tls_ms: Option<f64>,
-    pub wait_ms: Option<f64>,
-    /// The run's tokenizer's count of the answer text: the output token count when the
-    /// server reported no usage.
-    pub output_tokens_counted: Option<u64>,
-    /// Multi-turn runs: the request's place in its conversation.
-    pub turn: Option<crate::conversations::Turn>,
-}
-
-/// Where the run stands, for progress displays.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Progress {
-    pub level_index: usize,
-    pub levels: usize,
-    pub warmup: bool,
-    pub started: u64,
-    pub completed: u64,
-    pub failed: u64,
-    pub in_flight: u32,
-    /// The phase's request target, when count-limited.
-    pub target: Option<u64>,
-}
-
-#[derive(Debug)]
-struct Phase {
-    level_index: usize,
-    load: LoadLevel,
-    warmup: bool,
-    /// Slots (closed loop) or the cap on requests in flight (open loop).
-    slots: u32,
-    stop: StopCondition,
-    /// Open loop: arrival offsets from the phase start.
-    arrivals: Option<Vec<f64>>,
-    start_ms: Option<f64>,
-    started: u64,
-    completed: u64,
-    failed: u64,
-    in_flight: u32,
-    /// Closed loop: times until which slots pause after a 429 (one entry per paused slot).
-    paused_until: Vec<f64>,
-    /// Closed loop with a ramp-up: when each slot opens.
-    ramp: Option<Ramp>,
-    /// Index into the driver's records where this phase's records begin.
-    first_record: usize,
-    last_end_ms: Option<f64>,
-}
-
-impl Phase {
-    fn stop_ms(&self) -> Option<f64> {
-        match (self.stop, self.start_ms) {
-            (StopCondition::DurationS(s), Some(start)) => Some(start + s * 1000.0),
-            _ => None,
-        }
-    }
-}
 
 /// The load runner of one benchmark (see the module docs).
 #[derive(Debug)]
@@ -258,83 +175,6 @@ impl LoadDriver {
             if self.cancelled {
                 return Ok(Action::Done);
             }
-        }
-    }
-
-    /// The action of an open phase, or `None` when it is over.
-    fn step(phase: &mut Phase, start_ms: f64, now_ms: f64, cancelled: bool) -> Option<Action> {
-        let ticket = |scheduled_ms| Ticket {
-            id: 0,
-            level_index: phase.level_index,
-            level: phase.load,
-            warmup: phase.warmup,
-            scheduled_ms,
-        };
-        let busy = if phase.in_flight > 0 {
-            Some(Action::Wait)
-        } else {
-            None
-        };
-        if cancelled {
-            return busy;
-        }
-        if let Some(arrivals) = &phase.arrivals {
-            // Open loop: the schedule decides; the cap only delays.
-            let Some(&offset) = arrivals.get(phase.started as usize) else {
-                return busy;
-            };
-            let due = start_ms + offset;
-            if due > now_ms {
-                return Some(Action::Sleep { until_ms: due });
-            }
-            if phase.in_flight >= phase.slots {
-                return Some(Action::Wait);
-            }
-            phase.started += 1;
-            phase.in_flight += 1;
-            return Some(Action::Start(ticket(Some(due))));
-        }
-        if phase.slots == 0 {
-            // No share of this level: nothing to send, but a timed level lasts its duration
-            // so the next one starts when the other shards start it.
-            return phase
-                .stop_ms()
-                .filter(|&end| now_ms < end)
-                .map(|until_ms| Action::Sleep { until_ms });
-        }
-        // Closed loop.
-        let more = match phase.stop {
-            StopCondition::Requests(n) => phase.started < n,
-            StopCondition::DurationS(_) => phase.stop_ms().is_some_and(|end| now_ms < end),
-        };
-        if !more {
-            return busy;
-        }
-        phase.paused_until.retain(|&t| t > now_ms);
-        let paused = phase.paused_until.len() as u32;
-        let open = phase.ramp.map_or(phase.slots, |r| {
-            r.open_streams(start_ms, now_ms, phase.slots)
-        });
-        if phase.in_flight + paused < open {
-            phase.started += 1;
-            phase.in_flight += 1;
-            return Some(Action::Start(ticket(None)));
-        }
-        // The next slot of the ramp to open, then any paused slot's resumption.
-        let opening = phase
-            .ramp
-            .filter(|_| open < phase.slots)
-            .map(|r| r.opens_at(start_ms, open));
-        match [phase.paused_until.iter().copied().reduce(f64::min), opening]
-            .into_iter()
-            .flatten()
-            .reduce(f64::min)
-        {
-            Some(wake) => {
-                let until_ms = phase.stop_ms().map_or(wake, |end| wake.min(end));
-                Some(Action::Sleep { until_ms })
-            }
-            None => busy,
         }
     }
 
@@ -467,110 +307,6 @@ impl LoadDriver {
         (self.level_reports, self.records)
     }
 
-    /// Opens the next phase; `false` when every level is done.
-    fn open_phase(&mut self) -> Result<bool> {
-        if self.cancelled {
-            return Ok(false);
-        }
-        let Some(&LevelShare {
-            load,
-            stop,
-            warmup: warmup_requests,
-        }) = self.levels.get(self.next_level)
-        else {
-            return Ok(false);
-        };
-        let cap = match load {
-            LoadLevel::Concurrency(c) => c,
-            LoadLevel::Rate(_) => self.max_concurrency,
-        };
-        let warmup = warmup_requests > 0 && !self.warmup_done;
-        let (slots, stop, arrivals) = if warmup {
-            self.warmup_done = true;
-            (
-                cap.min(warmup_requests),
-                StopCondition::Requests(u64::from(warmup_requests)),
-                None,
-            )
-        } else {
-            self.next_level += 1;
-            self.warmup_done = false;
-            let arrivals = match load {
-                LoadLevel::Rate(r) => {
-                    let limit = match stop {
-                        StopCondition::Requests(n) => ArrivalLimit::Count(
-                            usize::try_from(n).unwrap_or(crate::plan::MAX_ARRIVALS),
-                        ),
-                        StopCondition::DurationS(s) => ArrivalLimit::HorizonMs(s * 1000.0),
-                    };
-                    Some(poisson_arrivals(r, limit, self.seed)?)
-                }
-                LoadLevel::Concurrency(_) => None,
-            };
-            (cap, stop, arrivals)
-        };
-        self.phase = Some(Phase {
-            level_index: self.next_level - usize::from(!warmup),
-            load,
-            warmup,
-            slots,
-            stop,
-            arrivals,
-            start_ms: None,
-            started: 0,
-            completed: 0,
-            failed: 0,
-            in_flight: 0,
-            paused_until: Vec::new(),
-            ramp: self
-                .ramps
-                .get(self.next_level - usize::from(!warmup))
-                .copied()
-                .flatten(),
-            first_record: self.records.len(),
-            last_end_ms: None,
-        });
-        Ok(true)
-    }
-
-    /// Closes the current phase; a measured one gets its level summary.
-    fn close_phase(&mut self, now_ms: f64) {
-        let Some(phase) = self.phase.take() else {
-            return;
-        };
-        if phase.warmup {
-            return;
-        }
-        let start_ms = phase.start_ms.unwrap_or(now_ms);
-        let end_ms = phase.last_end_ms.unwrap_or(start_ms).max(start_ms);
-        // Duration levels: the phase is the requested window; requests still in flight at
-        // its end finished but count only if they ended inside it (see `phase`).
-        let end_ms = phase.stop_ms().map_or(end_ms, |stop| end_ms.min(stop));
-        let summary = PhaseSummary::from_records(
-            &self.records[phase.first_record..],
-            start_ms,
-            end_ms,
-            self.slo.as_ref(),
-        );
-        let report = LevelReport {
-            level: phase.load,
-            summary,
-        };
-        if let Some((search, options)) = &mut self.find_max {
-            // A level cut short by a cancel is not judged.
-            if self.cancelled {
-                search.interrupt();
-            } else if let Some(next) = search.observe(&LevelResult::of(&report)) {
-                self.levels.push(LevelShare {
-                    load: next,
-                    stop: options.stop_condition(next),
-                    warmup: options.warmup,
-                });
-            }
-        }
-        self.level_reports.push(report);
-    }
-
     /// The find-max search, when the run has one.
     pub fn find_max(&self) -> Option<&FindMax> {
         self.find_max.as_ref().map(|(s, _)| s)
@@ -581,30 +317,6 @@ impl LoadDriver {
     pub fn annotate(&self, report: &mut Report) {
         if let Some(search) = self.find_max() {
             search.annotate(report);
-        }
-    }
-}
-
-/// The transport's split of the wait before the first byte, onto `record`. Values that are
-/// not finite or negative are dropped (they come from JavaScript too). A `queue_ms` from the
-/// transport (the browser's, from Resource Timing) already leaves out the connection's
-/// set-up; the timeline's (the CLI's: from the hand-over to the client until its HTTP stack
-/// pulled the body) holds it, and loses the parts now recorded apart, so that in both
-/// `queue_ms + dns_ms + connect_ms + tls_ms` is the wait before the request went out.
-fn set_timing_parts(record: &mut RequestRecord, extras: &RecordExtras) {
-    let valid = |v: Option<f64>| v.filter(|v| v.is_finite() && *v >= 0.0);
-    record.dns_ms = valid(extras.dns_ms);
-    record.connect_ms = valid(extras.connect_ms);
-    record.tls_ms = valid(extras.tls_ms);
-    record.wait_ms = valid(extras.wait_ms);
-    match valid(extras.queue_ms) {
-        Some(q) => record.queue_ms = Some(q),
-        None => {
-            let setup: f64 = [record.dns_ms, record.connect_ms, record.tls_ms]
-                .into_iter()
-                .flatten()
-                .sum();
-            record.queue_ms = record.queue_ms.map(|q| (q - setup).max(0.0));
         }
     }
 }
