@@ -173,7 +173,12 @@ async fn a_sharegpt_dataset_of_1000_conversations_drives_a_run() {
             format,
             entries,
             skipped,
+            tokenizer,
         } => {
+            assert_eq!(
+                tokenizer, &None,
+                "no tokenizer: the answers' lengths are estimates"
+            );
             assert_eq!(name, &shown);
             assert_eq!(sha256, &digest, "the SHA-256 of the file's bytes");
             assert_eq!(*size, bytes.len() as u64);

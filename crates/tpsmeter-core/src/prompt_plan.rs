@@ -275,7 +275,7 @@ impl PromptPlan {
     pub fn input(&self, index: u64, counter: Option<&dyn TokenCounter>) -> Result<RequestInput> {
         if let Some(draw) = &self.dataset {
             let mark = (self.bust == CacheBust::Prefix).then(|| self.mark(index));
-            return Ok(draw.input(index, mark.as_deref()));
+            return draw.input(index, mark.as_deref(), counter);
         }
         Ok(RequestInput {
             messages: vec![Message::user(self.prompt(index, counter)?)],

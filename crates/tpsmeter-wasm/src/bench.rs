@@ -332,7 +332,7 @@ impl BenchRun {
             self.driver.http_versions().join(","),
         );
         let prompt = match self.plan.prompts().dataset() {
-            Some(dataset) => dataset.prompt_source(),
+            Some(dataset) => dataset.prompt_source(self.options.tokenizer.clone()),
             None => self.options.prompt_source(self.prompt_chars),
         };
         let config = self

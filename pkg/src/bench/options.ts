@@ -92,7 +92,8 @@ export interface RunSettings {
    * Draw each request's messages from a dataset instead of one prompt: JSON Lines with a
    * `prompt` or an OpenAI `messages` array per line (and optionally `max_tokens` or
    * `output_tokens`), or ShareGPT's JSON (an array of `conversations`: the first human turn
-   * is sent, the first gpt answer's length is the output cap). A `File` or `Blob` (a file
+   * is sent, the first gpt answer's length is the output cap: ⌈characters / 4⌉, or its count
+   * with `tokenizer`). A `File` or `Blob` (a file
    * the user picked), `{ url }` (fetched by the page: the URL must allow it through CORS
    * and the page's CSP), or `{ name, text }` / `{ name, bytes }`. Entries are drawn without
    * replacement, in a fresh shuffle each time round, the same for the same `seed` (and the

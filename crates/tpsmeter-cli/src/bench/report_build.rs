@@ -20,7 +20,7 @@ pub fn build(
 ) -> anyhow::Result<Report> {
     let chars = setup.spec.prompt_text().chars().count() as u64;
     let prompt = match (&args.prompt_file, setup.plan.prompts().dataset()) {
-        (_, Some(dataset)) => dataset.prompt_source(),
+        (_, Some(dataset)) => dataset.prompt_source(setup.options.tokenizer.clone()),
         (Some(path), None) => PromptSource::File {
             path: path.display().to_string(),
             chars,

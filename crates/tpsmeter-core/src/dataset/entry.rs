@@ -3,7 +3,9 @@
 
 use serde_json::{Map, Value};
 
-use super::{At, Entry, MAX_MESSAGES, MAX_OUTPUT_TOKENS, estimate_tokens};
+use super::{
+    At, Entry, MAX_COUNTED_ANSWER_BYTES, MAX_MESSAGES, MAX_OUTPUT_TOKENS, estimate_tokens,
+};
 use crate::error::Result;
 use crate::request::Message;
 
@@ -87,6 +89,13 @@ fn entry(map: &Map<String, Value>, at: At) -> Result<Option<Entry>> {
     Ok(Some(Entry {
         system,
         messages: parsed.messages,
+        answer: match output_tokens {
+            Some(_) => None,
+            None => parsed
+                .reference
+                .clone()
+                .filter(|r| !r.is_empty() && r.len() <= MAX_COUNTED_ANSWER_BYTES),
+        },
         output_tokens: output_tokens
             .or_else(|| parsed.reference.as_deref().and_then(estimate_tokens)),
     }))

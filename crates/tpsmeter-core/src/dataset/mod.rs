@@ -27,7 +27,10 @@
 //! `"max_tokens"` or `"output_tokens"`: the request's output cap, which takes precedence
 //! over the reference answer's length; an entry with neither gets the run's `max_tokens`.
 //! A reference answer counts as ⌈characters / 4⌉ tokens ([`estimate_tokens`]), the common
-//! rule of thumb for English: an estimate, not a tokenizer count.
+//! rule of thumb for English: an estimate, not a tokenizer count. A run with a tokenizer
+//! (`--tokenizer`) counts the answer with it instead, as vLLM's `bench serve` does with
+//! ShareGPT, for answers up to [`MAX_COUNTED_ANSWER_BYTES`]; the report's dataset record
+//! then names the tokenizer.
 //!
 //! **Errors.** A malformed entry is an [`CoreError::InvalidDataset`] that names its line
 //! (and, in an array, its entry number) and the field; nothing malformed is skipped. Every
@@ -56,6 +59,7 @@ use crate::prompt_plan::RequestInput;
 use crate::report::{PromptSource, redact_url};
 use crate::request::Message;
 use crate::shard::Shard;
+use crate::tokens::TokenCounter;
 
 pub use sample::Order;
 
@@ -73,6 +77,11 @@ pub const MAX_ENTRIES: usize = 4 << 20;
 pub const MAX_MESSAGES: usize = 4096;
 /// Cap on an entry's output length, tokens.
 pub const MAX_OUTPUT_TOKENS: u32 = 1 << 20;
+
+/// Longest reference answer kept for a tokenizer to count (bytes). Longer ones keep the
+/// estimate: their count is far past any output cap a benchmark asks for, and keeping a
+/// whole ShareGPT file's answers would double the memory a dataset takes.
+pub const MAX_COUNTED_ANSWER_BYTES: usize = 64 << 10;
 /// Cap on the dataset's name as the report keeps it (a path or URL).
 const MAX_NAME_CHARS: usize = 1000;
 
@@ -110,8 +119,12 @@ pub struct Entry {
     pub system: Option<String>,
     /// The conversation: it starts and ends with a user message.
     pub messages: Vec<Message>,
-    /// The request's output cap, instead of the run's.
+    /// The request's output cap, instead of the run's: the entry's own, or its reference
+    /// answer's length estimated (see [`estimate_tokens`]).
     pub output_tokens: Option<u32>,
+    /// The reference answer when it set `output_tokens` (and is at most
+    /// [`MAX_COUNTED_ANSWER_BYTES`]): a run with a tokenizer counts it instead.
+    pub answer: Option<String>,
 }
 
 /// A parsed dataset.
@@ -201,8 +214,9 @@ impl Dataset {
         self.skipped
     }
 
-    /// The report's record of this dataset.
-    pub fn prompt_source(&self) -> PromptSource {
+    /// The report's record of this dataset; `tokenizer` the run's, which counted its
+    /// reference answers.
+    pub fn prompt_source(&self, tokenizer: Option<String>) -> PromptSource {
         PromptSource::Dataset {
             name: self.name.clone(),
             sha256: self.sha256.clone(),
@@ -210,6 +224,7 @@ impl Dataset {
             format: self.format,
             entries: self.entries.len() as u64,
             skipped: self.skipped,
+            tokenizer,
         }
     }
 }
@@ -269,17 +284,30 @@ impl Draw {
 
     /// What request `index` sends: its entry, with `mark` (when prompts are marked) before
     /// the first user message's text.
-    pub fn input(&self, index: u64, mark: Option<&str>) -> RequestInput {
+    /// What request `index` sends; with `counter` (the run's tokenizer) a reference
+    /// answer's length is its count of it rather than the estimate.
+    pub fn input(
+        &self,
+        index: u64,
+        mark: Option<&str>,
+        counter: Option<&dyn TokenCounter>,
+    ) -> Result<RequestInput> {
         let entry = &self.dataset.entries[self.order.entry(index)];
         let mut messages = entry.messages.clone();
         if let (Some(mark), Some(first)) = (mark, messages.first_mut()) {
             first.content = format!("{mark} {}", first.content);
         }
-        RequestInput {
+        let counted = match (counter, &entry.answer) {
+            (Some(counter), Some(answer)) => Some(counter.count(answer)?)
+                .filter(|n| *n > 0)
+                .map(|n| n.min(MAX_OUTPUT_TOKENS)),
+            _ => None,
+        };
+        Ok(RequestInput {
             messages,
-            max_tokens: entry.output_tokens,
+            max_tokens: counted.or(entry.output_tokens),
             system: entry.system.clone(),
-        }
+        })
     }
 
     pub fn dataset(&self) -> &Dataset {

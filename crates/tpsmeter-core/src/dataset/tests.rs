@@ -85,7 +85,12 @@ fn sharegpt_sends_the_first_human_turn_and_skips_entries_without_one() {
     assert_eq!(e[1].system.as_deref(), Some("You are terse."));
     assert_eq!(e[1].messages, vec![Message::user("Hi")]);
     assert_eq!(e[1].output_tokens, None, "no gpt turn after the human one");
-    match d.prompt_source() {
+    assert_eq!(
+        e[0].answer.as_deref(),
+        Some("A tower with a light at the top."),
+        "kept for a tokenizer to count"
+    );
+    match d.prompt_source(None) {
         PromptSource::Dataset {
             name,
             format,
@@ -93,7 +98,9 @@ fn sharegpt_sends_the_first_human_turn_and_skips_entries_without_one() {
             skipped,
             bytes,
             sha256,
+            tokenizer,
         } => {
+            assert_eq!(tokenizer, None, "the answers' lengths are estimates");
             assert_eq!(name, "sharegpt.json");
             assert_eq!(format, DatasetFormat::Json);
             assert_eq!((entries, skipped), (2, 2));
@@ -513,4 +520,75 @@ fn the_same_seed_draws_the_same_entries() {
     assert_eq!(prompts(Some(3), 1), prompts(Some(3), 2));
     assert_ne!(prompts(Some(3), 1), prompts(Some(4), 1));
     assert_ne!(prompts(None, 1), prompts(None, 2));
+}
+
+/// Counts a text as its number of characters: a stand-in tokenizer whose counts differ
+/// from the ⌈characters / 4⌉ estimate.
+struct CharCounter;
+
+impl crate::tokens::TokenCounter for CharCounter {
+    fn count(&self, text: &str) -> crate::error::Result<u32> {
+        Ok(text.chars().count() as u32)
+    }
+
+    fn name(&self) -> &str {
+        "chars"
+    }
+}
+
+#[test]
+fn with_a_tokenizer_a_reference_answer_is_counted_not_estimated() {
+    let d = parse(concat!(
+        "[{\"conversations\": [{\"from\": \"human\", \"value\": \"Q\"}, {\"from\": \"gpt\", \"value\": \"twelve chars\"}]},\n",
+        " {\"prompt\": \"P\", \"max_tokens\": 5}]",
+    ))
+    .unwrap();
+    let o = options(Some(2));
+    let plan = PromptPlan::new(&o, None, 0, None)
+        .unwrap()
+        .with_dataset(d.clone(), &o, None)
+        .unwrap();
+    let caps = |counter: Option<&dyn crate::tokens::TokenCounter>| {
+        let mut caps: Vec<Option<u32>> = (0..2)
+            .map(|i| plan.input(i, counter).unwrap().max_tokens)
+            .collect();
+        caps.sort();
+        caps
+    };
+    // "twelve chars": estimated ⌈12 / 4⌉ = 3, counted 12; an entry's own cap stays.
+    assert_eq!(caps(None), [Some(3), Some(5)]);
+    assert_eq!(caps(Some(&CharCounter)), [Some(5), Some(12)]);
+    assert_eq!(
+        d.entries()[1].answer,
+        None,
+        "an entry's own cap is not an answer"
+    );
+    assert!(matches!(
+        d.prompt_source(Some("chars".into())),
+        PromptSource::Dataset { tokenizer: Some(t), .. } if t == "chars"
+    ));
+}
+
+#[test]
+fn an_answer_too_long_to_count_keeps_its_estimate() {
+    let long = "x".repeat(super::MAX_COUNTED_ANSWER_BYTES + 1);
+    let d = parse(&format!(
+        "{{\"messages\": [{{\"role\": \"user\", \"content\": \"Q\"}}, {{\"role\": \"assistant\", \"content\": \"{long}\"}}]}}"
+    ))
+    .unwrap();
+    let e = &d.entries()[0];
+    assert_eq!(e.answer, None);
+    assert_eq!(
+        e.output_tokens,
+        Some((super::MAX_COUNTED_ANSWER_BYTES as u32 + 1).div_ceil(4))
+    );
+    let o = options(Some(1));
+    let plan = PromptPlan::new(&o, None, 0, None)
+        .unwrap()
+        .with_dataset(d.clone(), &o, None)
+        .unwrap();
+    assert_eq!(
+        plan.input(0, Some(&CharCounter)).unwrap().max_tokens,
+        e.output_tokens
+    );
 }

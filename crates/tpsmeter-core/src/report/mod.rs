@@ -191,6 +191,10 @@ pub enum PromptSource {
         /// turn); never a malformed one, which fails the run instead.
         #[serde(default)]
         skipped: u64,
+        /// The tokenizer that counted the reference answers' lengths, as its source was
+        /// named; absent: estimated (⌈characters / 4⌉).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokenizer: Option<String>,
     },
 }
 
