@@ -162,10 +162,13 @@ async fn a_full_backlog_is_connect_time_and_an_unaccepted_connection_is_server_w
         parts.iter().any(|p| p.0 < 100.0 && p.1 >= 250.0),
         "none waited in the backlog: {parts:?}"
     );
-    // TTFT counts from the request going out: the handshake is not in it.
+    // TTFT counts from the request going out: the handshake is not in it, so it is the
+    // server wait and the first token's few ms after it (a wait that may itself be a
+    // retransmit's, as above), never the second-long connect before it.
     for r in &records {
         if r.connect_ms.unwrap() >= SYN_RETRY_MS {
-            assert!(r.metrics.ttft_ms.unwrap() < 300.0, "{r:?}");
+            let (ttft, wait) = (r.metrics.ttft_ms.unwrap(), r.wait_ms.unwrap());
+            assert!(ttft < wait + 100.0, "{r:?}");
         }
     }
     let summary = &result.report.levels[0].summary;
