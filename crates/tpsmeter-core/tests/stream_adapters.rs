@@ -329,10 +329,7 @@ fn gemini_cached_content_is_the_cached_input() {
         Api::Gemini,
         "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"hi\"}]},\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"promptTokenCount\":1500,\"cachedContentTokenCount\":1024,\"candidatesTokenCount\":2}}\r\n\r\n",
     );
-    let usage = events.iter().find_map(|e| match e {
-        StreamEvent::Usage(u) => Some(u.clone()),
-        _ => None,
-    });
+    let usage = first_usage(&events);
     assert_eq!(
         usage,
         Some(Usage {
@@ -350,10 +347,7 @@ fn responses_cached_input_comes_from_input_tokens_details() {
         Api::OpenaiResponses,
         "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":1200,\"input_tokens_details\":{\"cached_tokens\":1024},\"output_tokens\":5}}}\n\n",
     );
-    let usage = events.iter().find_map(|e| match e {
-        StreamEvent::Usage(u) => Some(u.clone()),
-        _ => None,
-    });
+    let usage = first_usage(&events);
     assert_eq!(
         usage,
         Some(Usage {
@@ -363,4 +357,12 @@ fn responses_cached_input_comes_from_input_tokens_details() {
             ..Usage::default()
         })
     );
+}
+
+/// The first usage report among `events`.
+fn first_usage(events: &[StreamEvent]) -> Option<Usage> {
+    events.iter().find_map(|e| match e {
+        StreamEvent::Usage(u) => Some(u.clone()),
+        _ => None,
+    })
 }
