@@ -15,6 +15,7 @@ use std::process::{Command, Stdio};
 
 use capture::{ANSWER, Capture};
 use common::{argv, bench, measured};
+use serde_json::Value;
 use server_support::{assets, free_port, start};
 use tpsmeter_cli::bench::tokenizer::{self, CliTokenizer};
 use tpsmeter_core::tokens::TokenCounter;
@@ -128,6 +129,55 @@ async fn answers_without_usage_are_counted_by_the_tokenizer() {
     args.push("50");
     let report = bench(&args).await.report;
     assert_eq!(measured(&report)[0].token_source, TokenCountSource::Chunks);
+}
+
+#[tokio::test]
+async fn a_dataset_answer_is_counted_by_the_tokenizer_for_the_output_cap() {
+    let Some([model]) = assets("tokenizer", ["TPSMETER_MODEL"]) else {
+        return;
+    };
+    let model = model.to_str().unwrap();
+    // An answer whose count differs from the ⌈characters / 4⌉ estimate.
+    let answer = "Paris, the capital of France, on the Seine: 2,165,423 people (2019).";
+    let dir = std::env::temp_dir().join(format!("tpsmeter-dataset-tok-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("sharegpt.json");
+    let entry = serde_json::json!([{"conversations": [
+        {"from": "human", "value": "Where is the Louvre?"},
+        {"from": "gpt", "value": answer},
+    ]}]);
+    std::fs::write(&file, entry.to_string()).unwrap();
+    let counted = tokenizer::load(model).unwrap().count(answer).unwrap();
+    let estimate = u32::try_from(answer.chars().count().div_ceil(4)).unwrap();
+    assert_ne!(counted, estimate, "pick an answer that tells them apart");
+    let capture = Capture::start();
+    let file_arg = file.to_str().unwrap();
+    let cap = |tok: bool| {
+        let mut args = argv("openai-chat", &capture.url, &["--dataset", file_arg]);
+        args.extend_from_slice(&["--requests", "1"]);
+        if tok {
+            args.extend_from_slice(&["--tokenizer", model]);
+        }
+        args
+    };
+    let with = bench(&cap(true)).await.report;
+    let without = bench(&cap(false)).await.report;
+    let sent: Vec<Value> = capture
+        .bodies
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|b| serde_json::from_str(b).unwrap())
+        .collect();
+    assert_eq!(sent[0]["max_tokens"], counted);
+    assert_eq!(sent[1]["max_tokens"], estimate);
+    let named = |r: &tpsmeter_core::Report| match &r.config.prompt {
+        tpsmeter_core::report::PromptSource::Dataset { tokenizer, .. } => tokenizer.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(named(&with).as_deref(), Some(model));
+    assert_eq!(named(&without), None);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The server's usage for runs of 40 and 400 input tokens counted by `tokenizer`: each
