@@ -162,13 +162,7 @@ async fn a_dataset_answer_is_counted_by_the_tokenizer_for_the_output_cap() {
     };
     let with = bench(&cap(true)).await.report;
     let without = bench(&cap(false)).await.report;
-    let sent: Vec<Value> = capture
-        .bodies
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|b| serde_json::from_str(b).unwrap())
-        .collect();
+    let sent: Vec<Value> = capture.bodies_json();
     assert_eq!(sent[0]["max_tokens"], counted);
     assert_eq!(sent[1]["max_tokens"], estimate);
     let named = |r: &tpsmeter_core::Report| match &r.config.prompt {

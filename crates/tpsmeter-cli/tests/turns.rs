@@ -19,13 +19,7 @@ async fn each_turn_sends_the_conversation_so_far_with_the_real_answers() {
     let mut args = argv("openai-chat", &capture.url, &["--turns", "3"]);
     args.extend_from_slice(&["--requests", "6", "--concurrency", "1", "--seed", "2"]);
     let report = bench(&args).await.report;
-    let bodies: Vec<Value> = capture
-        .bodies
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|b| serde_json::from_str(b).unwrap())
-        .collect();
+    let bodies: Vec<Value> = capture.bodies_json();
     let turns: Vec<u32> = measured(&report).iter().map(|r| r.turn.unwrap()).collect();
     assert_eq!(turns, vec![1, 2, 3, 1, 2, 3]);
     let messages = |i: usize| bodies[i]["messages"].as_array().unwrap().clone();

@@ -35,6 +35,16 @@ impl Capture {
         Capture { url, bodies }
     }
 
+    /// Every request body so far as JSON, in order of arrival.
+    pub fn bodies_json(&self) -> Vec<Value> {
+        self.bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|b| serde_json::from_str(b).unwrap())
+            .collect()
+    }
+
     /// The user message of every request so far, in order of arrival.
     pub fn prompts(&self) -> Vec<String> {
         self.bodies
