@@ -86,18 +86,22 @@ fn entry(map: &Map<String, Value>, at: At) -> Result<Option<Entry>> {
         }
         (a, b) => a.or(b),
     };
+    // The entry's own cap wins; otherwise the reference answer sets it, estimated here and
+    // kept (moved, not copied) for a tokenizer to count.
+    let (output_tokens, answer) = match output_tokens {
+        Some(cap) => (Some(cap), None),
+        None => (
+            parsed.reference.as_deref().and_then(estimate_tokens),
+            parsed
+                .reference
+                .filter(|r| !r.is_empty() && r.len() <= MAX_COUNTED_ANSWER_BYTES),
+        ),
+    };
     Ok(Some(Entry {
         system,
         messages: parsed.messages,
-        answer: match output_tokens {
-            Some(_) => None,
-            None => parsed
-                .reference
-                .clone()
-                .filter(|r| !r.is_empty() && r.len() <= MAX_COUNTED_ANSWER_BYTES),
-        },
-        output_tokens: output_tokens
-            .or_else(|| parsed.reference.as_deref().and_then(estimate_tokens)),
+        answer,
+        output_tokens,
     }))
 }
 

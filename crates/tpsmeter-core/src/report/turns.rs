@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::report::RequestRecord;
-use crate::stats::percentile;
+use crate::stats::Summary;
 
 /// One turn of one level: the measured requests that were that turn of their conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -43,35 +43,21 @@ pub fn summarise(records: &[RequestRecord]) -> Vec<TurnSummary> {
                 })
                 .collect();
             let ok: Vec<&&RequestRecord> = of.iter().filter(|r| r.ok()).collect();
-            let median = |xs: Vec<f64>, p: f64| {
-                let mut xs = xs;
-                xs.sort_by(f64::total_cmp);
-                percentile(&xs, p)
+            let summary = |value: fn(&RequestRecord) -> Option<f64>| {
+                Summary::from_values(&ok.iter().filter_map(|r| value(r)).collect::<Vec<f64>>())
             };
-            let ttft: Vec<f64> = ok.iter().filter_map(|r| r.metrics.ttft_ms).collect();
+            let ttft = summary(|r| r.metrics.ttft_ms);
             TurnSummary {
                 level_index,
                 turn,
                 requests: of.len() as u64,
                 ok: ok.len() as u64,
-                ttft_ms_p50: median(ttft.clone(), 0.5),
-                ttft_ms_p90: median(ttft, 0.9),
-                output_tps_p50: median(
-                    ok.iter().filter_map(|r| r.metrics.decode_tps).collect(),
-                    0.5,
-                ),
-                input_tokens_p50: median(
-                    ok.iter()
-                        .filter_map(|r| r.input_tokens.map(|n| n as f64))
-                        .collect(),
-                    0.5,
-                ),
-                cached_input_tokens_p50: median(
-                    ok.iter()
-                        .filter_map(|r| r.cached_input_tokens.map(|n| n as f64))
-                        .collect(),
-                    0.5,
-                ),
+                ttft_ms_p50: ttft.map(|s| s.p50),
+                ttft_ms_p90: ttft.map(|s| s.p90),
+                output_tps_p50: summary(|r| r.metrics.decode_tps).map(|s| s.p50),
+                input_tokens_p50: summary(|r| r.input_tokens.map(|n| n as f64)).map(|s| s.p50),
+                cached_input_tokens_p50: summary(|r| r.cached_input_tokens.map(|n| n as f64))
+                    .map(|s| s.p50),
             }
         })
         .collect()
