@@ -1,21 +1,7 @@
-//! `tpsmeter serve`'s request-body parsing (`/v1/chat/completions` and `/v1/completions`) on
-//! any body up to the server's size cap: a 400 message or a request, never a panic.
-//!
-//! Input: byte 0's low bit picks the endpoint; the rest is the body.
+//! libFuzzer entry of [`tpsmeter_fuzz::targets::serve_request`]: the checks live in the library, so
+//! the main workspace's tests replay the same function over the seed corpora
+//! (`crates/tpsmeter-cli/tests/fuzz_replay.rs`).
 
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use tpsmeter_cli::serve::openai::{Api, parse};
-
-fuzz_target!(|data: &[u8]| {
-    let Some((&which, body)) = data.split_first() else {
-        return;
-    };
-    let api = if which & 1 == 0 {
-        Api::Chat
-    } else {
-        Api::Completions
-    };
-    let _ = parse(api, body);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tpsmeter_fuzz::targets::serve_request::run(data));

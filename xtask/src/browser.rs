@@ -12,12 +12,12 @@
 
 use crate::assets::{self, cache_dir};
 use crate::sh::{self, repo_root};
+use crate::steps::timed;
 use crate::tools::{self, CHROMEDRIVER, CHROMIUM, cargo, npm_install, target_dir};
 use crate::{pkg, www};
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
 
 /// Chromium flags that work headless as root in a container without a GPU, with nothing
 /// fetched in the background. chromedriver gives each session a fresh profile directory;
@@ -103,17 +103,6 @@ impl Drop for PrivateTmp {
             eprintln!("browser-test: could not remove {}: {e}", self.0.display());
         }
     }
-}
-
-/// Runs one step and says how long it took (CI must stay well under its time limit).
-fn timed<T>(what: &str, step: impl FnOnce() -> Result<T>) -> Result<T> {
-    let start = Instant::now();
-    let out = step();
-    eprintln!(
-        "browser-test: {what}: {:.0} s",
-        start.elapsed().as_secs_f64()
-    );
-    out
 }
 
 /// `cargo xtask browser-test [--require-assets] [--kernels | --e2e [FILE...]]`: `--kernels`

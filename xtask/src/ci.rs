@@ -1,14 +1,54 @@
-//! `cargo xtask ci`: what CI runs, in the order that fails fastest.
+//! `cargo xtask ci`: what CI runs, in the order that fails fastest, each step timed against
+//! its budget ([`BUDGETS`]; the table at the end is also `<target>/ci-times.json`).
 
 use crate::assets;
 use crate::browser;
 use crate::sh::{self, repo_root};
+use crate::steps::{self, timed};
+use crate::tools::target_dir;
 use anyhow::Result;
 use std::process::Command;
 
+/// Seconds each step may take on a fresh 2-core machine with the set-up cache warm (as after
+/// `cargo xtask demo`), from the medians of measured runs (docs/testing.md has the figures);
+/// a step past its budget by 25 % is a warning in the table. The browser steps are
+/// `browser-test`'s own.
+pub const BUDGETS: &[(&str, u64)] = &[
+    ("setup", 60),
+    ("fmt", 10),
+    ("clippy (native)", 420),
+    ("clippy (wasm32)", 120),
+    ("rustdoc", 120),
+    ("fuzz seeds", 10),
+    ("tests (native)", 900),
+    ("doc tests", 120),
+    ("core without json-error-detail", 60),
+    ("core tests in Chromium", 100),
+    ("kernel tests in Chromium (WebGPU)", 300),
+    ("pkg", 300),
+    ("site", 20),
+    ("test binaries", 30),
+    ("end-to-end tests", 450),
+];
+
 pub fn run_ci(skip_setup: bool) -> Result<()> {
+    steps::set_budgets(BUDGETS);
+    let outcome = run_steps(skip_setup);
+    // The table is printed (and written) whether the run passed or failed: a failure late in
+    // the run still shows where the time went.
+    let over = steps::report(&target_dir().join("ci-times.json"))?;
+    if !over.is_empty() {
+        eprintln!(
+            "ci: WARNING: over budget by more than 25 %: {} (docs/testing.md: where a test belongs)",
+            over.join(", ")
+        );
+    }
+    outcome
+}
+
+fn run_steps(skip_setup: bool) -> Result<()> {
     if !skip_setup {
-        assets::setup_all()?;
+        timed("setup", assets::setup_all)?;
     }
     let root = repo_root();
     let cargo = || {
@@ -16,36 +56,49 @@ pub fn run_ci(skip_setup: bool) -> Result<()> {
         c.current_dir(&root);
         c
     };
-    sh::run(cargo().args(["fmt", "--all", "--", "--check"]))?;
-    sh::run(cargo().args([
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
+    timed("fmt", || {
+        sh::run(cargo().args(["fmt", "--all", "--", "--check"]))
+    })?;
+    timed("clippy (native)", || {
+        sh::run(cargo().args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]))
+    })?;
     // The browser build reuses the core and the engine unchanged: both must stay wasm-clean,
     // as must the boundary crate itself.
-    sh::run(cargo().args([
-        "clippy",
-        "-p",
-        "tpsmeter-core",
-        "-p",
-        "tpsmeter-gpu",
-        "-p",
-        "tpsmeter-wasm",
-        "--target",
-        "wasm32-unknown-unknown",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
-    sh::run(
-        cargo()
-            .env("RUSTDOCFLAGS", "-D warnings")
-            .args(["doc", "--workspace", "--no-deps"]),
-    )?;
+    timed("clippy (wasm32)", || {
+        sh::run(cargo().args([
+            "clippy",
+            "-p",
+            "tpsmeter-core",
+            "-p",
+            "tpsmeter-gpu",
+            "-p",
+            "tpsmeter-wasm",
+            "--target",
+            "wasm32-unknown-unknown",
+            "--",
+            "-D",
+            "warnings",
+        ]))
+    })?;
+    timed("rustdoc", || {
+        sh::run(cargo().env("RUSTDOCFLAGS", "-D warnings").args([
+            "doc",
+            "--workspace",
+            "--no-deps",
+        ]))
+    })?;
+    // The fuzz targets' checks replay their seed corpora (and mutations of every seed) as an
+    // ordinary test (`crates/tpsmeter-cli/tests/fuzz_replay.rs`), so CI builds no sanitizer
+    // toolchain: the coverage-guided campaigns are `cargo xtask fuzz`. Written fresh, so the
+    // test's inputs are exactly the seeds of this checkout and the cached models.
+    let corpus = timed("fuzz seeds", crate::fuzz_seeds::write_replay_corpus)?;
     // With TPSMETER_REQUIRE_ASSETS=1 a test that needs the model, llama-server or a GPU
     // adapter fails instead of skipping: CI must never pass because an asset was missing.
     let mut test = cargo();
@@ -53,26 +106,25 @@ pub fn run_ci(skip_setup: bool) -> Result<()> {
     for (k, v) in assets::asset_env() {
         test.env(k, v);
     }
+    test.env("TPSMETER_FUZZ_CORPUS", &corpus);
     // Not `--all-targets`: the benches are `harness = false` programs that would run their
     // full measurements here. Clippy above already compiles them.
-    sh::run(test.args(["test", "--workspace", "--lib", "--bins", "--tests"]))?;
-    sh::run(cargo().args(["test", "--workspace", "--doc"]))?;
+    timed("tests (native)", || {
+        sh::run(test.args(["test", "--workspace", "--lib", "--bins", "--tests"]))
+    })?;
+    timed("doc tests", || {
+        sh::run(cargo().args(["test", "--workspace", "--doc"]))
+    })?;
     // The core as the real-user meter's wasm build links it (no `json-error-detail`).
-    sh::run(cargo().args([
-        "test",
-        "-p",
-        "tpsmeter-core",
-        "--no-default-features",
-        "--lib",
-    ]))?;
-    // Every fuzz target a fixed number of runs from the seed corpora: a parser change that
-    // panics, hangs or over-allocates on an input the corpus (or its first mutations) holds
-    // fails here. The long campaigns are `cargo xtask fuzz --runs 10000000`.
-    crate::fuzz::run(&[
-        "--fresh".to_owned(),
-        "--runs".to_owned(),
-        crate::fuzz::CI_RUNS.to_string(),
-    ])?;
+    timed("core without json-error-detail", || {
+        sh::run(cargo().args([
+            "test",
+            "-p",
+            "tpsmeter-core",
+            "--no-default-features",
+            "--lib",
+        ]))
+    })?;
     browser::run_browser_tests(true)
 }
 

@@ -5,7 +5,7 @@
 //! timed out or ran out of memory, naming the file libFuzzer wrote the input to.
 //!
 //! `--seconds` stops each target after S seconds even if N is not reached (the table says
-//! how many ran); `--jobs` runs J targets at once; `--fresh` (CI) starts from the seeds alone
+//! how many ran); `--jobs` runs J targets at once; `--fresh` starts from the seeds alone
 //! in a corpus of its own, so the time does not grow with what earlier campaigns found.
 //!
 //! Everything lands in the cache directory: cargo-fuzz (pinned) in `tools/`, the build in
@@ -27,11 +27,6 @@ const CARGO_FUZZ_VERSION: &str = "0.13.2";
 
 /// Executions per target when `--runs` is not given: a smoke run.
 pub const DEFAULT_RUNS: u64 = 10_000;
-
-/// Executions per target in `cargo xtask ci`: all six targets together in about a minute on
-/// two busy cores once built; chat_template, the slowest (~200 exec/s: hostile loops run
-/// to the end of their fuel), takes half of it.
-pub const CI_RUNS: u64 = 5_000;
 
 /// RSS cap per target process (libFuzzer kills and reports past it). The parsers' own caps
 /// bound what one input can make them allocate to a small multiple of its size; AddressSanitizer

@@ -62,6 +62,28 @@ pub fn write_all(corpus_root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Writes the corpus `crates/tpsmeter-cli/tests/fuzz_replay.rs` replays (anew, so it holds
+/// exactly this checkout's and the cached models' seeds) and returns its directory, the
+/// test's `TPSMETER_FUZZ_CORPUS`.
+pub fn write_replay_corpus() -> Result<std::path::PathBuf> {
+    let dir = crate::assets::cache_dir()
+        .join("fuzz")
+        .join("replay-corpus");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("remove {}", dir.display()))?;
+    }
+    write_all(&dir)?;
+    Ok(dir)
+}
+
+/// `cargo xtask fuzz-seeds`: writes the replay corpus and prints the variable that points the
+/// test at it (`eval "$(cargo xtask fuzz-seeds)"`).
+pub fn run() -> Result<()> {
+    let dir = write_replay_corpus()?;
+    println!("export TPSMETER_FUZZ_CORPUS={}", dir.display());
+    Ok(())
+}
+
 fn write(root: &Path, target: &str, name: &str, bytes: &[u8]) -> Result<()> {
     let dir = root.join(target);
     std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;

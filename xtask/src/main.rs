@@ -4,8 +4,9 @@
 //!   the browser tool chain (Chromium, chromedriver, wasm-bindgen-cli), all cached under
 //!   `$TPSMETER_CACHE` (default `~/.cache/tpsmeter`), never in the repo.
 //! - `ci`: `setup`, then exactly what CI checks: fmt, clippy (native and wasm32) with
-//!   `-D warnings`, rustdoc with `-D warnings`, every test with the real assets required, and
-//!   `browser-test`.
+//!   `-D warnings`, rustdoc with `-D warnings`, every test with the real assets required (the
+//!   fuzz targets' checks replayed over their seed corpora among them), and `browser-test`;
+//!   each step timed against its budget, in a table at the end (`<target>/ci-times.json`).
 //! - `pkg`: the npm package (`pkg/`) built from scratch and packed into `target/npm/`.
 //! - `www`: the package, then the site (`www/`, Vite 7) into `target/www/`.
 //! - `browser-test`: the core's and the kernels' tests in headless Chromium, then the
@@ -23,7 +24,8 @@
 //!   GGUF, in one table (also JSON and Markdown under the cache).
 //! - `fuzz`: the libFuzzer targets in `fuzz/` (cargo-fuzz), each run `--runs N` times from
 //!   seeds cut from the real models and recorded streams, with a table of executions, exec/s,
-//!   crashes and peak RSS per target.
+//!   crashes and peak RSS per target. `fuzz-seeds`: the seed corpora `ci`'s replay test reads
+//!   (`eval "$(cargo xtask fuzz-seeds)"`, then `cargo test -p tpsmeter-cli --test fuzz_replay`).
 //!
 //! Steps are idempotent: each checks for its output before doing work, so a warm machine
 //! runs `ci` in the time the checks themselves take.
@@ -42,6 +44,7 @@ mod serve_bench;
 mod serve_burst;
 mod sh;
 mod soak;
+mod steps;
 mod tools;
 mod www;
 
@@ -70,6 +73,7 @@ fn main() -> Result<()> {
         }
         "gpu-report" => gpu_report::run(rest),
         "fuzz" => fuzz::run(rest),
+        "fuzz-seeds" => fuzz_seeds::run(),
         "-h" | "--help" | "help" => {
             println!("{HELP}");
             Ok(())
@@ -82,7 +86,8 @@ const HELP: &str = "\
 commands:
   setup   install system packages, the wasm32 target, the model, llama.cpp and the browser tools (cached)
   assets  print the environment variables that point tests and tools at the cached assets
-  ci      setup + fmt + clippy (native, wasm32) + doc + all tests + browser-test, as CI runs them
+  ci      setup + fmt + clippy (native, wasm32) + doc + all tests + browser-test, as CI runs them,
+          each step timed against its budget (table at the end, also $CARGO_TARGET_DIR/ci-times.json)
   pkg     build the npm package from scratch and pack it into target/npm/
   www     build the npm package, then the site (benchmark page + local demo) into target/www/
   browser-test  the core's tests in headless Chromium, then pkg and the end-to-end browser tests
@@ -102,4 +107,5 @@ commands:
                 Markdown to $TPSMETER_CACHE/gpu-report/
   fuzz [--runs N] [--jobs J] [--seconds S] [--fresh] [targets...]  build the cargo-fuzz targets in fuzz/, seed them from the
                 real models and streams, run each N times (default 10000), J at a time; print
-                executions, exec/s, crashes and peak RSS per target; fail on any crash";
+                executions, exec/s, crashes and peak RSS per target; fail on any crash
+  fuzz-seeds  write the seed corpora the fuzz replay test reads (CI's fuzz check) and print its variable";
