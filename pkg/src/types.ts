@@ -38,7 +38,7 @@ export type ErrorClass = schema.ErrorClass;
 /** The classes JavaScript reports through `Exchange.fail` (the rest come from the parser). */
 export type FailClass = Extract<
   ErrorClass,
-  'timeout_first_byte' | 'stall' | 'connect' | 'connect_refused' | 'dns' | 'cors' | 'cancelled' | 'other'
+  'timeout_first_byte' | 'stall' | 'connect' | 'connect_refused' | 'dns' | 'cors' | 'redirect' | 'cancelled' | 'other'
 >;
 
 /** Why a request failed (`record.error`). */

@@ -56,6 +56,32 @@ async function closedPort() {
   return port;
 }
 
+/**
+ * A TCP listener on `host` that counts connections and keeps what arrives, answering 404 (so
+ * a client that did follow fails fast rather than at its timeout).
+ */
+async function listener(host) {
+  let connections = 0;
+  let received = '';
+  const srv = net.createServer((socket) => {
+    connections++;
+    socket.on('error', () => {});
+    socket.once('data', (d) => {
+      received = (received + d.toString('latin1')).slice(0, 4096);
+      socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
+    });
+  });
+  await new Promise((r) => srv.listen(0, host, r));
+  return {
+    port: srv.address().port,
+    get connections() {
+      return connections;
+    },
+    received: () => received,
+    close: () => new Promise((r) => srv.close(() => r())),
+  };
+}
+
 test('bench() classifies every fault', async (t) => {
   const fx = await fixture(t, { emulator: { ttftMs: 5, itlMs: 2, tokens: 64 } });
   if (!fx) return;
@@ -135,6 +161,24 @@ test('bench() classifies every fault', async (t) => {
       }
     });
   }
+
+  // Regression (issue 35): `fetch` followed redirects, and with them the key's header went
+  // to whatever host a server named. A server on 127.0.0.1 answers 302 or 307 to a listener
+  // on 127.0.0.2 (another origin) that counts what arrives: nothing may, not even a preflight.
+  const other = await listener('127.0.0.2');
+  for (const api of ['openai-chat', 'openai-completions', 'openai-responses', 'anthropic', 'gemini', 'ollama-chat', 'ollama-generate', 'vercel-ui']) {
+    await t.test(`${api}: a redirect to another host is not followed`, async () => {
+      const route = api === 'vercel-ui' ? '/api/ui-chat' : '';
+      for (const code of [302, 307]) {
+        const url = fx.emulator.prefixed(`fault/redirect:${code}:127.0.0.2:${other.port}`) + route;
+        const report = await benchInPage(page, options(url, { api }));
+        assertAllFailedAs(report, 'redirect');
+        for (const r of report.requests) assert.match(r.error.message, /redirect.*not followed/, `${api} ${code}`);
+        assert.equal(other.connections, 0, `${api} ${code}: the other host got ${other.received()}`);
+      }
+    });
+  }
+  await other.close();
 
   await t.test('AbortSignal → cancelled, the report still returned', async () => {
     const report = await page.evaluate(async (opts) => {

@@ -227,7 +227,7 @@ async fn api_key_never_appears_in_any_output() {
         .unwrap();
         for api in ["openai-chat", "anthropic", "gemini"] {
             let (stdout, stderr, _) = bench_with_key(
-                KEY,
+                Some(KEY),
                 api,
                 &emu.base_url(),
                 &dir.join(format!("{name}-{api}")),
@@ -292,7 +292,7 @@ async fn a_key_the_server_echoes_reaches_no_output() {
             };
             let url = format!("{}/echo-key/fault/{fault}{route}", emu.base_url());
             let (stdout, stderr, json) = bench_with_key(
-                KEY,
+                Some(KEY),
                 api.name(),
                 &url,
                 &dir.join(format!("{name}-{api}")),
@@ -331,10 +331,107 @@ async fn a_key_the_server_echoes_reaches_no_output() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Runs `tpsmeter bench` on `api` at `url` with `key` in the environment, writing
+/// Regression (issue 35): credentials in the URL (`http://user:key@host`) go out as
+/// `Authorization: Basic base64(user:key)`; a server that quoted that header back (a 401
+/// body, a 429's `Retry-After`, an error event) got the base64 onto the terminal, into
+/// `--json`, the CSV and the JSONL, since the redactor looked for the key only as written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn basic_auth_the_server_echoes_reaches_no_output() {
+    const USER: &str = "alice";
+    const KEY: &str = "sk-basic-4f/9a+c1=e5b7d3Xq";
+    const URL_KEY: &str = "sk-basic-4f%2F9a%2Bc1%3De5b7d3Xq";
+    // What goes out: the URL's userinfo decoded, then base64.
+    let basic = base64(format!("{USER}:{KEY}").as_bytes());
+    let dir = temp_dir("echo-basic");
+    let emu = Emulator::start(EmulatorConfig {
+        schedule: schedule(4),
+        ..EmulatorConfig::default()
+    })
+    .await
+    .unwrap();
+    let host = emu.base_url().replace("http://", "");
+    let mut runs = 0;
+    for (name, fault) in [
+        ("status", "status:401"),
+        ("header", "rate-limited:1"),
+        ("event", "error-event:1"),
+    ] {
+        for api in Api::ALL {
+            let route = if api == Api::VercelUi {
+                "/api/ui-chat"
+            } else {
+                ""
+            };
+            let url = format!("http://{USER}:{URL_KEY}@{host}/echo-key/fault/{fault}{route}");
+            let (stdout, stderr, json) = bench_with_key(
+                None,
+                api.name(),
+                &url,
+                &dir.join(format!("{name}-{api}")),
+                1,
+                0,
+            )
+            .await;
+            let report: Report = serde_json::from_str(&json)
+                .unwrap_or_else(|e| panic!("{api} {name}: {e}: {stderr}"));
+            let message = &report.requests[0]
+                .error
+                .as_ref()
+                .unwrap_or_else(|| panic!("{api} {name}: the request should fail"))
+                .message;
+            // The echo reached the record (a client that dropped every message would pass
+            // the checks below), with the header's value taken out.
+            assert!(
+                message.contains("Invalid API key provided: REDACTED"),
+                "{api} {name}: {message}"
+            );
+            for text in [stdout.as_str(), stderr.as_str()] {
+                assert_no_key(KEY, URL_KEY, text, &format!("{api} {name} terminal"));
+                assert_no_base64(&basic, text, &format!("{api} {name} terminal"));
+            }
+            runs += 1;
+        }
+    }
+    let mut files = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_no_key(KEY, URL_KEY, &text, &path.display().to_string());
+        assert_no_base64(&basic, &text, &path.display().to_string());
+        files += 1;
+    }
+    assert_eq!(runs, 3 * Api::ALL.len());
+    assert_eq!(files, 3 * runs, "json, csv and jsonl of every run");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Fails when `text` holds 8 or more characters of `encoded` (a base64 text).
+fn assert_no_base64(encoded: &str, text: &str, what: &str) {
+    for w in encoded.as_bytes().windows(8) {
+        let w = std::str::from_utf8(w).unwrap();
+        assert!(!text.contains(w), "{what} holds base64 {w:?}:\n{text}");
+    }
+}
+
+/// Standard base64 with padding, as basic auth sends it (an independent encoder: the
+/// redactor's own is what is under test).
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for g in bytes.chunks(3) {
+        let n = g.iter().fold(0u32, |n, &b| (n << 8) | u32::from(b)) << (8 * (3 - g.len()));
+        for i in 0..=g.len() {
+            out.push(char::from(A[((n >> (18 - 6 * i)) & 63) as usize]));
+        }
+        out.push_str(&"=".repeat(3 - g.len()));
+    }
+    out
+}
+
+/// Runs `tpsmeter bench` on `api` at `url` with `key` (if any) in the environment, writing
 /// `<stem>.json` and `<stem>.csv`. Returns stdout, stderr and the JSON report's text.
 async fn bench_with_key(
-    key: &str,
+    key: Option<&str>,
     api: &str,
     url: &str,
     stem: &std::path::Path,
@@ -344,13 +441,10 @@ async fn bench_with_key(
     let json = stem.with_extension("json");
     let csv = stem.with_extension("csv");
     let (requests, warmup) = (requests.to_string(), warmup.to_string());
-    let mut cmd = tpsmeter();
-    cmd.env("TPSMETER_TEST_KEY", key).arg("bench").args(argv(
+    let mut args = argv(
         api,
         url,
         &[
-            "--api-key-env",
-            "TPSMETER_TEST_KEY",
             "--requests",
             &requests,
             "--warmup",
@@ -360,7 +454,13 @@ async fn bench_with_key(
             "--csv",
             csv.to_str().unwrap(),
         ],
-    ));
+    );
+    let mut cmd = tpsmeter();
+    if let Some(key) = key {
+        cmd.env("TPSMETER_TEST_KEY", key);
+        args.extend(["--api-key-env", "TPSMETER_TEST_KEY"]);
+    }
+    cmd.arg("bench").args(args);
     let out = run_binary(cmd).await;
     let report = std::fs::read_to_string(&json).unwrap_or_default();
     (

@@ -15,14 +15,17 @@
 //!   marker ends it as failed;
 //! - a non-2xx status collects at most [`MAX_ERROR_BODY_BYTES`] of body for the excerpt and
 //!   ends as an HTTP failure when the body ends, the cap is reached, or the read fails,
-//!   times out or is cancelled (the status is the cause either way).
+//!   times out or is cancelled (the status is the cause either way);
+//! - a 3xx with a `Location` ([`Exchange::on_location`]) ends the same way, as a redirect
+//!   not followed: neither transport follows one, since the credential would go along.
 
 use crate::api::Api;
 use crate::cap::cap_chars;
 use crate::error::CoreError;
 use crate::event::{FinishReason, StreamEvent};
 use crate::failure::{
-    Failure, MAX_ERROR_BODY_BYTES, MAX_EXCERPT_CHARS, MAX_RETRY_AFTER_CHARS, body_excerpt,
+    Failure, MAX_ERROR_BODY_BYTES, MAX_EXCERPT_CHARS, MAX_LOCATION_CHARS, MAX_RETRY_AFTER_CHARS,
+    body_excerpt,
 };
 use crate::paint::{Frame, Ready, attribute_paints};
 use crate::stream::StreamParser;
@@ -67,6 +70,8 @@ enum Body {
         status: u16,
         retry_after: Option<String>,
         body: Vec<u8>,
+        /// A 3xx's `Location`, as the server sent it ([`Exchange::on_location`]).
+        location: Option<String>,
     },
 }
 
@@ -126,8 +131,25 @@ impl Exchange {
                 status,
                 retry_after: retry_after.map(|r| cap_chars(r.trim(), MAX_RETRY_AFTER_CHARS)),
                 body: Vec::new(),
+                location: None,
             }
         };
+    }
+
+    /// The response named `location` (its `Location` header), after [`Exchange::on_response`].
+    /// A 3xx with one is a redirect, and the request ends as one, not followed; on any other
+    /// status the header means nothing here.
+    pub fn on_location(&mut self, location: &str) {
+        if let Body::Error {
+            status: 300..=399,
+            location: l,
+            ..
+        } = &mut self.body
+        {
+            // Capped before it is kept: the header is the server's. Redacted with the
+            // failure it ends in.
+            *l = Some(cap_chars(location, 4 * MAX_LOCATION_CHARS));
+        }
     }
 
     /// The request's bytes went out at `t_ms` (see [`Timeline::on_sent`]).
@@ -177,9 +199,12 @@ impl Exchange {
                 status,
                 retry_after,
                 body,
+                location,
             } => {
                 let excerpt = body_excerpt(&body);
-                let failure = if status == 429 {
+                let failure = if location.is_some() {
+                    Failure::redirect(Some(status), location.as_deref())
+                } else if status == 429 {
                     Failure::rate_limited(retry_after.as_deref(), excerpt)
                 } else {
                     Failure::HttpStatus { status, excerpt }

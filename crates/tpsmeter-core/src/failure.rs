@@ -9,7 +9,7 @@
 
 use crate::cap::cap_chars;
 use crate::error::CoreError;
-use crate::report::{ErrorClass, ErrorRecord};
+use crate::report::{ErrorClass, ErrorRecord, redact_url};
 use crate::request::Redactor;
 
 /// Cap on the response-body excerpt kept with an HTTP error: enough for a provider's JSON
@@ -24,11 +24,23 @@ pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 /// Cap on a `Retry-After` header value kept verbatim (an HTTP-date is 29 characters).
 pub(crate) const MAX_RETRY_AFTER_CHARS: usize = 64;
 
+/// Cap on a redirect's `Location` kept for the message (after redaction): enough to show
+/// where the server points, short enough that a hostile header cannot fill the record.
+pub const MAX_LOCATION_CHARS: usize = 256;
+
 /// What went wrong with one request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Failure {
-    /// A non-2xx status other than 429.
+    /// A non-2xx status other than 429 and a redirect.
     HttpStatus { status: u16, excerpt: String },
+    /// A redirect (a 3xx with a `Location`), never followed: the request's credential would
+    /// go along to wherever the server points. `status` is unknown in the browser, whose
+    /// `redirect: 'manual'` answer hides it, and so is `location`; natively `location` is the
+    /// header, redacted ([`redact_url`]) and capped ([`MAX_LOCATION_CHARS`]).
+    Redirect {
+        status: Option<u16>,
+        location: Option<String>,
+    },
     /// HTTP 429. `retry_after_s` is the header in seconds when numeric; `retry_after_raw`
     /// keeps the header verbatim (it may be an HTTP-date).
     RateLimited {
@@ -74,8 +86,10 @@ impl Failure {
                 ErrorClass::Http4xx
             }
             Failure::HttpStatus { status, .. } if *status >= 500 => ErrorClass::Http5xx,
-            // 1xx/3xx reaching us (redirect loops, odd proxies): no class of their own.
+            // 1xx, and a 3xx without a Location (304 to a POST, an odd proxy): no class of
+            // their own.
             Failure::HttpStatus { .. } => ErrorClass::Other,
+            Failure::Redirect { .. } => ErrorClass::Redirect,
             Failure::RateLimited { .. } => ErrorClass::RateLimited,
             Failure::ConnectionRefused { .. } => ErrorClass::ConnectRefused,
             Failure::UnknownHost { .. } => ErrorClass::Dns,
@@ -116,6 +130,7 @@ impl Failure {
     pub fn http_status(&self) -> Option<u16> {
         match self {
             Failure::HttpStatus { status, .. } => Some(*status),
+            Failure::Redirect { status, .. } => *status,
             Failure::RateLimited { .. } => Some(429),
             _ => None,
         }
@@ -133,6 +148,22 @@ impl Failure {
     pub fn message(&self) -> String {
         match self {
             Failure::HttpStatus { status, excerpt } => format!("HTTP {status}: {excerpt}"),
+            Failure::Redirect { status, location } => {
+                let what = match status {
+                    Some(s) => format!("HTTP {s} redirect"),
+                    None => "a redirect".to_string(),
+                };
+                let to = match location {
+                    Some(l) => format!(" to {l}"),
+                    None if status.is_none() => " (the browser does not say where to)".into(),
+                    None => String::new(),
+                };
+                format!(
+                    "{what}{to}, not followed: redirects are never followed, since the \
+                     request's credential would go along; set the URL to the address it \
+                     redirects to"
+                )
+            }
             Failure::RateLimited {
                 retry_after_raw,
                 excerpt,
@@ -159,6 +190,15 @@ impl Failure {
             Failure::Decode(e) => e.to_string(),
             Failure::Cancelled => "cancelled (run interrupted)".to_string(),
             Failure::Reported { message, .. } => message.clone(),
+        }
+    }
+
+    /// A redirect's failure from its status and `Location` header (redacted and capped
+    /// here: the header is the server's and may name a credential).
+    pub fn redirect(status: Option<u16>, location: Option<&str>) -> Failure {
+        Failure::Redirect {
+            status,
+            location: location.map(|l| cap_chars(&redact_url(l.trim()), MAX_LOCATION_CHARS)),
         }
     }
 
@@ -265,6 +305,51 @@ mod tests {
         assert_eq!(f.retry_after_s(), None);
         assert!(f.message().contains("2015"));
         assert_eq!(f.http_status(), Some(429));
+    }
+
+    /// A 3xx with a `Location` is a redirect not followed, naming the target without its
+    /// credentials; one without (a 304) stays a plain HTTP status; a `Location` on a 2xx
+    /// changes nothing.
+    #[test]
+    fn a_redirect_names_its_target_redacted() {
+        use crate::{Api, Exchange};
+        let run = |status: u16, location: Option<&str>| {
+            let mut ex = Exchange::new(Api::OpenaiChat, 0.0);
+            ex.on_response(status, None);
+            if let Some(l) = location {
+                ex.on_location(l);
+            }
+            ex.on_bytes(1.0, b"data: [DONE]\n\n");
+            ex.on_body_end(2.0);
+            ex.into_outcome().failure
+        };
+        let f = run(
+            307,
+            Some("http://u:pw-secret@evil.example:8443/v1/chat?alt=sse&key=sk-abc#frag"),
+        )
+        .unwrap();
+        assert_eq!(f.class(), ErrorClass::Redirect);
+        assert_eq!(f.http_status(), Some(307));
+        let m = f.message();
+        assert!(
+            m.starts_with(
+                "HTTP 307 redirect to http://evil.example:8443/v1/chat?alt=sse, not followed"
+            ),
+            "{m}"
+        );
+        assert!(!m.contains("pw-secret") && !m.contains("sk-abc"), "{m}");
+        let long = format!("http://h/{}", "x".repeat(10_000));
+        let m = run(302, Some(&long)).unwrap().message();
+        assert!(m.chars().count() < MAX_LOCATION_CHARS + 300, "{m}");
+        assert_eq!(run(304, None).unwrap().class(), ErrorClass::Other);
+        assert!(run(200, Some("http://elsewhere/")).is_none());
+        let browser = Failure::redirect(None, None);
+        assert_eq!(browser.http_status(), None);
+        assert!(
+            browser.message().contains("does not say where"),
+            "{}",
+            browser.message()
+        );
     }
 
     #[test]

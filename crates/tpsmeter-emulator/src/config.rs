@@ -48,6 +48,14 @@ pub enum Fault {
         /// The response body, sent as is.
         body: String,
     },
+    /// Answer with a redirect (`code`, a 3xx) whose `Location` is the request's own API path
+    /// on `http://<to>`: a server pointing a client's credential at another host.
+    Redirect {
+        /// The redirect status (301, 302, 303, 307 or 308).
+        code: u16,
+        /// `host:port` of the target.
+        to: String,
+    },
     /// Answer 429 with a `Retry-After: retry_after_s` header and an OpenAI-style error body.
     RateLimited {
         /// Seconds written in `Retry-After`.
@@ -164,12 +172,20 @@ const MAX_FAULT_MS: u64 = 3_600_000;
 /// in a URL must not make the emulator stream without end.
 const MAX_OVERSIZED_BYTES: u64 = 1 << 30;
 
-/// Parses a fault spec: `none`, `status:CODE`, `rate-limited:SECS`, `stall:TOKENS:MS`,
+/// Cap on a `redirect` target's host name (DNS's limit).
+const MAX_REDIRECT_HOST_BYTES: usize = 253;
+
+/// Parses a fault spec: `none`, `status:CODE`, `redirect:CODE:HOST:PORT`,
+/// `rate-limited:SECS`, `stall:TOKENS:MS`,
 /// `cut:TOKENS`, `end-early:TOKENS`, `error-event:TOKENS`, `malformed:TOKENS`,
 /// `oversized:BYTES`, `invalid-utf8:TOKENS`, `slow-headers:MS`.
 pub fn parse_fault(spec: &str) -> anyhow::Result<Fault> {
     let mut parts = spec.split(':');
     let kind = parts.next().unwrap_or("none");
+    if kind == "redirect" {
+        // Its HOST field is not a number, unlike every other fault's.
+        return parse_redirect(spec);
+    }
     let mut num = |what: &str| -> anyhow::Result<u64> {
         parts
             .next()
@@ -229,7 +245,7 @@ pub fn parse_fault(spec: &str) -> anyhow::Result<Fault> {
         },
         "slow-headers" => Fault::SlowHeaders(ms(num("MS")?)?),
         other => bail!(
-            "unknown fault {other:?}; expected none, status, rate-limited, stall, cut, \
+            "unknown fault {other:?}; expected none, status, redirect, rate-limited, stall, cut, \
              end-early, error-event, malformed, oversized, invalid-utf8 or slow-headers"
         ),
     };
@@ -237,6 +253,38 @@ pub fn parse_fault(spec: &str) -> anyhow::Result<Fault> {
         bail!("fault {kind}: too many ':' fields in {spec:?}");
     }
     Ok(fault)
+}
+
+/// `redirect:CODE:HOST:PORT`.
+fn parse_redirect(spec: &str) -> anyhow::Result<Fault> {
+    let fields: Vec<&str> = spec.split(':').skip(1).collect();
+    let [code, host, port] = fields[..] else {
+        bail!("fault redirect needs CODE:HOST:PORT, got {spec:?}");
+    };
+    let code = code
+        .parse::<u16>()
+        .ok()
+        .filter(|c| [301, 302, 303, 307, 308].contains(c))
+        .with_context(|| {
+            format!("fault redirect: CODE must be 301, 302, 303, 307 or 308, not {code:?}")
+        })?;
+    let host_ok = !host.is_empty()
+        && host.len() <= MAX_REDIRECT_HOST_BYTES
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+    if !host_ok {
+        bail!("fault redirect: HOST must be a host name or IPv4 address");
+    }
+    let port = port
+        .parse::<u16>()
+        .ok()
+        .filter(|&p| p > 0)
+        .with_context(|| format!("fault redirect: PORT must be in 1..=65535, not {port:?}"))?;
+    Ok(Fault::Redirect {
+        code,
+        to: format!("{host}:{port}"),
+    })
 }
 
 #[cfg(test)]
@@ -263,6 +311,13 @@ mod tests {
             ("oversized:65536", Fault::OversizedLine { bytes: 65536 }),
             ("invalid-utf8:2", Fault::InvalidUtf8After { tokens: 2 }),
             (
+                "redirect:307:127.0.0.2:8080",
+                Fault::Redirect {
+                    code: 307,
+                    to: "127.0.0.2:8080".into(),
+                },
+            ),
+            (
                 "slow-headers:50",
                 Fault::SlowHeaders(Duration::from_millis(50)),
             ),
@@ -283,6 +338,10 @@ mod tests {
             ("cut:x", "whole number"),
             ("cut:3:4", "too many"),
             ("status:20", "HTTP status"),
+            ("redirect:200:h:1", "301, 302"),
+            ("redirect:302:h", "CODE:HOST:PORT"),
+            ("redirect:302:h/x:1", "host name"),
+            ("redirect:302:h:0", "PORT"),
             ("stall:1:99999999999", "at most"),
             ("oversized:99999999999", "at most"),
             ("explode:1", "unknown fault"),

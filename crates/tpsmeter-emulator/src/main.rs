@@ -30,7 +30,8 @@ struct Args {
     /// Tokens per streamed chunk.
     #[arg(long, default_value_t = 1)]
     tokens_per_chunk: u32,
-    /// A fault for every response: none, status:CODE, rate-limited:SECS, stall:TOKENS:MS,
+    /// A fault for every response: none, status:CODE, redirect:CODE:HOST:PORT,
+    /// rate-limited:SECS, stall:TOKENS:MS,
     /// cut:TOKENS, end-early:TOKENS, error-event:TOKENS, malformed:TOKENS, oversized:BYTES,
     /// invalid-utf8:TOKENS, slow-headers:MS. A request can override it with a
     /// `/fault/SPEC` path prefix (and the schedule with `/pace/TTFT_MS,ITL_MS,TOKENS[,K]`).

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context as _;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use hyper::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use hyper::header::{CONTENT_TYPE, HeaderValue, LOCATION, RETRY_AFTER};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
@@ -324,6 +324,14 @@ async fn respond(
                 ),
                 None => json_response(status, body.clone()),
             };
+        }
+        Fault::Redirect { code, to } => {
+            let status = StatusCode::from_u16(*code).unwrap_or(StatusCode::FOUND);
+            let mut r = json_response(status, r#"{"moved":true}"#);
+            if let Ok(location) = HeaderValue::from_str(&format!("http://{to}{path}")) {
+                r.headers_mut().insert(LOCATION, location);
+            }
+            return r;
         }
         Fault::RateLimited { retry_after_s } => {
             let message = echo.as_deref().map_or_else(

@@ -72,13 +72,15 @@ impl JsExchange {
     }
 
     /// A failure the page classified: `timeout_first_byte`, `stall`, `connect`,
-    /// `connect_refused`, `dns`, `cors`, `cancelled` or `other`.
+    /// `connect_refused`, `dns`, `cors`, `redirect`, `cancelled` or `other`. A `redirect`
+    /// (fetch's `opaqueredirect`, which hides status and target) gets the core's message.
     pub fn fail(&mut self, t_ms: f64, error_class: &str, message: &str) -> Result<(), JsError> {
         let class = ErrorClass::from_name(error_class)
             .ok_or_else(|| JsError::new("unknown error class"))?;
         let message: String = message.chars().take(MAX_MESSAGE_CHARS).collect();
         let failure = match class {
             ErrorClass::Cancelled => Failure::Cancelled,
+            ErrorClass::Redirect => Failure::redirect(None, None),
             ErrorClass::TimeoutFirstByte | ErrorClass::Stall if self.inner.started() => {
                 // The page's timer fired: after the first byte it is a stall whatever it
                 // was armed as.

@@ -31,9 +31,10 @@ More than half of a level's requests failing stops at once; at most --max-levels
 (12) run. The report's find_max says the highest load that met the SLO, the knee and why
 the search stopped (docs/metrics.md, \"Finding the knee\").
 
-Failed requests are recorded with a class (http_4xx, http_5xx, rate_limited,
+Failed requests are recorded with a class (http_4xx, http_5xx, rate_limited, redirect,
 connect_refused, dns, connect, timeout_first_byte, stall, truncated, stream_error,
-malformed_json, oversized, invalid_utf8, cancelled) and the run goes on. On HTTP 429 the
+malformed_json, oversized, invalid_utf8, cancelled) and the run goes on. Redirects are
+never followed (the API key would go along): point --url at the final address. On HTTP 429 the
 Retry-After header is recorded; in closed loop the worker that got it waits that long
 (at most 60 s) before its next request, in open loop the schedule goes on regardless.";
 

@@ -214,6 +214,9 @@ impl LoadDriver {
         if let Some(n) = extras.output_tokens_counted {
             record.recount(&outcome.timeline, n);
         }
+        // Set before the redaction below: in the browser the version comes from the page's
+        // Resource Timing, which the server's answer shapes.
+        record.http_version.clone_from(&outcome.http_version);
         record.redact(&self.redactor);
         record.scheduled_ms = ticket.scheduled_ms;
         record.level_index = u32::try_from(ticket.level_index).ok();
@@ -221,8 +224,7 @@ impl LoadDriver {
         record.tab_hidden = extras.tab_hidden;
         record.turn = extras.turn.map(|t| t.turn);
         record.conversation = extras.turn.map(|t| t.conversation);
-        record.http_version.clone_from(&outcome.http_version);
-        if let Some(v) = &outcome.http_version {
+        if let Some(v) = &record.http_version {
             if !self.http_versions.contains(v) {
                 self.http_versions.push(v.clone());
             }

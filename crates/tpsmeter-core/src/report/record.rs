@@ -36,6 +36,9 @@ pub enum ErrorClass {
     Http5xx,
     /// HTTP 429 (see `retry_after_s`).
     RateLimited,
+    /// The server answered with a redirect, which is never followed: the request's
+    /// credential would go along to wherever the server points.
+    Redirect,
     /// The server refused the TCP connection.
     ConnectRefused,
     /// The host name did not resolve.
@@ -74,10 +77,11 @@ impl ErrorClass {
 
 impl ErrorClass {
     /// Every class, in a stable order.
-    pub const ALL: [ErrorClass; 16] = [
+    pub const ALL: [ErrorClass; 17] = [
         ErrorClass::Http4xx,
         ErrorClass::Http5xx,
         ErrorClass::RateLimited,
+        ErrorClass::Redirect,
         ErrorClass::ConnectRefused,
         ErrorClass::Dns,
         ErrorClass::Connect,
@@ -99,6 +103,7 @@ impl ErrorClass {
             ErrorClass::Http4xx => "http_4xx",
             ErrorClass::Http5xx => "http_5xx",
             ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::Redirect => "redirect",
             ErrorClass::ConnectRefused => "connect_refused",
             ErrorClass::Dns => "dns",
             ErrorClass::Connect => "connect",

@@ -61,10 +61,11 @@ pub fn redact_url(url: &str) -> String {
     out
 }
 
-/// The credentials [`redact_url`] removes from `url`: the userinfo (`user:pass`) and the
-/// values of secret-looking query parameters, for a [`crate::request::Redactor`] to look for
-/// in what a server sends back.
-pub(crate) fn url_secrets(url: &str) -> Vec<&str> {
+/// The credentials [`redact_url`] removes from `url`, for a [`crate::request::Redactor`] to
+/// look for in what a server sends back: the userinfo (`user:pass`) and the values of
+/// secret-looking query parameters, each as written and percent-decoded, and the userinfo as
+/// an HTTP client sends it in basic auth (`user:pass` decoded; `user:` with no password).
+pub(crate) fn url_secrets(url: &str) -> Vec<String> {
     let url = url.split('#').next().unwrap_or_default();
     let rest = url.find("://").map_or(url, |i| &url[i + 3..]);
     let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
@@ -72,21 +73,64 @@ pub(crate) fn url_secrets(url: &str) -> Vec<&str> {
     let mut out = Vec::new();
     if let Some(i) = authority.rfind('@') {
         let userinfo = &authority[..i];
-        out.push(userinfo);
-        if let Some((_, password)) = userinfo.split_once(':') {
-            out.push(password);
-        }
+        push_both(&mut out, userinfo);
+        // What basic auth encodes: each part decoded on its own (a `%3A` in the user name
+        // is not the separator).
+        let basic = match userinfo.split_once(':') {
+            Some((user, password)) => {
+                push_both(&mut out, password);
+                format!("{}:{}", percent_decoded(user), percent_decoded(password))
+            }
+            None => format!("{}:", percent_decoded(userinfo)),
+        };
+        out.push(basic);
     }
     if let Some((_, query)) = tail.split_once('?') {
         for p in query.split('&') {
             if let Some((name, value)) = p.split_once('=') {
                 if is_secret_param(name) {
-                    out.push(value);
+                    push_both(&mut out, value);
                 }
             }
         }
     }
     out
+}
+
+/// `raw`, and `raw` percent-decoded when that differs.
+fn push_both(out: &mut Vec<String>, raw: &str) {
+    let decoded = percent_decoded(raw);
+    if decoded != raw {
+        out.push(decoded);
+    }
+    out.push(raw.to_owned());
+}
+
+/// `s` with its `%XX` escapes decoded (lossy UTF-8; a `%` not followed by two hex digits
+/// kept as is), as a URL parser reads userinfo and query values.
+fn percent_decoded(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| char::from(c).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(hi), Some(lo)) => {
+                // Two hex digits: at most 255.
+                out.push(u8::try_from(hi * 16 + lo).unwrap_or(b'%'));
+                i += 3;
+            }
+            (c, ..) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn is_secret_param(name: &str) -> bool {
@@ -145,5 +189,22 @@ mod tests {
             "http://127.0.0.1:8080/v1"
         );
         assert_eq!(redact_url("user:pw@host?token=t"), "host");
+    }
+
+    #[test]
+    fn url_secrets_include_the_basic_auth_form() {
+        let s = url_secrets("http://us%40er:p%2Fss-word@h/v1?alt=sse&key=k%3D1");
+        for want in [
+            "us%40er:p%2Fss-word",
+            "p%2Fss-word",
+            "p/ss-word",
+            "us@er:p/ss-word",
+            "k%3D1",
+            "k=1",
+        ] {
+            assert!(s.iter().any(|x| x == want), "{want} not in {s:?}");
+        }
+        assert!(url_secrets("http://only-a-user@h").contains(&"only-a-user:".to_owned()));
+        assert_eq!(percent_decoded("100%-%zz%4"), "100%-%zz%4");
     }
 }

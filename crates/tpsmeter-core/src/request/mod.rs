@@ -18,6 +18,7 @@ mod openai;
 mod plan;
 mod redactor;
 mod secret;
+mod secret_forms;
 pub mod url;
 mod vercel;
 

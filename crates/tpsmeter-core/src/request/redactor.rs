@@ -8,17 +8,20 @@
 //! are the server's words, so every record passes through here before it exists.
 //!
 //! The rule: any run of [`MIN_SECRET_CHARS`] or more characters that also occurs in the key,
-//! or in its URL-encoded or JSON-escaped form, is replaced by [`REDACTED`]. That covers the
-//! key itself, `Bearer <key>`, prefixes and suffixes of eight or more characters, and the
-//! encodings, with one linear pass: every window of [`MIN_SECRET_CHARS`] bytes of the text is
-//! looked up in the set of the key's own windows, and covered runs are replaced whole. A
-//! shorter run is left alone: seven characters of a key do not let anyone use it, and a
-//! shorter match would start eating ordinary words.
+//! or in one of its forms (URL-encoded, JSON-escaped, base64 as basic auth sends
+//! `user:key`, each of those URL-encoded and JSON-escaped too; see `secret_forms`), is
+//! replaced by [`REDACTED`]. That covers the key itself, `Bearer <key>`, `Basic <base64>`,
+//! prefixes and suffixes of eight or more characters, and the encodings, with one linear
+//! pass: every window of [`MIN_SECRET_CHARS`] bytes of the text is looked up in the set of
+//! the key's own windows, and covered runs are replaced whole. A shorter run is left alone:
+//! seven characters of a key do not let anyone use it, and a shorter match would start
+//! eating ordinary words.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
 
 use super::Secret;
+use super::secret_forms::forms;
 
 /// Shortest run of the key that is redacted, and the shortest key that is looked for at all:
 /// no provider issues shorter keys, and below this a "key" would match innocent text.
@@ -57,12 +60,12 @@ impl Redactor {
         r
     }
 
-    /// A redactor for every credential of `spec`: its key, and the userinfo and
-    /// secret-looking query values of its URL (Gemini's `?key=`).
+    /// A redactor for every credential of `spec`: its key, and the userinfo (as written and
+    /// as basic auth sends it) and secret-looking query values of its URL (Gemini's `?key=`).
     pub fn for_spec(spec: &super::RequestSpec) -> Redactor {
         let mut r = Redactor::new(spec.api_key.as_ref());
         for secret in crate::report::redact::url_secrets(&spec.base_url) {
-            r.add(secret);
+            r.add(&secret);
         }
         r
     }
@@ -74,13 +77,7 @@ impl Redactor {
             return;
         }
         let secret = &secret.as_bytes()[..secret.len().min(MAX_INDEXED_KEY_BYTES)];
-        let forms = [
-            secret.to_vec(),
-            percent_encoded(secret, b"0123456789ABCDEF"),
-            percent_encoded(secret, b"0123456789abcdef"),
-            json_escaped(secret),
-        ];
-        for form in &forms {
+        for form in &forms(secret) {
             for w in form.windows(MIN_SECRET_CHARS) {
                 let mut key = [0u8; MIN_SECRET_CHARS];
                 key.copy_from_slice(w);
@@ -157,34 +154,6 @@ fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
-/// `s` as a URL query value would carry it: unreserved characters kept, every other byte
-/// `%XX` with the given hex digits.
-fn percent_encoded(s: &[u8], hex: &[u8; 16]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(s.len() * 3);
-    for &b in s {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b);
-        } else {
-            out.extend([b'%', hex[usize::from(b >> 4)], hex[usize::from(b & 15)]]);
-        }
-    }
-    out
-}
-
-/// `s` inside a JSON string as a server would write it: `"` and `\` escaped, `/` as `\/`
-/// (PHP's and some Java encoders' habit), control characters as `\u00XX`.
-fn json_escaped(s: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(s.len() + 8);
-    for &b in s {
-        match b {
-            b'"' | b'\\' | b'/' => out.extend([b'\\', b]),
-            0..=0x1f => out.extend(format!("\\u{b:04x}").bytes()),
-            _ => out.push(b),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -217,6 +186,37 @@ mod tests {
             for w in KEY.as_bytes().windows(MIN_SECRET_CHARS) {
                 let w = std::str::from_utf8(w).unwrap();
                 assert!(!out.contains(w), "{text} -> {out} still holds {w}");
+            }
+        }
+    }
+
+    /// Regression (issue 35): `http://user:key@host` goes out as `Authorization: Basic
+    /// base64(user:key)`, and a server quoting that header put it in every output.
+    #[test]
+    fn base64_of_the_key_is_redacted_wherever_it_starts() {
+        use crate::request::secret_forms::base64;
+        for before in ["", "u:", "alice:", "Basic "] {
+            let mut plain = before.as_bytes().to_vec();
+            plain.extend_from_slice(KEY.as_bytes());
+            let encoded = String::from_utf8(base64(&plain)).unwrap();
+            let json = encoded.replace('/', "\\/");
+            for text in [
+                format!("Invalid credentials: Basic {encoded}"),
+                encoded.clone(),
+                format!(r#"{{"header":"Basic {json}"}}"#),
+                format!(
+                    "GET /?auth={}",
+                    encoded.replace('+', "%2B").replace('/', "%2F")
+                ),
+            ] {
+                let out = r().redact(&text).into_owned();
+                assert!(out.contains(REDACTED), "{text} -> {out}");
+                // The first and last group mix in bytes that are not the key's.
+                let inner = &encoded[4..encoded.len() - 4];
+                for w in inner.as_bytes().windows(MIN_SECRET_CHARS) {
+                    let w = std::str::from_utf8(w).unwrap();
+                    assert!(!out.contains(w), "{text} -> {out} still holds {w}");
+                }
             }
         }
     }

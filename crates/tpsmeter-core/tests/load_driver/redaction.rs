@@ -92,3 +92,25 @@ fn records_never_hold_the_key_a_server_echoed() {
         "{messages:?}"
     );
 }
+
+/// Regression (issue 35): `complete` redacted the record before it copied the outcome's HTTP
+/// version in, so a version string quoting the key (in the browser it comes from the page's
+/// Resource Timing, which a server's ALPN answer shapes) reached the record, and the run's
+/// list of versions, unredacted.
+#[test]
+fn an_http_version_holding_the_key_is_redacted() {
+    const KEY: &str = "sk-ver-Yt7/Qp+Lm4=Hs2Dc9";
+    let o = options(|o| o.requests = Some(1));
+    let spec = o
+        .request_spec(Some(tpsmeter_core::request::Secret::new(KEY)))
+        .unwrap();
+    let mut d = LoadDriver::new(&o, Redactor::for_spec(&spec)).unwrap();
+    let (_, _) = simulate(&mut d, |_, start| {
+        let (mut outcome, end) = stream(start, 2);
+        outcome.http_version = Some(format!("h2 {}", &KEY[..16]));
+        (outcome, end)
+    });
+    assert_eq!(d.http_versions(), ["h2 REDACTED"]);
+    let (_, records) = d.into_parts();
+    assert_eq!(records[0].http_version.as_deref(), Some("h2 REDACTED"));
+}

@@ -5,10 +5,13 @@
 //!   negotiated by ALPN. A body read is stamped by the runner when it gets it.
 //! - **plain http without a proxy, on Linux**: hyper-util's client on connections whose
 //!   reads keep the kernel's receive stamp (`stamped_http.rs`), HTTP/1.1, one connection per
-//!   in-flight request. A body read is stamped with when its bytes arrived. Redirects are
-//!   not followed (reqwest follows them): a 3xx is the request's result, an HTTP error, since
-//!   a benchmark should name the final URL rather than add a redirect's round trip to every
-//!   TTFT.
+//!   in-flight request. A body read is stamped with when its bytes arrived.
+//!
+//! Neither client follows a redirect: a 3xx is the request's result, a `redirect` error
+//! naming the `Location`. reqwest's default policy would follow up to ten, and on a
+//! cross-host one it drops `Authorization` but keeps `x-api-key` and `x-goog-api-key`, so an
+//! Anthropic or Gemini key would go to whatever host a server names. A benchmark should name
+//! the final URL anyway rather than add a redirect's round trip to every TTFT.
 //!
 //! No overall request timeout here: the runner enforces `--timeout` (to the first byte) and
 //! `--idle-timeout` (between bytes) itself, because a whole-request timeout would cut long
@@ -68,6 +71,8 @@ pub fn build(connect_timeout: Duration) -> anyhow::Result<Client> {
         .tcp_nodelay(true)
         .pool_idle_timeout(Duration::from_secs(90))
         .user_agent(USER_AGENT)
+        // Never follow a redirect (see the module docs): the credential would go along.
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .context("build the HTTP client")?;
     Ok(Client {

@@ -213,6 +213,10 @@ impl Runner {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         exchange.on_response(response.status(), retry_after.as_deref());
+        // A redirect ends the request: neither client follows one (see `client`).
+        if let Some(location) = response.headers().get(reqwest::header::LOCATION) {
+            exchange.on_location(&String::from_utf8_lossy(location.as_bytes()));
+        }
         exchange.set_http_version(&format!("{:?}", response.version()));
         self.read_body(response, exchange, first_byte_deadline, cancel)
             .await
