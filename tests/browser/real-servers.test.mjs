@@ -1,5 +1,6 @@
 // bench() from the browser against real servers running SmolLM2: llama.cpp's llama-server
-// (it sends CORS headers by default) and our own `tpsmeter serve`.
+// (it sends CORS headers by default) and our own `tpsmeter serve` (told to allow the page's
+// origin with --allowed-origin).
 
 import assert from 'node:assert/strict';
 import test from 'node:test';
@@ -22,7 +23,8 @@ const SERVERS = [
   {
     name: 'tpsmeter serve (SmolLM2 on our engine)',
     bin: 'TPSMETER_CLI_BIN',
-    args: (model, port) => ['serve', '--model', model, '--port', String(port)],
+    // The page is on the test fixture's origin, which the server must be told to allow.
+    args: (model, port, origin) => ['serve', '--model', model, '--port', String(port), '--allowed-origin', origin],
     ready: '/v1/models',
     // One GPU request at a time: the engine serves a queue.
     concurrency: [1],
@@ -40,7 +42,7 @@ for (const s of SERVERS) {
     if (!fx) return;
     t.after(() => fx.close());
     const port = await freePort();
-    const server = await startServer(bin, s.args(model, port), port, s.ready);
+    const server = await startServer(bin, s.args(model, port, fx.origin), port, s.ready);
     t.after(() => server.stop());
     const page = await fx.page();
     const requests = 2;

@@ -241,7 +241,7 @@ fn post(port: u16, content_type: &str, body: &str) -> Result<(u16, String)> {
     let mut s = connect(port)?;
     write!(
         s,
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: {content_type}\r\n\
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {content_type}\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )?;
@@ -298,7 +298,7 @@ fn one(port: u16, kind: &str, i: usize) -> Result<()> {
             let body = chat_body(prompt, true, 400, r#","ignore_eos":true"#);
             write!(
                 s,
-                "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
                  Content-Length: {}\r\n\r\n{body}",
                 body.len()
             )?;
@@ -337,7 +337,7 @@ fn one(port: u16, kind: &str, i: usize) -> Result<()> {
             let mut s = connect(port)?;
             write!(
                 s,
-                "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
                  Content-Length: {}\r\n\r\n",
                 1u64 << 36
             )?;
@@ -348,7 +348,7 @@ fn one(port: u16, kind: &str, i: usize) -> Result<()> {
             let mut s = connect(port)?;
             write!(
                 s,
-                "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
                  Transfer-Encoding: chunked\r\n\r\n"
             )?;
             let chunk = vec![b' '; 64 << 10];
@@ -376,7 +376,7 @@ fn one(port: u16, kind: &str, i: usize) -> Result<()> {
         }
         "stalls in headers" => {
             let mut s = connect(port)?;
-            s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-")?;
+            s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-")?;
             // The server drops the connection at its header timeout; reading waits for that.
             let mut rest = Vec::new();
             let _ = s.read_to_end(&mut rest);
@@ -386,7 +386,7 @@ fn one(port: u16, kind: &str, i: usize) -> Result<()> {
             let mut s = connect(port)?;
             write!(
                 s,
-                "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
                  Content-Length: 500\r\n\r\n{{\"messages\""
             )?;
             let (status, body) = response(&mut s)?;

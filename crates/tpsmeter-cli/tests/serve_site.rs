@@ -1,5 +1,6 @@
 //! `tpsmeter serve --www`: the binary serves the site, the model file and the API on one
-//! origin, with the isolation headers, and refuses traversal on the wire.
+//! origin, with the isolation headers, refuses traversal on the wire, and serves neither
+//! to a page elsewhere (a rebound Host name, a foreign Origin).
 //!
 //! The end-to-end test loads `TPSMETER_MODEL` (a GGUF) on a GPU adapter (lavapipe will do).
 //! Without the model it fails when `TPSMETER_REQUIRE_ASSETS=1` (CI) and skips with a message
@@ -40,13 +41,22 @@ impl Reply {
 
 /// One HTTP/1.1 request with `Connection: close`, the path sent exactly as given.
 fn request(port: u16, method: &str, path: &str) -> Reply {
+    send(port, method, path, &[("Host", "127.0.0.1")], "")
+}
+
+/// One HTTP/1.1 request with `Connection: close`, with exactly these headers (and a
+/// Content-Length for a body).
+fn send(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
+    let mut head = format!("{method} {path} HTTP/1.1\r\n");
+    for (k, v) in headers {
+        head += &format!("{k}: {v}\r\n");
+    }
+    if !body.is_empty() {
+        head += &format!("Content-Length: {}\r\n", body.len());
+    }
+    write!(s, "{head}Connection: close\r\n\r\n{body}").unwrap();
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).unwrap();
     let end = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
@@ -191,6 +201,165 @@ fn serve_www_serves_site_model_and_api_on_one_origin() {
             "{path}"
         );
     }
+}
+
+/// Regression (issue 35): `serve` answered any Host and echoed any Origin, so a page on
+/// another site could read the model through DNS rebinding (`Host: attacker.example` got
+/// the GGUF) and run completions with a `text/plain` POST (no preflight), its origin
+/// allowed. Now: only names that cannot be rebound are answered, and only the server's own
+/// origin and `--allowed-origin` ones may call it; others get a 403 and no CORS header.
+#[test]
+fn a_page_elsewhere_can_neither_read_the_model_nor_use_the_api() {
+    let Some([model]) = assets(
+        "a_page_elsewhere_can_neither_read_the_model_nor_use_the_api",
+        ["TPSMETER_MODEL"],
+    ) else {
+        return;
+    };
+    let www = temp_dir("access").join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    std::fs::write(www.join("index.html"), "<!doctype html><p>hi</p>").unwrap();
+    let port = free_port();
+    let _server = start(
+        tpsmeter()
+            .arg("serve")
+            .arg("--model")
+            .arg(&model)
+            .args(["--port", &port.to_string(), "--context", "256", "--www"])
+            .arg(&www)
+            .args(["--allowed-origin", "https://bench.example"])
+            .args(["--allowed-host", "my-pc.lan"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit()),
+        port,
+        "tpsmeter serve",
+    );
+    let gguf = format!("/models/{}", model.file_name().unwrap().to_str().unwrap());
+    let chat = r#"{"messages":[{"role":"user","content":"Say hi."}],"max_tokens":2}"#;
+    let error_code = |r: &Reply| -> String {
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        v["error"]["code"].as_str().unwrap_or_default().to_owned()
+    };
+
+    // DNS rebinding: a name the attacker owns, pointed at 127.0.0.1. Nothing is served.
+    for host in ["attacker.example", &format!("attacker.example:{port}")] {
+        for (method, path, body) in [
+            ("GET", gguf.as_str(), ""),
+            ("HEAD", gguf.as_str(), ""),
+            ("GET", "/", ""),
+            ("GET", "/v1/models", ""),
+            ("POST", "/v1/chat/completions", chat),
+        ] {
+            let r = send(port, method, path, &[("Host", host)], body);
+            assert_eq!(r.status, 403, "{method} {path} Host: {host}");
+            assert!(!r.body.starts_with(b"GGUF"), "{method} {path}");
+            if method != "HEAD" {
+                assert_eq!(error_code(&r), "host_not_allowed", "{method} {path}");
+            }
+        }
+    }
+    // Loopback names and addresses, and the name given with --allowed-host, are served.
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+        "127.0.0.2".to_owned(),
+        format!("my-pc.lan:{port}"),
+    ] {
+        let r = send(port, "HEAD", &gguf, &[("Host", &host)], "");
+        assert_eq!(r.status, 200, "Host: {host}");
+        let r = send(port, "GET", "/v1/models", &[("Host", &host)], "");
+        assert_eq!(r.status, 200, "Host: {host}");
+    }
+
+    // A page elsewhere: its simple POST (no preflight) runs nothing, and no CORS header lets
+    // it read even the refusal; its preflight fails the same way.
+    let host = format!("127.0.0.1:{port}");
+    let evil = [
+        ("Host", host.as_str()),
+        ("Origin", "https://evil.example"),
+        ("Content-Type", "text/plain;charset=UTF-8"),
+    ];
+    let r = send(port, "POST", "/v1/chat/completions", &evil, chat);
+    assert_eq!(r.status, 403);
+    assert_eq!(error_code(&r), "origin_not_allowed");
+    assert_eq!(r.header("access-control-allow-origin"), None);
+    let r = send(port, "OPTIONS", "/v1/chat/completions", &evil[..2], "");
+    assert_eq!(r.status, 403);
+    assert_eq!(r.header("access-control-allow-origin"), None);
+    assert_eq!(r.header("access-control-allow-methods"), None);
+    let r = send(port, "GET", &gguf, &evil[..2], "");
+    assert_eq!(r.status, 403);
+    assert!(!r.body.starts_with(b"GGUF"));
+
+    // The origin given with --allowed-origin calls it and reads the answer.
+    let bench = [
+        ("Host", host.as_str()),
+        ("Origin", "https://bench.example"),
+        ("Content-Type", "text/plain;charset=UTF-8"),
+    ];
+    let r = send(port, "OPTIONS", "/v1/chat/completions", &bench[..2], "");
+    assert_eq!(r.status, 204);
+    assert_eq!(
+        r.header("access-control-allow-origin"),
+        Some("https://bench.example")
+    );
+    let r = send(port, "POST", "/v1/chat/completions", &bench, chat);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        r.header("access-control-allow-origin"),
+        Some("https://bench.example")
+    );
+    assert_eq!(
+        r.header("timing-allow-origin"),
+        Some("https://bench.example")
+    );
+
+    // The server's own page (the --www site): by its origin, or, from a `no-referrer` page,
+    // by `Origin: null` with the browser's `Sec-Fetch-Site: same-origin`.
+    let own = format!("http://127.0.0.1:{port}");
+    let r = send(
+        port,
+        "POST",
+        "/v1/chat/completions",
+        &[("Host", &host), ("Origin", &own)],
+        chat,
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let r = send(
+        port,
+        "POST",
+        "/v1/chat/completions",
+        &[
+            ("Host", &host),
+            ("Origin", "null"),
+            ("Sec-Fetch-Site", "same-origin"),
+        ],
+        chat,
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let r = send(
+        port,
+        "POST",
+        "/v1/chat/completions",
+        &[
+            ("Host", &host),
+            ("Origin", "null"),
+            ("Sec-Fetch-Site", "cross-site"),
+        ],
+        chat,
+    );
+    assert_eq!(r.status, 403, "a sandboxed frame elsewhere");
+    // No Origin (curl, tpsmeter bench): served, without CORS headers.
+    let r = send(
+        port,
+        "POST",
+        "/v1/chat/completions",
+        &[("Host", &host)],
+        chat,
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("access-control-allow-origin"), None);
 }
 
 /// `www/public/_headers` (Netlify and Cloudflare Pages): path rule → (header, value) pairs,

@@ -11,9 +11,23 @@ pub struct ServeArgs {
     /// TCP port.
     #[arg(long, default_value_t = 8080)]
     pub port: u16,
-    /// Address to listen on.
+    /// Address to listen on. Requests must name it, localhost, an IP address or an
+    /// --allowed-host in their Host header.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
+    /// Also answer requests addressed to this host name (the Host header). Without it the
+    /// server answers only localhost, *.localhost, IP addresses and --host, so that a web
+    /// page cannot reach it through a name of its own pointed at this machine (DNS
+    /// rebinding). Repeatable; `*` answers any name.
+    #[arg(long = "allowed-host", value_name = "NAME", value_parser = super::access::parse_allowed_host)]
+    pub allowed_hosts: Vec<String>,
+    /// Let web pages from this origin (scheme, host and port, as in https://bench.example
+    /// or http://127.0.0.1:5173) call the API and read its answers (CORS). Pages on other
+    /// origins are refused (403), except the server's own (the --www site). Requests
+    /// without an Origin (curl, tpsmeter bench, scripts) are not concerned. Repeatable;
+    /// `null` allows sandboxed frames and file: pages, `*` any page at all.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN", value_parser = super::access::parse_allowed_origin)]
+    pub allowed_origins: Vec<String>,
     /// KV cache positions per request.
     #[arg(long, default_value_t = tpsmeter_gpu::engine::DEFAULT_MAX_CONTEXT)]
     pub context: usize,

@@ -1,5 +1,6 @@
 //! A completion request, from its body to its answer: parse, encode the prompt off the async
-//! threads, queue the job on the GPU worker, then stream its events as SSE (or collect them
+//! threads (one encode per core at once, within the bounds of `encode.rs`), queue the job on
+//! the GPU worker, then stream its events as SSE (or collect them
 //! for a non-streamed answer).
 
 use std::sync::atomic::Ordering;
@@ -30,12 +31,27 @@ pub(super) async fn complete(
         Err(e) => return refuse(&e),
     };
     drop(body);
+    let context = shared.worker.context;
+    let span = shared.worker.span.clone();
+    let prompt = parsed.prompt;
+    // Refused by its length, it waits for no encode slot.
+    if let Err(e) = prompt.check_length(context, span.as_deref()) {
+        return refuse(&e);
+    }
+    // One encode per core at once: each holds memory a few hundred times its text (bounded
+    // by `encode.rs`), and the blocking pool would otherwise run one per connection.
+    let Ok(permit) = shared.encodes.clone().acquire_owned().await else {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+    };
     // Encoding runs off the async threads (a long prompt takes milliseconds) and off the
     // GPU thread (whose every millisecond delays all streams).
     let prompts = shared.worker.prompts.clone();
-    let context = shared.worker.context;
-    let prompt = parsed.prompt;
-    let encoded = tokio::task::spawn_blocking(move || prompt.encode(&prompts, context)).await;
+    let encoded = tokio::task::spawn_blocking(move || {
+        let ids = prompt.encode(&prompts, context, span.as_deref());
+        drop(permit);
+        ids
+    })
+    .await;
     let ids = match encoded {
         Ok(Ok(ids)) => ids,
         Ok(Err(e)) => return refuse(&e),

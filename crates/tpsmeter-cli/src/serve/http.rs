@@ -1,5 +1,5 @@
-//! The server's HTTP face: routes, CORS, the cross-origin isolation of `--www`, reading a
-//! request body within its limits, and error answers.
+//! The server's HTTP face: who is served (`access.rs`), routes, CORS, the cross-origin
+//! isolation of `--www`, reading a request body within its limits, and error answers.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderName, HeaderValue};
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Method, Request, Response, StatusCode, Version};
 
 use super::api_error::ApiError;
 use super::body::ChannelBody;
@@ -57,21 +57,23 @@ pub(super) fn refuse(e: &ApiError) -> Response<ChannelBody> {
     r
 }
 
-/// CORS: echo the Origin (so credentials-free browser pages on any origin can call us),
-/// answer preflights with what was asked for. Timing-Allow-Origin too: without it the
-/// browser zeroes a cross-origin request's Resource Timing phases, and `bench()` warns
-/// `timing_opaque` (it cannot tell queueing and connection setup from server latency).
+/// CORS for a request `access.rs` let through: its Origin echoed (it is this server's own
+/// or one the user allowed), preflights answered with what they asked for. Timing-Allow-Origin
+/// too: without it the browser zeroes a cross-origin request's Resource Timing phases, and
+/// `bench()` warns `timing_opaque` (it cannot tell queueing and connection setup from server
+/// latency). `Vary: Origin` always: whether the headers are there depends on it.
 fn cors(
     origin: Option<HeaderValue>,
     req_headers: Option<HeaderValue>,
     r: &mut Response<ChannelBody>,
 ) {
     let h = r.headers_mut();
-    if let Some(o) = origin {
-        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, o.clone());
-        h.insert(HeaderName::from_static("timing-allow-origin"), o);
-        h.insert(header::VARY, HeaderValue::from_static("Origin"));
-    }
+    h.insert(header::VARY, HeaderValue::from_static("Origin"));
+    let Some(o) = origin else {
+        return;
+    };
+    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, o.clone());
+    h.insert(HeaderName::from_static("timing-allow-origin"), o);
     h.insert(
         header::ACCESS_CONTROL_ALLOW_METHODS,
         HeaderValue::from_static("GET, POST, OPTIONS"),
@@ -90,7 +92,21 @@ pub(super) async fn handle(
     req: Request<Incoming>,
     shared: Arc<Shared>,
 ) -> Result<Response<ChannelBody>, Infallible> {
-    let origin = req.headers().get(header::ORIGIN).cloned();
+    let http11 = req.version() == Version::HTTP_11;
+    let origin = match shared.access.check(req.uri(), req.headers(), http11) {
+        Ok(allowed) => allowed.origin,
+        // Before anything else, the body unread: a page elsewhere gets nothing served and
+        // nothing run, and no CORS header tells its script even that much.
+        Err(e) => {
+            let mut r = refuse(&e);
+            r.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            if shared.site.is_some() {
+                site::isolate(r.headers_mut());
+            }
+            return Ok(r);
+        }
+    };
     let req_headers = req
         .headers()
         .get(header::ACCESS_CONTROL_REQUEST_HEADERS)

@@ -1,5 +1,6 @@
 //! `tpsmeter serve`: an OpenAI-compatible HTTP server in front of tpsmeter's own GPU engine,
-//! so `tpsmeter bench` (or any OpenAI client, or a browser page: CORS is on) can measure it.
+//! so `tpsmeter bench` (or any OpenAI client, or a browser page the user allows with
+//! `--allowed-origin`) can measure it.
 //!
 //! Endpoints: `POST /v1/chat/completions`, `POST /v1/completions` (streamed with
 //! `"stream": true`, usage with `stream_options.include_usage`), `GET /v1/models`,
@@ -12,21 +13,30 @@
 //! API's own origin: any GET/HEAD that is not an API route is a file of DIR (see `site.rs`),
 //! and every response carries the headers that make the page cross-origin isolated
 //! (COOP/COEP) and locked down (nosniff, no referrer, a CSP on HTML). Site files carry no
-//! CORS headers: they are for this origin only, while the API keeps answering any origin.
+//! CORS headers: they are for this origin only.
+//!
+//! Every request must be addressed to a name that cannot be rebound to this machine by a web
+//! page, and a browser's request must come from the server's own origin or one the user
+//! allowed (see `access.rs`), so a page elsewhere can neither read the model nor run
+//! completions.
 //!
 //! Built on hyper 1 (the HTTP implementation under axum, reqwest and most of the Rust
 //! ecosystem; already the workspace's server stack through the emulator): four routes need
 //! no framework.
 //!
 //! Its parts: `args.rs` (the flags), `listen.rs` (the connection loop and its limits),
-//! `http.rs` (routes, CORS, body reading: the server's HTTP face), `complete.rs` (a
-//! completion request from body to stream), `openai.rs` (the wire format), `worker.rs` and
-//! `scheduler.rs` (the GPU thread and its batching), `site.rs` (`--www`).
+//! `access.rs` (which Host names and Origins are served), `http.rs` (routes, CORS, body
+//! reading: the server's HTTP face), `complete.rs` (a completion request from body to
+//! stream), `encode.rs` (a prompt's ids within bounded work), `openai.rs` (the wire
+//! format), `worker.rs` and `scheduler.rs` (the GPU thread and its batching), `site.rs`
+//! (`--www`).
 
+mod access;
 pub mod api_error;
 mod args;
 mod body;
 mod complete;
+mod encode;
 mod http;
 mod listen;
 pub mod openai;
@@ -40,7 +50,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 
+use self::access::Access;
 pub use self::args::{DEFAULT_STEP_TOKENS, ServeArgs};
 pub use self::http::MAX_BODY_BYTES;
 pub use self::listen::{MAX_CONNECTIONS, READ_TIMEOUT, WRITE_TIMEOUT};
@@ -50,6 +62,10 @@ use crate::exit::Status;
 
 pub(crate) struct Shared {
     worker: Worker,
+    /// The Host names and Origins served besides the built-in ones.
+    access: Access,
+    /// Prompt encodes running at once: one per core (see `complete.rs`).
+    encodes: Arc<Semaphore>,
     /// The web site, with `--www`.
     site: Option<Site>,
     /// The id `/v1/models` lists (the file name without `.gguf`).
@@ -89,8 +105,27 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Status> {
         "loaded {} ({}) on {}: {} requests at once, {} positions each",
         worker.model_name, model_id, worker.adapter, worker.slots, worker.context
     );
+    if let Some(span) = &worker.span {
+        eprintln!(
+            "no token stands for more than {} bytes: prompts of more than {} bytes are \
+             refused before they are encoded",
+            span.max_bytes,
+            worker.context.saturating_sub(1) * span.max_bytes
+        );
+    }
+    // The name the server was asked to listen on is one its clients use.
+    let mut hosts = args.allowed_hosts.clone();
+    if let Ok(h) = access::parse_allowed_host(&args.host)
+        && h != "*"
+    {
+        hosts.push(h);
+    }
     let shared = Arc::new(Shared {
         worker,
+        access: Access::new(&hosts, &args.allowed_origins),
+        encodes: Arc::new(Semaphore::new(
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+        )),
         site,
         model_id,
         next_id: AtomicU64::new(0),

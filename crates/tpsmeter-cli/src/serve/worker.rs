@@ -2,17 +2,18 @@
 //! (continuous batching, see `scheduler.rs`); requests beyond its slots wait in arrival order.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Instant;
 
-use hyper::StatusCode;
 use tokio::sync::mpsc::UnboundedSender;
 use tpsmeter_gpu::chat::ChatMessage;
-use tpsmeter_gpu::engine::Prompts;
+use tpsmeter_gpu::engine::{Prompts, TokenSpan};
 use tpsmeter_gpu::generate::{GenerateParams, StopReason};
 use tpsmeter_gpu::kernels::SamplerConfig;
 
 use super::api_error::ApiError;
+use super::encode::{LengthBound, check_length, encode_within};
 use super::scheduler::Scheduler;
 use crate::run::RunFigures;
 
@@ -26,36 +27,43 @@ pub enum Prompt {
 impl Prompt {
     /// The prompt's token ids, refused with a 400 when the model could not run it: empty, or
     /// too long to leave a position for one generated token in `context` (OpenAI's
-    /// `context_length_exceeded`). Runs on the server's threads, not the GPU thread, so a
-    /// long prompt's encoding never stalls the streams being decoded, and a prompt that does
-    /// not fit is refused before any answer starts.
-    pub fn encode(&self, prompts: &Prompts, context: usize) -> Result<Vec<u32>, ApiError> {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .ok();
-        let ids = match self {
-            Prompt::Chat(m) => prompts.encode_chat(m, now),
-            Prompt::Text(t) => prompts.encode(t),
+    /// `context_length_exceeded`), which a long prompt is found to be by its length or its
+    /// first pieces before it is encoded whole (see `encode.rs`). Runs on the server's
+    /// threads, not the GPU thread, so a long prompt's encoding never stalls the streams
+    /// being decoded, and a prompt that does not fit is refused before any answer starts.
+    pub fn encode(
+        &self,
+        prompts: &Prompts,
+        context: usize,
+        span: Option<&TokenSpan>,
+    ) -> Result<Vec<u32>, ApiError> {
+        let failed =
+            |e: tpsmeter_gpu::GpuError| ApiError::invalid(format!("cannot encode the prompt: {e}"));
+        let (text, add_special) = match self {
+            Prompt::Chat(m) => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs() as i64)
+                    .ok();
+                let (text, add_special) = prompts.chat_text(m, now).map_err(failed)?;
+                (std::borrow::Cow::Owned(text), add_special)
+            }
+            Prompt::Text(t) => (std::borrow::Cow::Borrowed(t.as_str()), true),
+        };
+        let tokenizer = prompts.tokenizer();
+        let bound = span.map(|s| s as &dyn LengthBound);
+        encode_within(&text, add_special, context, bound, |t, special| {
+            tokenizer.encode(t, special).map_err(failed)
+        })
+    }
+
+    /// Refuses the prompt by its length alone where that is known before any work (a raw
+    /// prompt; a chat's text is known once its template has run): see `encode.rs`.
+    pub fn check_length(&self, context: usize, span: Option<&TokenSpan>) -> Result<(), ApiError> {
+        match self {
+            Prompt::Text(t) => check_length(t, context, span.map(|s| s as &dyn LengthBound)),
+            Prompt::Chat(_) => Ok(()),
         }
-        .map_err(|e| ApiError::invalid(format!("cannot encode the prompt: {e}")))?;
-        if ids.is_empty() {
-            return Err(ApiError::invalid("the prompt encodes to no tokens"));
-        }
-        if ids.len() >= context {
-            return Err(ApiError::status(
-                StatusCode::BAD_REQUEST,
-                "context_length_exceeded",
-                format!(
-                    "the prompt is {} tokens; this server runs at most {context} positions per \
-                     request, so at most {} prompt tokens fit (shorten the prompt, or restart \
-                     the server with a larger --context)",
-                    ids.len(),
-                    context - 1
-                ),
-            ));
-        }
-        Ok(ids)
     }
 }
 
@@ -111,6 +119,9 @@ pub struct Worker {
     pub context: usize,
     /// The model's tokenizer and chat template, for encoding requests off the GPU thread.
     pub prompts: Prompts,
+    /// How much text one token stands for (`Prompts::token_span`), computed once: a
+    /// prompt's length then proves some prompts too long without encoding them.
+    pub span: Option<Arc<TokenSpan>>,
 }
 
 /// How the worker lays out the KV cache.
@@ -167,6 +178,7 @@ impl Worker {
         let (model_name, adapter, slots, context, prompts) = ready_rx
             .recv()
             .map_err(|_| anyhow::anyhow!("the GPU worker thread ended while loading"))??;
+        let span = prompts.token_span().map(Arc::new);
         Ok(Self {
             jobs,
             model_name,
@@ -174,6 +186,7 @@ impl Worker {
             slots,
             context,
             prompts,
+            span,
         })
     }
 

@@ -25,6 +25,7 @@ pub(crate) mod readback;
 mod session;
 mod slots;
 mod step;
+mod token_span;
 
 pub use cost::{CostMark, CostReport, Phase, PhaseTotals, StepClock, StepCost};
 pub use forced::ForcedStep;
@@ -33,3 +34,4 @@ pub use model::{DEFAULT_MAX_CONTEXT, GpuModel, MAX_SLOTS, ModelOptions, PREFILL_
 pub use readback::TOKEN_BYTES;
 pub use session::{Engine, Prompts};
 pub use step::StepPart;
+pub use token_span::TokenSpan;

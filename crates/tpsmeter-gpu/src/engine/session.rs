@@ -10,6 +10,7 @@ use crate::kernels::SamplerConfig;
 use crate::tokenizer::Tokenizer;
 
 use super::model::GpuModel;
+use super::token_span::TokenSpan;
 
 /// A loaded model ready to generate text.
 #[derive(Debug)]
@@ -165,6 +166,18 @@ impl Prompts {
         messages: &[ChatMessage],
         now_unix_seconds: Option<i64>,
     ) -> Result<Vec<u32>> {
+        let (text, add_special) = self.chat_text(messages, now_unix_seconds)?;
+        self.tokenizer.encode(&text, add_special)
+    }
+
+    /// The text [`Prompts::encode_chat`] encodes, and whether its encoding adds the special
+    /// tokens (BOS) itself: for a caller that looks at the text before encoding it (a server
+    /// refusing a prompt too long for its context from its length alone).
+    pub fn chat_text(
+        &self,
+        messages: &[ChatMessage],
+        now_unix_seconds: Option<i64>,
+    ) -> Result<(String, bool)> {
         match self.chat.as_deref() {
             Some(t) => {
                 let text = t.render(
@@ -176,12 +189,19 @@ impl Prompts {
                     },
                 )?;
                 // The template writes BOS itself where the model wants one.
-                self.tokenizer.encode(&text, false)
+                Ok((text, false))
             }
             None => {
                 let text: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
-                self.encode(&text.join("\n"))
+                Ok((text.join("\n"), true))
             }
         }
+    }
+
+    /// How much text one token can stand for, so that a text's length bounds its token
+    /// count from below before it is encoded: see [`TokenSpan`]. Walks the vocabulary: call
+    /// it once.
+    pub fn token_span(&self) -> Option<TokenSpan> {
+        TokenSpan::of(&self.tokenizer)
     }
 }
