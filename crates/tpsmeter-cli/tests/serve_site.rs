@@ -315,8 +315,9 @@ fn a_page_elsewhere_can_neither_read_the_model_nor_use_the_api() {
         Some("https://bench.example")
     );
 
-    // The server's own page (the --www site): by its origin, or, from a `no-referrer` page,
-    // by `Origin: null` with the browser's `Sec-Fetch-Site: same-origin`.
+    // The server's own page (the --www site): by its origin, or, from a `no-referrer` page
+    // in a browser that follows the Fetch standard there, by `Origin: null` with the
+    // browser's `Sec-Fetch-Site: same-origin`.
     let own = format!("http://127.0.0.1:{port}");
     let r = send(
         port,

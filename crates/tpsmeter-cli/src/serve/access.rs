@@ -14,9 +14,11 @@
 //!   no preflight, so the completion would run even though the page could not read it. A
 //!   request whose `Origin` the user did not allow (`--allowed-origin`) is refused with a
 //!   403 before any work, and no CORS header is ever sent for it. The server's own origin
-//!   (the site `--www` serves) is always allowed: a same-origin POST from a page whose
-//!   referrer policy is `no-referrer` (ours) carries `Origin: null`, which counts as ours
-//!   only with the browser's `Sec-Fetch-Site: same-origin` (a header no page can set).
+//!   (the site `--www` serves) is always allowed: its `Origin` is `http://` and the `Host`.
+//!   By the Fetch standard a same-origin POST from a page whose referrer policy is
+//!   `no-referrer` (ours) carries `Origin: null` instead (Chromium 156 sends the origin;
+//!   checked by hand); `null` counts as ours only with the browser's
+//!   `Sec-Fetch-Site: same-origin`, a header no page can set.
 //!
 //! Requests without `Origin` (curl, `tpsmeter bench`, any non-browser client) are not
 //! affected by the origin rule.

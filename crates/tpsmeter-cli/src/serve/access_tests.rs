@@ -133,7 +133,7 @@ fn only_the_servers_own_origin_and_allowed_ones_may_call() {
         ),
         echoed("http://localhost:80")
     );
-    // A same-origin POST from a `no-referrer` page says `Origin: null`; the browser's
+    // A same-origin POST from a `no-referrer` page may say `Origin: null`; the browser's
     // Sec-Fetch-Site tells it from a sandboxed frame elsewhere.
     assert_eq!(
         check(

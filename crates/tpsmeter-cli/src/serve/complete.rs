@@ -1,7 +1,7 @@
 //! A completion request, from its body to its answer: parse, encode the prompt off the async
 //! threads (one encode per core at once, within the bounds of `encode.rs`), queue the job on
-//! the GPU worker, then stream its events as SSE (or collect them
-//! for a non-streamed answer).
+//! the GPU worker, then stream its events as SSE (or collect them for a non-streamed
+//! answer).
 
 use std::sync::atomic::Ordering;
 
@@ -38,7 +38,7 @@ pub(super) async fn complete(
     if let Err(e) = prompt.check_length(context, span.as_deref()) {
         return refuse(&e);
     }
-    // One encode per core at once: each holds memory a few hundred times its text (bounded
+    // One encode per core at once: each holds memory 100 to 400 times its text (bounded
     // by `encode.rs`), and the blocking pool would otherwise run one per connection.
     let Ok(permit) = shared.encodes.clone().acquire_owned().await else {
         return error(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");

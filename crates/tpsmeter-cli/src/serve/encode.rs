@@ -1,8 +1,9 @@
 //! A prompt's token ids within bounded work, or its refusal as too long for the context.
 //!
-//! Encoding takes memory a few hundred times the text's (`tokenizers` keeps offsets,
-//! alignments and a string per token: ~380 MB for a 1 MB prompt, measured on SmolLM2), and
-//! a body may hold 1 MiB of prompt on each of 256 connections. So, in order:
+//! Encoding takes memory 100 to 400 times the text's (`tokenizers` keeps offsets,
+//! alignments and a string per token; on SmolLM2, 16 megabyte prompts of `word ` at once
+//! took the server's peak up 1.6 GB, and issue 35 measured ~380 MB for one), and a body may
+//! hold 1 MiB of prompt on each of 256 connections. So, in order:
 //! 1. **By length, before any encoding**: a token stands for at most `max_bytes` of text
 //!    (the vocabulary's longest entry, `tpsmeter_gpu::engine::TokenSpan`), so a prompt of
 //!    `B` bytes is at least `ceil(B / max_bytes)` tokens (bytes the vocabulary drops left
@@ -41,12 +42,13 @@ impl LengthBound for TokenSpan {
 }
 
 /// Most bytes of text encoded at once while counting a long prompt in pieces: a piece costs
-/// ~25 MB of encoding memory (see above), one per core at most.
+/// 6 to 25 MB of encoding memory (see above), one per core at most.
 pub const PIECE_BYTES: usize = 64 << 10;
 
 /// How far past the context the piecewise count must go before the prompt is refused
-/// without its exact count: a cut changes the tokens on either side of it by a few at
-/// most, and this leaves a whole context's worth of room for that.
+/// without its exact count: a cut (after whitespace, where the pre-tokenizers split anyway)
+/// changes the tokens next to it, a few in practice, and this leaves a whole context's
+/// worth of room for that.
 pub const PIECE_SLACK: usize = 2;
 
 /// How far back from a piece's end a cut looks for whitespace (where the pre-tokenizers

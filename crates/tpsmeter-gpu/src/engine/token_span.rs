@@ -1,7 +1,7 @@
 //! [`TokenSpan`]: how much text one token of an engine's vocabulary can stand for, so that
 //! a text's length gives a lower bound on its token count before it is encoded.
 //!
-//! Encoding takes memory a few hundred times the text's; a server can refuse a prompt that
+//! Encoding takes memory 100 to 400 times the text's; a server can refuse a prompt that
 //! cannot fit its context from its length alone (`tpsmeter serve`).
 
 use crate::tokenizer::{Tokenizer, VocabKind};
