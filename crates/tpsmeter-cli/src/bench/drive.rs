@@ -4,8 +4,9 @@
 //!
 //! The load policy itself (closed and open loop, warm-up, stop conditions, back-off after
 //! 429) lives in the driver, shared with the browser; this file only does the waiting.
-//! Request tasks do nothing but send, read and stamp; disk writes and drawing happen here,
-//! off the path between a read and its stamp.
+//! Request tasks do nothing but send, read and stamp, then (with `--tokenizer`, for an
+//! answer without usage) count the answer off this task (see `count`); disk writes and
+//! drawing happen here, off the path between a read and its stamp.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +18,9 @@ use tpsmeter_core::report::{RequestRecord, Warning};
 use tpsmeter_core::request::RequestPlan;
 use tpsmeter_core::{BenchOptions, Outcome, Shard};
 
+use crate::bench::count::AnswerCounter;
 use crate::bench::http::runner::Runner;
+use crate::bench::tokenizer::CliTokenizer;
 use crate::output::jsonl::JsonlSink;
 use crate::progress::LevelProgress;
 
@@ -43,17 +46,28 @@ struct Shown {
     total: u64,
 }
 
-/// Runs the whole sweep (this shard's part of it) to its end or cancellation.
+/// What a request task hands back: its outcome, and what it knew beside it (the answer's
+/// count included).
+struct Finished {
+    outcome: Outcome,
+    extras: RecordExtras,
+}
+
+/// Runs the whole sweep (this shard's part of it) to its end or cancellation. `tokenizer`
+/// counts the answers that come without usage.
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     runner: &Arc<Runner>,
     plan: &RequestPlan,
+    tokenizer: Option<Arc<CliTokenizer>>,
     options: &BenchOptions,
     shard: Shard,
     driver: &mut LoadDriver,
     cancel: &CancellationToken,
     recorder: &mut Recorder,
 ) -> anyhow::Result<()> {
-    let mut inflight: JoinSet<(Ticket, (Outcome, RecordExtras))> = JoinSet::new();
+    let counter = tokenizer.map(AnswerCounter::new);
+    let mut inflight: JoinSet<(Ticket, anyhow::Result<Finished>)> = JoinSet::new();
     let mut shown: Option<Shown> = None;
     let origin = tokio::time::Instant::from_std(runner.origin());
     loop {
@@ -73,10 +87,27 @@ pub async fn run(
                 }
                 // Built before the task starts: the body is part of what the request is, not
                 // of its time (a few µs of JSON).
-                let body = plan.body_for(&ticket)?.map(bytes::Bytes::from);
+                let planned = plan.request_for(&ticket)?;
+                let body = planned.body.map(bytes::Bytes::from);
                 let runner = Arc::clone(runner);
                 let cancel = cancel.clone();
-                inflight.spawn(async move { (ticket, runner.run_timed(&cancel, body).await) });
+                let counter = counter.clone();
+                inflight.spawn(async move {
+                    let (outcome, extras) =
+                        runner.run_timed(&cancel, body, planned.keep_answer).await;
+                    let finished = match counter {
+                        Some(c) => c.count(outcome).await,
+                        None => Ok((outcome, None)),
+                    };
+                    let finished = finished.map(|(outcome, counted)| Finished {
+                        outcome,
+                        extras: RecordExtras {
+                            output_tokens_counted: counted,
+                            ..extras
+                        },
+                    });
+                    (ticket, finished)
+                });
                 continue;
             }
             Action::Sleep { until_ms } => {
@@ -91,16 +122,15 @@ pub async fn run(
             j = inflight.join_next(), if !inflight.is_empty() => j,
             () = sleep_until(wake) => continue,
         };
-        let (ticket, (outcome, extras)) = match joined {
+        let (ticket, finished) = match joined {
             Some(Ok(done)) => done,
             Some(Err(e)) => anyhow::bail!("a request task failed: {e}"),
             // Nothing in flight and nothing to sleep for: the driver would wait forever.
             None => anyhow::bail!("load driver waits with no request in flight"),
         };
-        let (output_tokens_counted, turn) = plan.finish(ticket.id, &outcome)?;
+        let Finished { outcome, extras } = finished?;
         let extras = RecordExtras {
-            output_tokens_counted,
-            turn,
+            turn: plan.finish(ticket.id, &outcome),
             ..extras
         };
         let record = driver.complete(&ticket, outcome, extras, runner.now_ms());
