@@ -87,22 +87,24 @@ impl KeptAnswer {
     }
 }
 
-/// The tokenizer's count of `outcome`'s answer, when the server reported no output usage
-/// and the answer was kept (else `None`: usage, or the chunk count, stands). An answer that
-/// ran past its cap is counted on the part kept and scaled by its whole length in bytes:
-/// an estimate, but counting what a server sends past the cap is unbounded work.
-pub fn count_answer(counter: &dyn TokenCounter, outcome: &Outcome) -> Result<Option<u64>> {
+/// The answer a tokenizer must count for `outcome`'s record: its kept answer, when the
+/// server reported no output usage (else usage, or the chunk count, stands).
+pub fn answer_to_count(outcome: &Outcome) -> Option<&KeptAnswer> {
     let usage = outcome.timeline.usage().and_then(|u| u.output_tokens);
-    let (Some(answer), None) = (&outcome.answer, usage) else {
-        return Ok(None);
-    };
+    outcome.answer.as_ref().filter(|_| usage.is_none())
+}
+
+/// The tokenizer's count of `answer`. An answer that ran past its cap is counted on the part
+/// kept and scaled by its whole length in bytes: an estimate, but counting what a server
+/// sends past the cap is unbounded work.
+pub fn count_answer(counter: &dyn TokenCounter, answer: &KeptAnswer) -> Result<u64> {
     let counted = u64::from(counter.count(answer.text())?);
     let kept = answer.text().len() as u64;
     if !answer.is_cut() || kept == 0 {
-        return Ok(Some(counted));
+        return Ok(counted);
     }
     let scaled = u128::from(counted) * u128::from(answer.bytes()) / u128::from(kept);
-    Ok(Some(u64::try_from(scaled).unwrap_or(u64::MAX)))
+    Ok(u64::try_from(scaled).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]
@@ -154,14 +156,15 @@ mod tests {
     #[test]
     fn an_answer_past_its_cap_is_counted_on_the_part_kept_and_scaled() {
         let words = crate::tokens::WordCounter;
+        let count = |o: &Outcome| answer_to_count(o).map(|a| count_answer(&words, a).unwrap());
         let whole = outcome(&["one two ", "three four "], 1 << 10);
-        assert_eq!(count_answer(&words, &whole).unwrap(), Some(4));
+        assert_eq!(count(&whole), Some(4));
         // 8 of 16 bytes kept: "one two " is 2 words, scaled by 2.
         let cut = outcome(&["one two ", "three fo"], 8);
         assert!(cut.answer.as_ref().unwrap().is_cut());
-        assert_eq!(count_answer(&words, &cut).unwrap(), Some(4));
+        assert_eq!(count(&cut), Some(4));
         let mut not_kept = whole.clone();
         not_kept.answer = None;
-        assert_eq!(count_answer(&words, &not_kept).unwrap(), None);
+        assert_eq!(count(&not_kept), None);
     }
 }

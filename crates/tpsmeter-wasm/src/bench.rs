@@ -269,6 +269,8 @@ impl BenchRun {
                 wait_ms: extras.wait_ms,
                 output_tokens_counted,
                 turn,
+                // Counted above, on the page's thread: the text is bounded.
+                count_pending: false,
             },
             now,
         );

@@ -1,20 +1,18 @@
 //! Counting answers that arrived without usage (`--tokenizer`), off the driver's task.
 //!
-//! A tokenizer's count is CPU work that grows with the answer (and, for a hostile answer
-//! such as megabytes of one digit, faster than its length). Counted on the driver's task,
-//! it held up every scheduled send and every other completion behind it: a 4 MiB answer
-//! stalled the next request's start by 8 s. So each request's task counts its own answer
-//! once its stream has ended (every stamp is taken by then), on tokio's blocking threads,
-//! a few at a time; the answer it counts is the kept part, at most
-//! [`tpsmeter_core::answer::MAX_KEPT_ANSWER_BYTES`], so a count's time and memory are
-//! bounded too. A closed-loop slot starts its next request once its count is in, as if the
-//! request had lasted that much longer; no other slot and no open-loop arrival waits.
+//! A tokenizer's count is CPU work and memory that grow with the answer: 4 MiB of one digit
+//! took 10 s and 1.6 GB. Counted on the driver's task, it held up every scheduled send and
+//! every completion behind it (the next request's start by 8 s in the issue). So the driver
+//! loop completes the request at once (its slot and its conversation go on) and counts the
+//! answer here, on tokio's blocking threads, one count at a time; the record is final when
+//! the count is in (`LoadDriver::counted`). What is counted is the kept part of the answer,
+//! at most [`tpsmeter_core::answer::MAX_KEPT_ANSWER_BYTES`], so a count's time and memory
+//! are bounded too.
 
 use std::sync::Arc;
 
 use tokio::sync::Semaphore;
-use tpsmeter_core::Outcome;
-use tpsmeter_core::answer::count_answer;
+use tpsmeter_core::answer::{KeptAnswer, count_answer};
 
 use crate::bench::tokenizer::CliTokenizer;
 
@@ -39,21 +37,12 @@ impl AnswerCounter {
         }
     }
 
-    /// The tokenizer's count of `outcome`'s answer where the server sent no output usage
-    /// ([`count_answer`]), counted on a blocking thread; `outcome` comes back with it. An
-    /// error (the tokenizer's) ends the run, as it did on the driver's task.
-    pub async fn count(&self, outcome: Outcome) -> anyhow::Result<(Outcome, Option<u64>)> {
-        let usage = outcome.timeline.usage().and_then(|u| u.output_tokens);
-        if outcome.answer.is_none() || usage.is_some() {
-            return Ok((outcome, None));
-        }
+    /// The tokenizer's count of `answer` ([`count_answer`]), on a blocking thread, once a
+    /// permit is free.
+    pub async fn count(&self, answer: KeptAnswer) -> anyhow::Result<u64> {
         let _permit = self.permits.acquire().await?;
         let tokenizer = Arc::clone(&self.tokenizer);
-        let (outcome, counted) = tokio::task::spawn_blocking(move || {
-            let counted = count_answer(&*tokenizer, &outcome);
-            (outcome, counted)
-        })
-        .await?;
-        Ok((outcome, counted?))
+        let counted = tokio::task::spawn_blocking(move || count_answer(&*tokenizer, &answer));
+        Ok(counted.await??)
     }
 }

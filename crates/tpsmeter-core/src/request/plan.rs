@@ -4,7 +4,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use crate::answer::{KeptAnswer, answer_cap, count_answer};
+use crate::answer::{KeptAnswer, answer_cap, answer_to_count, count_answer};
 use crate::conversations::{Conversations, MAX_CONVERSATION_BYTES, Turn};
 use crate::drive::Ticket;
 use crate::error::Result;
@@ -121,12 +121,12 @@ impl RequestPlan {
     }
 
     /// The run tokenizer's count of `outcome`'s answer where the server reported no output
-    /// usage ([`count_answer`]); `None` without a tokenizer. The caller may count on another
-    /// thread instead, with the same function.
+    /// usage ([`answer_to_count`], [`count_answer`]); `None` without a tokenizer. The CLI
+    /// counts on another thread instead, with the same functions.
     pub fn count(&self, outcome: &Outcome) -> Result<Option<u64>> {
-        match self.counter() {
-            Some(counter) => count_answer(counter, outcome),
-            None => Ok(None),
+        match (self.counter(), answer_to_count(outcome)) {
+            (Some(counter), Some(answer)) => count_answer(counter, answer).map(Some),
+            _ => Ok(None),
         }
     }
 
