@@ -482,6 +482,20 @@ test('bench() in the browser', async (t) => {
       return bench(o).then(() => 'resolved', (e) => String(e));
     }, { ...opts, dataset: { name: 'bad.jsonl', text: '{"prompt": "a"}\n{"prompt": 3}\n' } });
     assert.match(error, /dataset line 2, field `prompt`: must be a string/);
+    // Issue 35: `maxTokensLimit` (the page passes its form's) lowers every entry's output
+    // cap to it; the answers above give caps of 3 to 97 tokens.
+    const limited = await page.evaluate(async (o) => {
+      const { bench } = await import('/tpsmeter/dist/index.js');
+      return bench(o);
+    }, { ...opts, maxTokensLimit: 20 });
+    assert.deepEqual(errorClasses(limited), Array(12).fill('ok'));
+    const caps = capture.take().map((b) => JSON.parse(b).max_tokens);
+    assert.ok(caps.every((n) => n <= 20) && caps.includes(20), String(caps));
+    const over = await page.evaluate(async (o) => {
+      const { bench } = await import('/tpsmeter/dist/index.js');
+      return bench(o).then(() => 'resolved', (e) => String(e));
+    }, { ...opts, maxTokens: 30, maxTokensLimit: 20 });
+    assert.match(over, /must be at most the max tokens limit, 20/);
   });
 
   await assertClean(page);

@@ -96,3 +96,35 @@ async fn on_serve_later_turns_reuse_the_cached_conversation() {
     assert!(inputs.windows(2).all(|w| w[1] > w[0]), "{inputs:?}");
     assert_eq!(report.turns.len(), 4);
 }
+
+/// Issue 35: with `--turns`, a dataset entry's `system` message and `max_tokens` were sent in
+/// its first turn only; every later turn fell back to the run's (no system text, the
+/// default cap), where a single-turn run sends them with every request.
+#[tokio::test]
+async fn every_turn_sends_the_dataset_entrys_system_text_and_output_cap() {
+    let dir = std::env::temp_dir().join(format!("tpsmeter-turns-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("entry.jsonl");
+    std::fs::write(
+        &file,
+        "{\"prompt\": \"Tell me about lighthouses.\", \"system\": \"Answer like a sailor.\", \
+         \"max_tokens\": 33}\n",
+    )
+    .unwrap();
+    let capture = Capture::start();
+    let file_arg = file.to_str().unwrap();
+    let mut args = argv("openai-chat", &capture.url, &["--turns", "3"]);
+    args.extend_from_slice(&["--dataset", file_arg, "--requests", "3"]);
+    args.extend_from_slice(&["--concurrency", "1", "--seed", "5"]);
+    let report = bench(&args).await.report;
+    let turns: Vec<u32> = measured(&report).iter().map(|r| r.turn.unwrap()).collect();
+    assert_eq!(turns, vec![1, 2, 3]);
+    for (i, body) in capture.bodies_json().iter().enumerate() {
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(body["max_tokens"], 33, "turn {}: {body}", i + 1);
+        assert_eq!(messages[0]["role"], "system", "turn {}: {body}", i + 1);
+        assert_eq!(messages[0]["content"], "Answer like a sailor.");
+        assert_eq!(messages.len(), 2 + 2 * i, "system, then the turns so far");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -19,6 +19,7 @@
 //! - a 3xx with a `Location` ([`Exchange::on_location`]) ends the same way, as a redirect
 //!   not followed: neither transport follows one, since the credential would go along.
 
+use crate::answer::KeptAnswer;
 use crate::api::Api;
 use crate::cap::cap_chars;
 use crate::error::CoreError;
@@ -40,8 +41,9 @@ pub struct Outcome {
     pub http_status: Option<u16>,
     /// The negotiated HTTP version ("HTTP/1.1", "h2", ...), when the transport knows it.
     pub http_version: Option<String>,
-    /// The answer's text, when the exchange kept it ([`Exchange::keep_answer`]).
-    pub answer: Option<String>,
+    /// The answer's text (its first bytes, up to the cap given), when the exchange kept it
+    /// ([`Exchange::keep_answer`]).
+    pub answer: Option<KeptAnswer>,
 }
 
 impl Outcome {
@@ -89,12 +91,8 @@ pub struct Exchange {
     ended: bool,
     /// The answer's text so far, when kept (multi-turn runs send it back; a tokenizer
     /// re-counts it when the server reports no usage).
-    answer: Option<String>,
+    answer: Option<KeptAnswer>,
 }
-
-/// Most answer text an exchange keeps ([`Exchange::keep_answer`]): far above any output cap
-/// a benchmark sets, and a bound on what a hostile stream can make the client hold.
-pub const MAX_ANSWER_BYTES: usize = 4 << 20;
 
 impl Exchange {
     /// An exchange for a request of `api` sent at `start_ms` (just before the transport
@@ -113,9 +111,11 @@ impl Exchange {
         }
     }
 
-    /// Keep the answer's text (up to [`MAX_ANSWER_BYTES`]) for the outcome.
-    pub fn keep_answer(&mut self) {
-        self.answer.get_or_insert_with(String::new);
+    /// Keep the answer's text, its first `cap` bytes at most (see [`crate::answer`]), for
+    /// the outcome. Only for a request whose answer a later step needs: the text costs a
+    /// copy per read.
+    pub fn keep_answer(&mut self, cap: usize) {
+        self.answer = Some(KeptAnswer::new(cap));
     }
 
     /// The response headers arrived with `status` (and `Retry-After`, when sent).
@@ -368,8 +368,7 @@ impl Exchange {
         if let Some(answer) = &mut self.answer {
             for event in &self.events {
                 if let StreamEvent::ContentDelta { text } = event {
-                    let room = MAX_ANSWER_BYTES.saturating_sub(answer.len());
-                    answer.push_str(crate::cap::cap_bytes(text, room));
+                    answer.push(text);
                 }
             }
         }

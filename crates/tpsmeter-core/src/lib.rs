@@ -13,6 +13,7 @@
 //! caller chooses (the same origin for one run), matching `performance.now()`. Durations are
 //! milliseconds too.
 
+pub mod answer;
 pub mod api;
 pub mod cap;
 pub mod conversations;

@@ -50,6 +50,11 @@ pub struct BenchOptions {
     /// (random when not given; see [`crate::prompt_plan`]).
     pub seed: Option<u64>,
     pub max_tokens: u32,
+    /// The largest output cap any request may ask for: a dataset entry's own (or its
+    /// reference answer's length) above it is lowered to it, and a `max_tokens` above it
+    /// is refused. The benchmark page passes its form's limit, so that a dataset a link
+    /// names cannot ask a remembered key to pay for more than the form allows.
+    pub max_tokens_limit: Option<u32>,
     pub prompt: Option<String>,
     /// Synthesise a prompt of about this many tokens (see [`prompt::synthesize`]); exactly
     /// this many (the user message) when the run has a tokenizer (see [`crate::synth`]).
@@ -105,6 +110,7 @@ impl Default for BenchOptions {
             duration_s: None,
             seed: None,
             max_tokens: 256,
+            max_tokens_limit: None,
             prompt: None,
             input_tokens: None,
             input_tokens_stdev: None,
@@ -215,6 +221,17 @@ impl BenchOptions {
         }
         if self.max_tokens == 0 {
             return Err(bad("max tokens", "0".into(), "must be at least 1"));
+        }
+        match self.max_tokens_limit {
+            Some(0) => return Err(bad("max tokens limit", "0".into(), "must be at least 1")),
+            Some(limit) if self.max_tokens > limit => {
+                return Err(bad(
+                    "max tokens",
+                    self.max_tokens.to_string(),
+                    &format!("must be at most the max tokens limit, {limit}"),
+                ));
+            }
+            _ => {}
         }
         if let Some(t) = self.temperature {
             if !t.is_finite() || t < 0.0 {

@@ -22,6 +22,17 @@ impl std::fmt::Debug for dyn TokenCounter + '_ {
     }
 }
 
+/// A tokenizer shared between threads (the CLI counts answers off its driver's task).
+impl<T: TokenCounter + ?Sized> TokenCounter for std::sync::Arc<T> {
+    fn count(&self, text: &str) -> Result<u32> {
+        (**self).count(text)
+    }
+
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+}
+
 /// One token per whitespace-separated word: a stand-in for tests and documentation, not a
 /// real tokenizer.
 #[derive(Debug, Clone, Default)]

@@ -30,8 +30,9 @@ pub struct BenchRun {
     /// Every request's URL and headers, and each one's body (its own prompt).
     plan: RequestPlan,
     prompt_chars: u64,
-    /// Tickets started and not yet completed.
-    tickets: HashMap<u64, Ticket>,
+    /// Tickets started and not yet completed, each with the bytes of answer its request
+    /// keeps (known once its body is built; see [`BenchRun::body`]).
+    tickets: HashMap<u64, (Ticket, Option<usize>)>,
 }
 
 /// The request as `fetch` takes it. Holds the key header when a key was given.
@@ -160,20 +161,25 @@ impl BenchRun {
     }
 
     /// The body of request `ticket`: its own prompt, marked (see `prompt_plan` in the core);
-    /// `undefined` when every request sends `request().body` (cache busting off).
-    pub fn body(&self, ticket: u32) -> Result<Option<String>, JsError> {
-        let t = self
+    /// `undefined` when every request sends `request().body` (cache busting off). Call it
+    /// once per ticket, before [`BenchRun::begin`]: in a multi-turn run it takes the
+    /// conversation's next turn.
+    pub fn body(&mut self, ticket: u32) -> Result<Option<String>, JsError> {
+        let (t, keep) = self
             .tickets
-            .get(&u64::from(ticket))
+            .get_mut(&u64::from(ticket))
             .ok_or_else(|| JsError::new(&format!("ticket {ticket} is not in flight")))?;
-        let body = self
+        let planned = self
             .plan
-            .body_for(t)
+            .request_for(t)
             .map_err(|e| JsError::new(&e.to_string()))?;
-        body.map(|b| {
-            String::from_utf8(b).map_err(|_| JsError::new("the request body is not UTF-8"))
-        })
-        .transpose()
+        *keep = planned.keep_answer;
+        planned
+            .body
+            .map(|b| {
+                String::from_utf8(b).map_err(|_| JsError::new("the request body is not UTF-8"))
+            })
+            .transpose()
     }
 
     /// What to do at `now_ms`: `{kind: 'start' | 'sleep' | 'wait' | 'done', ...}`.
@@ -187,7 +193,9 @@ impl BenchRun {
                 if u32::try_from(t.id).is_err() {
                     return Err(JsError::new("more than 2^32 requests in one run"));
                 }
-                self.tickets.insert(t.id, t);
+                // Until its body says otherwise, a request keeps what one with the run's
+                // output cap keeps.
+                self.tickets.insert(t.id, (t, self.plan.keep_answer(None)));
                 JsAction::Start {
                     ticket: t.id,
                     level: t.level_index,
@@ -207,14 +215,15 @@ impl BenchRun {
     /// `MAX_ARRIVALS`), and a `u64` would make them `bigint`s.
     pub fn begin(&self, ticket: u32, start_ms: f64) -> Result<JsExchange, JsError> {
         let ticket = u64::from(ticket);
-        if !self.tickets.contains_key(&ticket) {
+        let Some((_, keep)) = self.tickets.get(&ticket) else {
             return Err(JsError::new(&format!("ticket {ticket} is not in flight")));
-        }
+        };
         let mut exchange = JsExchange::for_api(self.options.api, start_ms);
-        if self.plan.needs_answers() {
+        if let Some(cap) = *keep {
             // Re-counted at the end when the server sends no usage; sent back in the next
-            // turn of a multi-turn run.
-            exchange.inner.keep_answer();
+            // turn of a multi-turn run. At most `cap` bytes (see the core's `answer`): the
+            // count runs on the page's thread, so its size is what bounds its time.
+            exchange.inner.keep_answer(cap);
         }
         Ok(exchange)
     }
@@ -228,7 +237,7 @@ impl BenchRun {
         extras: JsValue,
     ) -> Result<JsValue, JsError> {
         let ticket = u64::from(ticket);
-        let t = self
+        let (t, _) = self
             .tickets
             .remove(&ticket)
             .ok_or_else(|| JsError::new(&format!("ticket {ticket} is not in flight")))?;
@@ -243,10 +252,11 @@ impl BenchRun {
         }
         let outcome = inner.into_outcome();
         let now = outcome.timeline.end_ms().unwrap_or(0.0);
-        let (output_tokens_counted, turn) = self
+        let output_tokens_counted = self
             .plan
-            .finish(ticket, &outcome)
+            .count(&outcome)
             .map_err(|e| JsError::new(&e.to_string()))?;
+        let turn = self.plan.finish(ticket, &outcome);
         let record = self.driver.complete(
             &t,
             outcome,
@@ -259,6 +269,8 @@ impl BenchRun {
                 wait_ms: extras.wait_ms,
                 output_tokens_counted,
                 turn,
+                // Counted above, on the page's thread: the text is bounded.
+                count_pending: false,
             },
             now,
         );
@@ -326,6 +338,8 @@ impl BenchRun {
             from_js(warnings, "invalid warnings")?
         };
         warnings.truncate(MAX_WARNINGS);
+        // The plan's own (conversations cut short), after the page's.
+        warnings.extend(self.plan.warnings());
         let mut environment = environment;
         environment.notes.insert(
             "http_versions".into(),

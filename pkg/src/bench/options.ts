@@ -27,6 +27,13 @@ export interface RunSettings {
   /** Seconds per level. */
   durationS?: number;
   maxTokens?: number;
+  /**
+   * The largest output cap any request may ask for: a `dataset` entry's own `max_tokens`
+   * (or its answer's length) above it is lowered to it, and a `maxTokens` above it is
+   * refused. The benchmark page passes its form's limit, so a dataset a link names cannot
+   * ask for more than the form allows.
+   */
+  maxTokensLimit?: number;
   prompt?: string;
   /**
    * A generated prompt of this many tokens (instead of `prompt`): exactly, mark included,

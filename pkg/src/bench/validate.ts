@@ -37,6 +37,7 @@ const OPTIONS: Record<string, Kind> = {
   requests: 'positiveInt',
   durationS: 'positive',
   maxTokens: 'positiveInt',
+  maxTokensLimit: 'positiveInt',
   prompt: 'string',
   inputTokens: 'positiveInt',
   inputTokensStdev: 'count',

@@ -480,6 +480,8 @@ function oneRun(s: FormState, prompt: Input): Omit<RunSettings, 'apiKey'> {
     warmup: s.warmup,
     // A workload brings its own output cap.
     ...('workload' in prompt ? {} : { maxTokens: s.maxTokens }),
+    // No request asks for more than the form allows, whatever a dataset's entries say.
+    maxTokensLimit: LIMITS.maxTokens,
     ...prompt,
     ...(s.slo ? { slo: s.slo } : {}),
     ...(s.uniquePrompts === false ? { cacheBust: 'off' as const } : {}),

@@ -115,7 +115,9 @@ pub struct BenchArgs {
 
     /// Multi-turn chats: each virtual user holds one conversation of N turns; each turn sends
     /// the conversation so far (the model's real answers included) and a new user message.
-    /// TTFT, speed and input length are reported per turn. Closed loop only.
+    /// TTFT, speed and input length are reported per turn. Closed loop only. A conversation
+    /// that would pass 4 MiB ends early (reported as conversations_cut); see
+    /// docs/workloads.md.
     #[arg(long, value_name = "N")]
     pub turns: Option<u32>,
 
@@ -339,6 +341,8 @@ impl BenchArgs {
             max_tokens: self
                 .max_tokens
                 .unwrap_or(BenchOptions::default().max_tokens),
+            // The page's own limit; the command line sets no cap on its own runs.
+            max_tokens_limit: None,
             prompt: self.prompt.clone(),
             input_tokens: self.input_tokens.map(|l| l.mean),
             input_tokens_stdev: self.input_tokens.map(|l| l.stdev).filter(|&sd| sd > 0),

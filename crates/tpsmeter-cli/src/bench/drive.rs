@@ -5,19 +5,25 @@
 //! The load policy itself (closed and open loop, warm-up, stop conditions, back-off after
 //! 429) lives in the driver, shared with the browser; this file only does the waiting.
 //! Request tasks do nothing but send, read and stamp; disk writes and drawing happen here,
-//! off the path between a read and its stamp.
+//! off the path between a read and its stamp. With `--tokenizer`, an answer that came
+//! without usage is counted off this task too (see `count`): its request completes at once
+//! (its slot starts the next request, its conversation goes on), and its record is final,
+//! and written, when the count is in.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tpsmeter_core::answer::answer_to_count;
 use tpsmeter_core::drive::{Action, LoadDriver, RecordExtras, Ticket};
 use tpsmeter_core::report::{RequestRecord, Warning};
 use tpsmeter_core::request::RequestPlan;
-use tpsmeter_core::{BenchOptions, Outcome, Shard};
+use tpsmeter_core::{BenchOptions, Outcome, Shard, Timeline};
 
+use crate::bench::count::AnswerCounter;
 use crate::bench::http::runner::Runner;
+use crate::bench::tokenizer::CliTokenizer;
 use crate::output::jsonl::JsonlSink;
 use crate::progress::LevelProgress;
 
@@ -43,17 +49,26 @@ struct Shown {
     total: u64,
 }
 
-/// Runs the whole sweep (this shard's part of it) to its end or cancellation.
+/// A count of an answer that came without usage, done off this task: its ticket, its
+/// outcome's timeline (the record is re-derived from it) and the count.
+type Counted = (Ticket, Timeline, anyhow::Result<u64>);
+
+/// Runs the whole sweep (this shard's part of it) to its end or cancellation. `tokenizer`
+/// counts the answers that come without usage.
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     runner: &Arc<Runner>,
     plan: &RequestPlan,
+    tokenizer: Option<Arc<CliTokenizer>>,
     options: &BenchOptions,
     shard: Shard,
     driver: &mut LoadDriver,
     cancel: &CancellationToken,
     recorder: &mut Recorder,
 ) -> anyhow::Result<()> {
+    let counter = tokenizer.map(AnswerCounter::new);
     let mut inflight: JoinSet<(Ticket, (Outcome, RecordExtras))> = JoinSet::new();
+    let mut counting: JoinSet<Counted> = JoinSet::new();
     let mut shown: Option<Shown> = None;
     let origin = tokio::time::Instant::from_std(runner.origin());
     loop {
@@ -73,10 +88,14 @@ pub async fn run(
                 }
                 // Built before the task starts: the body is part of what the request is, not
                 // of its time (a few µs of JSON).
-                let body = plan.body_for(&ticket)?.map(bytes::Bytes::from);
+                let planned = plan.request_for(&ticket)?;
+                let body = planned.body.map(bytes::Bytes::from);
                 let runner = Arc::clone(runner);
                 let cancel = cancel.clone();
-                inflight.spawn(async move { (ticket, runner.run_timed(&cancel, body).await) });
+                inflight.spawn(async move {
+                    let done = runner.run_timed(&cancel, body, planned.keep_answer).await;
+                    (ticket, done)
+                });
                 continue;
             }
             Action::Sleep { until_ms } => {
@@ -85,22 +104,54 @@ pub async fn run(
             Action::Wait => None,
             Action::Done => break,
         };
+        if wake.is_none() && inflight.is_empty() && counting.is_empty() {
+            anyhow::bail!("load driver waits with no request in flight");
+        }
         let joined = tokio::select! {
             biased;
             () = cancel.cancelled(), if !driver.is_cancelled() => continue,
             j = inflight.join_next(), if !inflight.is_empty() => j,
+            c = counting.join_next(), if !counting.is_empty() => {
+                let (ticket, timeline, count) = match c {
+                    Some(Ok(counted)) => counted,
+                    Some(Err(e)) => anyhow::bail!("counting an answer failed: {e}"),
+                    None => continue,
+                };
+                // The record is final now: its count is in.
+                if let Some(record) = driver.counted(&ticket, &timeline, Some(count?)) {
+                    write_line(record, recorder);
+                }
+                continue;
+            }
             () = sleep_until(wake) => continue,
         };
-        let (ticket, (outcome, extras)) = match joined {
+        let (ticket, (mut outcome, extras)) = match joined {
             Some(Ok(done)) => done,
             Some(Err(e)) => anyhow::bail!("a request task failed: {e}"),
-            // Nothing in flight and nothing to sleep for: the driver would wait forever.
-            None => anyhow::bail!("load driver waits with no request in flight"),
+            None => continue,
         };
-        let (output_tokens_counted, turn) = plan.finish(ticket.id, &outcome)?;
+        let turn = plan.finish(ticket.id, &outcome);
+        // An answer without usage is counted off this task: the driver frees the slot now,
+        // and the record is final (and written) once the count is in.
+        let count_pending = match (&counter, answer_to_count(&outcome).is_some()) {
+            (Some(counter), true) => {
+                let answer = outcome.answer.take();
+                let timeline = outcome.timeline.clone();
+                let counter = counter.clone();
+                counting.spawn(async move {
+                    let count = match answer {
+                        Some(answer) => counter.count(answer).await,
+                        None => Err(anyhow::anyhow!("no answer to count")),
+                    };
+                    (ticket, timeline, count)
+                });
+                true
+            }
+            _ => false,
+        };
         let extras = RecordExtras {
-            output_tokens_counted,
             turn,
+            count_pending,
             ..extras
         };
         let record = driver.complete(&ticket, outcome, extras, runner.now_ms());
@@ -116,7 +167,9 @@ pub async fn run(
             }
             s.bar.record(record.ok());
         }
-        write_line(record, recorder);
+        if !count_pending {
+            write_line(record, recorder);
+        }
     }
     if let Some(old) = shown.take() {
         finish(old, recorder);

@@ -15,6 +15,7 @@
 //! report's warnings, and does not count as a level without a successful request.
 
 pub mod args;
+pub mod count;
 pub mod dataset;
 pub mod drive;
 pub mod http;
@@ -140,6 +141,7 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
     drive::run(
         &runner,
         &setup.plan,
+        setup.tokenizer.clone(),
         &setup.options,
         shard,
         &mut driver,
@@ -152,6 +154,12 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
     let search = driver.find_max().cloned();
     let (levels, records) = driver.into_parts();
     let mut warnings = std::mem::take(&mut recorder.warnings);
+    for w in setup.plan.warnings() {
+        if !args.quiet {
+            eprintln!("warning: {}", w.message);
+        }
+        warnings.push(w);
+    }
     if interrupted {
         warnings.push(Warning {
             code: "interrupted".into(),

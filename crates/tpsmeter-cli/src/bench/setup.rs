@@ -3,13 +3,14 @@
 use anyhow::{Context, bail};
 use std::hash::{BuildHasher, RandomState};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use tpsmeter_core::request::{HttpRequest, RequestPlan, RequestSpec, Secret};
 use tpsmeter_core::tokens::TokenCounter;
 use tpsmeter_core::{BenchOptions, PromptPlan, Slo};
 
 use super::args::BenchArgs;
-use super::tokenizer;
+use super::tokenizer::{self, CliTokenizer};
 use crate::prompt;
 
 /// Cap on an API key read from the environment: real keys are well under 1 KiB; a huge
@@ -25,6 +26,8 @@ pub struct Setup {
     /// Every request's URL and headers, and each one's body (its own prompt).
     pub plan: RequestPlan,
     pub slo: Option<Slo>,
+    /// The run's tokenizer (`--tokenizer`), shared with the threads that count answers.
+    pub tokenizer: Option<Arc<CliTokenizer>>,
 }
 
 impl Setup {
@@ -50,10 +53,13 @@ impl Setup {
         // The run id of the prompts' marks, when no --seed fixes it: std's hasher keys are
         // random per process, which is all a run id needs (no RNG dependency for it).
         let entropy = RandomState::new().hash_one(std::process::id());
-        let counter: Option<Rc<dyn TokenCounter>> = match &args.tokenizer {
-            Some(arg) => Some(Rc::new(tokenizer::load(arg)?)),
+        let tokenizer = match &args.tokenizer {
+            Some(arg) => Some(Arc::new(tokenizer::load(arg)?)),
             None => None,
         };
+        let counter = tokenizer
+            .clone()
+            .map(|t| Rc::new(t) as Rc<dyn TokenCounter>);
         let mut prompts = PromptPlan::new(&options, args.shard, entropy, counter.as_deref())?;
         if let Some(path) = &args.dataset {
             let dataset = super::dataset::read(path)?;
@@ -67,6 +73,7 @@ impl Setup {
             spec,
             plan,
             slo,
+            tokenizer,
         })
     }
 

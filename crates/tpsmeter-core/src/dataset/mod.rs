@@ -26,6 +26,8 @@
 //! Any entry may add `"system": "..."` (not with system messages of its own), and
 //! `"max_tokens"` or `"output_tokens"`: the request's output cap, which takes precedence
 //! over the reference answer's length; an entry with neither gets the run's `max_tokens`.
+//! A run's `max_tokens_limit` (the benchmark page sets its form's limit) lowers every
+//! entry's cap to it: a dataset a link names cannot ask for more than the form allows.
 //! A reference answer counts as ⌈characters / 4⌉ tokens ([`estimate_tokens`]), the common
 //! rule of thumb for English: an estimate, not a tokenizer count. A run with a tokenizer
 //! (`--tokenizer`) counts the answer with it instead, as vLLM's `bench serve` does with
@@ -248,6 +250,8 @@ impl fmt::Debug for Dataset {
 pub struct Draw {
     dataset: Arc<Dataset>,
     order: Order,
+    /// The options' `max_tokens_limit`: no entry asks for a larger output cap.
+    max_tokens_limit: u32,
 }
 
 impl Draw {
@@ -279,6 +283,7 @@ impl Draw {
         Ok(Draw {
             dataset: Arc::new(dataset),
             order,
+            max_tokens_limit: options.max_tokens_limit.unwrap_or(MAX_OUTPUT_TOKENS),
         })
     }
 
@@ -305,7 +310,9 @@ impl Draw {
         };
         Ok(RequestInput {
             messages,
-            max_tokens: counted.or(entry.output_tokens),
+            max_tokens: counted
+                .or(entry.output_tokens)
+                .map(|n| n.min(self.max_tokens_limit)),
             system: entry.system.clone(),
         })
     }

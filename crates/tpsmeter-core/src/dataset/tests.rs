@@ -592,3 +592,47 @@ fn an_answer_too_long_to_count_keeps_its_estimate() {
         e.output_tokens
     );
 }
+
+/// Issue 35: a prefilled page link could name a dataset whose entries ask for up to
+/// 1,048,576 output tokens, past the form's limit of 32,768. With `max_tokens_limit` (the
+/// page passes its form's) an entry's cap, given or taken from its reference answer, is
+/// lowered to the limit; the run's own `max_tokens` above it is refused.
+#[test]
+fn the_max_tokens_limit_lowers_every_entrys_output_cap() {
+    let answer = "x".repeat(200_000);
+    let text = format!(
+        "{{\"prompt\": \"a\", \"max_tokens\": 1048576}}\n\
+         {{\"prompt\": \"b\", \"max_tokens\": 12}}\n\
+         {{\"messages\": [{{\"role\": \"user\", \"content\": \"c\"}}, \
+         {{\"role\": \"assistant\", \"content\": \"{answer}\"}}]}}\n"
+    );
+    let d = parse(&text).unwrap();
+    let caps = |limit: Option<u32>| {
+        let o = BenchOptions {
+            max_tokens_limit: limit,
+            ..options(Some(3))
+        };
+        o.validate().unwrap();
+        let plan = PromptPlan::new(&o, None, 0, None)
+            .unwrap()
+            .with_dataset(d.clone(), &o, None)
+            .unwrap();
+        let mut caps: Vec<Option<u32>> = (0..3)
+            .map(|i| plan.input(i, None).unwrap().max_tokens)
+            .collect();
+        caps.sort();
+        caps
+    };
+    assert_eq!(caps(None), vec![Some(12), Some(50_000), Some(1_048_576)]);
+    assert_eq!(
+        caps(Some(32_768)),
+        vec![Some(12), Some(32_768), Some(32_768)]
+    );
+    let over = BenchOptions {
+        max_tokens: 40_000,
+        max_tokens_limit: Some(32_768),
+        ..options(None)
+    };
+    let e = over.validate().unwrap_err().to_string();
+    assert!(e.contains("32768"), "{e}");
+}

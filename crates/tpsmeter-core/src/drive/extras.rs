@@ -21,6 +21,10 @@ pub struct RecordExtras {
     pub output_tokens_counted: Option<u64>,
     /// Multi-turn runs: the request's place in its conversation.
     pub turn: Option<crate::conversations::Turn>,
+    /// The caller is counting the answer's tokens off its loop and hands the count in
+    /// later ([`super::LoadDriver::counted`]): the request's slot is free at once, and its
+    /// phase's summary waits for the count.
+    pub count_pending: bool,
 }
 
 /// The transport's split of the wait before the first byte, onto `record`. Values that are

@@ -22,6 +22,10 @@
 //! - **the measured phase** runs from its first `next` call to its last completion; a
 //!   duration phase ends at the duration (requests still in flight finish but count only if
 //!   they ended inside it; see `phase`).
+//! - **counts**: a caller that counts an answer's tokens off its loop (the CLI, when a
+//!   server sends no usage) completes the request at once with `count_pending` and hands
+//!   the count in later ([`LoadDriver::counted`]): the slot is free meanwhile, and the
+//!   phase's summary waits for every count.
 //! - **cancel**: nothing more starts; the caller ends what is in flight (recorded as
 //!   `cancelled`); a measured phase cut short still gets its summary.
 //! - **ramp-up** (`ramp_up_s`, closed loop only): each phase (warm-up and measured) opens
@@ -38,6 +42,8 @@
 //!   comes next, or that the run is over; [`LoadDriver::annotate`] writes its verdict into
 //!   the report. A search cannot run sharded: each level depends on the whole run's results.
 
+use std::collections::HashMap;
+
 use crate::error::Result;
 use crate::exchange::Outcome;
 use crate::find_max::FindMax;
@@ -48,6 +54,7 @@ use crate::report::{ErrorRecord, LevelReport, Report, RequestRecord};
 use crate::request::Redactor;
 use crate::shard::{LevelShare, Shard};
 use crate::slo::Slo;
+use crate::timeline::Timeline;
 
 mod extras;
 mod phases;
@@ -85,6 +92,9 @@ pub struct LoadDriver {
     http_versions: Vec<String>,
     /// The run's credentials, taken out of every record.
     redactor: Redactor,
+    /// Records whose token count the caller has yet to hand in, by ticket id: their index
+    /// in `records`.
+    pending_counts: HashMap<u64, usize>,
     /// `--find-max`: the search choosing each next level, and the options each level's
     /// stop condition and warm-up come from.
     find_max: Option<(FindMax, Box<BenchOptions>)>,
@@ -149,6 +159,7 @@ impl LoadDriver {
             records: Vec::new(),
             level_reports: Vec::new(),
             http_versions: Vec::new(),
+            pending_counts: HashMap::new(),
         })
     }
 
@@ -235,6 +246,7 @@ impl LoadDriver {
             .filter(|p| p.level_index == ticket.level_index && p.warmup == ticket.warmup)
         {
             phase.in_flight = phase.in_flight.saturating_sub(1);
+            phase.pending_counts += u32::from(extras.count_pending);
             phase.completed += 1;
             if !record.ok() {
                 phase.failed += 1;
@@ -244,8 +256,36 @@ impl LoadDriver {
                 phase.paused_until.push(now_ms + pause);
             }
         }
+        if extras.count_pending {
+            self.pending_counts.insert(ticket.id, self.records.len());
+        }
         self.records.push(record);
         &self.records[self.records.len() - 1]
+    }
+
+    /// Hands in the token count of `ticket`'s request, completed with `count_pending`
+    /// ([`RecordExtras`]): `output_tokens` counted from the answer of `timeline` (its
+    /// outcome's), or `None` when there was nothing to count after all. Returns its record,
+    /// now final; `None` for a ticket with no count pending.
+    pub fn counted(
+        &mut self,
+        ticket: &Ticket,
+        timeline: &Timeline,
+        output_tokens: Option<u64>,
+    ) -> Option<&RequestRecord> {
+        let index = self.pending_counts.remove(&ticket.id)?;
+        if let Some(phase) = self
+            .phase
+            .as_mut()
+            .filter(|p| p.level_index == ticket.level_index && p.warmup == ticket.warmup)
+        {
+            phase.pending_counts = phase.pending_counts.saturating_sub(1);
+        }
+        let record = self.records.get_mut(index)?;
+        if let Some(n) = output_tokens {
+            record.recount(timeline, n);
+        }
+        Some(record)
     }
 
     /// Starts nothing more; what is in flight still has to be completed.

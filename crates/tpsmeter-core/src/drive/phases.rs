@@ -26,6 +26,9 @@ pub(super) struct Phase {
     pub(super) completed: u64,
     pub(super) failed: u64,
     pub(super) in_flight: u32,
+    /// Completed requests whose token count the caller has yet to hand in: the phase's
+    /// summary waits for them, its slots do not.
+    pub(super) pending_counts: u32,
     /// Closed loop: times until which slots pause after a 429 (one entry per paused slot).
     pub(super) paused_until: Vec<f64>,
     /// Closed loop with a ramp-up: when each slot opens.
@@ -59,7 +62,7 @@ impl LoadDriver {
             warmup: phase.warmup,
             scheduled_ms,
         };
-        let busy = if phase.in_flight > 0 {
+        let busy = if phase.in_flight > 0 || phase.pending_counts > 0 {
             Some(Action::Wait)
         } else {
             None
@@ -181,6 +184,7 @@ impl LoadDriver {
             completed: 0,
             failed: 0,
             in_flight: 0,
+            pending_counts: 0,
             paused_until: Vec::new(),
             ramp: self
                 .ramps

@@ -24,7 +24,7 @@ mod vercel;
 
 pub use message::{Message, Role, transcript};
 pub use openai::LOCAL_URL;
-pub use plan::RequestPlan;
+pub use plan::{PlannedRequest, RequestPlan};
 pub use redactor::{MIN_SECRET_CHARS, REDACTED, Redactor};
 pub use secret::{HeaderValue, Secret};
 

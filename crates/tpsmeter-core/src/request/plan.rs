@@ -1,17 +1,29 @@
 //! The requests of a run: one URL and set of headers, and a body per request, each with its
 //! own prompt (see [`crate::prompt_plan`]).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use crate::conversations::{Conversations, Turn};
+use crate::answer::{KeptAnswer, answer_cap, answer_to_count, count_answer};
+use crate::conversations::{Conversations, MAX_CONVERSATION_BYTES, Turn};
 use crate::drive::Ticket;
 use crate::error::Result;
 use crate::exchange::Outcome;
 use crate::prompt_plan::{PromptPlan, RequestInput};
+use crate::report::Warning;
 use crate::tokens::TokenCounter;
 
 use super::{HttpRequest, RequestSpec, build_browser_request, build_request};
+
+/// One request as the plan makes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedRequest {
+    /// Its body; `None` when it sends the template's (every request sends the same).
+    pub body: Option<Vec<u8>>,
+    /// How many bytes of its answer to keep ([`crate::exchange::Exchange::keep_answer`]);
+    /// `None` when no later step needs the answer.
+    pub keep_answer: Option<usize>,
+}
 
 /// Builds each request of a run from one spec and the run's prompts.
 #[derive(Debug, Clone)]
@@ -25,6 +37,8 @@ pub struct RequestPlan {
     browser: bool,
     /// Multi-turn runs: the conversations in progress.
     conversations: Option<RefCell<Conversations>>,
+    /// Answers that ran past what their requests kept (see [`crate::answer`]).
+    answers_cut: Cell<u64>,
     /// Request 0, whose URL and headers every request shares.
     template: HttpRequest,
 }
@@ -53,6 +67,7 @@ impl RequestPlan {
             counter,
             browser,
             conversations: None,
+            answers_cut: Cell::new(0),
             template,
         })
     }
@@ -66,51 +81,109 @@ impl RequestPlan {
         self
     }
 
-    /// The body of `ticket`'s request: [`RequestPlan::body`], or in a multi-turn run its
-    /// conversation so far and a new user message.
-    pub fn body_for(&self, ticket: &Ticket) -> Result<Option<Vec<u8>>> {
+    /// What `ticket`'s request sends ([`RequestPlan::body`], or in a multi-turn run its
+    /// conversation so far and a new user message), and how much of its answer to keep.
+    pub fn request_for(&self, ticket: &Ticket) -> Result<PlannedRequest> {
         let Some(conversations) = &self.conversations else {
-            return self.body(ticket.id);
+            if self.prompts.is_constant() {
+                return Ok(PlannedRequest {
+                    body: None,
+                    keep_answer: self.keep_answer(None),
+                });
+            }
+            let input = self.prompts.input(ticket.id, self.counter())?;
+            return self.planned(input);
         };
         let counter = self.counter();
-        let (messages, _) = conversations.borrow_mut().begin(
+        let (input, _) = conversations.borrow_mut().begin(
             ticket,
-            |id| Ok(self.prompts.input(id, counter)?.messages),
+            |id| self.prompts.input(id, counter),
             |id, turn| self.prompts.follow_up(id, turn),
         )?;
-        let input = RequestInput {
-            messages,
-            max_tokens: None,
-            system: None,
-        };
-        Ok(Some(
-            build(&with_input(&self.spec, input), self.browser)?.body,
-        ))
+        self.planned(input)
     }
 
-    /// What `ticket`'s finished request gives its record: the run tokenizer's count of the
-    /// answer where the server reported no output usage, and in a multi-turn run its turn
-    /// (a successful answer goes on in its conversation; a failure ends the conversation).
-    pub fn finish(&self, ticket: u64, outcome: &Outcome) -> Result<(Option<u64>, Option<Turn>)> {
-        let usage = outcome.timeline.usage().and_then(|u| u.output_tokens);
-        let counted = match (self.counter(), &outcome.answer, usage) {
-            (Some(counter), Some(answer), None) => Some(u64::from(counter.count(answer)?)),
-            _ => None,
-        };
-        let turn = self.conversations.as_ref().and_then(|conversations| {
+    fn planned(&self, input: RequestInput) -> Result<PlannedRequest> {
+        let keep_answer = self.keep_answer(input.max_tokens);
+        let body = build(&with_input(&self.spec, input), self.browser)?.body;
+        Ok(PlannedRequest {
+            body: Some(body),
+            keep_answer,
+        })
+    }
+
+    /// How much answer a request with its own output cap `max_tokens` (else the run's)
+    /// keeps: [`answer_cap`] of it when a later step needs the text (a next turn, or a
+    /// count when the server sends no usage), else nothing.
+    pub fn keep_answer(&self, max_tokens: Option<u32>) -> Option<usize> {
+        self.needs_answers()
+            .then(|| answer_cap(max_tokens.unwrap_or(self.spec.max_tokens)))
+    }
+
+    /// The run tokenizer's count of `outcome`'s answer where the server reported no output
+    /// usage ([`answer_to_count`], [`count_answer`]); `None` without a tokenizer. The CLI
+    /// counts on another thread instead, with the same functions.
+    pub fn count(&self, outcome: &Outcome) -> Result<Option<u64>> {
+        match (self.counter(), answer_to_count(outcome)) {
+            (Some(counter), Some(answer)) => count_answer(counter, answer).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// What `ticket`'s finished request gives its record in a multi-turn run: its turn (a
+    /// successful answer goes on in its conversation; a failure ends the conversation).
+    /// Call it once per request: it also counts the answers that ran past their cap.
+    pub fn finish(&self, ticket: u64, outcome: &Outcome) -> Option<Turn> {
+        if outcome.answer.as_ref().is_some_and(KeptAnswer::is_cut) {
+            self.answers_cut.set(self.answers_cut.get() + 1);
+        }
+        self.conversations.as_ref().and_then(|conversations| {
             let ok = outcome.failure.is_none() && outcome.timeline.stream_error().is_none();
             let turn = conversations.borrow().turn_of(ticket);
             conversations
                 .borrow_mut()
-                .end(ticket, outcome.answer.as_deref().filter(|_| ok));
+                .end(ticket, outcome.answer.as_ref().filter(|_| ok));
             turn
-        });
-        Ok((counted, turn))
+        })
     }
 
-    /// Whether answers must be kept (multi-turn runs send them back).
+    /// Whether answers must be kept (multi-turn runs send them back; a tokenizer counts
+    /// them when the server sends no usage).
     pub fn needs_answers(&self) -> bool {
         self.conversations.is_some() || self.counter.is_some()
+    }
+
+    /// What the report should say about what the plan saw: answers that ran past what
+    /// their requests keep, and conversations cut short (see [`crate::conversations`]).
+    pub fn warnings(&self) -> Vec<Warning> {
+        let mut out = Vec::new();
+        let long = self.answers_cut.get();
+        if long > 0 {
+            out.push(Warning {
+                code: "answers_cut".into(),
+                message: format!(
+                    "{long} answers ran past what the client keeps of an answer ({} bytes a \
+                     token of max_tokens, {} to {} KiB): the server sent more than asked. \
+                     Their tokenizer counts are scaled from the part kept, and later turns \
+                     resend that part",
+                    crate::answer::KEPT_BYTES_PER_TOKEN,
+                    crate::answer::MIN_KEPT_ANSWER_BYTES >> 10,
+                    crate::answer::MAX_KEPT_ANSWER_BYTES >> 10,
+                ),
+            });
+        }
+        let cut = self.conversations.as_ref().map_or(0, |c| c.borrow().cut());
+        if cut > 0 {
+            out.push(Warning {
+                code: "conversations_cut".into(),
+                message: format!(
+                    "{cut} conversations ended before their last turn: they would have \
+                     passed {} MiB, the most a conversation resends",
+                    MAX_CONVERSATION_BYTES >> 20,
+                ),
+            });
+        }
+        out
     }
 
     /// The first request: the URL, headers and method of all of them.
@@ -192,5 +265,25 @@ mod tests {
         let p = plan(CacheBust::Off);
         assert_eq!(p.body(3).unwrap(), None);
         assert!(String::from_utf8_lossy(&p.template().body).contains("\"Hello\""));
+    }
+
+    #[test]
+    fn answers_are_kept_only_for_a_later_step_and_capped_by_the_requests_max_tokens() {
+        let p = plan(CacheBust::Prefix);
+        assert_eq!(p.keep_answer(None), None, "nothing needs the answer");
+        let t = |id| Ticket {
+            id,
+            level_index: 0,
+            level: crate::plan::LoadLevel::Concurrency(1),
+            warmup: false,
+            scheduled_ms: None,
+        };
+        assert_eq!(p.request_for(&t(0)).unwrap().keep_answer, None);
+        let p = p.with_turns(Some(2));
+        assert_eq!(
+            p.request_for(&t(1)).unwrap().keep_answer,
+            Some(answer_cap(256))
+        );
+        assert_eq!(p.keep_answer(Some(8192)), Some(256 << 10));
     }
 }

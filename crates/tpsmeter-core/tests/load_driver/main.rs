@@ -243,3 +243,47 @@ fn invalid_options_are_refused_before_anything_starts() {
     let o = options(|o| o.concurrency = vec![]);
     assert!(LoadDriver::new(&o, Redactor::default()).is_err());
 }
+
+/// Issue 35: a count the caller makes off its loop (`count_pending`) frees the request's
+/// slot at once, but the level's summary waits for it and carries it.
+#[test]
+fn a_pending_count_frees_the_slot_and_the_summary_waits_for_it() {
+    let o = options(|o| {
+        o.concurrency = vec![1];
+        o.requests = Some(2);
+    });
+    let mut d = LoadDriver::new(&o, Redactor::default()).unwrap();
+    let pending = RecordExtras {
+        count_pending: true,
+        ..RecordExtras::default()
+    };
+    let Action::Start(first) = d.next(0.0).unwrap() else {
+        panic!("first start")
+    };
+    let (outcome, end) = stream(0.0, 5);
+    let timeline = outcome.timeline.clone();
+    d.complete(&first, outcome, pending.clone(), end);
+    // The slot is free before the count is in.
+    let Action::Start(second) = d.next(end).unwrap() else {
+        panic!("the next request waits for a count")
+    };
+    let (outcome2, end2) = stream(end, 5);
+    let timeline2 = outcome2.timeline.clone();
+    d.complete(&second, outcome2, pending, end2);
+    assert_eq!(d.next(end2).unwrap(), Action::Wait, "the summary waits");
+    assert!(d.level_reports().is_empty());
+    assert_eq!(
+        d.counted(&first, &timeline, Some(40))
+            .unwrap()
+            .output_tokens,
+        40
+    );
+    assert!(
+        d.counted(&first, &timeline, Some(40)).is_none(),
+        "counted once"
+    );
+    assert_eq!(d.next(end2).unwrap(), Action::Wait);
+    d.counted(&second, &timeline2, Some(60));
+    assert_eq!(d.next(end2).unwrap(), Action::Done);
+    assert_eq!(d.level_reports()[0].summary.output_tokens, 100);
+}

@@ -143,17 +143,20 @@ impl Runner {
     /// Sends the request (with `body`, this request's own, instead of the prepared one when
     /// given) and reads the stream to its end, a failure or cancellation.
     pub async fn run(&self, cancel: &CancellationToken, body: Option<Bytes>) -> Outcome {
-        self.run_timed(cancel, body).await.0
+        self.run_timed(cancel, body, None).await.0
     }
 
-    /// [`Runner::run`], with the parts of the wait before the first byte that were timed.
+    /// [`Runner::run`], with the parts of the wait before the first byte that were timed;
+    /// the outcome keeps the first `keep_answer` bytes of the answer, when given (a later
+    /// step needs them: see [`tpsmeter_core::answer`]).
     pub async fn run_timed(
         &self,
         cancel: &CancellationToken,
         body: Option<Bytes>,
+        keep_answer: Option<usize>,
     ) -> (Outcome, RecordExtras) {
         let mut extras = RecordExtras::default();
-        let outcome = self.run_into(cancel, body, &mut extras).await;
+        let outcome = self.run_into(cancel, body, keep_answer, &mut extras).await;
         (outcome, extras)
     }
 
@@ -161,6 +164,7 @@ impl Runner {
         &self,
         cancel: &CancellationToken,
         body: Option<Bytes>,
+        keep_answer: Option<usize>,
         extras: &mut RecordExtras,
     ) -> Outcome {
         let mut attempt = 0;
@@ -172,9 +176,12 @@ impl Runner {
             };
             let sent = Instant::now();
             let mut exchange = Exchange::new(self.api, self.ms_at(sent));
-            // The answer text: a tokenizer re-counts it when the server sends no usage, and a
-            // multi-turn run sends it back. A string push per read, next to the parse.
-            exchange.keep_answer();
+            // The answer text, when a later step needs it: a tokenizer re-counts it when the
+            // server sends no usage, and a multi-turn run sends it back. A string push per
+            // read, next to the parse, up to the cap.
+            if let Some(cap) = keep_answer {
+                exchange.keep_answer(cap);
+            }
             let first_byte_deadline = tokio::time::Instant::from_std(sent + self.timeout);
             let response = tokio::select! {
                 biased;
