@@ -279,3 +279,82 @@ async fn a_named_workload_sets_lengths_and_cap_and_is_recorded() {
         .to_string();
     assert!(e.contains("workload"), "a workload fixes the input: {e}");
 }
+
+/// A `tokenizer.json` of a byte-level BPE over a few letters, pre-tokenized by `pattern`.
+fn tokenizer_json_with_split(pattern: &str) -> String {
+    serde_json::json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": [],
+        "normalizer": null,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": false},
+        ]},
+        "post_processor": null,
+        "decoder": null,
+        "model": {
+            "type": "BPE", "dropout": null, "unk_token": null,
+            "continuing_subword_prefix": null, "end_of_word_suffix": null,
+            "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
+            "vocab": {"a": 0, "b": 1, " ": 2, "ab": 3},
+            "merges": [["a", "b"]],
+        },
+    })
+    .to_string()
+}
+
+/// Issue 35: a `Split` whose regex backtracks, `(?:(?:.|..){0,16}(?=\x00)|.)`, cost ~4 ms per
+/// character counted (a 3,000-character answer took 25 s). It is refused when the file
+/// loads, by path and by the binary, naming the pattern and where it is; the same file with
+/// a plain pattern loads and counts.
+#[test]
+fn a_tokenizer_json_with_a_backtracking_pattern_is_refused() {
+    let dir = std::env::temp_dir().join(format!("tpsmeter-hostile-tok-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let hostile = dir.join("tokenizer.json");
+    std::fs::write(
+        &hostile,
+        tokenizer_json_with_split(r"(?:(?:.|..){0,16}(?=\x00)|.)"),
+    )
+    .unwrap();
+    let e = format!(
+        "{:#}",
+        tokenizer::load(hostile.to_str().unwrap()).unwrap_err()
+    );
+    for part in [
+        "refused",
+        "look-around",
+        "pre_tokenizer.pretokenizers[0].pattern.Regex",
+        "(?=\\\\x00)",
+        hostile.to_str().unwrap(),
+    ] {
+        assert!(e.contains(part), "{part:?} in {e}");
+    }
+
+    let out = Command::new(env!("CARGO_BIN_EXE_tpsmeter"))
+        .args([
+            "bench",
+            "--api",
+            "openai-chat",
+            "--url",
+            "http://127.0.0.1:9",
+        ])
+        .args(["--model", "m", "--requests", "1", "--input-tokens", "50"])
+        .arg("--tokenizer")
+        .arg(&hostile)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("refused") && stderr.contains("look-around"),
+        "{stderr}"
+    );
+
+    let plain = dir.join("plain.json");
+    std::fs::write(&plain, tokenizer_json_with_split(r"\s+|[^\s]+")).unwrap();
+    let counter = tokenizer::load(plain.to_str().unwrap()).unwrap();
+    assert_eq!(counter.count("ab ab a").unwrap(), 5);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -205,6 +205,16 @@ pub enum GpuError {
     /// The `tokenizers` pipeline refused to build or to encode.
     #[error("tokenizer: {reason}")]
     Tokenizer { reason: String },
+    /// A `tokenizer.json` regex refused before it is compiled, because running it could take
+    /// time out of all proportion to the text ([`crate::tokenizer::vet_pattern`]).
+    #[error("tokenizer.json: the pattern {pattern:?} at {at} is refused: {reason}")]
+    UnsafeTokenizer {
+        /// Where in the file: `pre_tokenizer.pretokenizers[1].pattern.Regex`.
+        at: String,
+        /// The pattern's start.
+        pattern: String,
+        reason: String,
+    },
     /// A chat template that does not parse or fails while rendering.
     #[error("chat template: {reason}")]
     ChatTemplate { reason: String },
@@ -222,7 +232,8 @@ impl GpuError {
     /// engine's `Error.name`): `InvalidModel` (the file is not a GGUF this engine reads
     /// correctly: cut, corrupt, inconsistent, or declaring counts and lengths beyond the
     /// reader's caps), `UnsupportedModel` (well-formed, but an architecture, tokenizer or
-    /// format not implemented), `ChecksumMismatch` (not the bytes the caller pinned),
+    /// format not implemented), `UnsafeTokenizer` (a `tokenizer.json` whose regexes could
+    /// pin the CPU), `ChecksumMismatch` (not the bytes the caller pinned),
     /// `NoAdapter`, `RequestDeviceError`, `MissingFeature`, `LimitExceeded` (a device limit,
     /// or one of this crate's), `OutOfMemory`,
     /// `DeviceLost`, `GpuError` (validation or readback: a bug here, or a driver's),
@@ -256,6 +267,7 @@ impl GpuError {
             | UnsupportedGgmlType { .. }
             | UnsupportedArchitecture { .. }
             | UnsupportedTokenizer { .. } => "UnsupportedModel",
+            UnsafeTokenizer { .. } => "UnsafeTokenizer",
             NoAdapter { .. } => "NoAdapter",
             RequestDevice { .. } => "RequestDeviceError",
             MissingFeature { .. } => "MissingFeature",

@@ -140,7 +140,8 @@ pub struct BenchArgs {
     /// The model's tokenizer, to count input tokens exactly (and output tokens when the
     /// server sends no usage): a tokenizer.json, a GGUF file (its embedded vocabulary), or a
     /// Hugging Face model id (ORG/NAME) found in the local Hugging Face cache
-    /// ($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub).
+    /// ($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub). A tokenizer.json whose
+    /// regexes could backtrack (look-around outside the known models' patterns) is refused.
     #[arg(long, value_name = "FILE|ORG/NAME")]
     pub tokenizer: Option<String>,
 

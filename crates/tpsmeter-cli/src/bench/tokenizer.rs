@@ -5,7 +5,9 @@
 //! vocabulary) or a Hugging Face model id (`ORG/NAME`) found in the local Hugging Face cache,
 //! where `huggingface-cli download` and every `transformers` program put it. Nothing is
 //! downloaded: a benchmark run should not depend on a hub being reachable, and a gated
-//! model's tokenizer needs the user's own token.
+//! model's tokenizer needs the user's own token. A `tokenizer.json`'s regexes are vetted
+//! before they run (`tpsmeter_gpu::tokenizer::vet_pattern`): one that could pin the CPU is
+//! refused with the pattern and where it is in the file.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -13,10 +15,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use tpsmeter_core::tokens::TokenCounter;
 use tpsmeter_gpu::GpuError;
-use tpsmeter_gpu::tokenizer::{Tokenizer, is_gguf};
+use tpsmeter_gpu::tokenizer::{MAX_TOKENIZER_JSON_BYTES, Tokenizer, is_gguf};
 
-/// Cap on a `tokenizer.json` (the largest common ones, 256k vocabularies, are ~35 MB).
-const MAX_JSON_BYTES: u64 = 128 << 20;
+/// Cap on a `tokenizer.json`: the engine's, checked here before the file is read.
+const MAX_JSON_BYTES: u64 = MAX_TOKENIZER_JSON_BYTES as u64;
 /// Cap on the part of a GGUF read for its header (a 256k vocabulary's header is ~10 MB).
 const MAX_GGUF_HEADER_BYTES: u64 = 256 << 20;
 

@@ -7,6 +7,18 @@ use crate::gguf::header::GGUF_MAGIC;
 
 use super::{SpecialTokens, Tokenizer, TokenizerSpec};
 
+/// Most text one [`Tokenizer::count`] reads. The longest texts a run counts are a
+/// synthesised prompt's shared prefix (2,000,000 common words at most, ~12 MB) and an answer
+/// (4 MiB at most); with vetted patterns ([`super::vet`]) counting costs about a
+/// microsecond per byte, so this bounds one count to seconds. A size, not a time: counts
+/// stay the same on a slow machine and a fast one, and this crate has no clock of its own.
+pub const MAX_COUNT_BYTES: usize = 16 << 20;
+
+/// Longest text encoded at once by [`Tokenizer::count`]: `tokenizers` keeps ~400 bytes of
+/// offsets, alignments and token strings per byte of text while it encodes (a 4 MiB answer
+/// took 1.78 GB), so a longer text is counted in pieces of this size (~30 MB each).
+pub const COUNT_PIECE_BYTES: usize = 64 << 10;
+
 /// Whether `bytes` start like a GGUF file.
 pub fn is_gguf(bytes: &[u8]) -> bool {
     bytes.starts_with(&GGUF_MAGIC)
@@ -30,8 +42,113 @@ impl Tokenizer {
         })
     }
 
-    /// Tokens in `text`, without special tokens.
+    /// Tokens in `text`, without special tokens: exact up to [`COUNT_PIECE_BYTES`], then
+    /// counted a piece at a time (see [`pieces`]); over [`MAX_COUNT_BYTES`] an error.
     pub fn count(&self, text: &str) -> Result<u32> {
-        Ok(u32::try_from(self.encode(text, false)?.len()).unwrap_or(u32::MAX))
+        if text.len() > MAX_COUNT_BYTES {
+            return Err(GpuError::LimitExceeded {
+                what: "text to count (bytes)".to_owned(),
+                value: text.len() as u64,
+                limit: MAX_COUNT_BYTES as u64,
+            });
+        }
+        let mut total = 0usize;
+        for piece in pieces(text, COUNT_PIECE_BYTES) {
+            total += self.encode(piece, false)?.len();
+        }
+        Ok(u32::try_from(total).unwrap_or(u32::MAX))
+    }
+}
+
+/// `text` cut into pieces of at most `limit` bytes (one piece when it fits), each cut made
+/// just before a space that follows a non-space, as late in the piece as there is one in
+/// its second half, else at a character boundary. Byte-level BPE pre-tokenizers (GPT-2's,
+/// Llama 3's, Qwen's) split there anyway, so their count is unchanged; a SentencePiece
+/// tokenizer may count one token more per cut (its dummy prefix): one in ~16,000 tokens.
+fn pieces(text: &str, limit: usize) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        if rest.len() <= limit {
+            return Some(std::mem::take(&mut rest));
+        }
+        let mut end = limit;
+        while !rest.is_char_boundary(end) {
+            end -= 1;
+        }
+        if end == 0 {
+            // A limit shorter than the first character: that character alone.
+            end = rest.chars().next().map_or(rest.len(), char::len_utf8);
+        }
+        let bytes = rest.as_bytes();
+        let cut = (limit / 2..end)
+            .rev()
+            .find(|&i| i > 0 && bytes[i] == b' ' && !bytes[i - 1].is_ascii_whitespace())
+            .unwrap_or(end);
+        let (piece, tail) = rest.split_at(cut);
+        rest = tail;
+        Some(piece)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn pieces_cover_the_text_and_cut_before_a_space_after_a_word() {
+        let text = "alpha beta  gamma delta épsilon zeta eta theta";
+        for limit in [1, 2, 3, 7, 10, 16, 1000] {
+            let parts: Vec<&str> = pieces(text, limit).collect();
+            assert_eq!(parts.concat(), text, "limit {limit}");
+            assert!(parts.iter().all(|p| !p.is_empty()), "limit {limit}");
+            for p in &parts {
+                // Over the limit only where a single character is longer.
+                assert!(p.len() <= limit.max(2), "limit {limit}: {p:?}");
+            }
+        }
+        let parts: Vec<&str> = pieces(text, 16).collect();
+        assert_eq!(parts[0], "alpha beta");
+        assert!(parts[1..].iter().all(|p| p.starts_with(' ')), "{parts:?}");
+        assert_eq!(pieces("", 4).count(), 0);
+        assert_eq!(pieces("short", 64).collect::<Vec<_>>(), ["short"]);
+    }
+
+    /// One token per word or run of punctuation.
+    fn word_tokenizer() -> Tokenizer {
+        let json = serde_json::json!({
+            "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+            "normalizer": null, "pre_tokenizer": {"type": "Whitespace"},
+            "post_processor": null, "decoder": null,
+            "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"},
+        });
+        Tokenizer::from_file_bytes(json.to_string().as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn a_long_text_is_counted_in_pieces_to_the_same_total() {
+        let tok = word_tokenizer();
+        let text = "alpha beta, gamma. ".repeat(COUNT_PIECE_BYTES / 4);
+        assert!(text.len() > 4 * COUNT_PIECE_BYTES);
+        assert!(pieces(&text, COUNT_PIECE_BYTES).count() > 4);
+        let whole = tok.encode(&text, false).unwrap().len();
+        assert_eq!(whole, 5 * COUNT_PIECE_BYTES / 4);
+        assert_eq!(tok.count(&text).unwrap() as usize, whole);
+    }
+
+    #[test]
+    fn a_text_over_the_count_limit_is_refused() {
+        let tok = word_tokenizer();
+        let text = "a".repeat(MAX_COUNT_BYTES + 1);
+        match tok.count(&text) {
+            Err(GpuError::LimitExceeded { value, limit, .. }) => {
+                assert_eq!((value, limit), (text.len() as u64, MAX_COUNT_BYTES as u64));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(tok.count(&text[1..]).unwrap(), 256);
     }
 }

@@ -5,6 +5,10 @@
 //! the special tokens (BOS, EOS, end of turn, control tokens), and maps every token id to the
 //! raw bytes it stands for, which streaming detokenization ([`crate::detok`]) needs.
 //!
+//! A `tokenizer.json` is untrusted (anyone can publish one): its regexes are vetted before
+//! they are compiled ([`vet_pattern`]), and counting reads at most [`MAX_COUNT_BYTES`], in
+//! pieces, so neither a hostile file nor a long text pins the CPU or memory.
+//!
 //! What it does not do: read GGUF files itself (see [`TokenizerSpec::from_gguf`]) or render
 //! chat templates ([`crate::chat`]).
 
@@ -12,11 +16,15 @@ mod build;
 mod byte_level;
 mod gguf;
 mod load;
+mod patterns;
 mod pre;
 mod spec;
 mod text;
+mod vet;
 
-pub use load::is_gguf;
+pub use load::{COUNT_PIECE_BYTES, MAX_COUNT_BYTES, is_gguf};
+pub use patterns::KNOWN_PATTERNS;
 pub use pre::PreTokenizerRecipe;
 pub use spec::{TokenType, TokenizerSpec, VocabKind};
-pub use text::{SpecialTokens, Tokenizer};
+pub use text::{MAX_TOKENIZER_JSON_BYTES, SpecialTokens, Tokenizer};
+pub use vet::{MAX_PATTERN_BYTES, MAX_PROGRAM_BYTES, vet_pattern};

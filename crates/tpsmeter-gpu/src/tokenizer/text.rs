@@ -3,7 +3,12 @@
 use super::build::{SPM_SPACE, build_gpt2, build_spm};
 use super::byte_level::ByteDecoder;
 use super::spec::{TokenType, TokenizerSpec, VocabKind};
+use super::vet::Pipeline;
 use crate::{GpuError, Result};
+
+/// Largest `tokenizer.json` accepted: the largest real ones, 256k vocabularies (Gemma's),
+/// are ~35 MB. The CLI refuses a bigger file before reading it, the browser stops reading.
+pub const MAX_TOKENIZER_JSON_BYTES: usize = 128 << 20;
 
 /// Largest vocabulary accepted (Gemma 3 has 262,144 entries; a few million is already absurd).
 const MAX_VOCAB: usize = 4_000_000;
@@ -144,10 +149,19 @@ impl Tokenizer {
         specials: SpecialTokens,
         add_bos: bool,
     ) -> Result<Self> {
+        if json.len() > MAX_TOKENIZER_JSON_BYTES {
+            return Err(GpuError::LimitExceeded {
+                what: "tokenizer.json size (bytes)".to_owned(),
+                value: json.len() as u64,
+                limit: MAX_TOKENIZER_JSON_BYTES as u64,
+            });
+        }
+        // Before `tokenizers` compiles a single regex.
+        let pipeline = Pipeline::vetted(json)?;
         let inner = tokenizers::Tokenizer::from_bytes(json).map_err(|e| GpuError::Tokenizer {
             reason: format!("tokenizer.json: {e}"),
         })?;
-        let (kind, space_prefix) = json_decoder_kind(json);
+        let (kind, space_prefix) = decoder_kind(&pipeline.decoder);
         let size = inner.get_vocab_size(true);
         if size > MAX_VOCAB {
             return Err(GpuError::LimitExceeded {
@@ -323,14 +337,8 @@ fn pieces_of(spec: &TokenizerSpec) -> Vec<Piece> {
 
 /// Reads which decoder a `tokenizer.json` uses: `ByteLevel` means byte-level BPE, `ByteFallback`
 /// SentencePiece (with `Strip` when it removes the dummy prefix).
-fn json_decoder_kind(json: &[u8]) -> (VocabKind, bool) {
-    let Ok(value) = serde_json::from_slice::<serde_json::Value>(json) else {
-        return (VocabKind::Gpt2, false);
-    };
-    let decoder = value
-        .get("decoder")
-        .map(|d| d.to_string())
-        .unwrap_or_default();
+fn decoder_kind(decoder: &serde_json::Value) -> (VocabKind, bool) {
+    let decoder = decoder.to_string();
     if decoder.contains("\"ByteFallback\"") || decoder.contains('\u{2581}') {
         (VocabKind::Llama, decoder.contains("\"Strip\""))
     } else {

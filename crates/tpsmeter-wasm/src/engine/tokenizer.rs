@@ -2,7 +2,7 @@
 //! `tokenizer.json`, counting tokens for `bench()` (exact input lengths, output counts when
 //! a server sends no usage). The same `tokenizers` code as the CLI's `--tokenizer`.
 
-use tpsmeter_gpu::tokenizer::Tokenizer;
+use tpsmeter_gpu::tokenizer::{MAX_TOKENIZER_JSON_BYTES, Tokenizer};
 use wasm_bindgen::prelude::*;
 
 use tpsmeter_gpu::GpuError;
@@ -20,7 +20,8 @@ pub struct JsTokenCounter {
 impl JsTokenCounter {
     /// From a file's bytes: a GGUF (its header is enough: the bytes may stop after it) or a
     /// `tokenizer.json`. Throws a named error (`Truncated` when a GGUF's header goes on past
-    /// the bytes given: hand in more).
+    /// the bytes given: hand in more; `UnsafeTokenizer` when a `tokenizer.json` has a regex
+    /// that could pin the CPU; `LimitExceeded` over [`Self::max_json_bytes`]).
     #[wasm_bindgen(constructor)]
     pub fn new(bytes: &[u8]) -> Result<JsTokenCounter, JsValue> {
         let tokenizer = Tokenizer::from_file_bytes(bytes).map_err(|e| match e {
@@ -28,6 +29,13 @@ impl JsTokenCounter {
             e => gpu_err(e),
         })?;
         Ok(JsTokenCounter { tokenizer })
+    }
+
+    /// The largest `tokenizer.json` accepted, in bytes (the CLI's cap too): the page stops
+    /// reading a body past it.
+    #[wasm_bindgen(js_name = maxJsonBytes)]
+    pub fn max_json_bytes() -> u32 {
+        u32::try_from(MAX_TOKENIZER_JSON_BYTES).unwrap_or(u32::MAX)
     }
 
     /// Tokens in `text`, without special tokens.
