@@ -9,7 +9,7 @@ use super::{SpecialTokens, Tokenizer, TokenizerSpec};
 
 /// Most text one [`Tokenizer::count`] reads. The longest texts a run counts are a
 /// synthesised prompt's shared prefix (2,000,000 common words at most, ~12 MB) and an answer
-/// (4 MiB at most); with vetted patterns ([`super::vet`]) counting costs about a
+/// (4 MiB at most); with vetted patterns (`tokenizer/vet.rs`) counting costs about a
 /// microsecond per byte, so this bounds one count to seconds. A size, not a time: counts
 /// stay the same on a slow machine and a fast one, and this crate has no clock of its own.
 pub const MAX_COUNT_BYTES: usize = 16 << 20;
@@ -43,7 +43,7 @@ impl Tokenizer {
     }
 
     /// Tokens in `text`, without special tokens: exact up to [`COUNT_PIECE_BYTES`], then
-    /// counted a piece at a time (see [`pieces`]); over [`MAX_COUNT_BYTES`] an error.
+    /// counted a piece at a time (cut before a space, see `pieces` below); over [`MAX_COUNT_BYTES`] an error.
     pub fn count(&self, text: &str) -> Result<u32> {
         if text.len() > MAX_COUNT_BYTES {
             return Err(GpuError::LimitExceeded {
