@@ -97,9 +97,9 @@ async fn on_serve_later_turns_reuse_the_cached_conversation() {
     assert_eq!(report.turns.len(), 4);
 }
 
-/// Issue 35: with `--turns`, a dataset entry's `system` message and `max_tokens` were sent in
-/// its first turn only; every later turn fell back to the run's (no system text, the
-/// default cap), where a single-turn run sends them with every request.
+/// Issue 35: with `--turns`, a dataset entry's `system` message and `max_tokens` were dropped
+/// from every turn, the first included (no system text, the run's cap: 256 where the entry
+/// said 33), where a single-turn run sends them with every request.
 #[tokio::test]
 async fn every_turn_sends_the_dataset_entrys_system_text_and_output_cap() {
     let dir = std::env::temp_dir().join(format!("tpsmeter-turns-{}", std::process::id()));

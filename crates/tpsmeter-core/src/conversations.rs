@@ -285,8 +285,8 @@ mod tests {
         );
     }
 
-    /// Issue 35: with `--turns`, a dataset entry's system text and output cap were sent in
-    /// its first turn only (every later turn fell back to the run's).
+    /// Issue 35: with `--turns`, a dataset entry's system text and output cap were dropped
+    /// (every turn, the first included, fell back to the run's).
     #[test]
     fn every_turn_sends_the_first_turns_system_text_and_output_cap() {
         let mut c = Conversations::new(3);
