@@ -22,7 +22,7 @@ pub const BUDGETS: &[(&str, u64)] = &[
     ("fuzz seeds", 10),
     ("tests (native)", 1500),
     ("doc tests", 120),
-    ("core without json-error-detail", 60),
+    ("core without json-error-detail", 120),
     ("core tests in Chromium", 100),
     ("kernel tests in Chromium (WebGPU)", 300),
     ("pkg", 120),
