@@ -59,6 +59,97 @@ async function captureServer(dataset = '', gguf = undefined) {
   };
 }
 
+/** The cap on a `tokenizer.json`, the CLI's and the engine's (`MAX_TOKENIZER_JSON_BYTES`). */
+const MAX_TOKENIZER_JSON = 128 << 20;
+
+/** A `tokenizer.json` of a BPE over a few letters, split by `pattern`, padded with `pad` spaces. */
+function tokenizerJson(pattern, pad = 0) {
+  const json = JSON.stringify({
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: [],
+    normalizer: null,
+    pre_tokenizer: { type: 'Split', pattern: { Regex: pattern }, behavior: 'Isolated', invert: false },
+    post_processor: null,
+    decoder: null,
+    model: {
+      type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null,
+      fuse_unk: false, byte_fallback: false, ignore_merges: false,
+      vocab: { h: 0, i: 1, hi: 2, ' ': 3 },
+      merges: [['h', 'i']],
+    },
+  });
+  // Whitespace before the last brace: still valid JSON, as large as asked.
+  return Buffer.concat([Buffer.from(json.slice(0, -1)), Buffer.alloc(pad, ' '), Buffer.from('}')]);
+}
+
+/**
+ * Serves tokenizer files (CORS open): `/ranged/NAME` honours `Range` as a static host does,
+ * `/whole/NAME` ignores it and sends everything (200), `/endless.json` ignores it and streams
+ * a `tokenizer.json`-looking body of `endless` bytes, minding backpressure. `sent` lists
+ * how many body bytes each `/endless.json` response had written when its connection closed.
+ */
+async function tokenizerFileServer(files, endless = 0) {
+  const sent = [];
+  let open = 0;
+  const idle = [];
+  const cors = { 'access-control-allow-origin': '*', 'access-control-allow-headers': '*', 'access-control-expose-headers': '*', 'cross-origin-resource-policy': 'cross-origin' };
+  const server = http.createServer((req, res) => {
+    if (req.method === 'OPTIONS') return res.writeHead(204, cors).end();
+    if (req.url === '/endless.json') {
+      res.writeHead(200, { ...cors, 'content-type': 'application/json' });
+      let written = 0;
+      const chunk = Buffer.alloc(1 << 20, 'a');
+      const pump = () => {
+        while (written < endless) {
+          const piece = written === 0 ? Buffer.concat([Buffer.from('{"pad":"'), chunk]) : chunk;
+          written += piece.length;
+          if (!res.write(piece)) return res.once('drain', pump);
+        }
+        res.end();
+      };
+      open += 1;
+      res.on('close', () => {
+        sent.push(written);
+        open -= 1;
+        if (open === 0) idle.splice(0).forEach((resolve) => resolve());
+      });
+      return pump();
+    }
+    const m = /^\/(ranged|whole)\/(.+)$/.exec(req.url);
+    const body = m && files[m[2]];
+    if (!body) return res.writeHead(404, cors).end();
+    const range = m[1] === 'ranged' && /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
+    if (!range) return res.writeHead(200, { ...cors, 'content-length': body.length }).end(body);
+    const [start, end] = [Number(range[1]), Math.min(Number(range[2]), body.length - 1)];
+    res.writeHead(206, { ...cors, 'content-length': end - start + 1, 'content-range': `bytes ${start}-${end}/${body.length}` });
+    res.end(body.subarray(start, end + 1));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    sent,
+    /** Resolves once no `/endless.json` response is open. */
+    idle: () => (open === 0 ? Promise.resolve() : new Promise((resolve) => idle.push(resolve))),
+    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }),
+  };
+}
+
+/** `bench(opts)` in the page, settled: the report, or the error's name and message. */
+function benchSettled(page, opts) {
+  return page.evaluate(async (o) => {
+    const { bench } = await import('/tpsmeter/dist/index.js');
+    if (o.tokenizerBytes) o.tokenizer = new Uint8Array(o.tokenizerBytes);
+    delete o.tokenizerBytes;
+    try {
+      return { report: await bench(o) };
+    } catch (e) {
+      return { error: { name: e?.name, message: String(e?.message ?? e) } };
+    }
+  }, opts);
+}
+
 test('bench() in the browser', async (t) => {
   const fx = await fixture(t, { emulator: { ttftMs: 5, itlMs: 2, tokens: 64 } });
   if (!fx) return;
@@ -496,6 +587,74 @@ test('bench() in the browser', async (t) => {
       return bench(o).then(() => 'resolved', (e) => String(e));
     }, { ...opts, maxTokens: 30, maxTokensLimit: 20 });
     assert.match(over, /must be at most the max tokens limit, 20/);
+  });
+
+  await assertClean(page);
+});
+
+// Issue 35: tokenizer files are untrusted (an `ORG/NAME` tokenizer comes from the Hub, where
+// anyone publishes) and may be large (Gemma's is ~33 MB). No emulator: the capture server
+// answers.
+test('bench() loads tokenizer files within bounds', async (t) => {
+  const fx = await fixture(t, { emulator: false });
+  if (!fx) return;
+  t.after(() => fx.close());
+  const page = await fx.page();
+
+  // Issue 35: a `Split` whose regex backtracks cost ~4 ms per character counted (a
+  // 3,000-character answer took 25 s), and `ORG/NAME` tokenizers come from the Hub, where
+  // anyone publishes. It is refused when it loads, fetched or handed in as bytes.
+  await t.test('a tokenizer.json whose regex backtracks is refused: UnsafeTokenizer', async (st) => {
+    const hostile = tokenizerJson('(?:(?:.|..){0,16}(?=\\x00)|.)');
+    const files = await tokenizerFileServer({ 'hostile.json': hostile });
+    const capture = await captureServer();
+    st.after(() => Promise.all([files.close(), capture.close()]));
+    // No synthesis (a toy vocabulary has none of its words): the answer is what is counted.
+    const opts = { api: 'openai-chat', url: capture.url, model: 'm', requests: 1, concurrency: 1 };
+    for (const source of [{ tokenizer: `${files.url}/ranged/hostile.json` }, { tokenizerBytes: [...hostile] }]) {
+      const { error } = await benchSettled(page, { ...opts, ...source });
+      assert.equal(error?.name, 'UnsafeTokenizer', JSON.stringify(error));
+      assert.match(error.message, /look-around/);
+      assert.match(error.message, /pre_tokenizer\.pattern\.Regex/);
+    }
+    assert.equal(capture.take().length, 0, 'no request went out');
+    // The same file with a plain pattern counts.
+    const { report, error } = await benchSettled(page, { ...opts, tokenizerBytes: [...tokenizerJson('\\s+|\\S+')] });
+    assert.equal(error, undefined);
+    assert.equal(report.requests[0].token_source, 'tokenizer');
+  });
+
+  // Issue 35: a tokenizer.json over the first 16 MiB read (Gemma's is ~33 MB) was cut there
+  // and failed to parse; it is read in full, up to the CLI's cap.
+  await t.test('a tokenizer.json over 16 MiB loads in full, by ranges or not', async (st) => {
+    const big = tokenizerJson('\\s+|\\S+', 20 << 20);
+    const files = await tokenizerFileServer({ 'big.json': big });
+    const capture = await captureServer();
+    st.after(() => Promise.all([files.close(), capture.close()]));
+    for (const how of ['ranged', 'whole']) {
+      const tokenizer = `${files.url}/${how}/big.json`;
+      const { report, error } = await benchSettled(page, { api: 'openai-chat', url: capture.url, model: 'm', requests: 1, tokenizer });
+      assert.equal(error, undefined, `${how}: ${JSON.stringify(error)}`);
+      // The answer "hi" is one token of this vocabulary (the merge h + i).
+      assert.equal(report.requests[0].token_source, 'tokenizer');
+      assert.equal(report.requests[0].output_tokens, 1);
+    }
+  });
+
+  // Issue 35: a server that ignores `Range` had its whole body read, however large. Reading
+  // stops one byte past the cap, with a clear error.
+  await t.test('a body over the tokenizer.json cap is refused without being read in full', async (st) => {
+    const endless = 256 << 20;
+    const files = await tokenizerFileServer({}, endless);
+    const capture = await captureServer();
+    st.after(() => Promise.all([files.close(), capture.close()]));
+    const { error } = await benchSettled(page, { api: 'openai-chat', url: capture.url, model: 'm', requests: 1, tokenizer: `${files.url}/endless.json` });
+    assert.equal(error?.name, 'LimitExceeded', JSON.stringify(error));
+    assert.match(error.message, new RegExp(`over the ${MAX_TOKENIZER_JSON}-byte limit`));
+    // Each response was dropped soon after the cap: the page held at most that much (what
+    // was written beyond it sat in socket buffers).
+    await files.idle();
+    assert.ok(files.sent.length >= 1 && files.sent.every((n) => n < MAX_TOKENIZER_JSON + (32 << 20)), `sent ${files.sent}`);
   });
 
   await assertClean(page);

@@ -57,7 +57,9 @@ export interface RunSettings {
   /**
    * The model's tokenizer, to count input tokens exactly and answers without usage: a URL of
    * a `tokenizer.json` or GGUF, a Hugging Face model id (`ORG/NAME`, fetched from the Hub), a
-   * `File`, or bytes. Loads the engine's wasm (~1 MB) on first use.
+   * `File`, or bytes. Loads the engine's wasm (~1 MB) on first use. A `tokenizer.json` over
+   * 128 MiB rejects with `LimitExceeded`, one with a regex that could pin the CPU (look-around
+   * outside the known models' patterns) with `UnsafeTokenizer`.
    */
   tokenizer?: TokenizerSource;
   /**
