@@ -1,5 +1,6 @@
-//! `tpsmeter run`: generate text with a local GGUF model on the GPU (tpsmeter's own engine,
-//! `tpsmeter-gpu`), streaming it to stdout, then report prefill and decode speed.
+//! `tpsmeter run`: generate text with a local GGUF model (tpsmeter's own engine,
+//! `tpsmeter-gpu`) on the GPU or the CPU, streaming it to stdout, then report prefill and
+//! decode speed and which backend ran, and why.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -9,7 +10,8 @@ use std::time::Instant;
 use anyhow::Context as _;
 use serde::Serialize;
 use tpsmeter_gpu::chat::ChatMessage;
-use tpsmeter_gpu::engine::{Engine, ModelOptions};
+use tpsmeter_gpu::cpu::{CpuModel, CpuOptions};
+use tpsmeter_gpu::engine::{Backend, Engine, ModelOptions};
 use tpsmeter_gpu::generate::{CancelToken, GenerateParams, Generation, StopReason};
 use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
 use tpsmeter_gpu::kernels::SamplerConfig;
@@ -46,9 +48,16 @@ pub struct RunArgs {
     /// KV cache positions.
     #[arg(long, default_value_t = tpsmeter_gpu::engine::DEFAULT_MAX_CONTEXT)]
     pub context: usize,
-    /// Use the first GPU adapter whose name contains this.
+    /// Use the first GPU adapter whose name contains this (implies the GPU backend).
     #[arg(long)]
     pub adapter: Option<String>,
+    /// Where the forward pass runs: `gpu`, `cpu`, or `auto` (the GPU when a hardware adapter
+    /// is there, else the CPU: no adapter, or only a software one such as lavapipe).
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    /// CPU backend threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// Print one JSON object (text and figures) instead of streaming text.
     #[arg(long)]
     pub json: bool,
@@ -59,6 +68,40 @@ pub struct RunArgs {
     /// one finds its pipelines compiled: a benchmark's warm figures from one process.
     #[arg(long, default_value_t = 0)]
     pub warmup: usize,
+}
+
+/// `--backend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendChoice {
+    Auto,
+    Gpu,
+    Cpu,
+}
+
+/// The backend a run uses, and why.
+#[derive(Debug)]
+pub enum Picked {
+    Gpu(Arc<GpuContext>),
+    /// The CPU, with the reason (`--backend cpu`, or what `auto` found).
+    Cpu(String),
+}
+
+/// Resolves `--backend` (and `--adapter`, which asks for a GPU).
+pub fn pick_backend(choice: BackendChoice, adapter: Option<String>) -> anyhow::Result<Picked> {
+    match (choice, adapter.is_some()) {
+        (BackendChoice::Cpu, _) => Ok(Picked::Cpu("--backend cpu".into())),
+        (BackendChoice::Gpu, _) | (BackendChoice::Auto, true) => {
+            Ok(Picked::Gpu(open_device(adapter)?))
+        }
+        (BackendChoice::Auto, false) => match open_device(None) {
+            Ok(ctx) if ctx.is_software() => Ok(Picked::Cpu(format!(
+                "the only GPU adapter is a software one ({}), slower than the CPU backend",
+                ctx.info.name
+            ))),
+            Ok(ctx) => Ok(Picked::Gpu(ctx)),
+            Err(e) => Ok(Picked::Cpu(format!("no GPU adapter: {e:#}"))),
+        },
+    }
 }
 
 /// Speed figures of one generation.
@@ -133,8 +176,81 @@ pub fn load_engine_with(
 
 /// Runs `tpsmeter run`.
 pub fn run(args: RunArgs) -> anyhow::Result<Status> {
-    let mut engine = load_engine(&args.model, args.context, args.adapter.clone())?;
-    let prompt = if args.chat {
+    let bytes = std::fs::read(&args.model)
+        .with_context(|| format!("reading model {}", args.model.display()))?;
+    let opts = ModelOptions {
+        max_context: args.context,
+        ..Default::default()
+    };
+    match pick_backend(args.backend, args.adapter.clone())? {
+        Picked::Gpu(ctx) => {
+            let mut engine = load_engine_with(&bytes, &args.model, opts, ctx)?;
+            drop(bytes);
+            let prompt = prompt_ids(&engine, &args)?;
+            warm_up(&mut engine, &args, &prompt)?;
+            let mark = engine.model().cost_mark();
+            let g = measure(&mut engine, &args, &prompt)?;
+            let cost = engine.model().cost_since(&mark);
+            let info = &engine.model().context().info;
+            let backend = serde_json::json!({ "kind": "gpu", "adapter": info.name });
+            report(
+                &args,
+                engine.name(),
+                &g,
+                &info.name.clone(),
+                backend,
+                |out| {
+                    // Which device and driver the figures are from (a GPU machine also lists
+                    // lavapipe), and per decoded token and prompt chunk what the host did to
+                    // run them (docs/performance.md).
+                    out["adapter_info"] = serde_json::json!({
+                        "backend": format!("{:?}", info.backend),
+                        "device_type": format!("{:?}", info.device_type),
+                        "driver": info.driver,
+                        "driver_info": info.driver_info,
+                    });
+                    out["per_token_cost"] = serde_json::to_value(cost.decode).unwrap_or_default();
+                    out["prefill_cost"] = serde_json::to_value(cost.prefill).unwrap_or_default();
+                },
+            )?;
+            if !args.json
+                && let Some(c) = cost.decode
+            {
+                eprintln!("per decoded token: {c}");
+            }
+        }
+        Picked::Cpu(why) => {
+            let cpu = CpuOptions {
+                threads: args.threads,
+                ..Default::default()
+            };
+            let mut engine: Engine<CpuModel> = Engine::load_cpu(&bytes, &opts, cpu)
+                .with_context(|| format!("loading {}", args.model.display()))?;
+            drop(bytes);
+            let prompt = prompt_ids(&engine, &args)?;
+            warm_up(&mut engine, &args, &prompt)?;
+            let g = measure(&mut engine, &args, &prompt)?;
+            let m = engine.model();
+            let label = format!("the CPU ({} threads, {})", m.threads(), m.simd().name());
+            let backend = serde_json::json!({
+                "kind": "cpu",
+                "threads": m.threads(),
+                "simd": m.simd().name(),
+                "why": why,
+                "resident_bytes": m.resident_bytes(),
+            });
+            report(&args, engine.name(), &g, &label, backend, |_| {})?;
+            if !args.json {
+                eprintln!("backend: {label}: {why}");
+            }
+        }
+    }
+    Ok(Status::Ok)
+}
+
+/// The prompt's ids, through the chat template with `--chat`.
+fn prompt_ids<M: Backend>(engine: &Engine<M>, args: &RunArgs) -> anyhow::Result<Vec<u32>> {
+    Ok(if args.chat {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs() as i64)
@@ -142,26 +258,40 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
         engine.encode_chat(&[ChatMessage::new("user", args.prompt.clone())], now)?
     } else {
         engine.encode(&args.prompt)?
-    };
-    let sampling = SamplerConfig {
+    })
+}
+
+fn sampling(args: &RunArgs) -> SamplerConfig {
+    SamplerConfig {
         temperature: args.temperature,
         top_k: args.top_k,
         top_p: args.top_p,
         seed: args.seed,
         ..Default::default()
-    };
-    let params = GenerateParams {
+    }
+}
+
+fn params(args: &RunArgs) -> GenerateParams {
+    GenerateParams {
         max_tokens: args.max_tokens,
         ignore_eos: args.ignore_eos,
         ..Default::default()
-    };
+    }
+}
+
+/// `--warmup` generations, thrown away.
+fn warm_up<M: Backend>(
+    engine: &mut Engine<M>,
+    args: &RunArgs,
+    prompt: &[u32],
+) -> anyhow::Result<()> {
     for _ in 0..args.warmup {
         let t0 = Instant::now();
         let mut clock = move || t0.elapsed().as_secs_f64();
         engine.generate(
-            &prompt,
-            &params,
-            &sampling,
+            prompt,
+            &params(args),
+            &sampling(args),
             &CancelToken::new(),
             &mut clock,
             &mut |_: &tpsmeter_gpu::generate::TokenEvent| {},
@@ -170,6 +300,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
         // prefill figure would count tokens it never computed.
         engine.forget_cache();
     }
+    Ok(())
+}
+
+/// The measured generation, streamed to stdout unless `--json`.
+fn measure<M: Backend>(
+    engine: &mut Engine<M>,
+    args: &RunArgs,
+    prompt: &[u32],
+) -> anyhow::Result<Generation> {
     let t0 = Instant::now();
     let mut clock = move || t0.elapsed().as_secs_f64();
     let stdout = std::io::stdout();
@@ -181,44 +320,43 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
             let _ = out.flush();
         }
     };
-    let mark = engine.model().cost_mark();
-    let g = engine.generate(
-        &prompt,
-        &params,
-        &sampling,
+    Ok(engine.generate(
+        prompt,
+        &params(args),
+        &sampling(args),
         &CancelToken::new(),
         &mut clock,
         &mut on_event,
-    )?;
-    let figures = RunFigures::from_generation(&g);
-    let cost = engine.model().cost_since(&mark);
-    let info = &engine.model().context().info;
-    let adapter = info.name.clone();
-    if json {
-        let out = serde_json::json!({
-            "model": engine.name(),
-            "adapter": adapter,
-            // Which device and driver the figures are from (a GPU machine also lists lavapipe).
-            "adapter_info": {
-                "backend": format!("{:?}", info.backend),
-                "device_type": format!("{:?}", info.device_type),
-                "driver": info.driver,
-                "driver_info": info.driver_info,
-            },
+    )?)
+}
+
+/// Prints the figures: one JSON document with `--json` (`extra` adds the backend's own
+/// fields), else a summary line on stderr after the streamed text.
+fn report(
+    args: &RunArgs,
+    model: &str,
+    g: &Generation,
+    on: &str,
+    backend: serde_json::Value,
+    extra: impl FnOnce(&mut serde_json::Value),
+) -> anyhow::Result<()> {
+    let figures = RunFigures::from_generation(g);
+    if args.json {
+        let mut out = serde_json::json!({
+            "model": model,
+            "adapter": on,
+            "backend": backend,
             "text": g.text,
             "tokens": g.tokens,
             "stop": stop_name(g.stop),
             "figures": figures,
-            // Per decoded token (decode steps only) and per prompt chunk: what the host did
-            // to run them (docs/performance.md).
-            "per_token_cost": cost.decode,
-            "prefill_cost": cost.prefill,
         });
+        extra(&mut out);
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         println!();
         eprintln!(
-            "{} prompt tokens, {} generated on {adapter} | TTFT {:.1} ms | prefill {:.1} tok/s | decode {} tok/s | mean ITL {} ms | stop: {}",
+            "{} prompt tokens, {} generated on {on} | TTFT {:.1} ms | prefill {:.1} tok/s | decode {} tok/s | mean ITL {} ms | stop: {}",
             figures.prompt_tokens,
             figures.generated_tokens,
             figures.ttft_s * 1e3,
@@ -231,11 +369,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
                 .map_or("n/a".into(), |v| format!("{:.1}", v * 1e3)),
             stop_name(g.stop),
         );
-        if let Some(c) = cost.decode {
-            eprintln!("per decoded token: {c}");
-        }
     }
-    Ok(Status::Ok)
+    Ok(())
 }
 
 /// A short name of why generation ended (OpenAI's `finish_reason` vocabulary where it fits).

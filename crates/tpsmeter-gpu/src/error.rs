@@ -221,6 +221,9 @@ pub enum GpuError {
     /// Generation was asked to continue an empty prompt.
     #[error("the prompt has no tokens: generation needs at least one")]
     EmptyPrompt,
+    /// The CPU backend's thread pool could not start.
+    #[error("CPU thread pool: {reason}")]
+    ThreadPool { reason: String },
     /// A batched-decoding call out of order (a step for a slot with no prompt, a read with
     /// nothing submitted): a bug in the caller's scheduling.
     #[error("batched decoding: {reason}")]
@@ -279,6 +282,7 @@ impl GpuError {
             DeviceLost { .. } => "DeviceLost",
             Validation { .. } | Readback { .. } | ShapeMismatch { .. } => "GpuError",
             ContextFull { .. } => "ContextFull",
+            ThreadPool { .. } => "ThreadPool",
             TokenOutOfRange { .. }
             | Tokenizer { .. }
             | ChatTemplate { .. }

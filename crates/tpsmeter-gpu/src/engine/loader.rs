@@ -39,11 +39,11 @@ pub struct FileChecks {
 
 /// What the header gives, built once it is complete.
 #[derive(Debug)]
-struct Prepared {
-    cfg: ModelConfig,
-    tokenizer: Tokenizer,
-    chat: Option<ChatTemplate>,
-    name: String,
+pub(crate) struct Prepared {
+    pub(crate) cfg: ModelConfig,
+    pub(crate) tokenizer: Tokenizer,
+    pub(crate) chat: Option<ChatTemplate>,
+    pub(crate) name: String,
 }
 
 /// What the parser's events build up.
@@ -217,8 +217,15 @@ fn prepare(ctx: &GpuContext, checks: &FileChecks, header: &GgufHeader) -> Result
     // A tensor is held whole until its last byte arrives; one larger than any buffer this
     // adapter can make is refused before any of it is read.
     header.check_tensor_bytes(ctx.limits.max_buffer_size)?;
+    let p = describe(header)?;
+    GpuWeights::check_config(&p.cfg)?;
+    Ok(p)
+}
+
+/// What any backend builds from a complete header: the configuration, tokenizer, chat
+/// template and name.
+pub(crate) fn describe(header: &GgufHeader) -> Result<Prepared> {
     let cfg = ModelConfig::from_header(header)?;
-    GpuWeights::check_config(&cfg)?;
     let tokenizer = Tokenizer::from_spec(&TokenizerSpec::from_gguf(&header.metadata)?)?;
     // A model without a usable template can still complete raw prompts.
     let chat = ChatTemplate::from_tokenizer(&tokenizer).ok();

@@ -15,7 +15,7 @@
 mod batch;
 pub mod cost;
 mod forced;
-mod loader;
+pub(crate) mod loader;
 pub mod model;
 mod prefill;
 #[cfg(not(target_arch = "wasm32"))]
@@ -32,6 +32,6 @@ pub use forced::ForcedStep;
 pub use loader::{EngineLoader, FileChecks};
 pub use model::{DEFAULT_MAX_CONTEXT, GpuModel, MAX_SLOTS, ModelOptions, PREFILL_CHUNK, StepStats};
 pub use readback::TOKEN_BYTES;
-pub use session::{Engine, Prompts};
+pub use session::{Backend, Engine, Prompts};
 pub use step::StepPart;
 pub use token_span::TokenSpan;

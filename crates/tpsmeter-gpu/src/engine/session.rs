@@ -5,28 +5,48 @@ use std::sync::Arc;
 
 use crate::chat::{ChatMessage, ChatTemplate, RenderOptions};
 use crate::error::Result;
-use crate::generate::{CancelToken, GenerateParams, Generation, Generator, TokenEvent};
+use crate::generate::{CancelToken, GenerateParams, Generation, Generator, TokenEvent, TokenStep};
 use crate::kernels::SamplerConfig;
 use crate::tokenizer::Tokenizer;
 
 use super::model::GpuModel;
 use super::token_span::TokenSpan;
 
-/// A loaded model ready to generate text.
+/// What the engine needs of a backend's model beyond [`TokenStep`]: the GPU model
+/// ([`GpuModel`]) and the CPU one ([`crate::cpu::CpuModel`]).
+pub trait Backend: TokenStep {
+    /// The sampling settings of the steps that follow.
+    fn set_sampling(&mut self, sampling: SamplerConfig) -> Result<()>;
+}
+
+impl Backend for GpuModel {
+    fn set_sampling(&mut self, sampling: SamplerConfig) -> Result<()> {
+        GpuModel::set_sampling(self, sampling)
+    }
+}
+
+impl Backend for crate::cpu::CpuModel {
+    fn set_sampling(&mut self, sampling: SamplerConfig) -> Result<()> {
+        crate::cpu::CpuModel::set_sampling(self, sampling)
+    }
+}
+
+/// A loaded model ready to generate text, on the GPU (the default) or the CPU
+/// (`Engine<CpuModel>`).
 #[derive(Debug)]
-pub struct Engine {
+pub struct Engine<M = GpuModel> {
     prompts: Prompts,
-    generator: Generator<GpuModel>,
+    generator: Generator<M>,
     name: String,
     sha256: Option<String>,
 }
 
-impl Engine {
+impl<M: Backend> Engine<M> {
     /// An engine from a loaded model and what its header described.
     pub(crate) fn from_parts(
         tokenizer: Tokenizer,
         chat: Option<ChatTemplate>,
-        model: GpuModel,
+        model: M,
         name: String,
         sha256: Option<String>,
     ) -> Self {
@@ -56,11 +76,11 @@ impl Engine {
         &self.prompts.tokenizer
     }
 
-    pub fn model(&self) -> &GpuModel {
+    pub fn model(&self) -> &M {
         self.generator.model()
     }
 
-    pub fn model_mut(&mut self) -> &mut GpuModel {
+    pub fn model_mut(&mut self) -> &mut M {
         self.generator.model_mut()
     }
 
@@ -91,7 +111,7 @@ impl Engine {
 
     /// The prompt side and the model apart, for a caller that drives the model itself while
     /// encoding and detokenizing (a server's batched decoding: see `batch.rs`).
-    pub fn split_mut(&mut self) -> (&Prompts, &mut GpuModel) {
+    pub fn split_mut(&mut self) -> (&Prompts, &mut M) {
         (&self.prompts, self.generator.model_mut())
     }
 

@@ -56,6 +56,12 @@ pub struct GpuContext {
 }
 
 impl GpuContext {
+    /// Whether the adapter is a CPU rasteriser (lavapipe, llvmpipe, SwiftShader, WARP): the
+    /// CPU backend outruns it, so `auto` takes the CPU there.
+    pub fn is_software(&self) -> bool {
+        self.info.device_type == wgpu::DeviceType::Cpu
+    }
+
     /// Picks an adapter and creates a device with every limit the adapter offers and the
     /// optional features (`shader-f16`, subgroups) the kernels can use.
     pub async fn new(opts: &ContextOptions) -> Result<Self> {

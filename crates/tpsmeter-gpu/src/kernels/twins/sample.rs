@@ -49,12 +49,19 @@ pub fn sample(cfg: &SamplerConfig, logits: &mut [f32], recent: &[u32], step: u32
     }
     .min(logits.len());
     let mut order: Vec<u32> = (0..logits.len() as u32).collect();
-    // total_cmp agrees with the kernel's order-preserving key for every non-NaN value.
-    order.sort_by(|&a, &b| {
+    // total_cmp agrees with the kernel's order-preserving key for every non-NaN value. The
+    // order is total (ties go to the lower id), so selecting the first k and sorting only
+    // them gives exactly the first k of a full sort, at a fraction of its cost (the CPU
+    // backend samples with this twin).
+    let by_rank = |&a: &u32, &b: &u32| {
         logits[b as usize]
             .total_cmp(&logits[a as usize])
             .then(a.cmp(&b))
-    });
+    };
+    if k < order.len() {
+        order.select_nth_unstable_by(k, by_rank);
+    }
+    order[..k].sort_by(by_rank);
     let cand = &order[..k];
     let m = logits[cand[0] as usize];
     let inv_t = 1.0 / cfg.temperature;

@@ -1,0 +1,485 @@
+//! Dot products of one quantized weight row with one token's activations, per GGML block
+//! format, on the blocks as stored.
+//!
+//! Integer formats multiply their codes with the activations' 8-bit codes ([`super::q8`]) in
+//! i32 and apply the scales once per 32 weights, as llama.cpp's CPU backend does; float
+//! formats (F32, F16, BF16) multiply in f32. Every format the crate can dequantize has a path:
+//! the ones without a kernel here expand a block to f32 and take the float path.
+//!
+//! A block is unpacked once ([`RowDot::unpack`]) and multiplied with every token's
+//! activations ([`dot_tokens`]), so a prompt chunk pays for the unpacking once per weight.
+//!
+//! The code is plain Rust written so that LLVM vectorises it: fixed 32-lane integer loops
+//! ([`idot32`]) and no branches inside a block. [`super::matmul`] compiles it twice on x86-64
+//! (baseline, and with AVX2 and FMA enabled, chosen at run time), and the wasm build with
+//! `simd128` turns the same loops into wasm SIMD.
+
+use super::f16;
+use super::q8::{Activations, Q8_LEN, Q8Block};
+use crate::quant::{self, GgmlType};
+
+/// A weight format: how a block unpacks, and its dot product with the activations of the
+/// same columns.
+pub trait RowDot {
+    /// Bytes and weights per block.
+    const BLOCK_BYTES: usize;
+    const BLOCK_LEN: usize;
+    /// Whether [`RowDot::dot`] reads the 8-bit activations (else the f32 ones).
+    const QUANTIZED: bool;
+    /// A block ready to multiply: integer codes and f32 scales.
+    type Block;
+    fn unpack(b: &[u8]) -> Self::Block;
+    /// `q8`: the block's `BLOCK_LEN / 32` activation blocks (empty for float formats), `x`:
+    /// its `BLOCK_LEN` activations as f32.
+    fn dot(w: &Self::Block, q8: &[Q8Block], x: &[f32]) -> f32;
+}
+
+/// `out[t] = row · acts[t]` for every token: each block unpacked once.
+#[inline(always)]
+pub fn dot_tokens<K: RowDot>(row: &[u8], acts: &[Activations], out: &mut [f32]) {
+    out.fill(0.0);
+    let per = K::BLOCK_LEN / Q8_LEN;
+    for (bi, b) in row.chunks_exact(K::BLOCK_BYTES).enumerate() {
+        let w = K::unpack(b);
+        let (q0, x0) = (bi * per, bi * K::BLOCK_LEN);
+        for (o, a) in out.iter_mut().zip(acts) {
+            let q8 = if K::QUANTIZED {
+                a.q8.get(q0..q0 + per).unwrap_or(&[])
+            } else {
+                &[]
+            };
+            let x = a.x.get(x0..x0 + K::BLOCK_LEN).unwrap_or(&[]);
+            *o += K::dot(&w, q8, x);
+        }
+    }
+}
+
+/// `row · act`: [`dot_tokens`] for one token (a decode step), without its per-block
+/// slicing, which costs a fifth of a decode step.
+#[inline(always)]
+pub fn dot_one<K: RowDot>(row: &[u8], act: &Activations) -> f32 {
+    let per = K::BLOCK_LEN / Q8_LEN;
+    let mut acc = 0f32;
+    if K::QUANTIZED {
+        for (b, q8) in row
+            .chunks_exact(K::BLOCK_BYTES)
+            .zip(act.q8.chunks_exact(per))
+        {
+            acc += K::dot(&K::unpack(b), q8, &[]);
+        }
+    } else {
+        for (b, x) in row
+            .chunks_exact(K::BLOCK_BYTES)
+            .zip(act.x.chunks_exact(K::BLOCK_LEN))
+        {
+            acc += K::dot(&K::unpack(b), &[], x);
+        }
+    }
+    acc
+}
+
+/// Σ w[i]·a[i] over 32 lanes in i32: the loop LLVM turns into `pmaddwd`/`vpmaddwd` (x86) or
+/// `i32x4.dot_i16x8_s` (wasm).
+#[inline(always)]
+pub fn idot32(w: &[i8; 32], a: &[i8; 32]) -> i32 {
+    let mut s = 0i32;
+    for i in 0..32 {
+        s += i32::from(w[i]) * i32::from(a[i]);
+    }
+    s
+}
+
+/// Σ over the two halves of 32 lanes separately.
+#[inline(always)]
+fn idot16x2(w: &[i8; 32], a: &[i8; 32]) -> (i32, i32) {
+    let (mut lo, mut hi) = (0i32, 0i32);
+    for i in 0..16 {
+        lo += i32::from(w[i]) * i32::from(a[i]);
+        hi += i32::from(w[i + 16]) * i32::from(a[i + 16]);
+    }
+    (lo, hi)
+}
+
+/// Splits 16 bytes of nibbles into 32 codes: byte j gives code j (low) and j + 16 (high),
+/// the layout of Q4_0/Q4_1/Q5_0/Q5_1, each code minus `bias`.
+#[inline(always)]
+fn nibbles(qs: &[u8], bias: i8) -> [i8; 32] {
+    let mut w = [0i8; 32];
+    for j in 0..16 {
+        w[j] = (qs[j] & 0x0f) as i8 - bias;
+        w[j + 16] = (qs[j] >> 4) as i8 - bias;
+    }
+    w
+}
+
+/// Adds the fifth bit of each code from `qh` (bit j for code j).
+#[inline(always)]
+fn fifth_bits(w: &mut [i8; 32], qh: u32) {
+    for (j, v) in w.iter_mut().enumerate() {
+        *v += (((qh >> j) & 1) << 4) as i8;
+    }
+}
+
+#[inline(always)]
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// A 32-weight block with one scale (and for some formats a minimum).
+#[derive(Debug)]
+pub struct Block32 {
+    d: f32,
+    m: f32,
+    q: [i8; 32],
+}
+
+/// Q4_0: 18 bytes, `d`, 16 bytes of nibbles; weight = d·(code − 8).
+#[derive(Debug)]
+pub struct Q4_0;
+impl RowDot for Q4_0 {
+    const BLOCK_BYTES: usize = 18;
+    const BLOCK_LEN: usize = 32;
+    const QUANTIZED: bool = true;
+    type Block = Block32;
+    #[inline(always)]
+    fn unpack(b: &[u8]) -> Block32 {
+        Block32 {
+            d: f16::at(b, 0),
+            m: 0.0,
+            q: nibbles(&b[2..18], 8),
+        }
+    }
+    #[inline(always)]
+    fn dot(w: &Block32, q8: &[Q8Block], _: &[f32]) -> f32 {
+        q8.first()
+            .map_or(0.0, |a| w.d * a.d * idot32(&w.q, &a.qs) as f32)
+    }
+}
+
+/// Q4_1: 20 bytes, `d`, `m`, 16 bytes of nibbles; weight = d·code + m.
+#[derive(Debug)]
+pub struct Q4_1;
+impl RowDot for Q4_1 {
+    const BLOCK_BYTES: usize = 20;
+    const BLOCK_LEN: usize = 32;
+    const QUANTIZED: bool = true;
+    type Block = Block32;
+    #[inline(always)]
+    fn unpack(b: &[u8]) -> Block32 {
+        Block32 {
+            d: f16::at(b, 0),
+            m: f16::at(b, 2),
+            q: nibbles(&b[4..20], 0),
+        }
+    }
+    #[inline(always)]
+    fn dot(w: &Block32, q8: &[Q8Block], _: &[f32]) -> f32 {
+        q8.first()
+            .map_or(0.0, |a| w.d * a.d * idot32(&w.q, &a.qs) as f32 + w.m * a.s)
+    }
+}
+
+/// Q5_0: 22 bytes, `d`, 32 high bits, 16 bytes of nibbles; weight = d·(code − 16).
+#[derive(Debug)]
+pub struct Q5_0;
+impl RowDot for Q5_0 {
+    const BLOCK_BYTES: usize = 22;
+    const BLOCK_LEN: usize = 32;
+    const QUANTIZED: bool = true;
+    type Block = Block32;
+    #[inline(always)]
+    fn unpack(b: &[u8]) -> Block32 {
+        let mut q = nibbles(&b[6..22], 16);
+        fifth_bits(&mut q, u32_at(b, 2));
+        Block32 {
+            d: f16::at(b, 0),
+            m: 0.0,
+            q,
+        }
+    }
+    #[inline(always)]
+    fn dot(w: &Block32, q8: &[Q8Block], x: &[f32]) -> f32 {
+        Q4_0::dot(w, q8, x)
+    }
+}
+
+/// Q5_1: 24 bytes, `d`, `m`, 32 high bits, 16 bytes of nibbles; weight = d·code + m.
+#[derive(Debug)]
+pub struct Q5_1;
+impl RowDot for Q5_1 {
+    const BLOCK_BYTES: usize = 24;
+    const BLOCK_LEN: usize = 32;
+    const QUANTIZED: bool = true;
+    type Block = Block32;
+    #[inline(always)]
+    fn unpack(b: &[u8]) -> Block32 {
+        let mut q = nibbles(&b[8..24], 0);
+        fifth_bits(&mut q, u32_at(b, 4));
+        Block32 {
+            d: f16::at(b, 0),
+            m: f16::at(b, 2),
+            q,
+        }
+    }
+    #[inline(always)]
+    fn dot(w: &Block32, q8: &[Q8Block], x: &[f32]) -> f32 {
+        Q4_1::dot(w, q8, x)
+    }
+}
+
+/// Q8_0: 34 bytes, `d`, 32 signed codes; weight = d·code.
+#[derive(Debug)]
+pub struct Q8_0;
+impl RowDot for Q8_0 {
+    const BLOCK_BYTES: usize = 34;
+    const BLOCK_LEN: usize = 32;
+    const QUANTIZED: bool = true;
+    type Block = Block32;
+    #[inline(always)]
+    fn unpack(b: &[u8]) -> Block32 {
+        let mut q = [0i8; 32];
+        for (v, &c) in q.iter_mut().zip(&b[2..34]) {
+            *v = c as i8;
+        }
+        Block32 {
+            d: f16::at(b, 0),
+            m: 0.0,
+            q,
+        }
+    }
+    #[inline(always)]
+    fn dot(w: &Block32, q8: &[Q8Block], x: &[f32]) -> f32 {
+        Q4_0::dot(w, q8, x)
+    }
+}
+
+/// A 256-weight K-quant block: eight groups of 32 codes, each with a scale and a minimum
+/// (Q4_K, Q5_K) or two scales of 16 (Q6_K), already multiplied by the block's `d`/`dmin`.
+#[derive(Debug)]
+pub struct Block256 {
+    q: [[i8; 32]; 8],
+    scale: [f32; 16],
+    min: [f32; 8],
+}
+
+/// Q4_K and Q5_K groups: `d·scale_j`, `dmin·min_j` from the 12 packed bytes.
+#[inline(always)]
+fn k_scales(b: &[u8]) -> ([f32; 16], [f32; 8]) {
+    let (d, dmin) = (f16::at(b, 0), f16::at(b, 2));
+    let mut scale = [0f32; 16];
+    let mut min = [0f32; 8];
+    for j in 0..8 {
+        let (sc, mn) = quant::q4_k::scale_min(j, &b[4..16]);
+        scale[j] = d * f32::from(sc);
+        min[j] = dmin * f32::from(mn);
+    }
+    (scale, min)
+}
+
+/// Σ over eight groups of `scale_j·d8_j·(w_j·a_j) − min_j·s_j`.
+#[inline(always)]
+fn dot_k(w: &Block256, q8: &[Q8Block]) -> f32 {
+    let mut acc = 0f32;
+    for (j, a) in q8.iter().enumerate().take(8) {
+        acc += w.scale[j] * a.d * idot32(&w.q[j], &a.qs) as f32 - w.min[j] * a.s;
+    }
+    acc
+}
+
+/// Q4_K: 144 bytes per 256, `d`, `dmin`, 12 bytes of 6-bit scales and mins for 8 groups of
+/// 32, 128 bytes of nibbles (64 weights per 32 bytes: low nibbles one group, high the next);
+/// weight = d·scale·code − dmin·min.
+#[derive(Debug)]
+pub struct Q4K;
+impl RowDot for Q4K {
+    const BLOCK_BYTES: usize = 144;
+    const BLOCK_LEN: usize = 256;
+    const QUANTIZED: bool = true;
+    type Block = Block256;
+    #[inline(always)]
+    fn unpack(b: &[u8]) -> Block256 {
+        let (scale, min) = k_scales(b);
+        let mut q = [[0i8; 32]; 8];
+        for g in 0..4 {
+            let qs = &b[16 + 32 * g..48 + 32 * g];
+            for l in 0..32 {
+                q[2 * g][l] = (qs[l] & 0x0f) as i8;
+                q[2 * g + 1][l] = (qs[l] >> 4) as i8;
+            }
+        }
+        Block256 { q, scale, min }
+    }
+    #[inline(always)]
+    fn dot(w: &Block256, q8: &[Q8Block], _: &[f32]) -> f32 {
+        dot_k(w, q8)
+    }
+}
+
+/// Q5_K: 176 bytes per 256: Q4_K's layout with a fifth bit per weight in 32 bytes (bit j of
+/// byte l for weight l of group j).
+#[derive(Debug)]
+pub struct Q5K;
+impl RowDot for Q5K {
+    const BLOCK_BYTES: usize = 176;
+    const BLOCK_LEN: usize = 256;
+    const QUANTIZED: bool = true;
+    type Block = Block256;
+    #[inline(always)]
+    fn unpack(b: &[u8]) -> Block256 {
+        let (scale, min) = k_scales(b);
+        let qh = &b[16..48];
+        let mut q = [[0i8; 32]; 8];
+        for g in 0..4 {
+            let qs = &b[48 + 32 * g..80 + 32 * g];
+            for l in 0..32 {
+                q[2 * g][l] = ((qs[l] & 0x0f) | (((qh[l] >> (2 * g)) & 1) << 4)) as i8;
+                q[2 * g + 1][l] = ((qs[l] >> 4) | (((qh[l] >> (2 * g + 1)) & 1) << 4)) as i8;
+            }
+        }
+        Block256 { q, scale, min }
+    }
+    #[inline(always)]
+    fn dot(w: &Block256, q8: &[Q8Block], _: &[f32]) -> f32 {
+        dot_k(w, q8)
+    }
+}
+
+/// Q6_K: 210 bytes per 256: per half of 128, 64 bytes of low nibbles, 32 of 2-bit highs, 8
+/// signed scales (one per 16 weights); then `d`. weight = d·scale·(code − 32).
+#[derive(Debug)]
+pub struct Q6K;
+impl RowDot for Q6K {
+    const BLOCK_BYTES: usize = 210;
+    const BLOCK_LEN: usize = 256;
+    const QUANTIZED: bool = true;
+    type Block = Block256;
+    #[inline(always)]
+    fn unpack(b: &[u8]) -> Block256 {
+        let d = f16::at(b, 208);
+        let mut q = [[0i8; 32]; 8];
+        let mut scale = [0f32; 16];
+        for half in 0..2 {
+            let ql = &b[64 * half..64 * half + 64];
+            let qh = &b[128 + 32 * half..160 + 32 * half];
+            for l in 0..32 {
+                let g = 4 * half;
+                q[g][l] = ((ql[l] & 0x0f) | ((qh[l] & 3) << 4)) as i8 - 32;
+                q[g + 1][l] = ((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) as i8 - 32;
+                q[g + 2][l] = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) as i8 - 32;
+                q[g + 3][l] = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) as i8 - 32;
+            }
+        }
+        for (s, &c) in scale.iter_mut().zip(&b[192..208]) {
+            *s = d * f32::from(c as i8);
+        }
+        Block256 {
+            q,
+            scale,
+            min: [0.0; 8],
+        }
+    }
+    #[inline(always)]
+    fn dot(w: &Block256, q8: &[Q8Block], _: &[f32]) -> f32 {
+        let mut acc = 0f32;
+        for (j, a) in q8.iter().enumerate().take(8) {
+            let (lo, hi) = idot16x2(&w.q[j], &a.qs);
+            acc += a.d * (w.scale[2 * j] * lo as f32 + w.scale[2 * j + 1] * hi as f32);
+        }
+        acc
+    }
+}
+
+/// 32 float weights.
+#[derive(Debug)]
+pub struct Floats([f32; 32]);
+
+/// Σ w·x in eight partial sums (which lets LLVM keep them in one vector register).
+#[inline(always)]
+fn fdot(w: &[f32; 32], x: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    for (i, (w, x)) in w.iter().zip(x).enumerate() {
+        acc[i % 8] += w * x;
+    }
+    acc.iter().sum()
+}
+
+/// F32 weights.
+#[derive(Debug)]
+pub struct F32;
+impl RowDot for F32 {
+    const BLOCK_BYTES: usize = 128;
+    const BLOCK_LEN: usize = 32;
+    const QUANTIZED: bool = false;
+    type Block = Floats;
+    #[inline(always)]
+    fn unpack(b: &[u8]) -> Floats {
+        let mut w = [0f32; 32];
+        for (v, c) in w.iter_mut().zip(b.chunks_exact(4)) {
+            *v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        }
+        Floats(w)
+    }
+    #[inline(always)]
+    fn dot(w: &Floats, _: &[Q8Block], x: &[f32]) -> f32 {
+        fdot(&w.0, x)
+    }
+}
+
+/// F16 weights.
+#[derive(Debug)]
+pub struct F16;
+impl RowDot for F16 {
+    const BLOCK_BYTES: usize = 64;
+    const BLOCK_LEN: usize = 32;
+    const QUANTIZED: bool = false;
+    type Block = Floats;
+    #[inline(always)]
+    fn unpack(b: &[u8]) -> Floats {
+        let mut w = [0f32; 32];
+        for (v, c) in w.iter_mut().zip(b.chunks_exact(2)) {
+            *v = f16::at(c, 0);
+        }
+        Floats(w)
+    }
+    #[inline(always)]
+    fn dot(w: &Floats, _: &[Q8Block], x: &[f32]) -> f32 {
+        fdot(&w.0, x)
+    }
+}
+
+/// BF16 weights.
+#[derive(Debug)]
+pub struct Bf16;
+impl RowDot for Bf16 {
+    const BLOCK_BYTES: usize = 64;
+    const BLOCK_LEN: usize = 32;
+    const QUANTIZED: bool = false;
+    type Block = Floats;
+    #[inline(always)]
+    fn unpack(b: &[u8]) -> Floats {
+        let mut w = [0f32; 32];
+        for (v, c) in w.iter_mut().zip(b.chunks_exact(2)) {
+            *v = f32::from_bits(u32::from(u16::from_le_bytes([c[0], c[1]])) << 16);
+        }
+        Floats(w)
+    }
+    #[inline(always)]
+    fn dot(w: &Floats, _: &[Q8Block], x: &[f32]) -> f32 {
+        fdot(&w.0, x)
+    }
+}
+
+/// Any other format the crate dequantizes: a block at a time to f32, then the float dot.
+pub fn generic_dot(ty: GgmlType, row: &[u8], x: &[f32]) -> f32 {
+    let (len, bytes) = (ty.block_len(), ty.block_bytes());
+    let mut buf = [0f32; 256];
+    let mut acc = 0f32;
+    for (b, xs) in row.chunks_exact(bytes).zip(x.chunks_exact(len)) {
+        let out = &mut buf[..len];
+        // The row's length was checked at load; a type without a dequantizer was refused.
+        if quant::dequantize(ty, b, out).is_ok() {
+            acc += out.iter().zip(xs).map(|(w, x)| w * x).sum::<f32>();
+        }
+    }
+    acc
+}

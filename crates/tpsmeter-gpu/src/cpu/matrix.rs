@@ -1,0 +1,181 @@
+//! [`QMatrix`]: a weight matrix kept in its GGUF block format, and the threaded
+//! matrix × activations product the forward pass is made of.
+
+use rayon::prelude::*;
+
+use super::kernels::{self, RowDot};
+use super::q8::Activations;
+use super::runtime::{CpuRuntime, Simd};
+use crate::error::{GpuError, Result};
+use crate::gguf::GgufFile;
+use crate::quant::{self, GgmlType};
+
+/// `rows` rows of `cols` weights each, stored as the file stores them (row-major blocks).
+#[derive(Debug)]
+pub struct QMatrix {
+    pub ty: GgmlType,
+    pub rows: usize,
+    pub cols: usize,
+    row_bytes: usize,
+    bytes: Vec<u8>,
+}
+
+impl QMatrix {
+    /// Checks that `bytes` hold exactly `rows` rows of `cols` weights of `ty`, of a type this
+    /// backend computes with.
+    pub fn new(ty: GgmlType, rows: usize, cols: usize, bytes: Vec<u8>) -> Result<Self> {
+        if !ty.can_dequantize() {
+            return Err(GpuError::UnsupportedGgmlType { ty });
+        }
+        let row_bytes = ty.row_bytes(cols)?;
+        let want = row_bytes.checked_mul(rows).ok_or(GpuError::LimitExceeded {
+            what: "matrix bytes".into(),
+            value: u64::MAX,
+            limit: usize::MAX as u64,
+        })?;
+        if bytes.len() != want {
+            return Err(GpuError::QuantLength {
+                ty,
+                elements: (rows as u64).saturating_mul(cols as u64),
+                expected_bytes: want as u64,
+                got_bytes: bytes.len() as u64,
+            });
+        }
+        Ok(Self {
+            ty,
+            rows,
+            cols,
+            row_bytes,
+            bytes,
+        })
+    }
+
+    /// Tensor `name` of `file`, which must be `[cols, rows]` (ggml order).
+    pub fn load(file: &GgufFile<'_>, name: &str, cols: usize, rows: usize) -> Result<Self> {
+        let info = file.tensor_info(name)?;
+        let mut dims = info.dims.clone();
+        while dims.len() > 2 && dims.last() == Some(&1) {
+            dims.pop();
+        }
+        if dims != [cols as u64, rows as u64] {
+            return Err(GpuError::WrongTensorShape {
+                tensor: name.into(),
+                expected: vec![cols as u64, rows as u64],
+                found: info.dims.clone(),
+            });
+        }
+        let ty = info.ty;
+        let bytes = file.tensor_bytes(name)?;
+        Self::new(ty, rows, cols, bytes.to_vec())
+    }
+
+    /// The stored bytes of row `r` (`r < rows`).
+    pub fn row(&self, r: usize) -> &[u8] {
+        &self.bytes[r * self.row_bytes..(r + 1) * self.row_bytes]
+    }
+
+    /// Row `r` expanded to f32 (an embedding lookup).
+    pub fn dequantize_row(&self, r: usize, out: &mut [f32]) -> Result<()> {
+        quant::dequantize(self.ty, self.row(r), out)
+    }
+
+    /// Bytes held.
+    pub fn size(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
+/// `out[t * w.rows + r] = w[r] · acts[t]` for every token `t` and row `r`, the rows split
+/// over the runtime's threads. Call it inside [`CpuRuntime::install`].
+pub fn matmul(rt: &CpuRuntime, w: &QMatrix, acts: &[Activations], out: &mut [f32]) {
+    let tokens = acts.len();
+    debug_assert_eq!(out.len(), tokens * w.rows);
+    // Rows per task: enough to amortise a task (a few µs), several tasks per thread so a
+    // slow thread does not hold the others up.
+    let per_task = (w.rows / (rt.threads() * 8)).clamp(8, 512);
+    if tokens == 1 {
+        out.par_chunks_mut(per_task)
+            .enumerate()
+            .for_each(|(i, o)| rows(rt.simd, w, i * per_task, acts, o));
+        return;
+    }
+    // Several tokens: each task computes its rows for every token ([row][token], so a row's
+    // blocks stay in L1 while every token reads them), then one transposing pass.
+    let mut by_row = vec![0f32; out.len()];
+    by_row
+        .par_chunks_mut(per_task * tokens)
+        .enumerate()
+        .for_each(|(i, o)| rows(rt.simd, w, i * per_task, acts, o));
+    for (r, row) in by_row.chunks_exact(tokens).enumerate() {
+        for (t, &v) in row.iter().enumerate() {
+            out[t * w.rows + r] = v;
+        }
+    }
+}
+
+/// Rows `first..` of `w` (as many as `out` holds, `[row][token]`), with the kernel of `w`'s
+/// format.
+fn rows(simd: Simd, w: &QMatrix, first: usize, acts: &[Activations], out: &mut [f32]) {
+    use kernels::*;
+    match w.ty {
+        GgmlType::Q4_0 => run::<Q4_0>(simd, w, first, acts, out),
+        GgmlType::Q4_1 => run::<Q4_1>(simd, w, first, acts, out),
+        GgmlType::Q5_0 => run::<Q5_0>(simd, w, first, acts, out),
+        GgmlType::Q5_1 => run::<Q5_1>(simd, w, first, acts, out),
+        GgmlType::Q8_0 => run::<Q8_0>(simd, w, first, acts, out),
+        GgmlType::Q4_K => run::<Q4K>(simd, w, first, acts, out),
+        GgmlType::Q5_K => run::<Q5K>(simd, w, first, acts, out),
+        GgmlType::Q6_K => run::<Q6K>(simd, w, first, acts, out),
+        GgmlType::F32 => run::<F32>(simd, w, first, acts, out),
+        GgmlType::F16 => run::<F16>(simd, w, first, acts, out),
+        GgmlType::BF16 => run::<Bf16>(simd, w, first, acts, out),
+        ty => {
+            let tokens = acts.len();
+            for (i, o) in out.chunks_exact_mut(tokens).enumerate() {
+                let row = w.row(first + i);
+                for (v, a) in o.iter_mut().zip(acts) {
+                    *v = kernels::generic_dot(ty, row, &a.x);
+                }
+            }
+        }
+    }
+}
+
+/// A kernel's rows with the instruction set chosen.
+#[inline(always)]
+fn run<K: RowDot>(simd: Simd, w: &QMatrix, first: usize, acts: &[Activations], out: &mut [f32]) {
+    // Integer kernels need whole activation blocks (rows of a multiple of 32 weights: every
+    // quantized format's block is 32 or 256 long, so a valid matrix has them).
+    #[cfg(target_arch = "x86_64")]
+    if simd == Simd::Avx2 {
+        #[allow(unsafe_code)]
+        // SAFETY: `Simd::Avx2` is only chosen when the CPU reports AVX2 and FMA
+        // (`Simd::detect`), which is all `rows_avx2` requires.
+        unsafe {
+            rows_avx2::<K>(w, first, acts, out);
+        }
+        return;
+    }
+    let _ = simd;
+    rows_plain::<K>(w, first, acts, out);
+}
+
+/// The kernel compiled for AVX2 and FMA: the same code, vectorised 256 bits wide.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn rows_avx2<K: RowDot>(w: &QMatrix, first: usize, acts: &[Activations], out: &mut [f32]) {
+    rows_plain::<K>(w, first, acts, out);
+}
+
+#[inline(always)]
+fn rows_plain<K: RowDot>(w: &QMatrix, first: usize, acts: &[Activations], out: &mut [f32]) {
+    if let [act] = acts {
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = kernels::dot_one::<K>(w.row(first + i), act);
+        }
+        return;
+    }
+    for (i, o) in out.chunks_exact_mut(acts.len()).enumerate() {
+        kernels::dot_tokens::<K>(w.row(first + i), acts, o);
+    }
+}

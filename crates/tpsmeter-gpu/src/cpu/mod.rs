@@ -1,0 +1,23 @@
+//! The engine's CPU backend: the same models, tokenizer, chat templates, sampling and
+//! generation loop as the GPU engine, with the forward pass computed by the CPU.
+//!
+//! What it does: keeps every weight matrix in its GGUF block format ([`matrix::QMatrix`]:
+//! Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, F16, BF16, F32 and anything else the crate
+//! dequantizes), multiplies them with activations quantized to 8 bits as llama.cpp's CPU
+//! backend does ([`kernels`]), splits every product over a thread pool ([`runtime`]), and
+//! samples with the GPU sampler's CPU twin, so the same seed gives the same stream.
+//!
+//! What it does not do: anything on a GPU, batch several sequences, or choose between itself
+//! and the GPU (callers do, see the CLI's `--backend`).
+
+mod engine;
+pub mod f16;
+pub mod kernels;
+pub mod matrix;
+pub mod model;
+pub mod q8;
+pub mod runtime;
+pub mod weights;
+
+pub use model::{CpuModel, CpuStats};
+pub use runtime::{CpuOptions, CpuRuntime, Simd};

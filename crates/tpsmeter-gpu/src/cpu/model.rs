@@ -1,0 +1,499 @@
+//! [`CpuModel`]: the forward pass on the CPU, token chunks at a time, threads splitting every
+//! matrix product, and the sampler's CPU twin choosing the next id, so that the generation
+//! loop ([`crate::generate`]) drives it exactly as it drives the GPU model.
+
+use rayon::prelude::*;
+
+use super::matrix::{QMatrix, matmul};
+use super::q8::Activations;
+use super::runtime::{CpuOptions, CpuRuntime, Simd};
+use super::weights::CpuWeights;
+use crate::engine::{ModelOptions, PREFILL_CHUNK};
+use crate::error::{GpuError, Result};
+use crate::generate::{CancelToken, TokenStep};
+use crate::gguf::GgufFile;
+use crate::kernels::sample::{MAX_PENALTY_WINDOW, SamplerConfig};
+use crate::kernels::twins::sample;
+use crate::model::config::{Activation, ModelConfig};
+use crate::reference::ops::{dot, gelu_tanh, rms_norm, rope, silu, softmax};
+
+/// Keys and values of every layer, f32, grown as positions fill (so memory follows the
+/// conversation, not the context limit).
+#[derive(Debug)]
+struct Kv {
+    k: Vec<Vec<f32>>,
+    v: Vec<Vec<f32>>,
+    /// Round keys and values to f16 as they are stored, as the GPU engine's f16 cache and
+    /// llama.cpp's default do: the same numbers, so the same greedy tokens.
+    f16: bool,
+}
+
+/// Work counters since load.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuStats {
+    /// Forward passes (a prompt chunk or a decoded token each).
+    pub passes: u64,
+    /// Tokens computed.
+    pub tokens: u64,
+}
+
+/// A model loaded for the CPU backend.
+#[derive(Debug)]
+pub struct CpuModel {
+    cfg: ModelConfig,
+    w: CpuWeights,
+    rt: CpuRuntime,
+    kv: Kv,
+    max_ctx: usize,
+    sampling: SamplerConfig,
+    /// Tokens whose keys and values the cache holds, in order.
+    history: Vec<u32>,
+    /// The sampler's state: its step counter and the recent tokens the repetition penalty
+    /// sees (oldest first), as the GPU sampler keeps them.
+    step: u32,
+    recent: std::collections::VecDeque<u32>,
+    last_sampled: Option<u32>,
+    stats: CpuStats,
+}
+
+impl CpuModel {
+    /// Reads the configuration, copies the weights out of `file` (kept in their block
+    /// formats), and starts the thread pool.
+    pub fn load(file: &GgufFile<'_>, opts: &ModelOptions, cpu: CpuOptions) -> Result<Self> {
+        let cfg = ModelConfig::from_header(&file.header)?;
+        let w = CpuWeights::load(file, &cfg)?;
+        Self::from_weights(cfg, w, opts, cpu)
+    }
+
+    pub fn from_weights(
+        cfg: ModelConfig,
+        w: CpuWeights,
+        opts: &ModelOptions,
+        cpu: CpuOptions,
+    ) -> Result<Self> {
+        let mut m = Self {
+            max_ctx: opts.max_context.clamp(1, cfg.context_length),
+            kv: Kv {
+                k: vec![Vec::new(); cfg.n_layers],
+                v: vec![Vec::new(); cfg.n_layers],
+                f16: opts.kv_f16,
+            },
+            cfg,
+            w,
+            rt: CpuRuntime::new(cpu)?,
+            sampling: SamplerConfig::default(),
+            history: Vec::new(),
+            step: 0,
+            recent: Default::default(),
+            last_sampled: None,
+            stats: CpuStats::default(),
+        };
+        m.set_sampling(opts.sampling)?;
+        Ok(m)
+    }
+
+    pub fn config(&self) -> &ModelConfig {
+        &self.cfg
+    }
+
+    pub fn threads(&self) -> usize {
+        self.rt.threads()
+    }
+
+    pub fn simd(&self) -> Simd {
+        self.rt.simd()
+    }
+
+    pub fn stats(&self) -> CpuStats {
+        self.stats
+    }
+
+    /// Most positions the cache holds.
+    pub fn max_context(&self) -> usize {
+        self.max_ctx
+    }
+
+    /// Bytes of weights and of the keys and values held now.
+    pub fn resident_bytes(&self) -> usize {
+        let kv: usize = self
+            .kv
+            .k
+            .iter()
+            .chain(&self.kv.v)
+            .map(|v| v.capacity() * 4)
+            .sum();
+        self.w.size() + kv
+    }
+
+    /// The sampling settings of the next generation (checked as the GPU sampler checks them).
+    pub fn set_sampling(&mut self, s: SamplerConfig) -> Result<()> {
+        if s.penalty_window as usize > MAX_PENALTY_WINDOW {
+            return Err(GpuError::LimitExceeded {
+                what: "repetition penalty window".into(),
+                value: u64::from(s.penalty_window),
+                limit: MAX_PENALTY_WINDOW as u64,
+            });
+        }
+        if s != self.sampling {
+            // A new setting starts a new random stream, as on the GPU.
+            self.last_sampled = None;
+        }
+        self.sampling = s;
+        Ok(())
+    }
+
+    /// Checks `tokens` at positions `start..` against the cache and the vocabulary.
+    fn check(&self, tokens: &[u32], start: usize) -> Result<()> {
+        let end = start.saturating_add(tokens.len());
+        if tokens.is_empty() {
+            return Err(GpuError::EmptyPrompt);
+        }
+        if end > self.max_ctx || start > self.history.len() {
+            return Err(GpuError::ContextFull {
+                position: end.max(start),
+                limit: self.max_ctx,
+            });
+        }
+        if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= self.cfg.vocab_size) {
+            return Err(GpuError::TokenOutOfRange {
+                token: bad,
+                vocab: self.cfg.vocab_size,
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs `tokens` at `start..` (in chunks) and returns the logits after the last one.
+    /// Positions from `start` on are overwritten; the sampler is not touched.
+    pub fn logits(&mut self, tokens: &[u32], start: usize) -> Result<Vec<f32>> {
+        self.check(tokens, start)?;
+        self.history.truncate(start);
+        let mut logits = Vec::new();
+        for (i, chunk) in tokens.chunks(PREFILL_CHUNK).enumerate() {
+            let at = start + i * PREFILL_CHUNK;
+            let last = at + chunk.len() == start + tokens.len();
+            logits = self.forward(chunk, at, last)?;
+            self.history.extend_from_slice(chunk);
+        }
+        Ok(logits)
+    }
+
+    /// Forgets the sampler's stream and the cache's contents.
+    pub fn forget(&mut self) {
+        self.history.clear();
+        self.last_sampled = None;
+    }
+
+    /// What a step does before its forward pass: the sampler restarts unless the step feeds
+    /// back the id it sampled last (the GPU model's rule).
+    fn start(&mut self, tokens: &[u32], start: usize) -> Result<()> {
+        self.check(tokens, start)?;
+        let continuation = tokens.len() == 1
+            && start == self.history.len()
+            && self.last_sampled == Some(tokens[0]);
+        if !continuation {
+            let mut context = self.history[..start].to_vec();
+            context.extend_from_slice(tokens);
+            let w = self.sampling.penalty_window as usize;
+            self.recent = context[context.len().saturating_sub(w)..]
+                .iter()
+                .copied()
+                .collect();
+            self.step = 0;
+        }
+        self.last_sampled = None;
+        Ok(())
+    }
+
+    /// Samples from `logits` with the twin of the GPU sampler and advances its state.
+    fn pick(&mut self, mut logits: Vec<f32>) -> u32 {
+        let recent: Vec<u32> = self.recent.iter().copied().collect();
+        let id = sample(&self.sampling, &mut logits, &recent, self.step);
+        let w = self.sampling.penalty_window as usize;
+        if w > 0 {
+            if self.recent.len() == w {
+                self.recent.pop_front();
+            }
+            self.recent.push_back(id);
+        }
+        self.step = self.step.wrapping_add(1);
+        self.last_sampled = Some(id);
+        id
+    }
+
+    /// Steps `tokens` at `start..`, stopping between prompt chunks once `cancel` is set.
+    fn run(
+        &mut self,
+        tokens: &[u32],
+        start: usize,
+        cancel: Option<&CancelToken>,
+    ) -> Result<Option<u32>> {
+        self.start(tokens, start)?;
+        self.history.truncate(start);
+        let mut logits = Vec::new();
+        for (i, chunk) in tokens.chunks(PREFILL_CHUNK).enumerate() {
+            if i > 0 && cancel.is_some_and(|c| c.is_cancelled()) {
+                return Ok(None);
+            }
+            let at = start + i * PREFILL_CHUNK;
+            let last = at + chunk.len() == start + tokens.len();
+            logits = self.forward(chunk, at, last)?;
+            self.history.extend_from_slice(chunk);
+        }
+        Ok(Some(self.pick(logits)))
+    }
+
+    /// One forward pass of `tokens` at positions `start..`: writes their keys and values,
+    /// returns the logits after the last token when `want_logits` (else nothing).
+    fn forward(&mut self, tokens: &[u32], start: usize, want_logits: bool) -> Result<Vec<f32>> {
+        let Self { cfg, w, rt, kv, .. } = self;
+        let (cfg, w, rt) = (&*cfg, &*w, &*rt);
+        self.stats.passes += 1;
+        self.stats.tokens += tokens.len() as u64;
+        let n = tokens.len();
+        let e = cfg.n_embd;
+        let end = start + n;
+        for l in 0..cfg.n_layers {
+            grow(&mut kv.k[l], end * cfg.k_dim());
+            grow(&mut kv.v[l], end * cfg.v_dim());
+        }
+        let mut x = vec![0f32; n * e];
+        for (row, &t) in x.chunks_exact_mut(e).zip(tokens) {
+            w.token_embd.dequantize_row(t as usize, row)?;
+            if let Some(s) = cfg.embedding_scale {
+                row.iter_mut().for_each(|v| *v *= s);
+            }
+        }
+        let kv_f16 = kv.f16;
+        rt.install(|| {
+            let mut s = Scratch::new(cfg, n);
+            for (l, lw) in w.layers.iter().enumerate() {
+                attention_block(
+                    rt,
+                    cfg,
+                    w,
+                    l,
+                    lw,
+                    start,
+                    &mut x,
+                    &mut kv.k[l],
+                    &mut kv.v[l],
+                    kv_f16,
+                    &mut s,
+                );
+                ffn_block(rt, cfg, lw, &mut x, &mut s);
+            }
+            if !want_logits {
+                return Ok(Vec::new());
+            }
+            let mut last = x[(n - 1) * e..].to_vec();
+            rms_norm(&mut last, &w.output_norm, cfg.rms_eps);
+            let out_w: &QMatrix = w.output.as_ref().unwrap_or(&w.token_embd);
+            let mut acts = vec![Activations::default()];
+            acts[0].set(&last);
+            let mut logits = vec![0f32; cfg.vocab_size];
+            matmul(rt, out_w, &acts, &mut logits);
+            Ok(logits)
+        })
+    }
+}
+
+/// Makes `v` at least `len` long, growing in steps of 1/8 so appends stay amortised.
+fn grow(v: &mut Vec<f32>, len: usize) {
+    if v.len() < len {
+        let want = len.max(v.len() + v.len() / 8);
+        v.reserve_exact(want - v.len());
+        v.resize(len, 0.0);
+    }
+}
+
+/// Per-pass buffers, `[token][...]`.
+struct Scratch {
+    h: Vec<f32>,
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    attn: Vec<f32>,
+    proj: Vec<f32>,
+    gate: Vec<f32>,
+    up: Vec<f32>,
+    acts: Vec<Activations>,
+}
+
+impl Scratch {
+    fn new(cfg: &ModelConfig, n: usize) -> Self {
+        Self {
+            h: vec![0.0; n * cfg.n_embd],
+            q: vec![0.0; n * cfg.q_dim()],
+            k: vec![0.0; n * cfg.k_dim()],
+            v: vec![0.0; n * cfg.v_dim()],
+            attn: vec![0.0; n * cfg.n_head * cfg.head_dim_v],
+            proj: vec![0.0; n * cfg.n_embd],
+            gate: vec![0.0; n * cfg.n_ff],
+            up: vec![0.0; n * cfg.n_ff],
+            acts: vec![Activations::default(); n],
+        }
+    }
+
+    /// Quantizes `rows` (`[token][width]`) into the activations the kernels read.
+    fn set_acts(acts: &mut [Activations], rows: &[f32]) {
+        let width = rows.len() / acts.len();
+        for (a, r) in acts.iter_mut().zip(rows.chunks_exact(width)) {
+            a.set(r);
+        }
+    }
+}
+
+/// The attention half of block `l`, adding its output to `x`.
+#[allow(clippy::too_many_arguments)]
+fn attention_block(
+    rt: &CpuRuntime,
+    cfg: &ModelConfig,
+    w: &CpuWeights,
+    l: usize,
+    lw: &super::weights::CpuLayer,
+    start: usize,
+    x: &mut [f32],
+    kc: &mut [f32],
+    vc: &mut [f32],
+    kv_f16: bool,
+    s: &mut Scratch,
+) {
+    let (e, hd, hdv) = (cfg.n_embd, cfg.head_dim, cfg.head_dim_v);
+    let (k_dim, v_dim) = (cfg.k_dim(), cfg.v_dim());
+    let n = x.len() / e;
+    s.h.copy_from_slice(x);
+    s.h.chunks_exact_mut(e)
+        .for_each(|h| rms_norm(h, &lw.attn_norm, cfg.rms_eps));
+    Scratch::set_acts(&mut s.acts, &s.h);
+    matmul(rt, &lw.wq, &s.acts, &mut s.q);
+    matmul(rt, &lw.wk, &s.acts, &mut s.k);
+    matmul(rt, &lw.wv, &s.acts, &mut s.v);
+    for (out, bias) in [(&mut s.q, &lw.bq), (&mut s.k, &lw.bk), (&mut s.v, &lw.bv)] {
+        if let Some(b) = bias {
+            out.chunks_exact_mut(b.len())
+                .for_each(|o| o.iter_mut().zip(b).for_each(|(o, b)| *o += b));
+        }
+    }
+    if let (Some(qn), Some(kn)) = (&lw.q_norm, &lw.k_norm) {
+        s.q.chunks_exact_mut(hd)
+            .for_each(|head| rms_norm(head, qn, cfg.rms_eps));
+        s.k.chunks_exact_mut(hd)
+            .for_each(|head| rms_norm(head, kn, cfg.rms_eps));
+    }
+    let base = cfg.rope_base_for_layer(l);
+    let local = cfg.is_local_layer(l);
+    let freqs = w.rope_freqs.as_deref();
+    for t in 0..n {
+        let pos = start + t;
+        // Local (sliding-window) layers are not position-scaled in llama.cpp's Gemma 3.
+        let rope_pos = if local {
+            pos as f32
+        } else {
+            pos as f32 / cfg.rope_scale
+        };
+        let q = &mut s.q[t * cfg.q_dim()..(t + 1) * cfg.q_dim()];
+        let k = &mut s.k[t * k_dim..(t + 1) * k_dim];
+        for head in q.chunks_exact_mut(hd).chain(k.chunks_exact_mut(hd)) {
+            rope(head, rope_pos, cfg.rope_dim, base, cfg.rope_layout, freqs);
+        }
+    }
+    kc[start * k_dim..(start + n) * k_dim].copy_from_slice(&s.k);
+    vc[start * v_dim..(start + n) * v_dim].copy_from_slice(&s.v);
+    if kv_f16 {
+        let stored = kc[start * k_dim..(start + n) * k_dim]
+            .iter_mut()
+            .chain(&mut vc[start * v_dim..(start + n) * v_dim]);
+        for v in stored {
+            *v = half::f16::from_f32(*v).to_f32();
+        }
+    }
+    let (kc, vc) = (&*kc, &*vc);
+    let group = cfg.n_head / cfg.n_head_kv;
+    let window = match cfg.sliding_window {
+        Some(sw) if local => Some(sw.window),
+        _ => None,
+    };
+    let q = &s.q;
+    // One task per (token, head): its scores, softmax and weighted values.
+    s.attn.par_chunks_mut(hdv).enumerate().for_each(|(i, out)| {
+        let (t, hq) = (i / cfg.n_head, i % cfg.n_head);
+        let pos = start + t;
+        let first = window.map_or(0, |w| (pos + 1).saturating_sub(w));
+        let hk = hq / group;
+        let qh = &q[t * cfg.q_dim() + hq * hd..t * cfg.q_dim() + (hq + 1) * hd];
+        let mut scores: Vec<f32> = (first..=pos)
+            .map(|p| {
+                dot(qh, &kc[p * k_dim + hk * hd..p * k_dim + (hk + 1) * hd]) * cfg.attention_scale
+            })
+            .collect();
+        softmax(&mut scores);
+        out.fill(0.0);
+        for (j, &pw) in scores.iter().enumerate() {
+            let p = first + j;
+            let vh = &vc[p * v_dim + hk * hdv..p * v_dim + (hk + 1) * hdv];
+            out.iter_mut().zip(vh).for_each(|(o, v)| *o += pw * v);
+        }
+    });
+    Scratch::set_acts(&mut s.acts, &s.attn);
+    matmul(rt, &lw.wo, &s.acts, &mut s.proj);
+    if let Some(nw) = &lw.attn_post_norm {
+        s.proj
+            .chunks_exact_mut(e)
+            .for_each(|p| rms_norm(p, nw, cfg.rms_eps));
+    }
+    x.iter_mut().zip(&s.proj).for_each(|(x, p)| *x += p);
+}
+
+/// The feed-forward half of a block, adding its output to `x`.
+fn ffn_block(
+    rt: &CpuRuntime,
+    cfg: &ModelConfig,
+    lw: &super::weights::CpuLayer,
+    x: &mut [f32],
+    s: &mut Scratch,
+) {
+    let e = cfg.n_embd;
+    s.h.copy_from_slice(x);
+    s.h.chunks_exact_mut(e)
+        .for_each(|h| rms_norm(h, &lw.ffn_norm, cfg.rms_eps));
+    Scratch::set_acts(&mut s.acts, &s.h);
+    matmul(rt, &lw.w_gate, &s.acts, &mut s.gate);
+    matmul(rt, &lw.w_up, &s.acts, &mut s.up);
+    for (g, u) in s.gate.iter_mut().zip(&s.up) {
+        let a = match cfg.activation {
+            Activation::Silu => silu(*g),
+            Activation::GeluTanh => gelu_tanh(*g),
+        };
+        *g = a * u;
+    }
+    Scratch::set_acts(&mut s.acts, &s.gate);
+    matmul(rt, &lw.w_down, &s.acts, &mut s.proj);
+    if let Some(nw) = &lw.ffn_post_norm {
+        s.proj
+            .chunks_exact_mut(e)
+            .for_each(|p| rms_norm(p, nw, cfg.rms_eps));
+    }
+    x.iter_mut().zip(&s.proj).for_each(|(x, p)| *x += p);
+}
+
+impl TokenStep for CpuModel {
+    async fn step(&mut self, tokens: &[u32], start: usize) -> Result<u32> {
+        self.run(tokens, start, None)?.ok_or(GpuError::BatchState {
+            reason: "step ended without a token",
+        })
+    }
+
+    async fn step_cancellable(
+        &mut self,
+        tokens: &[u32],
+        start: usize,
+        cancel: &CancelToken,
+    ) -> Result<Option<u32>> {
+        self.run(tokens, start, Some(cancel))
+    }
+
+    fn context_len(&self) -> usize {
+        self.max_ctx
+    }
+}

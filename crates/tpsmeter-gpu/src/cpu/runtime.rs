@@ -1,0 +1,117 @@
+//! The CPU backend's threads and instruction set, chosen once per model.
+
+use crate::error::{GpuError, Result};
+
+/// Which vector instructions the kernels run with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Simd {
+    /// x86-64 with AVX2 and FMA (detected at run time).
+    Avx2,
+    /// aarch64's NEON (always there).
+    Neon,
+    /// wasm's 128-bit SIMD (a build with `simd128`).
+    Simd128,
+    /// Whatever the target's baseline gives (SSE2 on x86-64).
+    Portable,
+}
+
+impl Simd {
+    /// The best this machine runs.
+    pub fn detect() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                return Simd::Avx2;
+            }
+        }
+        if cfg!(target_arch = "aarch64") {
+            Simd::Neon
+        } else if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) {
+            Simd::Simd128
+        } else {
+            Simd::Portable
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Simd::Avx2 => "avx2",
+            Simd::Neon => "neon",
+            Simd::Simd128 => "simd128",
+            Simd::Portable => "portable",
+        }
+    }
+}
+
+/// How the CPU backend runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuOptions {
+    /// Worker threads; `None`: one per core the OS gives this process.
+    pub threads: Option<usize>,
+    /// Force the portable kernels (tests compare them with the SIMD ones).
+    pub portable: bool,
+}
+
+/// A thread pool and the kernels' instruction set.
+#[derive(Debug)]
+pub struct CpuRuntime {
+    pub(super) pool: rayon::ThreadPool,
+    pub(super) simd: Simd,
+    threads: usize,
+}
+
+/// Most threads a pool is given (a larger request is an error, not a thousand idle threads).
+pub const MAX_THREADS: usize = 256;
+
+impl CpuRuntime {
+    pub fn new(opts: CpuOptions) -> Result<Self> {
+        let threads = match opts.threads {
+            Some(0) => {
+                return Err(GpuError::LimitExceeded {
+                    what: "CPU threads (0)".into(),
+                    value: 0,
+                    limit: MAX_THREADS as u64,
+                });
+            }
+            Some(n) if n > MAX_THREADS => {
+                return Err(GpuError::LimitExceeded {
+                    what: "CPU threads".into(),
+                    value: n as u64,
+                    limit: MAX_THREADS as u64,
+                });
+            }
+            Some(n) => n,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("tpsmeter-cpu-{i}"))
+            .build()
+            .map_err(|e| GpuError::ThreadPool {
+                reason: e.to_string(),
+            })?;
+        let simd = if opts.portable {
+            Simd::Portable
+        } else {
+            Simd::detect()
+        };
+        Ok(Self {
+            pool,
+            simd,
+            threads,
+        })
+    }
+
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    pub fn simd(&self) -> Simd {
+        self.simd
+    }
+
+    /// Runs `f` on the pool, so that the parallel loops inside it split without a hand-off.
+    pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        self.pool.install(f)
+    }
+}

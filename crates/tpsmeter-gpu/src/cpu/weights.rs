@@ -1,0 +1,142 @@
+//! The CPU backend's weights: matrices in their stored block format ([`QMatrix`]), norms and
+//! biases as f32 (a few KiB per layer).
+
+use super::matrix::QMatrix;
+use crate::error::Result;
+use crate::gguf::GgufFile;
+use crate::model::config::ModelConfig;
+
+/// One transformer block.
+#[derive(Debug)]
+pub struct CpuLayer {
+    pub attn_norm: Vec<f32>,
+    pub wq: QMatrix,
+    pub wk: QMatrix,
+    pub wv: QMatrix,
+    pub bq: Option<Vec<f32>>,
+    pub bk: Option<Vec<f32>>,
+    pub bv: Option<Vec<f32>>,
+    pub q_norm: Option<Vec<f32>>,
+    pub k_norm: Option<Vec<f32>>,
+    pub wo: QMatrix,
+    pub attn_post_norm: Option<Vec<f32>>,
+    pub ffn_norm: Vec<f32>,
+    pub w_gate: QMatrix,
+    pub w_up: QMatrix,
+    pub w_down: QMatrix,
+    pub ffn_post_norm: Option<Vec<f32>>,
+}
+
+/// Every weight of a model.
+#[derive(Debug)]
+pub struct CpuWeights {
+    /// `[vocab rows, n_embd]`.
+    pub token_embd: QMatrix,
+    pub layers: Vec<CpuLayer>,
+    pub output_norm: Vec<f32>,
+    /// `None` when tied to `token_embd`.
+    pub output: Option<QMatrix>,
+    pub rope_freqs: Option<Vec<f32>>,
+}
+
+/// A small f32 tensor of exactly `n` values (norms, biases), dequantized.
+fn vector(file: &GgufFile<'_>, name: &str, n: usize) -> Result<Vec<f32>> {
+    let info = file.tensor_info(name)?;
+    let mut dims = info.dims.clone();
+    while dims.len() > 1 && dims.last() == Some(&1) {
+        dims.pop();
+    }
+    if dims != [n as u64] {
+        return Err(crate::error::GpuError::WrongTensorShape {
+            tensor: name.into(),
+            expected: vec![n as u64],
+            found: info.dims.clone(),
+        });
+    }
+    file.dequantize(name)
+}
+
+impl CpuWeights {
+    /// Copies every tensor the configuration needs out of `file` (the file's buffer can go
+    /// once this returns), checking shapes.
+    pub fn load(file: &GgufFile<'_>, cfg: &ModelConfig) -> Result<Self> {
+        let (e, v) = (cfg.n_embd, cfg.vocab_size);
+        let mut layers = Vec::with_capacity(cfg.n_layers);
+        for l in 0..cfg.n_layers {
+            let n = |s: &str| format!("blk.{l}.{s}");
+            let if_ = |cond: bool, s: &str, len: usize| -> Result<Option<Vec<f32>>> {
+                cond.then(|| vector(file, &n(s), len)).transpose()
+            };
+            layers.push(CpuLayer {
+                attn_norm: vector(file, &n("attn_norm.weight"), e)?,
+                wq: QMatrix::load(file, &n("attn_q.weight"), e, cfg.q_dim())?,
+                wk: QMatrix::load(file, &n("attn_k.weight"), e, cfg.k_dim())?,
+                wv: QMatrix::load(file, &n("attn_v.weight"), e, cfg.v_dim())?,
+                bq: if_(cfg.qkv_bias, "attn_q.bias", cfg.q_dim())?,
+                bk: if_(cfg.qkv_bias, "attn_k.bias", cfg.k_dim())?,
+                bv: if_(cfg.qkv_bias, "attn_v.bias", cfg.v_dim())?,
+                q_norm: if_(cfg.qk_norm, "attn_q_norm.weight", cfg.head_dim)?,
+                k_norm: if_(cfg.qk_norm, "attn_k_norm.weight", cfg.head_dim)?,
+                wo: QMatrix::load(
+                    file,
+                    &n("attn_output.weight"),
+                    cfg.n_head * cfg.head_dim_v,
+                    e,
+                )?,
+                attn_post_norm: if_(cfg.post_norms, "post_attention_norm.weight", e)?,
+                ffn_norm: vector(file, &n("ffn_norm.weight"), e)?,
+                w_gate: QMatrix::load(file, &n("ffn_gate.weight"), e, cfg.n_ff)?,
+                w_up: QMatrix::load(file, &n("ffn_up.weight"), e, cfg.n_ff)?,
+                w_down: QMatrix::load(file, &n("ffn_down.weight"), cfg.n_ff, e)?,
+                ffn_post_norm: if_(cfg.post_norms, "post_ffw_norm.weight", e)?,
+            });
+        }
+        Ok(Self {
+            token_embd: QMatrix::load(file, "token_embd.weight", e, v)?,
+            layers,
+            output_norm: vector(file, "output_norm.weight", e)?,
+            output: if cfg.tied_embeddings {
+                None
+            } else {
+                Some(QMatrix::load(file, "output.weight", e, v)?)
+            },
+            rope_freqs: if file.header.has_tensor("rope_freqs.weight") {
+                Some(vector(file, "rope_freqs.weight", cfg.rope_dim / 2)?)
+            } else {
+                None
+            },
+        })
+    }
+
+    /// Bytes of weights held.
+    pub fn size(&self) -> usize {
+        let m = |q: &QMatrix| q.size();
+        let f = |v: &Vec<f32>| v.len() * 4;
+        let o = |v: &Option<Vec<f32>>| v.as_ref().map_or(0, f);
+        m(&self.token_embd)
+            + self.output.as_ref().map_or(0, m)
+            + f(&self.output_norm)
+            + self
+                .layers
+                .iter()
+                .map(|l| {
+                    m(&l.wq)
+                        + m(&l.wk)
+                        + m(&l.wv)
+                        + m(&l.wo)
+                        + m(&l.w_gate)
+                        + m(&l.w_up)
+                        + m(&l.w_down)
+                        + f(&l.attn_norm)
+                        + f(&l.ffn_norm)
+                        + o(&l.bq)
+                        + o(&l.bk)
+                        + o(&l.bv)
+                        + o(&l.q_norm)
+                        + o(&l.k_norm)
+                        + o(&l.attn_post_norm)
+                        + o(&l.ffn_post_norm)
+                })
+                .sum::<usize>()
+    }
+}
