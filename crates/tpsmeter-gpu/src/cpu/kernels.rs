@@ -15,8 +15,8 @@
 //! `simd128` turns the same loops into wasm SIMD.
 
 use super::f16;
-use super::q8::{Activations, Q8_LEN, Q8Block};
-use crate::quant::{self, GgmlType};
+use super::q8::{Activations, Q8KBlock, round_f16};
+use crate::quant;
 
 /// A weight format: how a block unpacks, and its dot product with the activations of the
 /// same columns.
@@ -24,56 +24,31 @@ pub trait RowDot {
     /// Bytes and weights per block.
     const BLOCK_BYTES: usize;
     const BLOCK_LEN: usize;
-    /// Whether [`RowDot::dot`] reads the 8-bit activations (else the f32 ones).
-    const QUANTIZED: bool;
     /// A block ready to multiply: integer codes and f32 scales.
     type Block;
     fn unpack(b: &[u8]) -> Self::Block;
-    /// `q8`: the block's `BLOCK_LEN / 32` activation blocks (empty for float formats), `x`:
-    /// its `BLOCK_LEN` activations as f32.
-    fn dot(w: &Self::Block, q8: &[Q8Block], x: &[f32]) -> f32;
+    /// The dot product of block `i` of a row with the same columns of `a`.
+    fn dot(w: &Self::Block, a: &Activations, i: usize) -> f32;
 }
 
 /// `out[t] = row · acts[t]` for every token: each block unpacked once.
 #[inline(always)]
 pub fn dot_tokens<K: RowDot>(row: &[u8], acts: &[Activations], out: &mut [f32]) {
     out.fill(0.0);
-    let per = K::BLOCK_LEN / Q8_LEN;
-    for (bi, b) in row.chunks_exact(K::BLOCK_BYTES).enumerate() {
+    for (i, b) in row.chunks_exact(K::BLOCK_BYTES).enumerate() {
         let w = K::unpack(b);
-        let (q0, x0) = (bi * per, bi * K::BLOCK_LEN);
         for (o, a) in out.iter_mut().zip(acts) {
-            let q8 = if K::QUANTIZED {
-                a.q8.get(q0..q0 + per).unwrap_or(&[])
-            } else {
-                &[]
-            };
-            let x = a.x.get(x0..x0 + K::BLOCK_LEN).unwrap_or(&[]);
-            *o += K::dot(&w, q8, x);
+            *o += K::dot(&w, a, i);
         }
     }
 }
 
-/// `row · act`: [`dot_tokens`] for one token (a decode step), without its per-block
-/// slicing, which costs a fifth of a decode step.
+/// `row · act`: [`dot_tokens`] for one token (a decode step).
 #[inline(always)]
 pub fn dot_one<K: RowDot>(row: &[u8], act: &Activations) -> f32 {
-    let per = K::BLOCK_LEN / Q8_LEN;
     let mut acc = 0f32;
-    if K::QUANTIZED {
-        for (b, q8) in row
-            .chunks_exact(K::BLOCK_BYTES)
-            .zip(act.q8.chunks_exact(per))
-        {
-            acc += K::dot(&K::unpack(b), q8, &[]);
-        }
-    } else {
-        for (b, x) in row
-            .chunks_exact(K::BLOCK_BYTES)
-            .zip(act.x.chunks_exact(K::BLOCK_LEN))
-        {
-            acc += K::dot(&K::unpack(b), &[], x);
-        }
+    for (i, b) in row.chunks_exact(K::BLOCK_BYTES).enumerate() {
+        acc += K::dot(&K::unpack(b), act, i);
     }
     acc
 }
@@ -139,7 +114,6 @@ pub struct Q4_0;
 impl RowDot for Q4_0 {
     const BLOCK_BYTES: usize = 18;
     const BLOCK_LEN: usize = 32;
-    const QUANTIZED: bool = true;
     type Block = Block32;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Block32 {
@@ -150,9 +124,9 @@ impl RowDot for Q4_0 {
         }
     }
     #[inline(always)]
-    fn dot(w: &Block32, q8: &[Q8Block], _: &[f32]) -> f32 {
-        q8.first()
-            .map_or(0.0, |a| w.d * a.d * idot32(&w.q, &a.qs) as f32)
+    fn dot(w: &Block32, a: &Activations, i: usize) -> f32 {
+        let a = &a.q8[i];
+        w.d * a.d * idot32(&w.q, &a.qs) as f32
     }
 }
 
@@ -162,7 +136,6 @@ pub struct Q4_1;
 impl RowDot for Q4_1 {
     const BLOCK_BYTES: usize = 20;
     const BLOCK_LEN: usize = 32;
-    const QUANTIZED: bool = true;
     type Block = Block32;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Block32 {
@@ -173,9 +146,9 @@ impl RowDot for Q4_1 {
         }
     }
     #[inline(always)]
-    fn dot(w: &Block32, q8: &[Q8Block], _: &[f32]) -> f32 {
-        q8.first()
-            .map_or(0.0, |a| w.d * a.d * idot32(&w.q, &a.qs) as f32 + w.m * a.s)
+    fn dot(w: &Block32, a: &Activations, i: usize) -> f32 {
+        let a = &a.q8[i];
+        w.d * a.d * idot32(&w.q, &a.qs) as f32 + w.m * a.s
     }
 }
 
@@ -185,7 +158,6 @@ pub struct Q5_0;
 impl RowDot for Q5_0 {
     const BLOCK_BYTES: usize = 22;
     const BLOCK_LEN: usize = 32;
-    const QUANTIZED: bool = true;
     type Block = Block32;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Block32 {
@@ -198,8 +170,8 @@ impl RowDot for Q5_0 {
         }
     }
     #[inline(always)]
-    fn dot(w: &Block32, q8: &[Q8Block], x: &[f32]) -> f32 {
-        Q4_0::dot(w, q8, x)
+    fn dot(w: &Block32, a: &Activations, i: usize) -> f32 {
+        Q4_0::dot(w, a, i)
     }
 }
 
@@ -209,7 +181,6 @@ pub struct Q5_1;
 impl RowDot for Q5_1 {
     const BLOCK_BYTES: usize = 24;
     const BLOCK_LEN: usize = 32;
-    const QUANTIZED: bool = true;
     type Block = Block32;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Block32 {
@@ -222,8 +193,8 @@ impl RowDot for Q5_1 {
         }
     }
     #[inline(always)]
-    fn dot(w: &Block32, q8: &[Q8Block], x: &[f32]) -> f32 {
-        Q4_1::dot(w, q8, x)
+    fn dot(w: &Block32, a: &Activations, i: usize) -> f32 {
+        Q4_1::dot(w, a, i)
     }
 }
 
@@ -233,7 +204,6 @@ pub struct Q8_0;
 impl RowDot for Q8_0 {
     const BLOCK_BYTES: usize = 34;
     const BLOCK_LEN: usize = 32;
-    const QUANTIZED: bool = true;
     type Block = Block32;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Block32 {
@@ -248,42 +218,52 @@ impl RowDot for Q8_0 {
         }
     }
     #[inline(always)]
-    fn dot(w: &Block32, q8: &[Q8Block], x: &[f32]) -> f32 {
-        Q4_0::dot(w, q8, x)
+    fn dot(w: &Block32, a: &Activations, i: usize) -> f32 {
+        Q4_0::dot(w, a, i)
     }
 }
 
-/// A 256-weight K-quant block: eight groups of 32 codes, each with a scale and a minimum
-/// (Q4_K, Q5_K) or two scales of 16 (Q6_K), already multiplied by the block's `d`/`dmin`.
+/// A 256-weight K-quant block: eight groups of 32 codes with integer scales and minimums
+/// (Q4_K, Q5_K) or sixteen scales of 16 (Q6_K), and the block's f16 factors.
 #[derive(Debug)]
 pub struct Block256 {
     q: [[i8; 32]; 8],
-    scale: [f32; 16],
-    min: [f32; 8],
+    scale: [i32; 16],
+    min: [i32; 8],
+    d: f32,
+    dmin: f32,
 }
 
-/// Q4_K and Q5_K groups: `d·scale_j`, `dmin·min_j` from the 12 packed bytes.
+/// Q4_K and Q5_K groups' 6-bit scales and mins from the 12 packed bytes.
 #[inline(always)]
-fn k_scales(b: &[u8]) -> ([f32; 16], [f32; 8]) {
-    let (d, dmin) = (f16::at(b, 0), f16::at(b, 2));
-    let mut scale = [0f32; 16];
-    let mut min = [0f32; 8];
+fn k_scales(b: &[u8]) -> ([i32; 16], [i32; 8]) {
+    let mut scale = [0i32; 16];
+    let mut min = [0i32; 8];
     for j in 0..8 {
         let (sc, mn) = quant::q4_k::scale_min(j, &b[4..16]);
-        scale[j] = d * f32::from(sc);
-        min[j] = dmin * f32::from(mn);
+        scale[j] = i32::from(sc);
+        min[j] = i32::from(mn);
     }
     (scale, min)
 }
 
-/// Σ over eight groups of `scale_j·d8_j·(w_j·a_j) − min_j·s_j`.
+/// The codes of group `j` of a Q8_K block.
 #[inline(always)]
-fn dot_k(w: &Block256, q8: &[Q8Block]) -> f32 {
-    let mut acc = 0f32;
-    for (j, a) in q8.iter().enumerate().take(8) {
-        acc += w.scale[j] * a.d * idot32(&w.q[j], &a.qs) as f32 - w.min[j] * a.s;
+fn group(y: &Q8KBlock, j: usize) -> &[i8; 32] {
+    let s: &[i8] = &y.qs[32 * j..32 * j + 32];
+    s.try_into().unwrap_or(&[0; 32])
+}
+
+/// llama.cpp's `q4_K × q8_K` arithmetic: integer sums of `scale_j·(w_j·a_j)` and of
+/// `min_j·Σa_j`, then two float products.
+#[inline(always)]
+fn dot_k(w: &Block256, y: &Q8KBlock) -> f32 {
+    let (mut sums, mut mins) = (0i32, 0i32);
+    for j in 0..8 {
+        sums += w.scale[j] * idot32(&w.q[j], group(y, j));
+        mins += w.min[j] * (i32::from(y.bsums[2 * j]) + i32::from(y.bsums[2 * j + 1]));
     }
-    acc
+    y.d * w.d * sums as f32 - y.d * w.dmin * mins as f32
 }
 
 /// Q4_K: 144 bytes per 256, `d`, `dmin`, 12 bytes of 6-bit scales and mins for 8 groups of
@@ -294,7 +274,6 @@ pub struct Q4K;
 impl RowDot for Q4K {
     const BLOCK_BYTES: usize = 144;
     const BLOCK_LEN: usize = 256;
-    const QUANTIZED: bool = true;
     type Block = Block256;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Block256 {
@@ -307,11 +286,17 @@ impl RowDot for Q4K {
                 q[2 * g + 1][l] = (qs[l] >> 4) as i8;
             }
         }
-        Block256 { q, scale, min }
+        Block256 {
+            q,
+            scale,
+            min,
+            d: f16::at(b, 0),
+            dmin: f16::at(b, 2),
+        }
     }
     #[inline(always)]
-    fn dot(w: &Block256, q8: &[Q8Block], _: &[f32]) -> f32 {
-        dot_k(w, q8)
+    fn dot(w: &Block256, a: &Activations, i: usize) -> f32 {
+        dot_k(w, &a.q8k[i])
     }
 }
 
@@ -322,7 +307,6 @@ pub struct Q5K;
 impl RowDot for Q5K {
     const BLOCK_BYTES: usize = 176;
     const BLOCK_LEN: usize = 256;
-    const QUANTIZED: bool = true;
     type Block = Block256;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Block256 {
@@ -336,11 +320,17 @@ impl RowDot for Q5K {
                 q[2 * g + 1][l] = ((qs[l] >> 4) | (((qh[l] >> (2 * g + 1)) & 1) << 4)) as i8;
             }
         }
-        Block256 { q, scale, min }
+        Block256 {
+            q,
+            scale,
+            min,
+            d: f16::at(b, 0),
+            dmin: f16::at(b, 2),
+        }
     }
     #[inline(always)]
-    fn dot(w: &Block256, q8: &[Q8Block], _: &[f32]) -> f32 {
-        dot_k(w, q8)
+    fn dot(w: &Block256, a: &Activations, i: usize) -> f32 {
+        dot_k(w, &a.q8k[i])
     }
 }
 
@@ -351,41 +341,42 @@ pub struct Q6K;
 impl RowDot for Q6K {
     const BLOCK_BYTES: usize = 210;
     const BLOCK_LEN: usize = 256;
-    const QUANTIZED: bool = true;
     type Block = Block256;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Block256 {
-        let d = f16::at(b, 208);
         let mut q = [[0i8; 32]; 8];
-        let mut scale = [0f32; 16];
         for half in 0..2 {
             let ql = &b[64 * half..64 * half + 64];
             let qh = &b[128 + 32 * half..160 + 32 * half];
+            let g = 4 * half;
             for l in 0..32 {
-                let g = 4 * half;
                 q[g][l] = ((ql[l] & 0x0f) | ((qh[l] & 3) << 4)) as i8 - 32;
                 q[g + 1][l] = ((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) as i8 - 32;
                 q[g + 2][l] = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) as i8 - 32;
                 q[g + 3][l] = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) as i8 - 32;
             }
         }
+        let mut scale = [0i32; 16];
         for (s, &c) in scale.iter_mut().zip(&b[192..208]) {
-            *s = d * f32::from(c as i8);
+            *s = i32::from(c as i8);
         }
         Block256 {
             q,
             scale,
-            min: [0.0; 8],
+            min: [0; 8],
+            d: f16::at(b, 208),
+            dmin: 0.0,
         }
     }
     #[inline(always)]
-    fn dot(w: &Block256, q8: &[Q8Block], _: &[f32]) -> f32 {
-        let mut acc = 0f32;
-        for (j, a) in q8.iter().enumerate().take(8) {
-            let (lo, hi) = idot16x2(&w.q[j], &a.qs);
-            acc += a.d * (w.scale[2 * j] * lo as f32 + w.scale[2 * j + 1] * hi as f32);
+    fn dot(w: &Block256, a: &Activations, i: usize) -> f32 {
+        let y = &a.q8k[i];
+        let mut sums = 0i32;
+        for j in 0..8 {
+            let (lo, hi) = idot16x2(&w.q[j], group(y, j));
+            sums += w.scale[2 * j] * lo + w.scale[2 * j + 1] * hi;
         }
-        acc
+        w.d * y.d * sums as f32
     }
 }
 
@@ -393,12 +384,13 @@ impl RowDot for Q6K {
 #[derive(Debug)]
 pub struct Floats([f32; 32]);
 
-/// Σ w·x in eight partial sums (which lets LLVM keep them in one vector register).
+/// Σ w·round(x) in eight partial sums (which lets LLVM keep them in one vector register),
+/// `round` giving the activation as the format's dot product sees it.
 #[inline(always)]
-fn fdot(w: &[f32; 32], x: &[f32]) -> f32 {
+fn fdot(w: &[f32; 32], x: &[f32], round: impl Fn(f32) -> f32) -> f32 {
     let mut acc = [0f32; 8];
-    for (i, (w, x)) in w.iter().zip(x).enumerate() {
-        acc[i % 8] += w * x;
+    for (i, (w, &x)) in w.iter().zip(x).enumerate() {
+        acc[i % 8] += w * round(x);
     }
     acc.iter().sum()
 }
@@ -409,7 +401,6 @@ pub struct F32;
 impl RowDot for F32 {
     const BLOCK_BYTES: usize = 128;
     const BLOCK_LEN: usize = 32;
-    const QUANTIZED: bool = false;
     type Block = Floats;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Floats {
@@ -420,8 +411,8 @@ impl RowDot for F32 {
         Floats(w)
     }
     #[inline(always)]
-    fn dot(w: &Floats, _: &[Q8Block], x: &[f32]) -> f32 {
-        fdot(&w.0, x)
+    fn dot(w: &Floats, a: &Activations, i: usize) -> f32 {
+        fdot(&w.0, &a.x[32 * i..32 * i + 32], |x| x)
     }
 }
 
@@ -431,7 +422,6 @@ pub struct F16;
 impl RowDot for F16 {
     const BLOCK_BYTES: usize = 64;
     const BLOCK_LEN: usize = 32;
-    const QUANTIZED: bool = false;
     type Block = Floats;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Floats {
@@ -441,9 +431,10 @@ impl RowDot for F16 {
         }
         Floats(w)
     }
+    /// llama.cpp multiplies F16 weights with activations rounded to f16.
     #[inline(always)]
-    fn dot(w: &Floats, _: &[Q8Block], x: &[f32]) -> f32 {
-        fdot(&w.0, x)
+    fn dot(w: &Floats, a: &Activations, i: usize) -> f32 {
+        fdot(&w.0, &a.x[32 * i..32 * i + 32], round_f16)
     }
 }
 
@@ -453,7 +444,6 @@ pub struct Bf16;
 impl RowDot for Bf16 {
     const BLOCK_BYTES: usize = 64;
     const BLOCK_LEN: usize = 32;
-    const QUANTIZED: bool = false;
     type Block = Floats;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Floats {
@@ -463,23 +453,29 @@ impl RowDot for Bf16 {
         }
         Floats(w)
     }
+    /// llama.cpp multiplies BF16 weights with activations rounded to bf16.
     #[inline(always)]
-    fn dot(w: &Floats, _: &[Q8Block], x: &[f32]) -> f32 {
-        fdot(&w.0, x)
+    fn dot(w: &Floats, a: &Activations, i: usize) -> f32 {
+        fdot(&w.0, &a.x[32 * i..32 * i + 32], |x| {
+            half::bf16::from_f32(x).to_f32()
+        })
     }
 }
 
-/// Any other format the crate dequantizes: a block at a time to f32, then the float dot.
-pub fn generic_dot(ty: GgmlType, row: &[u8], x: &[f32]) -> f32 {
-    let (len, bytes) = (ty.block_len(), ty.block_bytes());
-    let mut buf = [0f32; 256];
-    let mut acc = 0f32;
-    for (b, xs) in row.chunks_exact(bytes).zip(x.chunks_exact(len)) {
-        let out = &mut buf[..len];
-        // The row's length was checked at load; a type without a dequantizer was refused.
-        if quant::dequantize(ty, b, out).is_ok() {
-            acc += out.iter().zip(xs).map(|(w, x)| w * x).sum::<f32>();
+/// Σ w·x over two f32 rows, in eight partial sums.
+pub fn fdot_f32(w: &[f32], x: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (w8, x8) = (w.chunks_exact(8), x.chunks_exact(8));
+    let tail: f32 = w8
+        .remainder()
+        .iter()
+        .zip(x8.remainder())
+        .map(|(a, b)| a * b)
+        .sum();
+    for (a, b) in w8.zip(x8) {
+        for k in 0..8 {
+            acc[k] += a[k] * b[k];
         }
     }
-    acc
+    acc.iter().sum::<f32>() + tail
 }

@@ -96,7 +96,7 @@ pub fn matmul(rt: &CpuRuntime, w: &QMatrix, acts: &[Activations], out: &mut [f32
     if tokens == 1 {
         out.par_chunks_mut(per_task)
             .enumerate()
-            .for_each(|(i, o)| rows(rt.simd, w, i * per_task, acts, o));
+            .for_each(|(i, o)| rows(rt, w, i * per_task, acts, o));
         return;
     }
     // Several tokens: each task computes its rows for every token ([row][token], so a row's
@@ -105,7 +105,7 @@ pub fn matmul(rt: &CpuRuntime, w: &QMatrix, acts: &[Activations], out: &mut [f32
     by_row
         .par_chunks_mut(per_task * tokens)
         .enumerate()
-        .for_each(|(i, o)| rows(rt.simd, w, i * per_task, acts, o));
+        .for_each(|(i, o)| rows(rt, w, i * per_task, acts, o));
     for (r, row) in by_row.chunks_exact(tokens).enumerate() {
         for (t, &v) in row.iter().enumerate() {
             out[t * w.rows + r] = v;
@@ -115,8 +115,46 @@ pub fn matmul(rt: &CpuRuntime, w: &QMatrix, acts: &[Activations], out: &mut [f32
 
 /// Rows `first..` of `w` (as many as `out` holds, `[row][token]`), with the kernel of `w`'s
 /// format.
-fn rows(simd: Simd, w: &QMatrix, first: usize, acts: &[Activations], out: &mut [f32]) {
+fn rows(rt: &CpuRuntime, w: &QMatrix, first: usize, acts: &[Activations], out: &mut [f32]) {
     use kernels::*;
+    let simd = rt.simd;
+    if rt.exact {
+        return generic_rows(w.ty, w, first, acts, out);
+    }
+    #[cfg(target_arch = "x86_64")]
+    if simd == Simd::Avx2 {
+        type Kernel = fn(&[u8], &[Activations], &mut [f32]);
+        let kernel: Option<Kernel> = match w.ty {
+            GgmlType::Q4_0 => Some(|r, a, o| {
+                #[allow(unsafe_code)]
+                // SAFETY: AVX2 and FMA were detected (`Simd::Avx2`).
+                unsafe {
+                    super::avx2::q4_0(r, a, o)
+                }
+            }),
+            GgmlType::Q4_1 => Some(|r, a, o| {
+                #[allow(unsafe_code)]
+                // SAFETY: as above.
+                unsafe {
+                    super::avx2::q4_1(r, a, o)
+                }
+            }),
+            GgmlType::Q8_0 => Some(|r, a, o| {
+                #[allow(unsafe_code)]
+                // SAFETY: as above.
+                unsafe {
+                    super::avx2::q8_0(r, a, o)
+                }
+            }),
+            _ => None,
+        };
+        if let Some(kernel) = kernel {
+            for (i, o) in out.chunks_exact_mut(acts.len()).enumerate() {
+                kernel(w.row(first + i), acts, o);
+            }
+            return;
+        }
+    }
     match w.ty {
         GgmlType::Q4_0 => run::<Q4_0>(simd, w, first, acts, out),
         GgmlType::Q4_1 => run::<Q4_1>(simd, w, first, acts, out),
@@ -129,14 +167,21 @@ fn rows(simd: Simd, w: &QMatrix, first: usize, acts: &[Activations], out: &mut [
         GgmlType::F32 => run::<F32>(simd, w, first, acts, out),
         GgmlType::F16 => run::<F16>(simd, w, first, acts, out),
         GgmlType::BF16 => run::<Bf16>(simd, w, first, acts, out),
-        ty => {
-            let tokens = acts.len();
-            for (i, o) in out.chunks_exact_mut(tokens).enumerate() {
-                let row = w.row(first + i);
-                for (v, a) in o.iter_mut().zip(acts) {
-                    *v = kernels::generic_dot(ty, row, &a.x);
-                }
-            }
+        ty => generic_rows(ty, w, first, acts, out),
+    }
+}
+
+/// Rows expanded to f32 (once per row for all tokens) and multiplied with f32 activations.
+fn generic_rows(ty: GgmlType, w: &QMatrix, first: usize, acts: &[Activations], out: &mut [f32]) {
+    let mut row = vec![0f32; w.cols];
+    for (i, o) in out.chunks_exact_mut(acts.len()).enumerate() {
+        // The matrix was checked at load: its type expands and its rows are whole blocks.
+        if quant::dequantize(ty, w.row(first + i), &mut row).is_err() {
+            o.fill(f32::NAN);
+            continue;
+        }
+        for (v, a) in o.iter_mut().zip(acts) {
+            *v = kernels::fdot_f32(&row, &a.x);
         }
     }
 }

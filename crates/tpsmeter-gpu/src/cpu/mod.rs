@@ -10,6 +10,9 @@
 //! What it does not do: anything on a GPU, batch several sequences, or choose between itself
 //! and the GPU (callers do, see the CLI's `--backend`).
 
+mod attention;
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 mod engine;
 pub mod f16;
 pub mod kernels;

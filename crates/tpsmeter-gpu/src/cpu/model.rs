@@ -4,6 +4,7 @@
 
 use rayon::prelude::*;
 
+use super::attention::{HeadArgs, KvElem, head, rope_apply, rope_table};
 use super::matrix::{QMatrix, matmul};
 use super::q8::Activations;
 use super::runtime::{CpuOptions, CpuRuntime, Simd};
@@ -15,17 +16,40 @@ use crate::gguf::GgufFile;
 use crate::kernels::sample::{MAX_PENALTY_WINDOW, SamplerConfig};
 use crate::kernels::twins::sample;
 use crate::model::config::{Activation, ModelConfig};
-use crate::reference::ops::{dot, gelu_tanh, rms_norm, rope, silu, softmax};
+use crate::reference::ops::{gelu_tanh, rms_norm, silu};
 
-/// Keys and values of every layer, f32, grown as positions fill (so memory follows the
+/// Keys and values of every layer, grown as positions fill (so memory follows the
 /// conversation, not the context limit).
 #[derive(Debug)]
-struct Kv {
-    k: Vec<Vec<f32>>,
-    v: Vec<Vec<f32>>,
-    /// Round keys and values to f16 as they are stored, as the GPU engine's f16 cache and
-    /// llama.cpp's default do: the same numbers, so the same greedy tokens.
-    f16: bool,
+struct Cache<T> {
+    k: Vec<Vec<T>>,
+    v: Vec<Vec<T>>,
+}
+
+impl<T: KvElem> Cache<T> {
+    fn new(layers: usize) -> Self {
+        Self {
+            k: vec![Vec::new(); layers],
+            v: vec![Vec::new(); layers],
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.k
+            .iter()
+            .chain(&self.v)
+            .map(|v| v.capacity())
+            .sum::<usize>()
+            * size_of::<T>()
+    }
+}
+
+/// The cache in f16 (the default: as the GPU engine's f16 cache and llama.cpp's, so the same
+/// numbers and the same greedy tokens, at half the memory) or f32.
+#[derive(Debug)]
+enum Kv {
+    F16(Cache<u16>),
+    F32(Cache<f32>),
 }
 
 /// Work counters since load.
@@ -73,10 +97,10 @@ impl CpuModel {
     ) -> Result<Self> {
         let mut m = Self {
             max_ctx: opts.max_context.clamp(1, cfg.context_length),
-            kv: Kv {
-                k: vec![Vec::new(); cfg.n_layers],
-                v: vec![Vec::new(); cfg.n_layers],
-                f16: opts.kv_f16,
+            kv: if opts.kv_f16 {
+                Kv::F16(Cache::new(cfg.n_layers))
+            } else {
+                Kv::F32(Cache::new(cfg.n_layers))
             },
             cfg,
             w,
@@ -115,13 +139,10 @@ impl CpuModel {
 
     /// Bytes of weights and of the keys and values held now.
     pub fn resident_bytes(&self) -> usize {
-        let kv: usize = self
-            .kv
-            .k
-            .iter()
-            .chain(&self.kv.v)
-            .map(|v| v.capacity() * 4)
-            .sum();
+        let kv = match &self.kv {
+            Kv::F16(c) => c.bytes(),
+            Kv::F32(c) => c.bytes(),
+        };
         self.w.size() + kv
     }
 
@@ -252,11 +273,6 @@ impl CpuModel {
         self.stats.tokens += tokens.len() as u64;
         let n = tokens.len();
         let e = cfg.n_embd;
-        let end = start + n;
-        for l in 0..cfg.n_layers {
-            grow(&mut kv.k[l], end * cfg.k_dim());
-            grow(&mut kv.v[l], end * cfg.v_dim());
-        }
         let mut x = vec![0f32; n * e];
         for (row, &t) in x.chunks_exact_mut(e).zip(tokens) {
             w.token_embd.dequantize_row(t as usize, row)?;
@@ -264,24 +280,10 @@ impl CpuModel {
                 row.iter_mut().for_each(|v| *v *= s);
             }
         }
-        let kv_f16 = kv.f16;
         rt.install(|| {
-            let mut s = Scratch::new(cfg, n);
-            for (l, lw) in w.layers.iter().enumerate() {
-                attention_block(
-                    rt,
-                    cfg,
-                    w,
-                    l,
-                    lw,
-                    start,
-                    &mut x,
-                    &mut kv.k[l],
-                    &mut kv.v[l],
-                    kv_f16,
-                    &mut s,
-                );
-                ffn_block(rt, cfg, lw, &mut x, &mut s);
+            match kv {
+                Kv::F16(c) => layers(rt, cfg, w, start, &mut x, c),
+                Kv::F32(c) => layers(rt, cfg, w, start, &mut x, c),
             }
             if !want_logits {
                 return Ok(Vec::new());
@@ -298,12 +300,43 @@ impl CpuModel {
     }
 }
 
+/// Every block on `x` (`[token][n_embd]`, positions `start..`), its keys and values stored.
+fn layers<T: KvElem>(
+    rt: &CpuRuntime,
+    cfg: &ModelConfig,
+    w: &CpuWeights,
+    start: usize,
+    x: &mut [f32],
+    cache: &mut Cache<T>,
+) {
+    let n = x.len() / cfg.n_embd;
+    let end = start + n;
+    let mut s = Scratch::new(cfg, n);
+    for (l, lw) in w.layers.iter().enumerate() {
+        grow(&mut cache.k[l], end * cfg.k_dim());
+        grow(&mut cache.v[l], end * cfg.v_dim());
+        attention_block(
+            rt,
+            cfg,
+            w,
+            l,
+            lw,
+            start,
+            x,
+            &mut cache.k[l],
+            &mut cache.v[l],
+            &mut s,
+        );
+        ffn_block(rt, cfg, lw, x, &mut s);
+    }
+}
+
 /// Makes `v` at least `len` long, growing in steps of 1/8 so appends stay amortised.
-fn grow(v: &mut Vec<f32>, len: usize) {
+fn grow<T: KvElem>(v: &mut Vec<T>, len: usize) {
     if v.len() < len {
         let want = len.max(v.len() + v.len() / 8);
         v.reserve_exact(want - v.len());
-        v.resize(len, 0.0);
+        v.resize(len, T::default());
     }
 }
 
@@ -346,7 +379,7 @@ impl Scratch {
 
 /// The attention half of block `l`, adding its output to `x`.
 #[allow(clippy::too_many_arguments)]
-fn attention_block(
+fn attention_block<T: KvElem>(
     rt: &CpuRuntime,
     cfg: &ModelConfig,
     w: &CpuWeights,
@@ -354,9 +387,8 @@ fn attention_block(
     lw: &super::weights::CpuLayer,
     start: usize,
     x: &mut [f32],
-    kc: &mut [f32],
-    vc: &mut [f32],
-    kv_f16: bool,
+    kc: &mut [T],
+    vc: &mut [T],
     s: &mut Scratch,
 ) {
     let (e, hd, hdv) = (cfg.n_embd, cfg.head_dim, cfg.head_dim_v);
@@ -384,6 +416,7 @@ fn attention_block(
     let base = cfg.rope_base_for_layer(l);
     let local = cfg.is_local_layer(l);
     let freqs = w.rope_freqs.as_deref();
+    let mut table = Vec::with_capacity(cfg.rope_dim / 2);
     for t in 0..n {
         let pos = start + t;
         // Local (sliding-window) layers are not position-scaled in llama.cpp's Gemma 3.
@@ -392,21 +425,18 @@ fn attention_block(
         } else {
             pos as f32 / cfg.rope_scale
         };
+        rope_table(rope_pos, cfg.rope_dim, base, freqs, &mut table);
         let q = &mut s.q[t * cfg.q_dim()..(t + 1) * cfg.q_dim()];
         let k = &mut s.k[t * k_dim..(t + 1) * k_dim];
         for head in q.chunks_exact_mut(hd).chain(k.chunks_exact_mut(hd)) {
-            rope(head, rope_pos, cfg.rope_dim, base, cfg.rope_layout, freqs);
+            rope_apply(head, &table, cfg.rope_layout);
         }
     }
-    kc[start * k_dim..(start + n) * k_dim].copy_from_slice(&s.k);
-    vc[start * v_dim..(start + n) * v_dim].copy_from_slice(&s.v);
-    if kv_f16 {
-        let stored = kc[start * k_dim..(start + n) * k_dim]
-            .iter_mut()
-            .chain(&mut vc[start * v_dim..(start + n) * v_dim]);
-        for v in stored {
-            *v = half::f16::from_f32(*v).to_f32();
-        }
+    for (c, v) in kc[start * k_dim..(start + n) * k_dim].iter_mut().zip(&s.k) {
+        *c = T::store(*v);
+    }
+    for (c, v) in vc[start * v_dim..(start + n) * v_dim].iter_mut().zip(&s.v) {
+        *c = T::store(*v);
     }
     let (kc, vc) = (&*kc, &*vc);
     let group = cfg.n_head / cfg.n_head_kv;
@@ -416,24 +446,24 @@ fn attention_block(
     };
     let q = &s.q;
     // One task per (token, head): its scores, softmax and weighted values.
+    let simd = rt.simd;
     s.attn.par_chunks_mut(hdv).enumerate().for_each(|(i, out)| {
         let (t, hq) = (i / cfg.n_head, i % cfg.n_head);
         let pos = start + t;
-        let first = window.map_or(0, |w| (pos + 1).saturating_sub(w));
         let hk = hq / group;
-        let qh = &q[t * cfg.q_dim() + hq * hd..t * cfg.q_dim() + (hq + 1) * hd];
-        let mut scores: Vec<f32> = (first..=pos)
-            .map(|p| {
-                dot(qh, &kc[p * k_dim + hk * hd..p * k_dim + (hk + 1) * hd]) * cfg.attention_scale
-            })
-            .collect();
-        softmax(&mut scores);
-        out.fill(0.0);
-        for (j, &pw) in scores.iter().enumerate() {
-            let p = first + j;
-            let vh = &vc[p * v_dim + hk * hdv..p * v_dim + (hk + 1) * hdv];
-            out.iter_mut().zip(vh).for_each(|(o, v)| *o += pw * v);
-        }
+        let args = HeadArgs {
+            q: &q[t * cfg.q_dim() + hq * hd..t * cfg.q_dim() + (hq + 1) * hd],
+            k: kc,
+            v: vc,
+            k_dim,
+            v_dim,
+            k_off: hk * hd,
+            v_off: hk * hdv,
+            first: window.map_or(0, |w| (pos + 1).saturating_sub(w)),
+            last: pos,
+            scale: cfg.attention_scale,
+        };
+        head(simd, &args, out);
     });
     Scratch::set_acts(&mut s.acts, &s.attn);
     matmul(rt, &lw.wo, &s.acts, &mut s.proj);

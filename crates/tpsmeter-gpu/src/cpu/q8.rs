@@ -1,12 +1,20 @@
-//! Activations quantized to 8 bits in blocks of 32, as llama.cpp's CPU backend does before a
-//! quantized dot product (`block_q8_1`): the weights' integer codes then multiply the
-//! activations' in integer arithmetic, and one float multiply per block applies both scales.
+//! Activations quantized to 8 bits before the integer dot products, exactly as llama.cpp's
+//! CPU backend rounds them (its x86 build): in blocks of 32 for the 32-weight formats
+//! (`block_q8_0`/`block_q8_1`: scale `max|x|/127` kept as f16, codes rounded half to even,
+//! and for formats with a minimum the block's sum kept as f16), and in blocks of 256 for the
+//! K-quants (`block_q8_K`: scale `−max/127` from the largest-magnitude value, kept as f32,
+//! with sums of 16). Rounding as llama.cpp does is what lets greedy decoding agree with it at
+//! every position that is not a near-tie: two roundings of the same activations move logits
+//! by tenths.
 
-/// Activation values per block.
+use super::f16;
+
+/// Activation values per small block.
 pub const Q8_LEN: usize = 32;
+/// Activation values per K-quant block.
+pub const Q8K_LEN: usize = 256;
 
-/// 32 activations as `d * qs[i]`, with `s = d * Σ qs` for the formats whose weights carry a
-/// minimum (Q4_1, Q5_1, the K-quants' mins).
+/// 32 activations as `d · qs[i]`, with `s ≈ d · Σ qs` (both as f16 values).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Q8Block {
     pub d: f32,
@@ -14,16 +22,25 @@ pub struct Q8Block {
     pub qs: [i8; Q8_LEN],
 }
 
-/// One token's activations: as f32 (for float weights and the generic path) and quantized
-/// (for the integer kernels), `x.len()` a multiple of [`Q8_LEN`] or no blocks at all.
+/// 256 activations as `d · qs[i]`, with the sums of each 16.
+#[derive(Clone, Copy, Debug)]
+pub struct Q8KBlock {
+    pub d: f32,
+    pub qs: [i8; Q8K_LEN],
+    pub bsums: [i16; 16],
+}
+
+/// One token's activations: as f32 (for float weights), and quantized for the integer
+/// kernels when the length is whole blocks.
 #[derive(Clone, Debug, Default)]
 pub struct Activations {
     pub x: Vec<f32>,
     pub q8: Vec<Q8Block>,
+    pub q8k: Vec<Q8KBlock>,
 }
 
 impl Activations {
-    /// Fills from `x`, quantizing it when its length is whole blocks.
+    /// Fills from `x`.
     pub fn set(&mut self, x: &[f32]) {
         self.x.clear();
         self.x.extend_from_slice(x);
@@ -31,26 +48,63 @@ impl Activations {
         if x.len().is_multiple_of(Q8_LEN) {
             self.q8.extend(x.chunks_exact(Q8_LEN).map(quantize_block));
         }
+        self.q8k.clear();
+        if x.len().is_multiple_of(Q8K_LEN) {
+            self.q8k
+                .extend(x.chunks_exact(Q8K_LEN).map(quantize_k_block));
+        }
     }
 }
 
-/// Quantizes 32 values to the nearest of 255 steps of `max |x| / 127`.
+/// The f32 value nearest `v` that an f16 holds (what storing as f16 keeps).
+#[inline]
+pub fn round_f16(v: f32) -> f32 {
+    f16::to_f32(half::f16::from_f32(v).to_bits())
+}
+
+/// `block_q8_1` of 32 values (also `block_q8_0`, which is the same without `s`).
 #[inline]
 pub fn quantize_block(x: &[f32]) -> Q8Block {
     let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
     let d = amax / 127.0;
-    let inv = if d > 0.0 { 1.0 / d } else { 0.0 };
-    let mut b = Q8Block {
-        d,
-        ..Default::default()
-    };
+    let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
+    let mut b = Q8Block::default();
     let mut sum = 0i32;
     for (q, &v) in b.qs.iter_mut().zip(x) {
-        // |v * inv| ≤ 127 (+ rounding of the division): in range of i8 after clamping.
-        *q = (v * inv).round().clamp(-127.0, 127.0) as i8;
+        // |v · id| ≤ 127 up to rounding of the product; the cast saturates regardless.
+        *q = (v * id).round_ties_even() as i8;
         sum += i32::from(*q);
     }
-    b.s = d * sum as f32;
+    b.d = round_f16(d);
+    b.s = round_f16(d * sum as f32);
+    b
+}
+
+/// `block_q8_K` of 256 values.
+pub fn quantize_k_block(x: &[f32]) -> Q8KBlock {
+    let mut b = Q8KBlock {
+        d: 0.0,
+        qs: [0; Q8K_LEN],
+        bsums: [0; 16],
+    };
+    let (mut max, mut amax) = (0f32, 0f32);
+    for &v in x {
+        if v.abs() > amax {
+            amax = v.abs();
+            max = v;
+        }
+    }
+    if amax == 0.0 {
+        return b;
+    }
+    let iscale = -127.0 / max;
+    for (q, &v) in b.qs.iter_mut().zip(x) {
+        *q = ((iscale * v).round_ties_even() as i32).min(127) as i8;
+    }
+    for (s, q) in b.bsums.iter_mut().zip(b.qs.chunks_exact(16)) {
+        *s = q.iter().map(|&v| i16::from(v)).sum();
+    }
+    b.d = 1.0 / iscale;
     b
 }
 
@@ -59,16 +113,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_block_round_trips_within_half_a_step() {
-        let x: Vec<f32> = (0..32)
+    fn blocks_round_trip_within_half_a_step() {
+        let x: Vec<f32> = (0..256)
             .map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.173)
             .collect();
-        let b = quantize_block(&x);
+        let b = quantize_block(&x[..32]);
         for (q, v) in b.qs.iter().zip(&x) {
-            assert!((f32::from(*q) * b.d - v).abs() <= b.d * 0.5 + 1e-6);
+            // d is rounded to f16 (relative error 2^-11) after the codes are chosen.
+            assert!((f32::from(*q) * b.d - v).abs() <= b.d * 0.52 + 1e-6);
         }
-        let sum: f32 = b.qs.iter().map(|&q| f32::from(q)).sum::<f32>() * b.d;
-        assert!((b.s - sum).abs() < 1e-4);
+        let k = quantize_k_block(&x);
+        for (q, v) in k.qs.iter().zip(&x) {
+            assert!((f32::from(*q) * k.d - v).abs() <= k.d.abs() * 0.5 + 1e-6);
+        }
+        assert_eq!(
+            k.bsums[0],
+            k.qs[..16].iter().map(|&q| i16::from(q)).sum::<i16>()
+        );
         assert_eq!(quantize_block(&[0.0; 32]).qs, [0; 32]);
+        assert_eq!(quantize_k_block(&[0.0; 256]).d, 0.0);
     }
 }

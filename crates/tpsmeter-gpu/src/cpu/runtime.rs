@@ -50,6 +50,10 @@ pub struct CpuOptions {
     pub threads: Option<usize>,
     /// Force the portable kernels (tests compare them with the SIMD ones).
     pub portable: bool,
+    /// Multiply every weight, expanded to f32, with f32 activations (no 8-bit rounding):
+    /// the precision of an f32 implementation, for comparing with one (llama.cpp on a file's
+    /// F32 expansion). Several times slower; not for use.
+    pub exact: bool,
 }
 
 /// A thread pool and the kernels' instruction set.
@@ -57,6 +61,7 @@ pub struct CpuOptions {
 pub struct CpuRuntime {
     pub(super) pool: rayon::ThreadPool,
     pub(super) simd: Simd,
+    pub(super) exact: bool,
     threads: usize,
 }
 
@@ -98,6 +103,7 @@ impl CpuRuntime {
         Ok(Self {
             pool,
             simd,
+            exact: opts.exact,
             threads,
         })
     }

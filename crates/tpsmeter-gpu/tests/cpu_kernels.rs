@@ -1,0 +1,262 @@
+//! The CPU backend's matrix kernels against the f32 oracle: for every block format, random
+//! rows (with sane scales) times random activations, through `QMatrix` and `matmul`, with the
+//! AVX2 build (where the CPU has it) and the portable one, one token and a prompt chunk.
+//!
+//! Tolerance, derived rather than tuned: integer formats multiply activations rounded to 8
+//! bits (step `d = max|x| / 127` per block of 32, or of 256 for the K-quants), so each
+//! weight's product moves by at most `|w|·d/2`, plus, for 32-blocks whose scale is kept as
+//! f16 as llama.cpp keeps it, `|w|·127·d·2⁻¹¹` (and the f16 block sum for formats with a
+//! minimum); F16 and BF16 weights multiply activations rounded to their type. Every format
+//! also gets the f32 summation term `1e-5·Σ|w_i·x_i|`. The SIMD build of the portable
+//! kernels runs the same arithmetic in the same order as the baseline one, so they must agree
+//! bit for bit (the hand-written AVX2 kernels only sum in another order: they are held to the
+//! oracle), and one token must give what it gives inside a chunk of tokens.
+#![allow(clippy::unwrap_used)]
+
+use proptest::prelude::*;
+use tpsmeter_gpu::cpu::matrix::{QMatrix, matmul};
+use tpsmeter_gpu::cpu::q8::Activations;
+use tpsmeter_gpu::cpu::{CpuOptions, CpuRuntime, Simd};
+use tpsmeter_gpu::quant::{GgmlType, dequantize};
+
+/// Every format with a kernel of its own, and one (Q2_K... none dequantizable without) that
+/// takes the generic block-to-f32 path: all formats the crate can expand.
+fn formats() -> Vec<GgmlType> {
+    GgmlType::ALL
+        .into_iter()
+        .filter(|t| t.can_dequantize())
+        .collect()
+}
+
+/// Byte offsets of the f16 scales in one block of `ty` (random bytes there could be NaN or
+/// huge): they are overwritten with sane values.
+fn f16_fields(ty: GgmlType) -> &'static [usize] {
+    match ty {
+        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
+        GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q4_K | GgmlType::Q5_K => &[0, 2],
+        GgmlType::Q6_K => &[208],
+        _ => &[],
+    }
+}
+
+/// A tiny deterministic generator (the test's inputs come from proptest's seed).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Uniform in [-1, 1).
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+}
+
+/// `rows` random rows of `cols` weights of `ty`.
+fn random_matrix(ty: GgmlType, rows: usize, cols: usize, rng: &mut Rng) -> QMatrix {
+    let row_bytes = ty.row_bytes(cols).unwrap();
+    let mut bytes: Vec<u8> = (0..rows * row_bytes).map(|_| rng.next() as u8).collect();
+    match ty {
+        GgmlType::F32 => {
+            for c in bytes.chunks_exact_mut(4) {
+                c.copy_from_slice(&(rng.unit() * 0.5).to_le_bytes());
+            }
+        }
+        GgmlType::F16 => {
+            for c in bytes.chunks_exact_mut(2) {
+                c.copy_from_slice(&half::f16::from_f32(rng.unit() * 0.5).to_le_bytes());
+            }
+        }
+        GgmlType::BF16 => {
+            for c in bytes.chunks_exact_mut(2) {
+                c.copy_from_slice(&half::bf16::from_f32(rng.unit() * 0.5).to_le_bytes());
+            }
+        }
+        _ => {
+            for block in bytes.chunks_exact_mut(ty.block_bytes()) {
+                for &at in f16_fields(ty) {
+                    let v = half::f16::from_f32(rng.unit() * 0.02);
+                    block[at..at + 2].copy_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
+    }
+    QMatrix::new(ty, rows, cols, bytes).unwrap()
+}
+
+/// The oracle: the row expanded to f32, multiplied in f64; the bound on how far rounding
+/// the activations as llama.cpp does may move it (module docs); and the magnitude for the
+/// summation term.
+fn oracle(w: &QMatrix, r: usize, x: &[f32]) -> (f64, f64, f64) {
+    const F16_EPS: f64 = 1.0 / 2048.0;
+    let mut row = vec![0f32; w.cols];
+    dequantize(w.ty, w.row(r), &mut row).unwrap();
+    let (w64, x64): (Vec<f64>, Vec<f64>) = (
+        row.iter().map(|&v| f64::from(v)).collect(),
+        x.iter().map(|&v| f64::from(v)).collect(),
+    );
+    let dot: f64 = w64.iter().zip(&x64).map(|(w, x)| w * x).sum();
+    let magnitude: f64 = w64.iter().zip(&x64).map(|(w, x)| (w * x).abs()).sum();
+    let amax = |xs: &[f64]| xs.iter().fold(0f64, |m, v| m.max(v.abs()));
+    let rounding = match w.ty {
+        GgmlType::F32 => 0.0,
+        GgmlType::F16 => magnitude * F16_EPS,
+        GgmlType::BF16 => magnitude / 256.0,
+        GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => w64
+            .chunks(256)
+            .zip(x64.chunks(256))
+            .map(|(ws, xs)| ws.iter().map(|w| w.abs()).sum::<f64>() * amax(xs) / 127.0 / 2.0)
+            .sum(),
+        ty => {
+            // 32-weight blocks: codes on the exact scale, the scale then kept as f16; for
+            // formats with a minimum `m`, the block's activation sum kept as f16 too.
+            let block_bytes = ty.block_bytes();
+            let with_min = matches!(ty, GgmlType::Q4_1 | GgmlType::Q5_1);
+            w64.chunks(32)
+                .zip(x64.chunks(32))
+                .zip(w.row(r).chunks_exact(block_bytes))
+                .map(|((ws, xs), block)| {
+                    let step = amax(xs) / 127.0;
+                    let m = if with_min {
+                        f64::from(half::f16::from_le_bytes([block[2], block[3]]).to_f32()).abs()
+                    } else {
+                        0.0
+                    };
+                    let sum_x: f64 = xs.iter().map(|v| v.abs()).sum();
+                    ws.iter().map(|w| w.abs() + m).sum::<f64>() * step * (0.5 + 127.0 * F16_EPS)
+                        + m * (16.0 * step + (sum_x + 16.0 * step) * F16_EPS)
+                })
+                .sum()
+        }
+    };
+    (dot, rounding, magnitude)
+}
+
+fn runtime(portable: bool) -> CpuRuntime {
+    CpuRuntime::new(CpuOptions {
+        threads: Some(2),
+        portable,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// `matmul` for `tokens` activation rows.
+fn product(rt: &CpuRuntime, w: &QMatrix, xs: &[Vec<f32>]) -> Vec<f32> {
+    let acts: Vec<Activations> = xs
+        .iter()
+        .map(|x| {
+            let mut a = Activations::default();
+            a.set(x);
+            a
+        })
+        .collect();
+    let mut out = vec![0f32; xs.len() * w.rows];
+    rt.install(|| matmul(rt, w, &acts, &mut out));
+    out
+}
+
+fn check_format(ty: GgmlType, seed: u64, tokens: usize) {
+    let mut rng = Rng(seed | 1);
+    // Two blocks of 256 per row (every format's rows hold whole blocks), and enough rows
+    // to be split over both threads.
+    let (rows, cols) = (70, 512);
+    let w = random_matrix(ty, rows, cols, &mut rng);
+    let xs: Vec<Vec<f32>> = (0..tokens)
+        .map(|_| {
+            (0..cols)
+                .map(|i| rng.unit() * if i % 97 == 0 { 8.0 } else { 1.0 })
+                .collect()
+        })
+        .collect();
+    let simd = runtime(false);
+    let plain = runtime(true);
+    let got = product(&simd, &w, &xs);
+    let got_plain = product(&plain, &w, &xs);
+    // Q4_0, Q4_1 and Q8_0 have hand-written AVX2 kernels (eight float partial sums): those
+    // differ from the portable build by summation order, and both are held to the oracle.
+    let hand_written =
+        simd.simd() == Simd::Avx2 && matches!(ty, GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q8_0);
+    if !hand_written {
+        assert_eq!(
+            got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            got_plain.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            "{ty}: {} and portable builds differ",
+            simd.simd().name()
+        );
+    }
+    for (t, x) in xs.iter().enumerate() {
+        // A token alone gives what it gave inside the chunk.
+        let alone = product(&simd, &w, std::slice::from_ref(x));
+        for r in 0..rows {
+            let v = got[t * rows + r];
+            assert_eq!(
+                v.to_bits(),
+                alone[r].to_bits(),
+                "{ty} row {r}: chunk vs one token"
+            );
+            let (want, rounding, magnitude) = oracle(&w, r, x);
+            let bound = rounding + 1e-5 * magnitude + 1e-6;
+            for (build, v) in [("simd", v), ("portable", got_plain[t * rows + r])] {
+                assert!(
+                    (f64::from(v) - want).abs() <= bound,
+                    "{ty} {build} token {t} row {r}: got {v}, want {want}, bound {bound}"
+                );
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(6))]
+    #[test]
+    fn every_format_matches_the_f32_oracle(seed in any::<u64>(), tokens in 1usize..5) {
+        for ty in formats() {
+            check_format(ty, seed, tokens);
+        }
+    }
+}
+
+#[test]
+fn the_simd_build_is_taken_where_the_cpu_has_it() {
+    let simd = runtime(false).simd();
+    #[cfg(target_arch = "x86_64")]
+    assert_eq!(
+        simd == Simd::Avx2,
+        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
+    );
+    assert_eq!(runtime(true).simd(), Simd::Portable);
+    let _ = simd;
+}
+
+#[test]
+fn a_matrix_of_the_wrong_size_is_a_typed_error() {
+    let err = QMatrix::new(GgmlType::Q4_1, 2, 64, vec![0; 79]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            tpsmeter_gpu::GpuError::QuantLength {
+                expected_bytes: 80,
+                got_bytes: 79,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        CpuRuntime::new(CpuOptions {
+            threads: Some(0),
+            ..Default::default()
+        })
+        .is_err()
+    );
+    assert!(
+        CpuRuntime::new(CpuOptions {
+            threads: Some(100_000),
+            ..Default::default()
+        })
+        .is_err()
+    );
+}
