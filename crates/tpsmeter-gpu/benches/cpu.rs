@@ -61,6 +61,29 @@ mod native {
         Some(kb * 1024)
     }
 
+    /// GB/s of `threads` threads summing a 256 MiB buffer (each its own part), median of
+    /// `runs`: the bound on a decode step, which reads every weight once.
+    fn read_bandwidth(threads: usize, runs: usize) -> f64 {
+        use rayon::prelude::*;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let buf: Vec<u64> = (0..(256usize << 20) / 8).map(|i| i as u64).collect();
+        let mut v = Vec::new();
+        for _ in 0..=runs {
+            let t = Instant::now();
+            let sum: u64 = pool.install(|| {
+                buf.par_chunks(buf.len() / threads)
+                    .map(|c| c.iter().fold(0u64, |a, &x| a.wrapping_add(x)))
+                    .reduce(|| 0, u64::wrapping_add)
+            });
+            std::hint::black_box(sum);
+            v.push((buf.len() * 8) as f64 / t.elapsed().as_secs_f64() / 1e9);
+        }
+        stats(&v[1..]).0
+    }
+
     pub fn main() {
         let path = std::env::var("TPSMETER_MODEL").unwrap_or_else(|_| {
             let home = std::env::var("HOME").unwrap_or_default();
@@ -98,6 +121,14 @@ mod native {
             m.threads(),
             m.simd().name(),
             load_s * 1e3
+        );
+        let gbps = read_bandwidth(threads, runs);
+        let weights = m.resident_bytes() as f64;
+        println!(
+            "streaming read, {threads} threads: {gbps:.1} GB/s: a decode step reads every weight \
+             once ({:.1} MB), so at most {:.0} tok/s",
+            weights / 1e6,
+            gbps * 1e9 / weights
         );
         let vocab = m.config().vocab_size;
         let mut rows = Vec::new();

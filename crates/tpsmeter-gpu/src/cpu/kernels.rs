@@ -10,7 +10,7 @@
 //! activations ([`dot_tokens`]), so a prompt chunk pays for the unpacking once per weight.
 //!
 //! The code is plain Rust written so that LLVM vectorises it: fixed 32-lane integer loops
-//! ([`idot32`]) and no branches inside a block. [`super::matmul`] compiles it twice on x86-64
+//! ([`idot32`]) and no branches inside a block. [`super::matrix`] compiles it twice on x86-64
 //! (baseline, and with AVX2 and FMA enabled, chosen at run time), and the wasm build with
 //! `simd128` turns the same loops into wasm SIMD.
 
@@ -53,7 +53,7 @@ pub fn dot_one<K: RowDot>(row: &[u8], act: &Activations) -> f32 {
     acc
 }
 
-/// Σ w[i]·a[i] over 32 lanes in i32: the loop LLVM turns into `pmaddwd`/`vpmaddwd` (x86) or
+/// `Σ w[i]·a[i]` over 32 lanes in i32: the loop LLVM turns into `pmaddwd`/`vpmaddwd` (x86) or
 /// `i32x4.dot_i16x8_s` (wasm).
 #[inline(always)]
 pub fn idot32(w: &[i8; 32], a: &[i8; 32]) -> i32 {

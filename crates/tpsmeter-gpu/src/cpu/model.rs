@@ -311,7 +311,7 @@ fn layers<T: KvElem>(
 ) {
     let n = x.len() / cfg.n_embd;
     let end = start + n;
-    let mut s = Scratch::new(cfg, n);
+    let mut s = Scratch::new(cfg, n, w.has_k_quants());
     for (l, lw) in w.layers.iter().enumerate() {
         grow(&mut cache.k[l], end * cfg.k_dim());
         grow(&mut cache.v[l], end * cfg.v_dim());
@@ -351,10 +351,12 @@ struct Scratch {
     gate: Vec<f32>,
     up: Vec<f32>,
     acts: Vec<Activations>,
+    /// Whether the activations need K-quant blocks.
+    k_quants: bool,
 }
 
 impl Scratch {
-    fn new(cfg: &ModelConfig, n: usize) -> Self {
+    fn new(cfg: &ModelConfig, n: usize, k_quants: bool) -> Self {
         Self {
             h: vec![0.0; n * cfg.n_embd],
             q: vec![0.0; n * cfg.q_dim()],
@@ -365,16 +367,30 @@ impl Scratch {
             gate: vec![0.0; n * cfg.n_ff],
             up: vec![0.0; n * cfg.n_ff],
             acts: vec![Activations::default(); n],
+            k_quants,
         }
     }
 
     /// Quantizes `rows` (`[token][width]`) into the activations the kernels read.
-    fn set_acts(acts: &mut [Activations], rows: &[f32]) {
-        let width = rows.len() / acts.len();
-        for (a, r) in acts.iter_mut().zip(rows.chunks_exact(width)) {
-            a.set(r);
+    fn set_acts(&mut self, which: Rows) {
+        let rows = match which {
+            Rows::H => &self.h,
+            Rows::Attn => &self.attn,
+            Rows::Gate => &self.gate,
+        };
+        let width = rows.len() / self.acts.len();
+        for (a, r) in self.acts.iter_mut().zip(rows.chunks_exact(width)) {
+            a.set_for(r, self.k_quants);
         }
     }
+}
+
+/// Which of the scratch rows feed the next products.
+#[derive(Clone, Copy)]
+enum Rows {
+    H,
+    Attn,
+    Gate,
 }
 
 /// The attention half of block `l`, adding its output to `x`.
@@ -397,7 +413,7 @@ fn attention_block<T: KvElem>(
     s.h.copy_from_slice(x);
     s.h.chunks_exact_mut(e)
         .for_each(|h| rms_norm(h, &lw.attn_norm, cfg.rms_eps));
-    Scratch::set_acts(&mut s.acts, &s.h);
+    s.set_acts(Rows::H);
     matmul(rt, &lw.wq, &s.acts, &mut s.q);
     matmul(rt, &lw.wk, &s.acts, &mut s.k);
     matmul(rt, &lw.wv, &s.acts, &mut s.v);
@@ -465,7 +481,7 @@ fn attention_block<T: KvElem>(
         };
         head(simd, &args, out);
     });
-    Scratch::set_acts(&mut s.acts, &s.attn);
+    s.set_acts(Rows::Attn);
     matmul(rt, &lw.wo, &s.acts, &mut s.proj);
     if let Some(nw) = &lw.attn_post_norm {
         s.proj
@@ -487,7 +503,7 @@ fn ffn_block(
     s.h.copy_from_slice(x);
     s.h.chunks_exact_mut(e)
         .for_each(|h| rms_norm(h, &lw.ffn_norm, cfg.rms_eps));
-    Scratch::set_acts(&mut s.acts, &s.h);
+    s.set_acts(Rows::H);
     matmul(rt, &lw.w_gate, &s.acts, &mut s.gate);
     matmul(rt, &lw.w_up, &s.acts, &mut s.up);
     for (g, u) in s.gate.iter_mut().zip(&s.up) {
@@ -497,7 +513,7 @@ fn ffn_block(
         };
         *g = a * u;
     }
-    Scratch::set_acts(&mut s.acts, &s.gate);
+    s.set_acts(Rows::Gate);
     matmul(rt, &lw.w_down, &s.acts, &mut s.proj);
     if let Some(nw) = &lw.ffn_post_norm {
         s.proj

@@ -40,8 +40,14 @@ pub struct Activations {
 }
 
 impl Activations {
-    /// Fills from `x`.
+    /// Fills from `x`, with blocks for every kernel.
     pub fn set(&mut self, x: &[f32]) {
+        self.set_for(x, true);
+    }
+
+    /// Fills from `x`; the K-quants' 256-blocks only when `k_quants` (a model without
+    /// K-quant matrices need not pay for them).
+    pub fn set_for(&mut self, x: &[f32], k_quants: bool) {
         self.x.clear();
         self.x.extend_from_slice(x);
         self.q8.clear();
@@ -49,17 +55,39 @@ impl Activations {
             self.q8.extend(x.chunks_exact(Q8_LEN).map(quantize_block));
         }
         self.q8k.clear();
-        if x.len().is_multiple_of(Q8K_LEN) {
+        if k_quants && x.len().is_multiple_of(Q8K_LEN) {
             self.q8k
                 .extend(x.chunks_exact(Q8K_LEN).map(quantize_k_block));
         }
     }
 }
 
-/// The f32 value nearest `v` that an f16 holds (what storing as f16 keeps).
-#[inline]
+/// The f32 value nearest `v` that an f16 holds (what storing as f16 keeps), without a call:
+/// attention rounds every probability. Equal to `half`'s round trip for every input
+/// (`tests::rounding_to_f16_is_halfs`).
+#[inline(always)]
 pub fn round_f16(v: f32) -> f32 {
-    f16::to_f32(half::f16::from_f32(v).to_bits())
+    let a = v.abs();
+    if a < 6.103_515_6e-5 {
+        // Below f16's smallest normal (2^-14) its steps are 2^-24 apart: scale, round half
+        // to even, scale back (both scalings exact).
+        return (rte(a * 16_777_216.0) / 16_777_216.0).copysign(v);
+    }
+    if a >= 65_520.0 || a.is_nan() {
+        // Overflow to infinity, infinities and NaN: rare, left to `half`.
+        return f16::to_f32(half::f16::from_f32(v).to_bits());
+    }
+    // Drop 13 of the 23 mantissa bits, rounding half to even (a carry moves the exponent).
+    let b = v.to_bits();
+    f32::from_bits(b.wrapping_add(0xfff + ((b >> 13) & 1)) & !0x1fff)
+}
+
+/// `v` rounded half to even, for |v| < 2^22: adding 1.5·2^23 leaves no fraction bits, so the
+/// f32 addition itself rounds (llama.cpp's `nearest_int`; `f32::round_ties_even` is a libm
+/// call on a baseline x86-64 build).
+#[inline(always)]
+fn rte(v: f32) -> f32 {
+    (v + 12_582_912.0) - 12_582_912.0
 }
 
 /// `block_q8_1` of 32 values (also `block_q8_0`, which is the same without `s`).
@@ -72,7 +100,7 @@ pub fn quantize_block(x: &[f32]) -> Q8Block {
     let mut sum = 0i32;
     for (q, &v) in b.qs.iter_mut().zip(x) {
         // |v · id| ≤ 127 up to rounding of the product; the cast saturates regardless.
-        *q = (v * id).round_ties_even() as i8;
+        *q = rte(v * id) as i8;
         sum += i32::from(*q);
     }
     b.d = round_f16(d);
@@ -99,7 +127,7 @@ pub fn quantize_k_block(x: &[f32]) -> Q8KBlock {
     }
     let iscale = -127.0 / max;
     for (q, &v) in b.qs.iter_mut().zip(x) {
-        *q = ((iscale * v).round_ties_even() as i32).min(127) as i8;
+        *q = (rte(iscale * v) as i32).min(127) as i8;
     }
     for (s, q) in b.bsums.iter_mut().zip(b.qs.chunks_exact(16)) {
         *s = q.iter().map(|&v| i16::from(v)).sum();
@@ -111,6 +139,45 @@ pub fn quantize_k_block(x: &[f32]) -> Q8KBlock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rounding_to_f16_is_halfs() {
+        let check = |v: f32| {
+            let want = half::f16::from_f32(v).to_f32();
+            let got = round_f16(v);
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "{v:e} ({:#x}): {got:e}, half gives {want:e}",
+                v.to_bits()
+            );
+        };
+        for bits in (0..=u32::MAX).step_by(997) {
+            check(f32::from_bits(bits));
+        }
+        for v in [
+            0.0,
+            -0.0,
+            6.103_515_6e-5,
+            6.1e-5,
+            5.960_464_5e-8,
+            2.98e-8,
+            65_504.0,
+            65_519.99,
+            65_520.0,
+            1.0 + 1.0 / 2048.0,
+        ] {
+            check(v);
+            check(-v);
+        }
+    }
+
+    #[test]
+    fn rounding_half_to_even_is_rints() {
+        for i in -300_000..300_000 {
+            let v = i as f32 / 1024.0;
+            assert_eq!(rte(v), v.round_ties_even(), "{v}");
+        }
+    }
 
     #[test]
     fn blocks_round_trip_within_half_a_step() {

@@ -108,6 +108,19 @@ impl CpuWeights {
         })
     }
 
+    /// Whether any matrix is a K-quant (whose kernels read 256-blocks of activations).
+    pub fn has_k_quants(&self) -> bool {
+        use crate::quant::GgmlType::{Q4_K, Q5_K, Q6_K};
+        let k = |q: &QMatrix| matches!(q.ty, Q4_K | Q5_K | Q6_K);
+        k(&self.token_embd)
+            || self.output.as_ref().is_some_and(k)
+            || self.layers.iter().any(|l| {
+                [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down]
+                    .into_iter()
+                    .any(k)
+            })
+    }
+
     /// Bytes of weights held.
     pub fn size(&self) -> usize {
         let m = |q: &QMatrix| q.size();
