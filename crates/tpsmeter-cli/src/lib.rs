@@ -42,7 +42,8 @@ pub enum Command {
     /// Merge the JSON reports of a run's shards (`bench --shard I/N` on N machines) into the
     /// report of the whole, every summary recomputed from the records.
     Merge(merge::MergeArgs),
-    /// Generate text with a local GGUF model on the GPU (tpsmeter's own engine).
+    /// Generate text with a local GGUF model on the GPU or the CPU (tpsmeter's own engine;
+    /// `--backend auto` takes the CPU where the only adapter is a software one).
     Run(run::RunArgs),
     /// Serve a local GGUF model on an OpenAI-compatible HTTP API (tpsmeter's own engine).
     Serve(serve::ServeArgs),
