@@ -185,8 +185,18 @@ fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
 /// Runs every input of every seed of `target` through `check`; returns how many ran.
 fn replay(target: &str, check: fn(&[u8]), generated: bool) -> usize {
     let seeds = seeds(target);
+    let required = std::env::var_os("TPSMETER_REQUIRE_ASSETS").is_some_and(|v| v == "1");
+    if seeds.is_empty() && generated && !required {
+        // Only generated seeds exist for this target (from the cached models and streams):
+        // a plain `cargo test` skips it, as the other asset-dependent tests do.
+        eprintln!(
+            "skipping fuzz replay {target}: no seeds (`cargo xtask fuzz-seeds` writes them; \
+             TPSMETER_FUZZ_CORPUS names the folder)"
+        );
+        return 0;
+    }
     assert!(!seeds.is_empty(), "no seeds for fuzz target {target}");
-    if generated && std::env::var_os("TPSMETER_REQUIRE_ASSETS").is_some_and(|v| v == "1") {
+    if generated && required {
         let dir = std::env::var_os("TPSMETER_FUZZ_CORPUS").map(PathBuf::from);
         assert!(
             seeds.iter().any(|(name, _)| dir

@@ -2,7 +2,13 @@
 //! rows (with sane scales) times random activations, through `QMatrix` and `matmul`, with the
 //! AVX2 build (where the CPU has it) and the portable one, one token and a prompt chunk.
 //!
-//! Tolerance, derived rather than tuned: integer formats multiply activations rounded to 8
+//! Two oracles. The tight one multiplies the expanded weights with the activations exactly as
+//! the kernels see them (their 8-bit codes and scales, or their float rounding), so the only
+//! difference left is f32 summation order (`1e-5·Σ|w·x̂|`): a wrong scale, offset or code
+//! fails it. The other is the plain f32 product, under a bound on what rounding the
+//! activations may cost.
+//!
+//! That bound is derived rather than tuned: integer formats multiply activations rounded to 8
 //! bits (step `d = max|x| / 127` per block of 32, or of 256 for the K-quants), so each
 //! weight's product moves by at most `|w|·d/2`, plus, for 32-blocks whose scale is kept as
 //! f16 as llama.cpp keeps it, `|w|·127·d·2⁻¹¹` (and the f16 block sum for formats with a
@@ -134,6 +140,58 @@ fn oracle(w: &QMatrix, r: usize, x: &[f32]) -> (f64, f64, f64) {
     (dot, rounding, magnitude)
 }
 
+/// The tight oracle: the row expanded to f32 times the activations as the kernels see them
+/// (8-bit codes times their scale, or rounded to the weights' float type), in f64, with the
+/// f16 block sum where a format with a minimum uses it; and the magnitude `Σ|w·x̂|`. The
+/// kernels compute exactly this up to f32 summation order, so a wrong scale, offset or code
+/// shows as an error many times the summation term.
+fn tight_oracle(w: &QMatrix, r: usize, x: &[f32]) -> (f64, f64) {
+    let mut row = vec![0f32; w.cols];
+    dequantize(w.ty, w.row(r), &mut row).unwrap();
+    let mut a = Activations::default();
+    a.set(x);
+    let seen: Vec<f64> = match w.ty {
+        GgmlType::F32 => x.iter().map(|&v| f64::from(v)).collect(),
+        GgmlType::F16 => x
+            .iter()
+            .map(|&v| f64::from(half::f16::from_f32(v).to_f32()))
+            .collect(),
+        GgmlType::BF16 => x
+            .iter()
+            .map(|&v| f64::from(half::bf16::from_f32(v).to_f32()))
+            .collect(),
+        GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => a
+            .q8k
+            .iter()
+            .flat_map(|b| b.qs.iter().map(move |&q| f64::from(b.d) * f64::from(q)))
+            .collect(),
+        _ => {
+            a.q8.iter()
+                .flat_map(|b| b.qs.iter().map(move |&q| f64::from(b.d) * f64::from(q)))
+                .collect()
+        }
+    };
+    let mut dot = 0f64;
+    let mut magnitude = 0f64;
+    for (&w, &x) in row.iter().zip(&seen) {
+        dot += f64::from(w) * x;
+        magnitude += (f64::from(w) * x).abs();
+    }
+    if matches!(w.ty, GgmlType::Q4_1 | GgmlType::Q5_1) {
+        // The minimum meets the block's f16 sum, not the sum of the rounded activations.
+        for ((block, b), xs) in w
+            .row(r)
+            .chunks_exact(w.ty.block_bytes())
+            .zip(&a.q8)
+            .zip(seen.chunks(32))
+        {
+            let m = f64::from(half::f16::from_le_bytes([block[2], block[3]]).to_f32());
+            dot += m * (f64::from(b.s) - xs.iter().sum::<f64>());
+        }
+    }
+    (dot, magnitude)
+}
+
 fn runtime(portable: bool) -> CpuRuntime {
     CpuRuntime::new(CpuOptions {
         threads: Some(2),
@@ -175,10 +233,13 @@ fn check_format(ty: GgmlType, seed: u64, tokens: usize) {
     let plain = runtime(true);
     let got = product(&simd, &w, &xs);
     let got_plain = product(&plain, &w, &xs);
-    // Q4_0, Q4_1 and Q8_0 have hand-written AVX2 kernels (eight float partial sums): those
+    // Q4_0, Q4_1, Q8_0, Q4_K and Q6_K have hand-written AVX2 kernels (eight float partial sums): those
     // differ from the portable build by summation order, and both are held to the oracle.
-    let hand_written =
-        simd.simd() == Simd::Avx2 && matches!(ty, GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q8_0);
+    let hand_written = simd.simd() == Simd::Avx2
+        && matches!(
+            ty,
+            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q8_0 | GgmlType::Q4_K | GgmlType::Q6_K
+        );
     if !hand_written {
         assert_eq!(
             got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
@@ -197,6 +258,15 @@ fn check_format(ty: GgmlType, seed: u64, tokens: usize) {
                 alone[r].to_bits(),
                 "{ty} row {r}: chunk vs one token"
             );
+            let (exact, magnitude) = tight_oracle(&w, r, x);
+            let close = 1e-5 * magnitude + 1e-6;
+            for (build, v) in [("simd", v), ("portable", got_plain[t * rows + r])] {
+                assert!(
+                    (f64::from(v) - exact).abs() <= close,
+                    "{ty} {build} token {t} row {r}: got {v}, the same rounding gives {exact}, \
+                     summation bound {close}"
+                );
+            }
             let (want, rounding, magnitude) = oracle(&w, r, x);
             let bound = rounding + 1e-5 * magnitude + 1e-6;
             for (build, v) in [("simd", v), ("portable", got_plain[t * rows + r])] {

@@ -1,4 +1,5 @@
-//! Hand-written AVX2 row kernels for the formats small models are made of (Q4_0, Q4_1, Q8_0):
+//! Hand-written AVX2 row kernels for the formats small models are made of (Q4_0, Q4_1, Q8_0,
+//! and the K-quants Q4_K and Q6_K of `Q4_K_M` files):
 //! where LLVM's vectorisation of the portable kernels sums each block's 32 products down to
 //! one integer, these keep eight lanes of partial sums as floats across the whole row
 //! (`vpmaddubsw` for 32 byte products at once, one `vfmadd` per block) and add them up once
@@ -11,7 +12,7 @@
 use std::arch::x86_64::*;
 
 use super::f16;
-use super::q8::{Activations, Q8Block};
+use super::q8::{Activations, Q8Block, Q8KBlock};
 
 /// Sum of the eight lanes.
 #[inline]
@@ -131,3 +132,132 @@ row_kernel!(
     mul_sum_ss,
     |_: &[u8]| 0.0
 );
+
+/// The codes of group `j` (32) of a Q8_K block.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn k_codes(y: &Q8KBlock, j: usize) -> __m256i {
+    let s: &[i8] = &y.qs[32 * j..32 * j + 32];
+    // SAFETY: 32 readable bytes (the slice above).
+    unsafe { _mm256_loadu_si256(s.as_ptr().cast()) }
+}
+
+/// Q4_K rows (llama.cpp's `q4_K × q8_K`): per pair of groups, one 32-byte load gives both
+/// groups' codes; byte products are scaled by the 6-bit scales in 16-bit lanes and summed in
+/// eight i32 lanes per block; the minimums come from the activations' sums of 16.
+#[target_feature(enable = "avx2,fma")]
+pub fn q4_k(row: &[u8], acts: &[Activations], out: &mut [f32]) {
+    let mask = _mm256_set1_epi8(0x0f);
+    for (group, outs) in acts.chunks(GROUP).zip(out.chunks_mut(GROUP)) {
+        let mut acc = [_mm256_setzero_ps(); GROUP];
+        let mut mins = [0f32; GROUP];
+        for (i, b) in row.chunks_exact(144).enumerate() {
+            let (d, dmin) = (f16::at(b, 0), f16::at(b, 2));
+            let mut sc = [0i16; 8];
+            let mut mn = [0i32; 8];
+            for (j, (s, m)) in sc.iter_mut().zip(&mut mn).enumerate() {
+                let (a, c) = crate::quant::q4_k::scale_min(j, &b[4..16]);
+                *s = i16::from(a);
+                *m = i32::from(c);
+            }
+            let mut q = [_mm256_setzero_si256(); 8];
+            for g in 0..4 {
+                let bytes = load32(&b[16 + 32 * g..48 + 32 * g]);
+                q[2 * g] = _mm256_and_si256(bytes, mask);
+                q[2 * g + 1] = _mm256_and_si256(_mm256_srli_epi16::<4>(bytes), mask);
+            }
+            for (k, a) in group.iter().enumerate() {
+                let y = &a.q8k[i];
+                let mut sumi = _mm256_setzero_si256();
+                for j in 0..8 {
+                    let p = _mm256_maddubs_epi16(q[j], k_codes(y, j));
+                    sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, _mm256_set1_epi16(sc[j])));
+                }
+                let mut summ = 0i32;
+                for (j, m) in mn.iter().enumerate() {
+                    summ += m * (i32::from(y.bsums[2 * j]) + i32::from(y.bsums[2 * j + 1]));
+                }
+                acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y.d), _mm256_cvtepi32_ps(sumi), acc[k]);
+                mins[k] += dmin * y.d * summ as f32;
+            }
+        }
+        for (k, o) in outs.iter_mut().enumerate() {
+            *o = hsum(acc[k]) - mins[k];
+        }
+    }
+}
+
+/// Q6_K rows (llama.cpp's `q6_K × q8_K`): codes 0..63 times activations as unsigned × signed
+/// bytes, each 16-lane half scaled by its signed scale; the codes' offset of 32 is taken off
+/// once per block through the activations' sums of 16.
+#[target_feature(enable = "avx2,fma")]
+pub fn q6_k(row: &[u8], acts: &[Activations], out: &mut [f32]) {
+    let m4 = _mm256_set1_epi8(0x0f);
+    let m2 = _mm256_set1_epi8(0x03);
+    for (group, outs) in acts.chunks(GROUP).zip(out.chunks_mut(GROUP)) {
+        let mut acc = [_mm256_setzero_ps(); GROUP];
+        for (i, b) in row.chunks_exact(210).enumerate() {
+            let d = f16::at(b, 208);
+            let sc: [i16; 16] = std::array::from_fn(|j| i16::from(b[192 + j] as i8));
+            let mut q = [_mm256_setzero_si256(); 8];
+            for h in 0..2 {
+                let ql0 = load32(&b[64 * h..64 * h + 32]);
+                let ql1 = load32(&b[64 * h + 32..64 * h + 64]);
+                let qh = load32(&b[128 + 32 * h..160 + 32 * h]);
+                let hi = |shift: i32| -> __m256i {
+                    // (qh >> shift) & 3, moved to bits 4..5.
+                    let v = match shift {
+                        0 => qh,
+                        2 => _mm256_srli_epi16::<2>(qh),
+                        4 => _mm256_srli_epi16::<4>(qh),
+                        _ => _mm256_srli_epi16::<6>(qh),
+                    };
+                    _mm256_slli_epi16::<4>(_mm256_and_si256(v, m2))
+                };
+                q[4 * h] = _mm256_or_si256(_mm256_and_si256(ql0, m4), hi(0));
+                q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), hi(2));
+                q[4 * h + 2] =
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(ql0), m4), hi(4));
+                q[4 * h + 3] =
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(ql1), m4), hi(6));
+            }
+            for (k, a) in group.iter().enumerate() {
+                let y = &a.q8k[i];
+                let mut sumi = _mm256_setzero_si256();
+                for (j, qj) in q.iter().enumerate() {
+                    let p = _mm256_maddubs_epi16(*qj, k_codes(y, j));
+                    let s = _mm256_setr_epi16(
+                        sc[2 * j],
+                        sc[2 * j],
+                        sc[2 * j],
+                        sc[2 * j],
+                        sc[2 * j],
+                        sc[2 * j],
+                        sc[2 * j],
+                        sc[2 * j],
+                        sc[2 * j + 1],
+                        sc[2 * j + 1],
+                        sc[2 * j + 1],
+                        sc[2 * j + 1],
+                        sc[2 * j + 1],
+                        sc[2 * j + 1],
+                        sc[2 * j + 1],
+                        sc[2 * j + 1],
+                    );
+                    sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, s));
+                }
+                let mut offset = 0i32;
+                for (s, &bs) in sc.iter().zip(&y.bsums) {
+                    offset += i32::from(*s) * i32::from(bs);
+                }
+                let total =
+                    _mm256_sub_epi32(sumi, _mm256_setr_epi32(32 * offset, 0, 0, 0, 0, 0, 0, 0));
+                acc[k] =
+                    _mm256_fmadd_ps(_mm256_set1_ps(d * y.d), _mm256_cvtepi32_ps(total), acc[k]);
+            }
+        }
+        for (k, o) in outs.iter_mut().enumerate() {
+            *o = hsum(acc[k]);
+        }
+    }
+}

@@ -146,6 +146,20 @@ fn rows(rt: &CpuRuntime, w: &QMatrix, first: usize, acts: &[Activations], out: &
                     super::avx2::q8_0(r, a, o)
                 }
             }),
+            GgmlType::Q4_K => Some(|r, a, o| {
+                #[allow(unsafe_code)]
+                // SAFETY: as above.
+                unsafe {
+                    super::avx2::q4_k(r, a, o)
+                }
+            }),
+            GgmlType::Q6_K => Some(|r, a, o| {
+                #[allow(unsafe_code)]
+                // SAFETY: as above.
+                unsafe {
+                    super::avx2::q6_k(r, a, o)
+                }
+            }),
             _ => None,
         };
         if let Some(kernel) = kernel {
