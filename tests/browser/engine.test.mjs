@@ -29,9 +29,12 @@ const FORCED_TOKENS = 48;
 /** Top-2 logit gap under which two correct engines may pick differently (summation order). */
 const TIE_GAP = 0.1;
 
-/** Greedy ids from the native engine (`tpsmeter run --json`). */
+/**
+ * Greedy ids from the native GPU engine (`tpsmeter run --backend gpu --json`: the same
+ * kernels as the browser's; `auto` would take the CPU backend on a software adapter).
+ */
 function nativeTokens(cli, model, prompt, maxTokens = MAX_TOKENS) {
-  const r = spawnSync(cli, ['run', '--model', model, '--prompt', prompt, '--max-tokens', String(maxTokens), '--json'], {
+  const r = spawnSync(cli, ['run', '--backend', 'gpu', '--model', model, '--prompt', prompt, '--max-tokens', String(maxTokens), '--json'], {
     encoding: 'utf8',
     timeout: 300_000,
   });

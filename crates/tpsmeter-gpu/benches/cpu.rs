@@ -18,40 +18,17 @@ fn main() {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
+mod common;
+
+#[cfg(not(target_arch = "wasm32"))]
 mod native {
+    use super::common::{env_usize, prompt, stats};
     use std::time::Instant;
 
     use tpsmeter_gpu::cpu::{CpuModel, CpuOptions};
     use tpsmeter_gpu::engine::ModelOptions;
     use tpsmeter_gpu::generate::TokenStep;
     use tpsmeter_gpu::gguf::GgufFile;
-
-    fn env_usize(key: &str, default: usize) -> usize {
-        std::env::var(key)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    }
-
-    /// (median, min, max).
-    fn stats(v: &[f64]) -> (f64, f64, f64) {
-        let mut s = v.to_vec();
-        s.sort_by(f64::total_cmp);
-        let n = s.len();
-        let m = if n % 2 == 1 {
-            s[n / 2]
-        } else {
-            (s[n / 2 - 1] + s[n / 2]) / 2.0
-        };
-        (m, s[0], s[n - 1])
-    }
-
-    /// A prompt of `n` ordinary ids (no special tokens).
-    fn prompt(n: usize, vocab: usize) -> Vec<u32> {
-        (0..n)
-            .map(|i| (1000 + i * 7919 % 20000) as u32 % vocab as u32)
-            .collect()
-    }
 
     /// Resident set size of this process, from /proc (Linux), in bytes.
     fn rss() -> Option<u64> {

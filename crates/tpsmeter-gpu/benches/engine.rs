@@ -27,7 +27,11 @@ fn main() {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
+mod common;
+
+#[cfg(not(target_arch = "wasm32"))]
 mod native {
+    use super::common::{env_usize, prompt, stats};
     use std::sync::Arc;
     use std::time::Instant;
 
@@ -36,25 +40,6 @@ mod native {
     use tpsmeter_gpu::gpu::{AdapterProfile, ContextOptions, GpuContext};
     use tpsmeter_gpu::kernels::SamplerConfig;
 
-    fn env_usize(key: &str, default: usize) -> usize {
-        std::env::var(key)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    }
-
-    /// (median, min, max).
-    fn stats(v: &[f64]) -> (f64, f64, f64) {
-        let mut s = v.to_vec();
-        s.sort_by(f64::total_cmp);
-        let m = if s.len() % 2 == 1 {
-            s[s.len() / 2]
-        } else {
-            (s[s.len() / 2 - 1] + s[s.len() / 2]) / 2.0
-        };
-        (m, s[0], s[s.len() - 1])
-    }
-
     fn show(label: &str, v: &[f64], unit: &str) -> f64 {
         let (m, lo, hi) = stats(v);
         println!(
@@ -62,13 +47,6 @@ mod native {
             v.len()
         );
         m
-    }
-
-    /// Prompt ids that look like text to nobody but cost what text costs.
-    fn prompt(n: usize, vocab: usize) -> Vec<u32> {
-        (0..n)
-            .map(|i| (1000 + i * 7919 % 20000) as u32 % vocab as u32)
-            .collect()
     }
 
     /// Seconds for one prefill of `ids` from position 0 (the step also samples, so this is

@@ -158,7 +158,8 @@ function nativeRuns(env) {
   let adapter = '';
   for (let r = 0; r < rounds; r++) {
     for (const [key, n] of [['p64', 64], ['p512', 512]]) {
-      const out = spawnSync(cli, ['run', '--model', model, '--prompt', prompt(n, salt++ % 8), '--max-tokens', '32', '--json'], { encoding: 'utf8', env: { ...process.env, ...env } });
+      // The GPU engine natively (`auto` would take the CPU backend on a software adapter).
+      const out = spawnSync(cli, ['run', '--backend', 'gpu', '--model', model, '--prompt', prompt(n, salt++ % 8), '--max-tokens', '32', '--json'], { encoding: 'utf8', env: { ...process.env, ...env } });
       if (out.status !== 0) throw new Error(`tpsmeter run failed: ${out.stderr}`);
       const j = JSON.parse(out.stdout);
       const f = j.figures;

@@ -274,7 +274,9 @@ fn native(cli: &Path, model: &Path, name: &str, len: Lengths, adapter: Option<&s
     let mut runs = Vec::new();
     for salt in 0..len.runs {
         let mut cmd = Command::new(cli);
-        cmd.arg("run")
+        // Our GPU engine, whatever the adapter (`auto` would take the CPU backend on a
+        // software one).
+        cmd.args(["run", "--backend", "gpu"])
             .arg("--model")
             .arg(model)
             .args(["--prompt", &prompt(len.prompt, salt)])

@@ -1,4 +1,5 @@
-//! What the kernel benchmarks share: weights of the right layout and medians.
+//! What the benchmarks share: weights of the right layout, medians, settings from the
+//! environment, prompts.
 #![allow(dead_code)]
 
 use std::time::Instant;
@@ -79,4 +80,31 @@ pub fn context(profile: Option<AdapterProfile>) -> Option<GpuContext> {
             None
         }
     }
+}
+
+/// A `usize` from the environment, or `default`.
+pub fn env_usize(key: &str, default: usize) -> usize {
+    std::env::var(key)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// (median, min, max).
+pub fn stats(v: &[f64]) -> (f64, f64, f64) {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let m = if s.len() % 2 == 1 {
+        s[s.len() / 2]
+    } else {
+        (s[s.len() / 2 - 1] + s[s.len() / 2]) / 2.0
+    };
+    (m, s[0], s[s.len() - 1])
+}
+
+/// Prompt ids that look like text to nobody but cost what text costs.
+pub fn prompt(n: usize, vocab: usize) -> Vec<u32> {
+    (0..n)
+        .map(|i| (1000 + i * 7919 % 20000) as u32 % vocab as u32)
+        .collect()
 }

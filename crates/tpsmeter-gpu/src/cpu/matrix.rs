@@ -124,42 +124,23 @@ fn rows(rt: &CpuRuntime, w: &QMatrix, first: usize, acts: &[Activations], out: &
     #[cfg(target_arch = "x86_64")]
     if simd == Simd::Avx2 {
         type Kernel = fn(&[u8], &[Activations], &mut [f32]);
+        macro_rules! avx2 {
+            ($f:path) => {
+                Some(|r, a, o| {
+                    #[allow(unsafe_code)]
+                    // SAFETY: AVX2 and FMA were detected (`Simd::Avx2`): all these need.
+                    unsafe {
+                        $f(r, a, o)
+                    }
+                })
+            };
+        }
         let kernel: Option<Kernel> = match w.ty {
-            GgmlType::Q4_0 => Some(|r, a, o| {
-                #[allow(unsafe_code)]
-                // SAFETY: AVX2 and FMA were detected (`Simd::Avx2`).
-                unsafe {
-                    super::avx2::q4_0(r, a, o)
-                }
-            }),
-            GgmlType::Q4_1 => Some(|r, a, o| {
-                #[allow(unsafe_code)]
-                // SAFETY: as above.
-                unsafe {
-                    super::avx2::q4_1(r, a, o)
-                }
-            }),
-            GgmlType::Q8_0 => Some(|r, a, o| {
-                #[allow(unsafe_code)]
-                // SAFETY: as above.
-                unsafe {
-                    super::avx2::q8_0(r, a, o)
-                }
-            }),
-            GgmlType::Q4_K => Some(|r, a, o| {
-                #[allow(unsafe_code)]
-                // SAFETY: as above.
-                unsafe {
-                    super::avx2::q4_k(r, a, o)
-                }
-            }),
-            GgmlType::Q6_K => Some(|r, a, o| {
-                #[allow(unsafe_code)]
-                // SAFETY: as above.
-                unsafe {
-                    super::avx2::q6_k(r, a, o)
-                }
-            }),
+            GgmlType::Q4_0 => avx2!(super::avx2::q4_0),
+            GgmlType::Q4_1 => avx2!(super::avx2::q4_1),
+            GgmlType::Q8_0 => avx2!(super::avx2::q8_0),
+            GgmlType::Q4_K => avx2!(super::avx2::q4_k),
+            GgmlType::Q6_K => avx2!(super::avx2::q6_k),
             _ => None,
         };
         if let Some(kernel) = kernel {

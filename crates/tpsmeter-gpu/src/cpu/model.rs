@@ -188,6 +188,8 @@ impl CpuModel {
     /// Positions from `start` on are overwritten; the sampler is not touched.
     pub fn logits(&mut self, tokens: &[u32], start: usize) -> Result<Vec<f32>> {
         self.check(tokens, start)?;
+        // Whatever comes next, it is no continuation of the last sampled step.
+        self.last_sampled = None;
         self.history.truncate(start);
         let mut logits = Vec::new();
         for (i, chunk) in tokens.chunks(PREFILL_CHUNK).enumerate() {
