@@ -461,21 +461,3 @@ impl RowDot for Bf16 {
         })
     }
 }
-
-/// Σ w·x over two f32 rows, in eight partial sums.
-pub fn fdot_f32(w: &[f32], x: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let (w8, x8) = (w.chunks_exact(8), x.chunks_exact(8));
-    let tail: f32 = w8
-        .remainder()
-        .iter()
-        .zip(x8.remainder())
-        .map(|(a, b)| a * b)
-        .sum();
-    for (a, b) in w8.zip(x8) {
-        for k in 0..8 {
-            acc[k] += a[k] * b[k];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
-}

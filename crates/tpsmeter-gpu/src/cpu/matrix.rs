@@ -176,7 +176,7 @@ fn generic_rows(ty: GgmlType, w: &QMatrix, first: usize, acts: &[Activations], o
             continue;
         }
         for (v, a) in o.iter_mut().zip(acts) {
-            *v = kernels::fdot_f32(&row, &a.x);
+            *v = crate::reference::ops::dot(&row, &a.x);
         }
     }
 }

@@ -9,11 +9,12 @@ use super::matrix::{QMatrix, matmul};
 use super::q8::Activations;
 use super::runtime::{CpuOptions, CpuRuntime, Simd};
 use super::weights::CpuWeights;
+use crate::engine::model::check_tokens;
 use crate::engine::{ModelOptions, PREFILL_CHUNK};
 use crate::error::{GpuError, Result};
 use crate::generate::{CancelToken, TokenStep};
 use crate::gguf::GgufFile;
-use crate::kernels::sample::{MAX_PENALTY_WINDOW, SamplerConfig};
+use crate::kernels::sample::SamplerConfig;
 use crate::kernels::twins::sample;
 use crate::model::config::{Activation, ModelConfig};
 use crate::reference::ops::{gelu_tanh, rms_norm, silu};
@@ -148,13 +149,7 @@ impl CpuModel {
 
     /// The sampling settings of the next generation (checked as the GPU sampler checks them).
     pub fn set_sampling(&mut self, s: SamplerConfig) -> Result<()> {
-        if s.penalty_window as usize > MAX_PENALTY_WINDOW {
-            return Err(GpuError::LimitExceeded {
-                what: "repetition penalty window".into(),
-                value: u64::from(s.penalty_window),
-                limit: MAX_PENALTY_WINDOW as u64,
-            });
-        }
+        s.check()?;
         if s != self.sampling {
             // A new setting starts a new random stream, as on the GPU.
             self.last_sampled = None;
@@ -163,25 +158,16 @@ impl CpuModel {
         Ok(())
     }
 
-    /// Checks `tokens` at positions `start..` against the cache and the vocabulary.
+    /// Checks `tokens` at positions `start..` against the cache and the vocabulary (the
+    /// GPU model's rule).
     fn check(&self, tokens: &[u32], start: usize) -> Result<()> {
-        let end = start.saturating_add(tokens.len());
-        if tokens.is_empty() {
-            return Err(GpuError::EmptyPrompt);
-        }
-        if end > self.max_ctx || start > self.history.len() {
-            return Err(GpuError::ContextFull {
-                position: end.max(start),
-                limit: self.max_ctx,
-            });
-        }
-        if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= self.cfg.vocab_size) {
-            return Err(GpuError::TokenOutOfRange {
-                token: bad,
-                vocab: self.cfg.vocab_size,
-            });
-        }
-        Ok(())
+        check_tokens(
+            tokens,
+            start,
+            self.history.len(),
+            self.max_ctx,
+            self.cfg.vocab_size,
+        )
     }
 
     /// Runs `tokens` at `start..` (in chunks) and returns the logits after the last one.
@@ -190,15 +176,29 @@ impl CpuModel {
         self.check(tokens, start)?;
         // Whatever comes next, it is no continuation of the last sampled step.
         self.last_sampled = None;
+        Ok(self.chunks(tokens, start, None)?.unwrap_or_default())
+    }
+
+    /// Runs `tokens` at `start..` in prompt chunks, stopping between chunks once `cancel` is
+    /// set (`None`); the logits after the last token.
+    fn chunks(
+        &mut self,
+        tokens: &[u32],
+        start: usize,
+        cancel: Option<&CancelToken>,
+    ) -> Result<Option<Vec<f32>>> {
         self.history.truncate(start);
         let mut logits = Vec::new();
         for (i, chunk) in tokens.chunks(PREFILL_CHUNK).enumerate() {
+            if i > 0 && cancel.is_some_and(|c| c.is_cancelled()) {
+                return Ok(None);
+            }
             let at = start + i * PREFILL_CHUNK;
             let last = at + chunk.len() == start + tokens.len();
             logits = self.forward(chunk, at, last)?;
             self.history.extend_from_slice(chunk);
         }
-        Ok(logits)
+        Ok(Some(logits))
     }
 
     /// Forgets the sampler's stream and the cache's contents.
@@ -230,8 +230,12 @@ impl CpuModel {
 
     /// Samples from `logits` with the twin of the GPU sampler and advances its state.
     fn pick(&mut self, mut logits: Vec<f32>) -> u32 {
-        let recent: Vec<u32> = self.recent.iter().copied().collect();
-        let id = sample(&self.sampling, &mut logits, &recent, self.step);
+        let id = sample(
+            &self.sampling,
+            &mut logits,
+            self.recent.make_contiguous(),
+            self.step,
+        );
         let w = self.sampling.penalty_window as usize;
         if w > 0 {
             if self.recent.len() == w {
@@ -252,18 +256,7 @@ impl CpuModel {
         cancel: Option<&CancelToken>,
     ) -> Result<Option<u32>> {
         self.start(tokens, start)?;
-        self.history.truncate(start);
-        let mut logits = Vec::new();
-        for (i, chunk) in tokens.chunks(PREFILL_CHUNK).enumerate() {
-            if i > 0 && cancel.is_some_and(|c| c.is_cancelled()) {
-                return Ok(None);
-            }
-            let at = start + i * PREFILL_CHUNK;
-            let last = at + chunk.len() == start + tokens.len();
-            logits = self.forward(chunk, at, last)?;
-            self.history.extend_from_slice(chunk);
-        }
-        Ok(Some(self.pick(logits)))
+        Ok(self.chunks(tokens, start, cancel)?.map(|l| self.pick(l)))
     }
 
     /// One forward pass of `tokens` at positions `start..`: writes their keys and values,
@@ -313,7 +306,7 @@ fn layers<T: KvElem>(
 ) {
     let n = x.len() / cfg.n_embd;
     let end = start + n;
-    let mut s = Scratch::new(cfg, n, w.has_k_quants());
+    let mut s = Scratch::new(cfg, n, w.k_quants);
     for (l, lw) in w.layers.iter().enumerate() {
         grow(&mut cache.k[l], end * cfg.k_dim());
         grow(&mut cache.v[l], end * cfg.v_dim());
@@ -413,8 +406,7 @@ fn attention_block<T: KvElem>(
     let (k_dim, v_dim) = (cfg.k_dim(), cfg.v_dim());
     let n = x.len() / e;
     s.h.copy_from_slice(x);
-    s.h.chunks_exact_mut(e)
-        .for_each(|h| rms_norm(h, &lw.attn_norm, cfg.rms_eps));
+    norm_rows(&mut s.h, &lw.attn_norm, cfg.rms_eps);
     s.set_acts(Rows::H);
     matmul(rt, &lw.wq, &s.acts, &mut s.q);
     matmul(rt, &lw.wk, &s.acts, &mut s.k);
@@ -426,10 +418,8 @@ fn attention_block<T: KvElem>(
         }
     }
     if let (Some(qn), Some(kn)) = (&lw.q_norm, &lw.k_norm) {
-        s.q.chunks_exact_mut(hd)
-            .for_each(|head| rms_norm(head, qn, cfg.rms_eps));
-        s.k.chunks_exact_mut(hd)
-            .for_each(|head| rms_norm(head, kn, cfg.rms_eps));
+        norm_rows(&mut s.q, qn, cfg.rms_eps);
+        norm_rows(&mut s.k, kn, cfg.rms_eps);
     }
     let base = cfg.rope_base_for_layer(l);
     let local = cfg.is_local_layer(l);
@@ -485,12 +475,7 @@ fn attention_block<T: KvElem>(
     });
     s.set_acts(Rows::Attn);
     matmul(rt, &lw.wo, &s.acts, &mut s.proj);
-    if let Some(nw) = &lw.attn_post_norm {
-        s.proj
-            .chunks_exact_mut(e)
-            .for_each(|p| rms_norm(p, nw, cfg.rms_eps));
-    }
-    x.iter_mut().zip(&s.proj).for_each(|(x, p)| *x += p);
+    add_output(x, &mut s.proj, lw.attn_post_norm.as_deref(), cfg.rms_eps);
 }
 
 /// The feed-forward half of a block, adding its output to `x`.
@@ -501,10 +486,8 @@ fn ffn_block(
     x: &mut [f32],
     s: &mut Scratch,
 ) {
-    let e = cfg.n_embd;
     s.h.copy_from_slice(x);
-    s.h.chunks_exact_mut(e)
-        .for_each(|h| rms_norm(h, &lw.ffn_norm, cfg.rms_eps));
+    norm_rows(&mut s.h, &lw.ffn_norm, cfg.rms_eps);
     s.set_acts(Rows::H);
     matmul(rt, &lw.w_gate, &s.acts, &mut s.gate);
     matmul(rt, &lw.w_up, &s.acts, &mut s.up);
@@ -517,12 +500,22 @@ fn ffn_block(
     }
     s.set_acts(Rows::Gate);
     matmul(rt, &lw.w_down, &s.acts, &mut s.proj);
-    if let Some(nw) = &lw.ffn_post_norm {
-        s.proj
-            .chunks_exact_mut(e)
-            .for_each(|p| rms_norm(p, nw, cfg.rms_eps));
+    add_output(x, &mut s.proj, lw.ffn_post_norm.as_deref(), cfg.rms_eps);
+}
+
+/// RMSNorm of every row of `rows` (rows as long as `weight`) in place.
+fn norm_rows(rows: &mut [f32], weight: &[f32], eps: f32) {
+    rows.chunks_exact_mut(weight.len())
+        .for_each(|r| rms_norm(r, weight, eps));
+}
+
+/// Adds a block's output to the residual stream `x`, after the block's post-norm (Gemma 3)
+/// where it has one.
+fn add_output(x: &mut [f32], out: &mut [f32], post_norm: Option<&[f32]>, eps: f32) {
+    if let Some(w) = post_norm {
+        norm_rows(out, w, eps);
     }
-    x.iter_mut().zip(&s.proj).for_each(|(x, p)| *x += p);
+    x.iter_mut().zip(out.iter()).for_each(|(x, p)| *x += p);
 }
 
 impl TokenStep for CpuModel {

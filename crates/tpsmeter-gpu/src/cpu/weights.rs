@@ -37,6 +37,9 @@ pub struct CpuWeights {
     /// `None` when tied to `token_embd`.
     pub output: Option<QMatrix>,
     pub rope_freqs: Option<Vec<f32>>,
+    /// Whether any matrix is a K-quant, whose kernels read 256-blocks of activations
+    /// (found once at load: a pass quantizes them only then).
+    pub k_quants: bool,
 }
 
 /// A small f32 tensor of exactly `n` values (norms, biases), dequantized.
@@ -91,7 +94,7 @@ impl CpuWeights {
                 ffn_post_norm: if_(cfg.post_norms, "post_ffw_norm.weight", e)?,
             });
         }
-        Ok(Self {
+        let mut w = Self {
             token_embd: QMatrix::load(file, "token_embd.weight", e, v)?,
             layers,
             output_norm: vector(file, "output_norm.weight", e)?,
@@ -105,11 +108,14 @@ impl CpuWeights {
             } else {
                 None
             },
-        })
+            k_quants: false,
+        };
+        w.k_quants = w.has_k_quants();
+        Ok(w)
     }
 
-    /// Whether any matrix is a K-quant (whose kernels read 256-blocks of activations).
-    pub fn has_k_quants(&self) -> bool {
+    /// Whether any matrix is a K-quant.
+    fn has_k_quants(&self) -> bool {
         use crate::quant::GgmlType::{Q4_K, Q5_K, Q6_K};
         let k = |q: &QMatrix| matches!(q.ty, Q4_K | Q5_K | Q6_K);
         k(&self.token_embd)

@@ -398,23 +398,7 @@ impl GpuModel {
     /// Checks that `tokens` (not empty, every id in the vocabulary) can run at positions
     /// `start..` of a sequence whose cache holds `held` positions.
     pub(super) fn check_tokens(&self, tokens: &[u32], start: usize, held: usize) -> Result<()> {
-        let end = start.saturating_add(tokens.len());
-        if tokens.is_empty() {
-            return Err(GpuError::EmptyPrompt);
-        }
-        if end > self.kv.max_ctx || start > held {
-            return Err(GpuError::ContextFull {
-                position: end.max(start),
-                limit: self.kv.max_ctx,
-            });
-        }
-        if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= self.cfg.vocab_size) {
-            return Err(GpuError::TokenOutOfRange {
-                token: bad,
-                vocab: self.cfg.vocab_size,
-            });
-        }
-        Ok(())
+        check_tokens(tokens, start, held, self.kv.max_ctx, self.cfg.vocab_size)
     }
 
     /// Waits for the step submitted last and returns the sampled id (4 bytes read back).
@@ -523,4 +507,30 @@ impl crate::generate::TokenStep for GpuModel {
     fn context_len(&self) -> usize {
         self.kv.max_ctx
     }
+}
+
+/// Checks that `tokens` (not empty, every id below `vocab`) can run at positions `start..`
+/// of a sequence whose cache holds `held` of at most `limit` positions: the rule every
+/// backend's step applies.
+pub(crate) fn check_tokens(
+    tokens: &[u32],
+    start: usize,
+    held: usize,
+    limit: usize,
+    vocab: usize,
+) -> Result<()> {
+    let end = start.saturating_add(tokens.len());
+    if tokens.is_empty() {
+        return Err(GpuError::EmptyPrompt);
+    }
+    if end > limit || start > held {
+        return Err(GpuError::ContextFull {
+            position: end.max(start),
+            limit,
+        });
+    }
+    if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= vocab) {
+        return Err(GpuError::TokenOutOfRange { token: bad, vocab });
+    }
+    Ok(())
 }

@@ -39,6 +39,21 @@ pub struct SamplerConfig {
     pub seed: u64,
 }
 
+impl SamplerConfig {
+    /// Whether a sampler (the GPU's or the CPU twin's) can take these settings: the
+    /// repetition penalty's window is at most [`MAX_PENALTY_WINDOW`].
+    pub fn check(&self) -> Result<()> {
+        if self.penalty_window as usize > MAX_PENALTY_WINDOW {
+            return Err(GpuError::LimitExceeded {
+                what: "repetition penalty window".into(),
+                value: u64::from(self.penalty_window),
+                limit: MAX_PENALTY_WINDOW as u64,
+            });
+        }
+        Ok(())
+    }
+}
+
 impl Default for SamplerConfig {
     fn default() -> Self {
         SamplerConfig {
@@ -92,13 +107,7 @@ impl Sampler {
     ) -> Result<Self> {
         const OP: &str = "sample";
         logits.expect(OP, "logits", vocab, DType::F32)?;
-        if cfg.penalty_window as usize > MAX_PENALTY_WINDOW {
-            return Err(GpuError::LimitExceeded {
-                what: "repetition penalty window".into(),
-                value: u64::from(cfg.penalty_window),
-                limit: MAX_PENALTY_WINDOW as u64,
-            });
-        }
+        cfg.check()?;
         if vocab == 0 || vocab > u32::MAX as usize / 2 {
             return Err(GpuError::ShapeMismatch {
                 op: OP,
