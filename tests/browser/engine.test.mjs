@@ -1,8 +1,10 @@
-// The local engine (`tpsmeter/engine`) in headless Chromium on SwiftShader's WebGPU: SmolLM2
-// downloaded from a local URL into the engine's Worker gives the native engine's greedy
-// tokens (`tpsmeter run`, our engine on lavapipe), streams OpenAI-shaped chunks with usage
-// and timings, stops within one token when aborted, and names each failure (a cut or
-// foreign file, a missing URL, a cancelled download, no WebGPU) without breaking the engine.
+// The local engine (`tpsmeter/engine`) in headless Chromium, on SwiftShader's WebGPU and on
+// the CPU backend (WebAssembly SIMD, what `auto` takes without WebGPU or on a software
+// adapter): SmolLM2 downloaded from a local URL into the engine's Worker gives the native
+// engine's greedy tokens (`tpsmeter run`, our engine on lavapipe or the CPU), streams
+// OpenAI-shaped chunks with usage and timings, stops within one token when aborted, and
+// names each failure (a cut or foreign file, a missing URL, a cancelled download, no WebGPU)
+// without breaking the engine.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -33,13 +35,35 @@ const TIE_GAP = 0.1;
  * Greedy ids from the native GPU engine (`tpsmeter run --backend gpu --json`: the same
  * kernels as the browser's; `auto` would take the CPU backend on a software adapter).
  */
-function nativeTokens(cli, model, prompt, maxTokens = MAX_TOKENS) {
-  const r = spawnSync(cli, ['run', '--backend', 'gpu', '--model', model, '--prompt', prompt, '--max-tokens', String(maxTokens), '--json'], {
+function nativeTokens(cli, model, prompt, maxTokens = MAX_TOKENS, backend = ['--backend', 'gpu']) {
+  const r = spawnSync(cli, ['run', ...backend, '--model', model, '--prompt', prompt, '--max-tokens', String(maxTokens), '--json'], {
     encoding: 'utf8',
     timeout: 300_000,
   });
   assert.equal(r.status, 0, `tpsmeter run failed: ${r.stderr}`);
   return JSON.parse(r.stdout).tokens;
+}
+
+/**
+ * Teacher forcing: fed the native engine's tokens, the browser engine picks each of them,
+ * except where its own logit for that token is within TIE_GAP of its top one.
+ */
+function assertForced(t, forced, native) {
+  let compared = 0;
+  let ties = 0;
+  const mismatches = [];
+  for (const [i, steps] of forced.entries()) {
+    assert.equal(steps.length, native[i].length);
+    for (const [j, s] of steps.entries()) {
+      compared++;
+      if (s.argmax === native[i][j]) continue;
+      if (s.gap_to_forced < TIE_GAP) ties++;
+      else mismatches.push({ prompt: i, position: j, native: native[i][j], ...s });
+    }
+  }
+  t.diagnostic(`teacher-forced: ${compared} positions over ${forced.length} prompts, ${compared - ties - mismatches.length} equal, ${ties} near-ties (gap < ${TIE_GAP})`);
+  assert.deepEqual(mismatches, []);
+  assert.ok(compared - ties >= FORCED_TOKENS * 2, `too few positions compared: ${compared}`);
 }
 
 test('createEngine: SmolLM2 in a Worker on WebGPU gives the native greedy tokens', async (t) => {
@@ -56,7 +80,8 @@ test('createEngine: SmolLM2 in a Worker on WebGPU gives the native greedy tokens
     async ({ url, prompts, maxTokens, forcedPrompts, forcedNative }) => {
       const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
       const progress = [];
-      const engine = await createEngine({ model: url, onProgress: (p) => progress.push(p) });
+      // SwiftShader is a software adapter, where `auto` takes the CPU backend.
+      const engine = await createEngine({ model: url, backend: 'webgpu', onProgress: (p) => progress.push(p) });
       const runs = [];
       for (const prompt of prompts) {
         const chunks = [];
@@ -77,6 +102,9 @@ test('createEngine: SmolLM2 in a Worker on WebGPU gives the native greedy tokens
     { url: `/models/${path.basename(model)}`, prompts: PROMPTS, maxTokens: MAX_TOKENS, forcedPrompts: FORCED_PROMPTS, forcedNative },
   );
   t.diagnostic(`adapter ${out.info.adapter} (${out.info.profile}), f16 ${out.info.shaderF16}`);
+  assert.equal(out.info.backend, 'webgpu');
+  assert.equal(out.info.why, 'WebGPU was asked for');
+  assert.ok(!fx.requests.some((r) => r.includes('/wasm/tpsmeter_engine_cpu')), 'a WebGPU engine fetched the CPU wasm');
   const last = out.progress.at(-1);
   assert.ok(last.total > 0 && last.loaded === last.total && last.percent === 100, JSON.stringify(last));
   for (const [i, chunks] of out.runs.entries()) {
@@ -109,23 +137,7 @@ test('createEngine: SmolLM2 in a Worker on WebGPU gives the native greedy tokens
   }
   assert.equal(out.chat.object, 'chat.completion');
   assert.ok(out.chat.choices[0].message.content.length > 0);
-  // Teacher forcing: fed the native engine's tokens, the browser engine picks each of them,
-  // except where its own logit for that token is within TIE_GAP of its top one.
-  let compared = 0;
-  let ties = 0;
-  const mismatches = [];
-  for (const [i, steps] of out.forced.entries()) {
-    assert.equal(steps.length, forcedNative[i].length);
-    for (const [j, s] of steps.entries()) {
-      compared++;
-      if (s.argmax === forcedNative[i][j]) continue;
-      if (s.gap_to_forced < TIE_GAP) ties++;
-      else mismatches.push({ prompt: i, position: j, native: forcedNative[i][j], ...s });
-    }
-  }
-  t.diagnostic(`teacher-forced: ${compared} positions over ${FORCED_PROMPTS.length} prompts, ${compared - ties - mismatches.length} equal, ${ties} near-ties (gap < ${TIE_GAP})`);
-  assert.deepEqual(mismatches, []);
-  assert.ok(compared - ties >= FORCED_TOKENS * 2, `too few positions compared: ${compared}`);
+  assertForced(t, out.forced, forcedNative);
   await assertClean(page);
 });
 
@@ -213,21 +225,78 @@ test('createEngine: bad files, a cancelled download and an aborted generation gi
   await assertClean(page);
 });
 
-test('createEngine without WebGPU names the reason', async (t) => {
-  const fx = await fixture(t, { emulator: false, webgpu: false });
+test('without WebGPU createEngine runs on the CPU: it says why, loads only the CPU wasm, and gives the native tokens', async (t) => {
+  const model = asset(t, 'TPSMETER_MODEL');
+  const cli = model && asset(t, 'TPSMETER_CLI_BIN');
+  if (!cli) return;
+  // The native CPU engine with its portable kernels: the browser's arithmetic step for step
+  // (the AVX2 kernels sum in another order, which 8-bit activations can turn into logit
+  // differences of a few tenths: a code rounds the other way and the next layer sees it).
+  const portable = ['--backend', 'cpu', '--portable-kernels'];
+  const expected = PROMPTS.map((p) => nativeTokens(cli, model, p, MAX_TOKENS, portable));
+  const forcedNative = FORCED_PROMPTS.map((p) => nativeTokens(cli, model, p, FORCED_TOKENS, portable));
+  const fx = await fixture(t, { emulator: false, webgpu: false, mounts: { '/models/': path.dirname(model) } });
   if (!fx) return;
   t.after(() => fx.close());
   const page = await fx.page();
-  const message = await page.evaluate(async () => {
-    const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
-    try {
-      await createEngine({ model: '/nothing.gguf' });
-      return 'resolved';
-    } catch (e) {
-      return `${e.name}: ${e.message}`;
+  const out = await page.evaluate(
+    async ({ url, prompts, maxTokens, forcedPrompts, forcedNative, expected }) => {
+      const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
+      const failure = (p) => p.then(() => 'resolved', (e) => `${e.name}: ${e.message}`);
+      // Asked for WebGPU where there is none: a named error, no fallback.
+      const webgpu = await failure(createEngine({ model: url, backend: 'webgpu', cache: false }));
+      const badBackend = await failure(createEngine({ model: url, backend: 'gpu' }));
+      const engine = await createEngine({ model: url, threads: 2 });
+      const runs = [];
+      for (const prompt of prompts) {
+        const r = await engine.completions.create({ prompt, max_tokens: maxTokens, temperature: 0 });
+        runs.push({ tokens: r.timings.tokens, text: r.choices[0].text, timings: r.timings });
+      }
+      const chat = await engine.chat.completions.create({ messages: [{ role: 'user', content: 'What is the capital of France?' }], max_tokens: 12, temperature: 0 });
+      const forced = [];
+      for (const [i, prompt] of forcedPrompts.entries()) forced.push(await engine.teacherForced(prompt, forcedNative[i]));
+      // The native greedy run fed back: where the two greedy runs part, how near a tie it is.
+      for (const [i, prompt] of prompts.entries()) runs[i].forced = await engine.teacherForced(prompt, expected[i]);
+      await engine.dispose();
+      return { webgpu, badBackend, info: engine.info, runs, chat: chat.choices[0].message.content, forced };
+    },
+    { url: `/models/${path.basename(model)}`, prompts: PROMPTS, maxTokens: MAX_TOKENS, forcedPrompts: FORCED_PROMPTS, forcedNative, expected },
+  );
+  t.diagnostic(JSON.stringify(out.info));
+  assert.match(out.webgpu, /^(WebGpuUnavailable|NoAdapter): /);
+  assert.match(out.badBackend, /^InvalidRequest: backend must be/);
+  assert.equal(out.info.backend, 'cpu');
+  assert.match(out.info.why, /WebGPU/, 'the reason names what was missing');
+  assert.equal(out.info.simd, 'simd128');
+  assert.ok(out.info.threads >= 1);
+  assert.ok(out.info.residentBytes > 90e6, `resident ${out.info.residentBytes}`);
+  // Its wasm only: a page on the CPU downloads no WebGPU kernels, and the other way round.
+  assert.ok(fx.requests.some((r) => r.includes('/wasm/tpsmeter_engine_cpu_bg.wasm')), 'the CPU wasm was fetched');
+  assert.ok(!fx.requests.some((r) => r.includes('/wasm/tpsmeter_engine_bg.wasm')), 'the WebGPU wasm was fetched as well');
+  for (const [i, run] of out.runs.entries()) {
+    t.diagnostic(
+      `prompt ${i}: TTFT ${run.timings.ttft_ms.toFixed(0)} ms, prefill ${run.timings.prefill_tokens_per_second.toFixed(1)} tok/s, decode ${run.timings.decode_tokens_per_second.toFixed(2)} tok/s (${run.timings.cold ? 'cold' : 'warm'})`,
+    );
+    // The same greedy tokens as the native CPU engine, up to where both stand at a near-tie
+    // (libm's exp and sin differ by an ulp between wasm and glibc), after which the texts
+    // share nothing.
+    const parted = run.tokens.findIndex((id, k) => id !== expected[i][k]);
+    if (parted >= 0) {
+      const at = run.forced[parted];
+      t.diagnostic(`prompt ${i}: greedy parts from the native run at token ${parted} (${run.tokens[parted]} vs ${expected[i][parted]}), top-2 gap ${at.top2_gap}`);
+      assert.equal(at.argmax, run.tokens[parted], 'the run and its forced replay agree');
+      assert.ok(at.gap_to_forced < TIE_GAP, `prompt ${i} parts at token ${parted} by ${at.gap_to_forced}: no near-tie`);
     }
-  });
-  assert.match(message, /^(WebGpuUnavailable|NoAdapter): /);
+    assert.equal(run.tokens.length, expected[i].length);
+    assert.equal(run.timings.backend, 'cpu');
+    assert.equal(run.timings.cpu.passes, 1 + run.tokens.length - 1, 'one pass for the prompt, one per later token');
+    assert.equal(run.timings.gpu.dispatches, 0);
+  }
+  // (SmolLM2 on the CPU, natively as here, answers this with Paris' landmarks rather than its
+  // name: the 8-bit activations move the first token's near-tie; llama.cpp's CPU backend
+  // quantizes them the same way.)
+  assert.ok(out.chat.trim().length > 0, 'the chat answered');
+  assertForced(t, out.forced, forcedNative);
   await assertClean(page);
 });
 
@@ -321,7 +390,7 @@ test('probeAdapter measures the WebGPU adapter, and a probed engine states decod
   const out = await page.evaluate(async (url) => {
     const { createEngine, probeAdapter } = await import('/tpsmeter/dist/engine/index.js');
     const standalone = await probeAdapter({ mib: 16 });
-    const engine = await createEngine({ model: url, cache: false });
+    const engine = await createEngine({ model: url, cache: false, backend: 'webgpu' });
     await engine.probe({ mib: 16 });
     const r = await engine.completions.create({ prompt: 'The sea is', max_tokens: 8, temperature: 0, ignore_eos: true });
     await engine.dispose();
@@ -440,7 +509,7 @@ test('a lost GPU device rejects the pending generation with DeviceLost, never a 
   const url = `/models/${path.basename(model)}`;
   await page.evaluate(async ({ url }) => {
     const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
-    window.engine = await createEngine({ model: url });
+    window.engine = await createEngine({ model: url, backend: 'webgpu' });
     window.tokens = 0;
     window.outcome = (async () => {
       try {
@@ -470,7 +539,7 @@ test('a lost GPU device rejects the pending generation with DeviceLost, never a 
         later = `${e.name}: ${e.message}`;
       }
       const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
-      const fresh = await createEngine({ model: url });
+      const fresh = await createEngine({ model: url, backend: 'webgpu' });
       const again = await fresh.completions.create({ prompt: 'Hello', max_tokens: 4, temperature: 0 });
       const freshFailure = fresh.failure ? fresh.failure.name : 'none';
       await fresh.dispose();

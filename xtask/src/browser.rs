@@ -37,9 +37,11 @@ const CHROMIUM_ARGS: &[&str] = &[
     "--enable-unsafe-webgpu",
 ];
 
-/// The `tpsmeter-gpu` tests that run in the browser: every kernel against its CPU twin. The
-/// rest read model files from disk or need native threads.
+/// The `tpsmeter-gpu` tests that run in the browser: every WebGPU kernel against its CPU twin,
+/// and the CPU backend's kernels (wasm SIMD) against their oracle. The rest read model files
+/// from disk or need native threads.
 const GPU_BROWSER_TESTS: &[&str] = &[
+    "cpu_kernels",
     "kernel_attention",
     "kernel_fused_matvec",
     "kernel_matvec",

@@ -1,10 +1,11 @@
 //! `cargo xtask pkg`: the npm package, built from scratch.
 //!
-//! 1. `tpsmeter-wasm` for wasm32 in the `wasm-release` profile, twice: the benchmark build
-//!    (default features) and the real-user meter's lazy parser (`--no-default-features`:
-//!    `Exchange` only, about half the size, because apps load it on their users' pages);
-//! 2. `wasm-bindgen --target web` into `pkg/wasm/` (`tpsmeter_wasm*` and `tpsmeter_meter*`;
-//!    the package's `raw` and `raw-meter` modules wrap them);
+//! 1. `tpsmeter-wasm` for wasm32 in the `wasm-release` profile, once per [`VARIANTS`]: the
+//!    benchmark build (default features), the real-user meter's lazy parser
+//!    (`--no-default-features`: `Exchange` only, about half the size, because apps load it on
+//!    their users' pages), and the local engine on WebGPU and on the CPU;
+//! 2. `wasm-bindgen --target web` into `pkg/wasm/` (`tpsmeter_wasm*`, `tpsmeter_meter*`,
+//!    `tpsmeter_engine*`; the package's `raw*` modules wrap them);
 //! 3. `npm ci` in `pkg/` (TypeScript, esbuild and binaryen's `wasm-opt` come from npm,
 //!    binaryen because Debian's is too old for what rustc emits);
 //! 4. `wasm-opt -Oz` on the glue's `.wasm` and `esbuild --minify` on its `.js`, in place;
@@ -24,7 +25,8 @@ use std::process::Command;
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
-/// The wasm builds: (wasm-bindgen out-name, cargo feature arguments).
+/// The wasm builds: (wasm-bindgen out-name, cargo feature arguments), all in the
+/// `wasm-release` profile.
 const VARIANTS: &[(&str, &[&str])] = &[
     ("tpsmeter_wasm", &[]),
     ("tpsmeter_meter", &["--no-default-features"]),
@@ -33,6 +35,12 @@ const VARIANTS: &[(&str, &[&str])] = &[
     (
         "tpsmeter_engine",
         &["--no-default-features", "--features", "gpu"],
+    ),
+    // The same engine on the CPU (wasm SIMD kernels), loaded only where WebGPU is missing or
+    // a software rasteriser: people with a GPU never download it.
+    (
+        "tpsmeter_engine_cpu",
+        &["--no-default-features", "--features", "cpu"],
     ),
 ];
 

@@ -58,6 +58,11 @@ pub struct RunArgs {
     /// CPU backend threads (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// CPU backend: the portable kernels instead of this machine's hand-written SIMD ones
+    /// (AVX2): the arithmetic of the browser's CPU backend, step for step, to compare with
+    /// it; and the SIMD kernels' gain, measured.
+    #[arg(long)]
+    pub portable_kernels: bool,
     /// Print one JSON object (text and figures) instead of streaming text.
     #[arg(long)]
     pub json: bool,
@@ -222,6 +227,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
         Picked::Cpu(why) => {
             let cpu = CpuOptions {
                 threads: args.threads,
+                portable: args.portable_kernels,
                 ..Default::default()
             };
             let mut engine: Engine<CpuModel> = Engine::load_cpu(&bytes, &opts, cpu)

@@ -17,7 +17,15 @@
 //! kernels runs the same arithmetic in the same order as the baseline one, so they must agree
 //! bit for bit (the hand-written AVX2 kernels only sum in another order: they are held to the
 //! oracle), and one token must give what it gives inside a chunk of tokens.
+//!
+//! The same tests run in headless Chromium (`cargo xtask browser-test --kernels`), where the
+//! SIMD build is the wasm `simd128` one the browser's CPU backend runs.
 #![allow(clippy::unwrap_used)]
+
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+#[cfg(target_arch = "wasm32")]
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 use proptest::prelude::*;
 use tpsmeter_gpu::cpu::matrix::{QMatrix, matmul};
@@ -297,6 +305,10 @@ fn the_simd_build_is_taken_where_the_cpu_has_it() {
         simd == Simd::Avx2,
         std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
     );
+    // In the browser: the kernels compiled for wasm SIMD (a browser without it refuses the
+    // module, so there is no run-time check to make).
+    #[cfg(target_arch = "wasm32")]
+    assert_eq!(simd, Simd::Simd128);
     assert_eq!(runtime(true).simd(), Simd::Portable);
     let _ = simd;
 }

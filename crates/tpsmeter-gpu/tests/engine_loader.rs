@@ -1,6 +1,7 @@
 //! The streaming loader on the real model: it stops at the end of the last tensor whatever
 //! follows, hashes exactly the model's bytes, refuses bytes other than a pinned digest's, and
-//! refuses a hostile header before reading the data it declares.
+//! refuses a hostile header before reading the data it declares; for the CPU backend as for
+//! the GPU.
 
 #![allow(clippy::unwrap_used)]
 
@@ -9,13 +10,17 @@ mod model_support;
 use model_support::{device, model_bytes};
 use sha2::{Digest, Sha256};
 use tpsmeter_gpu::GpuError;
-use tpsmeter_gpu::engine::{Engine, EngineLoader, FileChecks, ModelOptions};
+use tpsmeter_gpu::cpu::{CpuModel, CpuOptions, CpuTarget};
+use tpsmeter_gpu::engine::{Engine, EngineLoader, FileChecks, LoadTarget, ModelOptions};
 
 const CHUNK: usize = 1 << 20;
 
 /// Pushes `input` in 1 MiB chunks while the loader wants more; the bytes handed over, and
 /// the first error.
-fn feed(loader: &mut EngineLoader, input: &[u8]) -> (usize, Result<(), GpuError>) {
+fn feed<T: LoadTarget>(
+    loader: &mut EngineLoader<T>,
+    input: &[u8],
+) -> (usize, Result<(), GpuError>) {
     let mut handed = 0;
     for piece in input.chunks(CHUNK) {
         if !loader.wants_more() {
@@ -161,4 +166,88 @@ fn a_hostile_tensor_size_is_refused_from_the_header() {
         other => panic!("{other}"),
     }
     assert!(handed < header_end + 2 * CHUNK, "read on to {handed}");
+}
+
+/// Greedy ids of `prompt` on a CPU engine.
+fn cpu_greedy(engine: &mut Engine<CpuModel>, prompt: &str) -> Vec<u32> {
+    use tpsmeter_gpu::generate::{CancelToken, GenerateParams};
+    use tpsmeter_gpu::kernels::SamplerConfig;
+    let ids = engine.encode(prompt).unwrap();
+    let params = GenerateParams {
+        max_tokens: 8,
+        stop_strings: Vec::new(),
+        stop_tokens: Vec::new(),
+        ignore_eos: true,
+    };
+    let greedy = SamplerConfig {
+        temperature: 0.0,
+        ..SamplerConfig::default()
+    };
+    let mut t = 0.0;
+    engine
+        .generate(
+            &ids,
+            &params,
+            &greedy,
+            &CancelToken::new(),
+            &mut || {
+                t += 1.0;
+                t
+            },
+            &mut |_| {},
+        )
+        .unwrap()
+        .tokens
+}
+
+/// The CPU backend loads a download as it arrives (as the browser's does): chunk by chunk
+/// it builds the same engine as the whole file does, stops at the model's end, and a file
+/// cut short is an `InvalidModel`-kind error, not a panic or a model with missing weights.
+#[test]
+fn the_cpu_backend_loads_a_download_in_chunks() {
+    let test = "the_cpu_backend_loads_a_download_in_chunks";
+    let Some(model) = model_bytes(test) else {
+        return;
+    };
+    let cpu = CpuOptions {
+        threads: Some(2),
+        ..CpuOptions::default()
+    };
+    let mut input = model.clone();
+    input.resize(model.len() + (4 << 20), 0);
+    let mut loader = EngineLoader::<CpuTarget>::cpu(cpu, options());
+    loader
+        .set_checks(FileChecks {
+            sha256: true,
+            ..FileChecks::default()
+        })
+        .unwrap();
+    let (handed, pushed) = feed(&mut loader, &input);
+    pushed.unwrap();
+    assert!(!loader.wants_more());
+    assert!(handed < model.len() + CHUNK, "read on to {handed}");
+    let mut streamed = loader.finish().unwrap();
+    let want = format!("{:x}", Sha256::digest(&model));
+    assert_eq!(streamed.sha256(), Some(want.as_str()));
+    let mut whole = Engine::load_cpu(&model, &options(), cpu).unwrap();
+    // Held once: the weights as stored, not the file beside a copy.
+    let resident = streamed.model().resident_bytes();
+    assert!(
+        resident < model.len() + (2 << 20),
+        "{resident} bytes resident for a {}-byte file",
+        model.len()
+    );
+    for prompt in ["The capital of France is", "def add(a, b):"] {
+        assert_eq!(
+            cpu_greedy(&mut streamed, prompt),
+            cpu_greedy(&mut whole, prompt)
+        );
+    }
+
+    let cut = &model[..model.len() * 3 / 5];
+    let mut loader = EngineLoader::<CpuTarget>::cpu(cpu, options());
+    let (_, pushed) = feed(&mut loader, cut);
+    pushed.unwrap();
+    let err = loader.finish().unwrap_err();
+    assert_eq!(err.kind(), "InvalidModel", "{err}");
 }

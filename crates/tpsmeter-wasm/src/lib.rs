@@ -7,8 +7,8 @@
 //!
 //! What it does not do: any I/O. The npm package (`pkg/`) calls `fetch`, reads the body,
 //! stamps each read with `performance.now()` before calling in here, and owns the timers and
-//! the DOM. No GPU engine and no tokenizer are linked in (the `gpu` feature is for the local
-//! engine, a separate build).
+//! the DOM. No engine and no tokenizer are linked in (the `gpu` and `cpu` features are for the
+//! local engine, separate builds).
 
 #[cfg(feature = "bench")]
 mod bench;
@@ -18,7 +18,7 @@ mod convert;
 mod counter;
 #[cfg(feature = "bench")]
 mod dataset;
-#[cfg(feature = "gpu")]
+#[cfg(any(feature = "gpu", feature = "cpu"))]
 mod engine;
 mod exchange;
 
@@ -31,16 +31,16 @@ static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_all
 
 #[cfg(feature = "bench")]
 pub use bench::BenchRun;
-#[cfg(feature = "gpu")]
+#[cfg(any(feature = "gpu", feature = "cpu"))]
 pub use engine::{JsEngine, JsEngineLoader};
 pub use exchange::JsExchange;
 
 /// Sets the panic hook once, when the module is instantiated.
 #[wasm_bindgen(start)]
 pub fn start() {
-    #[cfg(feature = "gpu")]
+    #[cfg(any(feature = "gpu", feature = "cpu"))]
     engine::set_panic_hook();
-    #[cfg(not(feature = "gpu"))]
+    #[cfg(not(any(feature = "gpu", feature = "cpu")))]
     console_error_panic_hook::set_once();
 }
 

@@ -51,6 +51,9 @@ export function browserEnvironment(facts: EnvironmentFacts): Environment {
     notes.http_versions = 'none (local engine)';
     notes.engine_model = engine.name;
     if (engine.sha256) notes.engine_model_sha256 = engine.sha256;
+    if (engine.info?.backend) notes.engine_backend = engine.info.backend;
+    if (engine.info?.why) notes.engine_backend_why = engine.info.why;
+    if (engine.info?.threads !== undefined) notes.engine_threads = String(engine.info.threads);
     if (engine.info?.adapter) notes.engine_adapter = engine.info.adapter;
     if (engine.info?.profile) notes.engine_kernel_profile = engine.info.profile;
   }

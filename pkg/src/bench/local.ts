@@ -26,7 +26,7 @@ export interface BenchChatRequest {
 /** What `bench()` needs of a local engine (a `LocalEngine` from `tpsmeter/engine`). */
 export interface BenchEngine {
   readonly name: string;
-  readonly info?: { adapter?: string; profile?: string } | undefined;
+  readonly info?: { backend?: string; why?: string; threads?: number; adapter?: string; profile?: string } | undefined;
   readonly sha256?: string;
   readonly chat: {
     completions: {

@@ -1,14 +1,14 @@
-// `tpsmeter/engine`: a local model on WebGPU, in a dedicated Worker, behind an
+// `tpsmeter/engine`: a local model on WebGPU or the CPU, in a dedicated Worker, behind an
 // OpenAI-shaped API. The page's main thread only posts messages; downloading, uploading to
-// the GPU and generating all happen in the Worker (./worker.ts).
+// the GPU (or into CPU memory) and generating all happen in the Worker (./worker.ts).
 
 import { EngineError } from './error.js';
 import { packageFile } from '../load.js';
-import type { FromWorker, LoadProgress, ToWorker } from './protocol.js';
+import type { BackendChoice, FromWorker, LoadProgress, ToWorker } from './protocol.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest, Completion, CompletionChunk, CompletionRequest, EngineInfo, ForcedStep, GenerateResult, LocalTimings, ProbeReport, RawStepCost, StepCost } from './types.js';
 import type { CachedModel } from './cache.js';
 
-export type { LoadProgress } from './protocol.js';
+export type { BackendChoice, LoadProgress } from './protocol.js';
 export { cacheEstimate, deleteCachedModel, listCachedModels, type CachedModel } from './cache.js';
 export { EngineError } from './error.js';
 export type * from './types.js';
@@ -20,7 +20,19 @@ export interface CreateEngineOptions {
   onProgress?: (p: LoadProgress) => void;
   /** Cancels the download; the promise rejects with an `AbortError`. */
   signal?: AbortSignal;
-  /** Kernel shapes: `cpu` (SwiftShader-like adapters) or `gpu`; detected when omitted. */
+  /**
+   * Where the model runs (default `auto`): `webgpu`, `cpu` (WebAssembly SIMD; its wasm is
+   * downloaded only then), or `auto`: WebGPU on a hardware adapter, and the CPU where there
+   * is no WebGPU, no adapter, only a software rasteriser (SwiftShader, llvmpipe), or where
+   * the WebGPU device fails to start. `info.backend` and `info.why` say what ran and why.
+   */
+  backend?: BackendChoice;
+  /**
+   * CPU threads (default `navigator.hardwareConcurrency`); `info.threads` says how many run
+   * and `info.threadsWhy` why fewer, when fewer do.
+   */
+  threads?: number;
+  /** WebGPU kernel shapes: `cpu` (SwiftShader-like adapters) or `gpu`; detected when omitted. */
   profile?: 'cpu' | 'gpu';
   /** KV cache size in tokens (the model's own limit caps it). */
   maxContext?: number;
@@ -189,12 +201,28 @@ export class LocalEngine {
     if (o.sha256 !== undefined && !/^[0-9a-f]{64}$/i.test(o.sha256)) {
       throw new EngineError('InvalidRequest', 'sha256 must be 64 hexadecimal digits');
     }
+    if (o.backend !== undefined && !['auto', 'webgpu', 'cpu'].includes(o.backend)) {
+      throw new EngineError('InvalidRequest', `backend must be "auto", "webgpu" or "cpu", not ${JSON.stringify(o.backend)}`);
+    }
+    if (o.threads !== undefined && !(Number.isInteger(o.threads) && o.threads >= 1 && o.threads <= 256)) {
+      throw new EngineError('InvalidRequest', 'threads must be a whole number from 1 to 256');
+    }
+
     const abort = (): void => void this.post({ id: 0, kind: 'abortLoad' });
     if (o.signal?.aborted) throw new EngineError('AbortError', 'the model load was cancelled');
     o.signal?.addEventListener('abort', abort, { once: true });
     try {
       const loaded = (await this.call(
-        { kind: 'load', model, cache: o.cache !== false, sha256: o.sha256?.toLowerCase(), profile: o.profile, maxContext: o.maxContext },
+        {
+          kind: 'load',
+          model,
+          cache: o.cache !== false,
+          sha256: o.sha256?.toLowerCase(),
+          backend: o.backend,
+          threads: o.threads,
+          profile: o.profile,
+          maxContext: o.maxContext,
+        },
         (m) => {
           if (m.kind === 'progress') o.onProgress?.(m.progress);
         },
@@ -388,10 +416,12 @@ function timingsOf(r: GenerateResult, info: EngineInfo | undefined, cold: boolea
     token_times_ms: t.map((x) => x - r.start_ms),
     tokens: r.tokens,
     gpu: { submits: r.submits, dispatches: r.dispatches, readback_bytes: r.readback_bytes },
+    cpu: info?.backend === 'cpu' ? { passes: r.cpu_passes, threads: info.threads, simd: info.simd } : undefined,
     perTokenCost: stepCost(r.per_token_cost),
     prefillCost: stepCost(r.prefill_cost),
     adapter: info?.adapter,
-    profile: info?.profile,
+    backend: info?.backend,
+    profile: info?.backend === 'webgpu' ? info.profile : undefined,
     cold,
   };
 }

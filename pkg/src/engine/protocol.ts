@@ -5,8 +5,22 @@
 /** Where the model comes from. */
 export type ModelSource = string | Blob;
 
+/** Which backend runs the model: `auto` picks WebGPU on a hardware adapter, else the CPU. */
+export type BackendChoice = 'auto' | 'webgpu' | 'cpu';
+
 export type ToWorker =
-  | { id: number; kind: 'load'; model: ModelSource; cache: boolean; sha256?: string; profile?: 'cpu' | 'gpu'; maxContext?: number }
+  | {
+      id: number;
+      kind: 'load';
+      model: ModelSource;
+      cache: boolean;
+      sha256?: string;
+      backend?: BackendChoice;
+      /** CPU threads asked for (default: one per core). */
+      threads?: number;
+      profile?: 'cpu' | 'gpu';
+      maxContext?: number;
+    }
   | { id: number; kind: 'generate'; request: string }
   | { id: number; kind: 'probe'; profile?: 'cpu' | 'gpu'; mib?: number }
   | { id: number; kind: 'teacherForced'; prompt: string; tokens: number[] }

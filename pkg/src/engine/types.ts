@@ -48,11 +48,16 @@ export interface LocalTimings {
   /** The sampled ids, in order (an end-of-generation id included). */
   tokens: number[];
   adapter: string | undefined;
+  /** Where the model ran. */
+  backend: 'webgpu' | 'cpu' | undefined;
+  /** WebGPU kernel shapes (undefined on the CPU backend). */
   profile: 'cpu' | 'gpu' | undefined;
   /** The first generation of this engine (pipelines and caches cold). */
   cold: boolean;
-  /** GPU work of this generation, prompt included: queue submits, dispatches, bytes read back. */
+  /** GPU work of this generation, prompt included: queue submits, dispatches, bytes read back (0 on the CPU). */
   gpu: { submits: number; dispatches: number; readback_bytes: number };
+  /** CPU work of this generation (the CPU backend only): forward passes, one per prompt chunk or decoded token. */
+  cpu?: { passes: number; threads: number; simd: string };
   /**
    * What the host did per decoded token of this generation (decode steps only), from the
    * engine's counters; undefined when no token was decoded after the first. On a real GPU
@@ -163,18 +168,48 @@ export interface Completion {
   timings: LocalTimings;
 }
 
-/** What `Engine.info()` reports. */
-export interface EngineInfo {
+/** What every backend reports in `engine.info`. */
+interface EngineInfoBase {
+  /** Where the model runs. */
+  backend: 'webgpu' | 'cpu';
+  /** Why this backend runs: what `auto` found, or that it was asked for. */
+  why: string;
+  /** The WebGPU adapter's name, or the CPU backend's description. */
   adapter: string;
-  backend: string;
+  /** Largest context in tokens (the KV cache). */
+  maxContext: number;
+  /** Weight bytes one decoded token reads. */
+  weightBytesPerToken: number;
+  vocabSize: number;
+}
+
+/** `engine.info` on WebGPU. */
+export interface WebGpuEngineInfo extends EngineInfoBase {
+  backend: 'webgpu';
+  /** wgpu's name for the graphics API under it (`BrowserWebGpu` in a browser). */
+  graphicsBackend: string;
+  /** Kernel shapes: `cpu` for software rasterisers, `gpu` otherwise. */
   profile: 'cpu' | 'gpu';
   shaderF16: boolean;
   maxStorageBindingBytes: number;
-  maxContext: number;
-  weightBytesPerToken: number;
   dispatchesPerToken: number;
-  vocabSize: number;
 }
+
+/** `engine.info` on the CPU. */
+export interface CpuEngineInfo extends EngineInfoBase {
+  backend: 'cpu';
+  /** Threads computing each matrix product. */
+  threads: number;
+  /** Why fewer threads run than were asked for, when fewer do. */
+  threadsWhy?: string;
+  /** The vector instructions of the kernels (`simd128`). */
+  simd: string;
+  /** Bytes of weights and KV cache held. */
+  residentBytes: number;
+}
+
+/** What `engine.info` reports: the backend that runs the model, why, and its figures. */
+export type EngineInfo = WebGpuEngineInfo | CpuEngineInfo;
 
 /** The Worker's result of one generation. */
 export interface GenerateResult {
@@ -192,6 +227,8 @@ export interface GenerateResult {
   readback_bytes: number;
   per_token_cost: RawStepCost | null;
   prefill_cost: RawStepCost | null;
+  /** Forward passes on the CPU backend (0 on WebGPU). */
+  cpu_passes: number;
 }
 
 /** The Worker's form of {@link StepCost} (snake_case, as the engine serialises it). */

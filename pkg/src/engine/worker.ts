@@ -1,8 +1,11 @@
-// The engine's dedicated Worker: downloads the model straight into the GGUF push reader and
-// on into GPU buffers, then generates. Started by `createEngine` (./index.ts); speaks the
-// messages of ./protocol.ts. The page's main thread never waits on the GPU.
+// The engine's dedicated Worker: chooses the backend (WebGPU, or the CPU where WebGPU is
+// missing or a software rasteriser), downloads the model straight into the GGUF push reader
+// and on into GPU buffers or CPU memory, then generates. Started by `createEngine`
+// (./index.ts); speaks the messages of ./protocol.ts. The page's main thread never waits on
+// the GPU or the CPU kernels.
 
 import { loadEngineWasm, type EngineModule } from '../raw-engine.js';
+import type { CpuEngineModule } from '../raw-engine-cpu.js';
 import { beginCacheWrite, deleteCachedModel, openCached, type CacheWriter, type CachedModel } from './cache.js';
 import { EngineError } from './error.js';
 import type { FromWorker, LoadProgress, ModelSource, ToWorker } from './protocol.js';
@@ -13,7 +16,8 @@ interface Scope {
 }
 const scope = self as unknown as Scope;
 
-type Engine = EngineModule['Engine']['prototype'];
+type Engine = EngineModule['Engine']['prototype'] | CpuEngineModule['Engine']['prototype'];
+type Loader = EngineModule['EngineLoader']['prototype'] | CpuEngineModule['EngineLoader']['prototype'];
 let engine: Engine | undefined;
 let loadAbort: AbortController | undefined;
 
@@ -66,6 +70,79 @@ async function adapterChoice(): Promise<AdapterChoice> {
 }
 
 const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+
+/** A loader ready for the model's bytes, on the backend chosen, and why it was chosen. */
+interface Started {
+  loader: Loader;
+  backend: 'webgpu' | 'cpu';
+  why: string;
+  /** The WebGPU adapter's readable name (wgpu gives none on the web). */
+  adapterName?: string;
+  /** Why the CPU backend runs on fewer threads than asked, when it does. */
+  threadsWhy?: string;
+}
+
+/**
+ * Chooses the backend and readies its loader. `auto` takes WebGPU on a hardware adapter and
+ * the CPU where there is no WebGPU, no adapter, only a software rasteriser (SwiftShader,
+ * llvmpipe: the CPU backend computes on the same cores without a rasteriser in between), or
+ * where the WebGPU device fails to start. An explicit `webgpu` fails instead of falling back.
+ */
+async function start(msg: Extract<ToWorker, { kind: 'load' }>, signal: AbortSignal, cancelled: () => EngineError): Promise<Started> {
+  const want = msg.backend ?? 'auto';
+  if (want === 'cpu') return startCpu(msg, 'the CPU backend was asked for', signal, cancelled);
+  let adapter: AdapterChoice;
+  try {
+    adapter = await adapterChoice();
+  } catch (e) {
+    if (want === 'webgpu') throw e;
+    return startCpu(msg, messageOf(e), signal, cancelled);
+  }
+  if (signal.aborted) throw cancelled();
+  if (want === 'auto' && adapter.profile === 'cpu') {
+    return startCpu(msg, `the only WebGPU adapter is a software rasteriser (${adapter.name}), not a GPU`, signal, cancelled);
+  }
+  const wasm = await loadEngineWasm();
+  if (signal.aborted) throw cancelled();
+  try {
+    const loader = await wasm.EngineLoader.create({ backend: 'webgpu', profile: msg.profile ?? adapter.profile, maxContext: msg.maxContext });
+    const why = want === 'webgpu' ? 'WebGPU was asked for' : `a hardware WebGPU adapter (${adapter.name})`;
+    return { loader, backend: 'webgpu', why, adapterName: adapter.name };
+  } catch (e) {
+    if (want === 'webgpu') throw e;
+    return startCpu(msg, `WebGPU failed to start (${messageOf(e)})`, signal, cancelled);
+  }
+}
+
+/** The CPU backend's loader: its wasm is fetched only now, never where WebGPU runs. */
+async function startCpu(msg: Extract<ToWorker, { kind: 'load' }>, why: string, signal: AbortSignal, cancelled: () => EngineError): Promise<Started> {
+  const { loadCpuEngineWasm } = await import('../raw-engine-cpu.js');
+  if (!simdSupported()) {
+    throw new EngineError('WebAssemblySimdUnavailable', `this browser lacks WebAssembly SIMD, which the CPU backend needs (${why})`);
+  }
+  const wasm = await loadCpuEngineWasm();
+  if (signal.aborted) throw cancelled();
+  const loader = await wasm.EngineLoader.create({ backend: 'cpu', maxContext: msg.maxContext });
+  // Asked for, or one per core (`navigator.hardwareConcurrency`).
+  const cores = navigator.hardwareConcurrency || 1;
+  const wanted = msg.threads ?? cores;
+  const threadsWhy =
+    wanted > 1
+      ? `one thread: this version's CPU backend computes on one thread (${msg.threads !== undefined ? `${msg.threads} were asked for` : `this machine has ${cores} cores`})`
+      : undefined;
+  return { loader, backend: 'cpu', why, threadsWhy };
+}
+
+/**
+ * Whether WebAssembly SIMD validates here (every current browser: Chrome 91, Firefox 89,
+ * Safari 16.4): a module of one function returning `v128.const 0`.
+ */
+function simdSupported(): boolean {
+  const bytes = new Uint8Array([
+    0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 22, 1, 20, 0, 253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11,
+  ]);
+  return WebAssembly.validate(bytes);
+}
 
 /**
  * Why `fetch(url)` rejected. Browsers reject alike ("Failed to fetch", "network error") for
@@ -144,20 +221,14 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
   loadAbort = new AbortController();
   const signal = loadAbort.signal;
   const cancelled = (): EngineError => new EngineError('AbortError', 'the model load was cancelled');
-  let loader: EngineModule['EngineLoader']['prototype'];
-  let adapter: AdapterChoice;
-  let profile: 'cpu' | 'gpu';
+  let chosen: Started;
   try {
-    const wasm = await loadEngineWasm();
-    if (signal.aborted) throw cancelled();
-    adapter = await adapterChoice();
-    if (signal.aborted) throw cancelled();
-    profile = msg.profile ?? adapter.profile;
-    loader = await wasm.EngineLoader.create({ profile, maxContext: msg.maxContext });
+    chosen = await start(msg, signal, cancelled);
   } catch (e) {
     loadAbort = undefined;
     throw e;
   }
+  const { loader } = chosen;
   // URLs are cached; a File or Blob is already on this machine.
   const sourceUrl = msg.cache && typeof msg.model === 'string' ? msg.model : undefined;
   let writer: CacheWriter | undefined;
@@ -242,10 +313,12 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
       cached = await writer.commit({ size: kept, sourceUrl, sha256, modelName: engine.name });
       writer = undefined;
     }
-    const info = JSON.parse(engine.info()) as { adapter: string };
+    const info = JSON.parse(engine.info()) as { adapter: string; why: string; threadsWhy?: string };
     // wgpu reports no adapter name on the web; the page's GPUAdapterInfo has one.
-    if (!info.adapter) info.adapter = adapter.name;
-    return { name: engine.name, info, profile, sha256, fromCache, cached };
+    if (!info.adapter) info.adapter = chosen.adapterName ?? '';
+    info.why = chosen.why;
+    if (chosen.threadsWhy) info.threadsWhy = chosen.threadsWhy;
+    return { name: engine.name, info, sha256, fromCache, cached };
   } catch (e) {
     await writer?.abort();
     // A cancel wins over what failed beside it: a cut download can surface first as another

@@ -1,5 +1,6 @@
 // The local engine's benchmark: SmolLM2-135M Q4_1 in headless Chromium (WebGPU on
-// SwiftShader here) beside our native engine (`tpsmeter run`, lavapipe here) in the same run.
+// SwiftShader here, and the CPU backend) beside our native engine (`tpsmeter run`, lavapipe
+// here) in the same run.
 //
 //   cargo xtask pkg && cargo build --release -p tpsmeter-cli
 //   TPSMETER_MODEL=... node tests/browser/bench/engine.mjs [rounds]
@@ -13,8 +14,9 @@
 // decode as its share; then the same figures from the native engine, and browser / native
 // ratios (and, where Chromium's SwiftShader can be loaded as a native Vulkan driver, the native
 // engine on that same adapter); then wllama (npm `@wllama/wllama`: llama.cpp compiled to wasm, installed with the
-// browser tests) on the same GGUF in the same browser, with its default threads and with one
-// per core, as ratios to ours; then the gzipped sizes of the engine's wasm and JS. Medians of
+// browser tests) on the same GGUF in the same browser, with one thread, its default threads
+// and one per core, as ratios to ours on WebGPU and on the CPU backend; then the gzipped sizes
+// of the engine's wasms and JS. Medians of
 // `rounds` (default 3) runs each. The CLI binary: TPSMETER_CLI_RELEASE, else
 // target/release/tpsmeter.
 
@@ -54,6 +56,7 @@ const ctx = await isolatedPage({ webgpu: true, mounts: { '/models/': path.dirnam
 const promptSets = { p64: [0, 1, 2, 3, 4, 5, 6, 7].map((s) => prompt(64, s)), p512: [0, 1, 2, 3, 4, 5, 6, 7].map((s) => prompt(512, s)) };
 ctx.cores = (await ctx.page.evaluate(() => navigator.hardwareConcurrency)) || 1;
 let browser;
+let cpu;
 let wllama;
 try {
   browser = await ctx.page.evaluate(
@@ -61,11 +64,12 @@ try {
       const { createEngine, listCachedModels, deleteCachedModel } = await import('/tpsmeter/dist/engine/index.js');
       for (const m of await listCachedModels()) await deleteCachedModel(m.name);
       const t0 = performance.now();
-      let engine = await createEngine({ model: url });
+      // WebGPU even on SwiftShader, where `auto` would take the CPU backend.
+      let engine = await createEngine({ model: url, backend: 'webgpu' });
       const coldMs = performance.now() - t0;
       await engine.dispose();
       const t1 = performance.now();
-      engine = await createEngine({ model: url });
+      engine = await createEngine({ model: url, backend: 'webgpu' });
       const warmMs = performance.now() - t1;
       const fromCache = engine.fromCache;
       const probe = await engine.probe();
@@ -90,9 +94,30 @@ try {
       prompts: promptSets,
     },
   );
+  // The CPU backend (WebAssembly SIMD), from the model cache the runs above filled.
+  cpu = await ctx.page.evaluate(
+    async ({ url, rounds, prompts }) => {
+      const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
+      const t0 = performance.now();
+      const engine = await createEngine({ model: url, backend: 'cpu' });
+      const loadMs = performance.now() - t0;
+      const runs = { p64: [], p512: [] };
+      let salt = 3;
+      for (let r = 0; r < rounds; r++) {
+        for (const key of ['p64', 'p512']) {
+          const res = await engine.completions.create({ prompt: prompts[key][salt++ % prompts[key].length], max_tokens: 32, temperature: 0, ignore_eos: true });
+          runs[key].push(res.timings);
+        }
+      }
+      const info = engine.info;
+      await engine.dispose();
+      return { loadMs, runs, info };
+    },
+    { url: `/models/${path.basename(model)}`, rounds, prompts: promptSets },
+  );
   wllama = [];
   if (fs.existsSync(wllamaDir)) {
-    for (const threads of [undefined, ctx.cores]) {
+    for (const threads of [1, undefined, ctx.cores]) {
       wllama.push(
         await ctx.page.evaluate(
           async ({ url, rounds, prompts, threads }) => {
@@ -220,6 +245,15 @@ if (sameAdapter) {
 }
 if (!nativeAvailable) console.log(`  (native: no ${cli}; build it with cargo build --release -p tpsmeter-cli)`);
 
+const c64 = figures(cpu.runs.p64);
+const c512 = figures(cpu.runs.p512);
+console.log(`\nour CPU backend in the browser: ${cpu.info.threads} thread(s), ${cpu.info.simd}; load from the model cache ${f1(cpu.loadMs)} ms; resident ${f1(cpu.info.residentBytes / 1e6)} MB`);
+console.log('                      CPU       WebGPU   CPU/WebGPU');
+row(`TTFT ms (${c64.promptTokens} tok)`, c64.ttft, b64.ttft);
+row('prefill tok/s @64', c64.prefill, b64.prefill);
+row('decode tok/s @64', c64.decode, b64.decode);
+row('decode tok/s @512', c512.decode, b512.decode);
+
 if (wllama.length === 0) console.log(`\nwllama: not installed (npm ci in tests/browser installs @wllama/wllama)`);
 for (const wl of wllama) {
   const w64 = figures(wl.runs.p64);
@@ -233,13 +267,28 @@ for (const wl of wllama) {
   row('decode tok/s @512', b512.decode, w512.decode);
   const winner = b64.decode >= w64.decode ? 'ours' : 'wllama';
   console.log(`  decode @64: ${winner} wins by ${f2(Math.max(b64.decode / w64.decode, w64.decode / b64.decode))}x`);
+  console.log('                      our CPU    wllama   CPU/wllama');
+  row(`TTFT ms (${c64.promptTokens}/${w64.promptTokens} tok)`, c64.ttft, w64.ttft);
+  row('prefill tok/s @64', c64.prefill, w64.prefill);
+  row('decode tok/s @64', c64.decode, w64.decode);
+  row('decode tok/s @512', c512.decode, w512.decode);
 }
 
 // The package the page ran (installed from the tarball or directory chosen above), not the
 // repository's pkg/: an A/B against another build must report that build's sizes.
 console.log(`\nsizes, gzip -9, bytes (${ctx.source}):`);
 const pkgDir = ctx.pkgDir;
-for (const f of ['wasm/tpsmeter_engine_bg.wasm', 'wasm/tpsmeter_engine.js', 'dist/engine/index.js', 'dist/engine/worker.js', 'dist/engine/cache.js', 'dist/raw-engine.js']) {
+for (const f of [
+  'wasm/tpsmeter_engine_bg.wasm',
+  'wasm/tpsmeter_engine.js',
+  'wasm/tpsmeter_engine_cpu_bg.wasm',
+  'wasm/tpsmeter_engine_cpu.js',
+  'dist/engine/index.js',
+  'dist/engine/worker.js',
+  'dist/engine/cache.js',
+  'dist/raw-engine.js',
+  'dist/raw-engine-cpu.js',
+]) {
   const file = path.join(pkgDir, f);
   if (!fs.existsSync(file)) continue;
   const buf = fs.readFileSync(file);

@@ -25,7 +25,7 @@ export const CUSTOM_PRESET = 'custom';
 
 export const PRESETS: Preset[] = [
   { id: SAME_ORIGIN_PRESET, label: 'This server (tpsmeter serve)', api: 'openai-chat', url: '', model: '', key: false, note: 'The OpenAI-compatible server this page was loaded from.' },
-  { id: LOCAL_PRESET, label: "This browser's GPU (local engine)", api: 'local', url: 'local:engine', model: '', key: false, note: 'Loads the model chosen on the demo page into a WebGPU Worker here and measures it like an API.' },
+  { id: LOCAL_PRESET, label: "This browser's GPU or CPU (local engine)", api: 'local', url: 'local:engine', model: '', key: false, note: 'Loads the model chosen on the demo page into a Worker here (WebGPU on a GPU, the CPU otherwise) and measures it like an API.' },
   { id: 'openai', label: 'OpenAI', api: 'openai-chat', url: 'https://api.openai.com', model: 'gpt-4o-mini', key: true },
   { id: 'anthropic', label: 'Anthropic', api: 'anthropic', url: 'https://api.anthropic.com', model: 'claude-haiku-4-5', key: true, note: 'Sent with anthropic-dangerous-direct-browser-access: true, which Anthropic requires from pages.' },
   { id: 'gemini', label: 'Google Gemini', api: 'gemini', url: 'https://generativelanguage.googleapis.com', model: 'gemini-2.5-flash', key: true },

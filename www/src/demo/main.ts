@@ -1,10 +1,10 @@
-// The local-inference demo page: pick a GGUF model, load it into the engine's Worker
-// (WebGPU), chat with it, and read the meter. boot must be the first import: it installs the
+// The local-inference demo page: pick a GGUF model and where it runs (WebGPU, the CPU, or
+// automatic), load it into the engine's Worker, chat with it, and read the meter. boot must be the first import: it installs the
 // page's connect-src before any module can fetch.
 import '../boot';
 import '../style.css';
 import { wireThemeSwitch } from '../boot';
-import { createEngine, type LoadProgress, type LocalEngine } from 'tpsmeter/engine';
+import { createEngine, type BackendChoice, type EngineInfo, type LoadProgress, type LocalEngine } from 'tpsmeter/engine';
 import { pinnedSha256 } from '../common/models';
 import { CacheView } from './cache';
 import { ChatView } from './chat';
@@ -20,6 +20,7 @@ wireThemeSwitch();
 const modelForm = byId<HTMLFormElement>('model-form');
 const loadButton = byId<HTMLButtonElement>('load');
 const cancelButton = byId<HTMLButtonElement>('cancel-load');
+const backendSelect = byId<HTMLSelectElement>('backend-select');
 const loadBlocked = byId('load-blocked');
 const progressBox = byId('load-progress');
 const bar = byId<HTMLProgressElement>('load-bar');
@@ -51,7 +52,17 @@ function updateLoadButton(): void {
 }
 
 function updateProbeButton(): void {
-  probeButton.disabled = !engine || chat.busy || probing;
+  // The probe measures a WebGPU adapter: nothing to probe for the CPU backend.
+  probeButton.disabled = !engine || engine.info?.backend !== 'webgpu' || chat.busy || probing;
+}
+
+/** Where the loaded model runs and why, in a sentence. */
+function describeBackend(info: EngineInfo): string {
+  if (info.backend === 'cpu') {
+    const threads = `${info.threads} thread${info.threads === 1 ? '' : 's'}`;
+    return ` Running on the CPU (WebAssembly ${info.simd}, ${threads}) because ${info.why}${info.threadsWhy ? `; ${info.threadsWhy}` : ''}; context up to ${info.maxContext} tokens.`;
+  }
+  return ` Running on WebGPU (${info.why}). Adapter: ${info.adapter}; ${info.profile === 'cpu' ? 'CPU' : 'GPU'} kernel shapes, ${info.shaderF16 ? 'f16' : 'f32'} arithmetic; context up to ${info.maxContext} tokens.`;
 }
 
 function showProgress(p: LoadProgress): void {
@@ -64,7 +75,7 @@ function showProgress(p: LoadProgress): void {
   if (p.etaSeconds !== undefined && p.percent !== undefined && p.percent < 100) parts.push(`${duration(Math.round(p.etaSeconds))} left`);
   let text = parts.join(' · ');
   if (p.fromCache) text += ' (from cache)';
-  if (p.percent !== undefined && p.percent >= 100) text += ' · preparing the GPU…';
+  if (p.percent !== undefined && p.percent >= 100) text += ' · preparing the model…';
   loadStatus.textContent = text;
 }
 
@@ -127,6 +138,7 @@ async function load(source: Source, keepCopy = true): Promise<void> {
       sha256: source.kind === 'url' ? pinnedSha256(source.url) : undefined,
       signal: job.abort.signal,
       cache: keepCopy,
+      backend: backendSelect.value as BackendChoice,
       onProgress: (p) => {
         if (job.cancelled) return;
         bytes = p.loaded;
@@ -155,11 +167,16 @@ async function load(source: Source, keepCopy = true): Promise<void> {
         e.name && e.name !== source.label ? ` (“${e.name}”)` : '',
         e.fromCache ? ' from this browser’s copy' : '',
         '.',
-        info ? ` Adapter: ${info.adapter}; ${info.profile === 'cpu' ? 'CPU' : 'GPU'} kernel shapes, ${info.shaderF16 ? 'f16' : 'f32'} arithmetic; context up to ${info.maxContext} tokens.` : '',
+        info ? describeBackend(info) : '',
       ),
     );
     chat.setEngine(e);
-    fill(probeResult, 'Probing measures this GPU’s memory read speed (a few seconds), so later answers can be set against the fastest decode it allows.');
+    fill(
+      probeResult,
+      info?.backend === 'cpu'
+        ? 'The model runs on the CPU: there is no GPU to probe.'
+        : 'Probing measures this GPU’s memory read speed (a few seconds), so later answers can be set against the fastest decode it allows.',
+    );
   } catch (err) {
     // Whatever failed after a cancel, the user asked to stop: say that.
     const why: Explained = job.cancelled ? { text: 'Cancelled.', quiet: true } : explain(err);

@@ -129,10 +129,18 @@ export class LiveMeter {
       ...row('Time to first token', msFigure(t.ttft_ms), 'engine-ttft-ms', 'ms'),
       ...row('Prefill', fixed(t.prefill_tokens_per_second, 1), 'prefill-tps', 'tok/s'),
       ...row('Decode', fixed(t.decode_tokens_per_second, 1), 'engine-decode-tps', 'tok/s'),
-      ...row('Prompt tokens run', String(t.prompt_tokens_evaluated), 'prompt-tokens', t.cold ? '(first answer: pipelines compiling)' : '(the rest reused from the last turn)'),
+      ...row('Prompt tokens run', String(t.prompt_tokens_evaluated), 'prompt-tokens', t.cold ? (t.cpu ? '(first answer)' : '(first answer: pipelines compiling)') : '(the rest reused from the last turn)'),
     ];
     if (completionTokens !== undefined) items.push(...row('Tokens generated', String(completionTokens), 'completion-tokens'));
-    items.push(...row('Adapter', t.adapter ?? NONE), ...row('Kernel profile', t.profile ?? NONE));
+    if (t.cpu) {
+      items.push(
+        ...row('Backend', `CPU, WebAssembly ${t.cpu.simd}`, 'backend'),
+        ...row('Threads', String(t.cpu.threads), 'threads'),
+        ...row('Forward passes', String(t.cpu.passes), 'cpu-passes', '(a prompt chunk or a decoded token each)'),
+      );
+    } else {
+      items.push(...row('Backend', 'WebGPU', 'backend'), ...row('Adapter', t.adapter ?? NONE), ...row('Kernel profile', t.profile ?? NONE));
+    }
     // What each decoded token cost the Worker: on a real GPU these fixed costs, not memory
     // bandwidth, bound a small model's decode.
     const c = t.perTokenCost;
@@ -168,7 +176,7 @@ export class LiveMeter {
           ' tok/s)',
         ),
       );
-    } else {
+    } else if (!t.cpu) {
       items.push(el('dt', {}, 'Against the GPU’s ceiling'), el('dd', {}, 'Press Probe GPU, then ask again, to see decode as a share of the fastest this GPU allows.'));
     }
     fill(this.engineBox, el('dl', { class: 'figures' }, ...items));

@@ -1,5 +1,6 @@
-// Whether this browser can run the engine, asked before anything is downloaded: a missing
-// WebGPU should cost the user a sentence, not 100 MB and a cryptic error.
+// Where this browser can run the engine, asked before anything is downloaded: on WebGPU, or
+// on the CPU backend (WebAssembly SIMD) where WebGPU is missing or only a software
+// rasteriser. Only a browser without WebAssembly SIMD cannot run it at all.
 
 import { el, fill } from '../common/dom';
 
@@ -21,10 +22,15 @@ interface GpuLike {
 }
 
 export interface Support {
+  /** The engine runs here, on one backend or the other. */
   ok: boolean;
-  /** Why the engine cannot run here (when not ok). */
+  /** Why the engine cannot run here at all (when not ok). */
   reason?: string;
-  /** A readable adapter name (when ok). */
+  /** WebGPU offers a hardware adapter: `auto` runs there. */
+  webgpu: boolean;
+  /** Why WebGPU is not used (when not `webgpu`): the CPU backend runs instead. */
+  noGpuReason?: string;
+  /** A readable adapter name (when WebGPU offered one). */
   adapter?: string;
   /** The adapter offers `shader-f16` (the engine's faster f16 kernels). */
   shaderF16?: boolean;
@@ -35,14 +41,33 @@ export interface Support {
 const FLAG = '--enable-unsafe-webgpu';
 const BROWSERS = `Chrome or Edge 113+, Safari 26+, or Firefox 141+ on Windows; on Linux, Chromium needs ${FLAG} (and Vulkan drivers)`;
 
+/** Whether WebAssembly SIMD validates (the CPU backend's kernels need it). */
+function wasmSimd(): boolean {
+  // A module of one function returning `v128.const 0`.
+  const bytes = new Uint8Array([
+    0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 22, 1, 20, 0, 253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11,
+  ]);
+  return typeof WebAssembly === 'object' && WebAssembly.validate(bytes);
+}
+
 export async function checkSupport(): Promise<Support> {
+  const gpu = await checkWebGpu();
+  if (gpu.webgpu || wasmSimd()) return { ...gpu, ok: true };
+  return {
+    ...gpu,
+    ok: false,
+    reason: `${gpu.noGpuReason ?? ''} The CPU backend needs WebAssembly SIMD, which this browser lacks (every current browser has it).`.trim(),
+  };
+}
+
+async function checkWebGpu(): Promise<Omit<Support, 'ok'>> {
   const gpu = (navigator as Navigator & { gpu?: GpuLike }).gpu;
   if (!gpu) {
     // Browsers expose WebGPU only to secure pages: a plain-http host is the likelier cause.
     if (!window.isSecureContext) {
-      return { ok: false, reason: 'WebGPU is available only to pages served over HTTPS (or from localhost), and this page is not.' };
+      return { webgpu: false, noGpuReason: 'WebGPU is available only to pages served over HTTPS (or from localhost), and this page is not.' };
     }
-    return { ok: false, reason: `WebGPU is not available in this browser. It needs ${BROWSERS}.` };
+    return { webgpu: false, noGpuReason: `WebGPU is not available in this browser (it needs ${BROWSERS}).` };
   }
   let adapter: AdapterLike | null;
   try {
@@ -53,8 +78,8 @@ export async function checkSupport(): Promise<Support> {
   }
   if (!adapter) {
     return {
-      ok: false,
-      reason: `This browser has WebGPU but offered no adapter: the GPU may be blocklisted or WebGPU turned off in its settings. It needs ${BROWSERS}.`,
+      webgpu: false,
+      noGpuReason: 'This browser has WebGPU but offered no adapter: the GPU may be blocklisted or WebGPU turned off in its settings.',
     };
   }
   const info = adapter.info ?? {};
@@ -63,7 +88,14 @@ export async function checkSupport(): Promise<Support> {
   const fallback = info.isFallbackAdapter ?? adapter.isFallbackAdapter ?? false;
   // The same test the engine's Worker makes to pick its CPU kernel shapes.
   const cpu = fallback || lower.includes('swiftshader') || lower.includes('llvmpipe') || lower.includes('lavapipe');
-  return { ok: true, adapter: parts.join(' ') || 'unnamed WebGPU adapter', shaderF16: adapter.features?.has('shader-f16') ?? false, cpu };
+  const name = parts.join(' ') || 'unnamed WebGPU adapter';
+  return {
+    webgpu: !cpu,
+    noGpuReason: cpu ? `WebGPU's only adapter here is a software rasteriser (${name}), not a GPU.` : undefined,
+    adapter: name,
+    shaderF16: adapter.features?.has('shader-f16') ?? false,
+    cpu,
+  };
 }
 
 /** Writes the result into the support panel. */
@@ -76,12 +108,23 @@ export function showSupport(target: HTMLElement, s: Support): void {
     fill(target, el('p', { class: 'notice bad' }, el('strong', {}, 'This browser cannot run the demo. '), ...reason));
     return;
   }
-  const notes: HTMLElement[] = [el('p', {}, 'WebGPU is available. Adapter: ', el('span', { class: 'mono' }, s.adapter ?? ''), '.')];
-  if (s.cpu) {
-    notes.push(
-      el('p', { class: 'notice' }, 'This adapter is a CPU rasteriser (a software fallback, not a GPU): the model runs, slowly. Expect single-digit tokens per second.'),
+  if (!s.webgpu) {
+    const [before, ...after] = (s.noGpuReason ?? '').split(FLAG);
+    const reason: (Node | string)[] = [before ?? ''];
+    for (const part of after) reason.push(el('code', { class: 'nowrap' }, FLAG), part);
+    fill(
+      target,
+      el('p', { class: 'notice' }, ...reason),
+      el(
+        'p',
+        {},
+        el('strong', {}, 'The model runs on your CPU instead '),
+        '(WebAssembly SIMD): slower than a GPU, the same answers. Choose “GPU (WebGPU)” under “Run on” to try WebGPU anyway.',
+      ),
     );
+    return;
   }
+  const notes: HTMLElement[] = [el('p', {}, 'WebGPU is available. Adapter: ', el('span', { class: 'mono' }, s.adapter ?? ''), '.')];
   if (!s.shaderF16) {
     notes.push(el('p', { class: 'notice' }, 'The adapter lacks the shader-f16 feature, so the engine uses its f32 kernels: slower, same answers.'));
   }

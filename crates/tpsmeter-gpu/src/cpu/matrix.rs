@@ -6,8 +6,8 @@ use rayon::prelude::*;
 use super::kernels::{self, RowDot};
 use super::q8::Activations;
 use super::runtime::{CpuRuntime, Simd};
+use super::tensors::TensorSource;
 use crate::error::{GpuError, Result};
-use crate::gguf::GgufFile;
 use crate::quant::{self, GgmlType};
 
 /// `rows` rows of `cols` weights each, stored as the file stores them (row-major blocks).
@@ -51,8 +51,13 @@ impl QMatrix {
     }
 
     /// Tensor `name` of `file`, which must be `[cols, rows]` (ggml order).
-    pub fn load(file: &GgufFile<'_>, name: &str, cols: usize, rows: usize) -> Result<Self> {
-        let info = file.tensor_info(name)?;
+    pub fn load(
+        file: &mut impl TensorSource,
+        name: &str,
+        cols: usize,
+        rows: usize,
+    ) -> Result<Self> {
+        let info = file.info(name)?;
         let mut dims = info.dims.clone();
         while dims.len() > 2 && dims.last() == Some(&1) {
             dims.pop();
@@ -65,8 +70,7 @@ impl QMatrix {
             });
         }
         let ty = info.ty;
-        let bytes = file.tensor_bytes(name)?;
-        Self::new(ty, rows, cols, bytes.to_vec())
+        Self::new(ty, rows, cols, file.take(name)?)
     }
 
     /// The stored bytes of row `r` (`r < rows`).
@@ -196,7 +200,23 @@ fn run<K: RowDot>(simd: Simd, w: &QMatrix, first: usize, acts: &[Activations], o
         }
         return;
     }
+    #[cfg(target_arch = "wasm32")]
+    if simd == Simd::Simd128 {
+        // Safe to call on wasm: a browser without SIMD refuses to compile the whole module,
+        // so running here means it has `simd128`.
+        rows_simd128::<K>(w, first, acts, out);
+        return;
+    }
     let _ = simd;
+    rows_plain::<K>(w, first, acts, out);
+}
+
+/// The kernel compiled for wasm SIMD whatever the build's flags (a build-wide
+/// `+simd128` would rebuild every dependency for one module): the same code, vectorised
+/// 128 bits wide (`i32x4.dot_i16x8_s` for the integer dots).
+#[cfg(target_arch = "wasm32")]
+#[target_feature(enable = "simd128")]
+fn rows_simd128<K: RowDot>(w: &QMatrix, first: usize, acts: &[Activations], out: &mut [f32]) {
     rows_plain::<K>(w, first, acts, out);
 }
 

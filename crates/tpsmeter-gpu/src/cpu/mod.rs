@@ -13,14 +13,16 @@
 mod attention;
 #[cfg(target_arch = "x86_64")]
 mod avx2;
-mod engine;
 pub mod f16;
 pub mod kernels;
 pub mod matrix;
 pub mod model;
 pub mod q8;
 pub mod runtime;
+pub mod target;
+pub mod tensors;
 pub mod weights;
 
-pub use model::{CpuModel, CpuStats};
+pub use model::{CpuModel, CpuStats, Pause};
 pub use runtime::{CpuOptions, CpuRuntime, Simd};
+pub use target::CpuTarget;

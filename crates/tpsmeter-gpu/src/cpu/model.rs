@@ -79,6 +79,24 @@ pub struct CpuModel {
     recent: std::collections::VecDeque<u32>,
     last_sampled: Option<u32>,
     stats: CpuStats,
+    pause: Option<Pause>,
+}
+
+/// A future the model awaits after each forward pass (see [`CpuModel::set_pause`]).
+pub struct Pause(Box<dyn Fn() -> std::pin::Pin<Box<dyn Future<Output = ()>>> + Send + Sync>);
+
+impl Pause {
+    pub fn new(
+        f: impl Fn() -> std::pin::Pin<Box<dyn Future<Output = ()>>> + Send + Sync + 'static,
+    ) -> Self {
+        Self(Box::new(f))
+    }
+}
+
+impl std::fmt::Debug for Pause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pause")
+    }
 }
 
 impl CpuModel {
@@ -86,7 +104,7 @@ impl CpuModel {
     /// formats), and starts the thread pool.
     pub fn load(file: &GgufFile<'_>, opts: &ModelOptions, cpu: CpuOptions) -> Result<Self> {
         let cfg = ModelConfig::from_header(&file.header)?;
-        let w = CpuWeights::load(file, &cfg)?;
+        let w = CpuWeights::load(&mut &*file, &cfg)?;
         Self::from_weights(cfg, w, opts, cpu)
     }
 
@@ -112,6 +130,7 @@ impl CpuModel {
             recent: Default::default(),
             last_sampled: None,
             stats: CpuStats::default(),
+            pause: None,
         };
         m.set_sampling(opts.sampling)?;
         Ok(m)
@@ -136,6 +155,12 @@ impl CpuModel {
     /// Most positions the cache holds.
     pub fn max_context(&self) -> usize {
         self.max_ctx
+    }
+
+    /// Weight bytes one decoded token reads (the bound a memory-bound decode is read
+    /// against).
+    pub fn weight_bytes_per_token(&self) -> u64 {
+        self.w.bytes_per_token() as u64
     }
 
     /// Bytes of weights and of the keys and values held now.
@@ -170,18 +195,31 @@ impl CpuModel {
         )
     }
 
+    /// Has the model await `pause` after every forward pass (a prompt chunk or a token).
+    /// A browser Worker passes a yield to its event loop: the computation never awaits
+    /// anything else, and without one a cancel message would wait for the whole generation.
+    pub fn set_pause(&mut self, pause: Pause) {
+        self.pause = Some(pause);
+    }
+
     /// Runs `tokens` at `start..` (in chunks) and returns the logits after the last one.
     /// Positions from `start` on are overwritten; the sampler is not touched.
-    pub fn logits(&mut self, tokens: &[u32], start: usize) -> Result<Vec<f32>> {
+    pub async fn logits_async(&mut self, tokens: &[u32], start: usize) -> Result<Vec<f32>> {
         self.check(tokens, start)?;
         // Whatever comes next, it is no continuation of the last sampled step.
         self.last_sampled = None;
-        Ok(self.chunks(tokens, start, None)?.unwrap_or_default())
+        Ok(self.chunks(tokens, start, None).await?.unwrap_or_default())
+    }
+
+    /// [`CpuModel::logits_async`], blocking the calling thread (natively).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn logits(&mut self, tokens: &[u32], start: usize) -> Result<Vec<f32>> {
+        pollster::block_on(self.logits_async(tokens, start))
     }
 
     /// Runs `tokens` at `start..` in prompt chunks, stopping between chunks once `cancel` is
     /// set (`None`); the logits after the last token.
-    fn chunks(
+    async fn chunks(
         &mut self,
         tokens: &[u32],
         start: usize,
@@ -197,6 +235,9 @@ impl CpuModel {
             let last = at + chunk.len() == start + tokens.len();
             logits = self.forward(chunk, at, last)?;
             self.history.extend_from_slice(chunk);
+            if let Some(pause) = &self.pause {
+                (pause.0)().await;
+            }
         }
         Ok(Some(logits))
     }
@@ -249,14 +290,17 @@ impl CpuModel {
     }
 
     /// Steps `tokens` at `start..`, stopping between prompt chunks once `cancel` is set.
-    fn run(
+    async fn run(
         &mut self,
         tokens: &[u32],
         start: usize,
         cancel: Option<&CancelToken>,
     ) -> Result<Option<u32>> {
         self.start(tokens, start)?;
-        Ok(self.chunks(tokens, start, cancel)?.map(|l| self.pick(l)))
+        Ok(self
+            .chunks(tokens, start, cancel)
+            .await?
+            .map(|l| self.pick(l)))
     }
 
     /// One forward pass of `tokens` at positions `start..`: writes their keys and values,
@@ -520,9 +564,11 @@ fn add_output(x: &mut [f32], out: &mut [f32], post_norm: Option<&[f32]>, eps: f3
 
 impl TokenStep for CpuModel {
     async fn step(&mut self, tokens: &[u32], start: usize) -> Result<u32> {
-        self.run(tokens, start, None)?.ok_or(GpuError::BatchState {
-            reason: "step ended without a token",
-        })
+        self.run(tokens, start, None)
+            .await?
+            .ok_or(GpuError::BatchState {
+                reason: "step ended without a token",
+            })
     }
 
     async fn step_cancellable(
@@ -531,7 +577,7 @@ impl TokenStep for CpuModel {
         start: usize,
         cancel: &CancelToken,
     ) -> Result<Option<u32>> {
-        self.run(tokens, start, Some(cancel))
+        self.run(tokens, start, Some(cancel)).await
     }
 
     fn context_len(&self) -> usize {

@@ -26,7 +26,9 @@ impl Simd {
         }
         if cfg!(target_arch = "aarch64") {
             Simd::Neon
-        } else if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) {
+        } else if cfg!(target_arch = "wasm32") {
+            // The wasm kernels are compiled with `simd128` whatever the build's flags
+            // (`matrix::rows_simd128`): a browser without SIMD refuses the module at load.
             Simd::Simd128
         } else {
             Simd::Portable
@@ -59,7 +61,10 @@ pub struct CpuOptions {
 /// A thread pool and the kernels' instruction set.
 #[derive(Debug)]
 pub struct CpuRuntime {
-    pub(super) pool: rayon::ThreadPool,
+    /// Natively a pool of its own. On wasm32 none: there the pool is rayon's global one,
+    /// which a threaded build's page fills with Web Workers (`initThreadPool`) and which is
+    /// the calling thread alone otherwise.
+    pub(super) pool: Option<rayon::ThreadPool>,
     pub(super) simd: Simd,
     pub(super) exact: bool,
     threads: usize,
@@ -88,13 +93,7 @@ impl CpuRuntime {
             Some(n) => n,
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("tpsmeter-cpu-{i}"))
-            .build()
-            .map_err(|e| GpuError::ThreadPool {
-                reason: e.to_string(),
-            })?;
+        let (pool, threads) = Self::pool(threads)?;
         let simd = if opts.portable {
             Simd::Portable
         } else {
@@ -118,6 +117,28 @@ impl CpuRuntime {
 
     /// Runs `f` on the pool, so that the parallel loops inside it split without a hand-off.
     pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        self.pool.install(f)
+        match &self.pool {
+            Some(pool) => pool.install(f),
+            None => f(),
+        }
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    fn pool(threads: usize) -> Result<(Option<rayon::ThreadPool>, usize)> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("tpsmeter-cpu-{i}"))
+            .build()
+            .map_err(|e| GpuError::ThreadPool {
+                reason: e.to_string(),
+            })?;
+        Ok((Some(pool), threads))
+    }
+
+    /// On wasm32 the threads are the global pool's, whatever was asked: a page sets them
+    /// when it starts the pool (one where the build or the page has no threads).
+    #[cfg(target_arch = "wasm32")]
+    fn pool(_threads: usize) -> Result<(Option<rayon::ThreadPool>, usize)> {
+        Ok((None, rayon::current_num_threads()))
     }
 }

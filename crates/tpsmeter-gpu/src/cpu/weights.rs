@@ -2,8 +2,8 @@
 //! biases as f32 (a few KiB per layer).
 
 use super::matrix::QMatrix;
+use super::tensors::TensorSource;
 use crate::error::Result;
-use crate::gguf::GgufFile;
 use crate::model::config::ModelConfig;
 
 /// One transformer block.
@@ -43,8 +43,8 @@ pub struct CpuWeights {
 }
 
 /// A small f32 tensor of exactly `n` values (norms, biases), dequantized.
-fn vector(file: &GgufFile<'_>, name: &str, n: usize) -> Result<Vec<f32>> {
-    let info = file.tensor_info(name)?;
+fn vector(file: &mut impl TensorSource, name: &str, n: usize) -> Result<Vec<f32>> {
+    let info = file.info(name)?;
     let mut dims = info.dims.clone();
     while dims.len() > 1 && dims.last() == Some(&1) {
         dims.pop();
@@ -59,39 +59,51 @@ fn vector(file: &GgufFile<'_>, name: &str, n: usize) -> Result<Vec<f32>> {
     file.dequantize(name)
 }
 
+/// [`vector`] when the configuration has it.
+fn optional(
+    file: &mut impl TensorSource,
+    present: bool,
+    name: &str,
+    n: usize,
+) -> Result<Option<Vec<f32>>> {
+    present.then(|| vector(file, name, n)).transpose()
+}
+
 impl CpuWeights {
-    /// Copies every tensor the configuration needs out of `file` (the file's buffer can go
-    /// once this returns), checking shapes.
-    pub fn load(file: &GgufFile<'_>, cfg: &ModelConfig) -> Result<Self> {
+    /// Takes every tensor the configuration needs out of `file` (a file's buffer can go once
+    /// this returns), checking shapes.
+    pub fn load(file: &mut impl TensorSource, cfg: &ModelConfig) -> Result<Self> {
         let (e, v) = (cfg.n_embd, cfg.vocab_size);
         let mut layers = Vec::with_capacity(cfg.n_layers);
         for l in 0..cfg.n_layers {
             let n = |s: &str| format!("blk.{l}.{s}");
-            let if_ = |cond: bool, s: &str, len: usize| -> Result<Option<Vec<f32>>> {
-                cond.then(|| vector(file, &n(s), len)).transpose()
-            };
             layers.push(CpuLayer {
                 attn_norm: vector(file, &n("attn_norm.weight"), e)?,
                 wq: QMatrix::load(file, &n("attn_q.weight"), e, cfg.q_dim())?,
                 wk: QMatrix::load(file, &n("attn_k.weight"), e, cfg.k_dim())?,
                 wv: QMatrix::load(file, &n("attn_v.weight"), e, cfg.v_dim())?,
-                bq: if_(cfg.qkv_bias, "attn_q.bias", cfg.q_dim())?,
-                bk: if_(cfg.qkv_bias, "attn_k.bias", cfg.k_dim())?,
-                bv: if_(cfg.qkv_bias, "attn_v.bias", cfg.v_dim())?,
-                q_norm: if_(cfg.qk_norm, "attn_q_norm.weight", cfg.head_dim)?,
-                k_norm: if_(cfg.qk_norm, "attn_k_norm.weight", cfg.head_dim)?,
+                bq: optional(file, cfg.qkv_bias, &n("attn_q.bias"), cfg.q_dim())?,
+                bk: optional(file, cfg.qkv_bias, &n("attn_k.bias"), cfg.k_dim())?,
+                bv: optional(file, cfg.qkv_bias, &n("attn_v.bias"), cfg.v_dim())?,
+                q_norm: optional(file, cfg.qk_norm, &n("attn_q_norm.weight"), cfg.head_dim)?,
+                k_norm: optional(file, cfg.qk_norm, &n("attn_k_norm.weight"), cfg.head_dim)?,
                 wo: QMatrix::load(
                     file,
                     &n("attn_output.weight"),
                     cfg.n_head * cfg.head_dim_v,
                     e,
                 )?,
-                attn_post_norm: if_(cfg.post_norms, "post_attention_norm.weight", e)?,
+                attn_post_norm: optional(
+                    file,
+                    cfg.post_norms,
+                    &n("post_attention_norm.weight"),
+                    e,
+                )?,
                 ffn_norm: vector(file, &n("ffn_norm.weight"), e)?,
                 w_gate: QMatrix::load(file, &n("ffn_gate.weight"), e, cfg.n_ff)?,
                 w_up: QMatrix::load(file, &n("ffn_up.weight"), e, cfg.n_ff)?,
                 w_down: QMatrix::load(file, &n("ffn_down.weight"), cfg.n_ff, e)?,
-                ffn_post_norm: if_(cfg.post_norms, "post_ffw_norm.weight", e)?,
+                ffn_post_norm: optional(file, cfg.post_norms, &n("post_ffw_norm.weight"), e)?,
             });
         }
         let mut w = Self {
@@ -103,7 +115,7 @@ impl CpuWeights {
             } else {
                 Some(QMatrix::load(file, "output.weight", e, v)?)
             },
-            rope_freqs: if file.header.has_tensor("rope_freqs.weight") {
+            rope_freqs: if file.has("rope_freqs.weight") {
                 Some(vector(file, "rope_freqs.weight", cfg.rope_dim / 2)?)
             } else {
                 None
@@ -125,6 +137,22 @@ impl CpuWeights {
                     .into_iter()
                     .any(k)
             })
+    }
+
+    /// Weight bytes one decoded token reads: every layer matrix and the output head (the
+    /// embedding table itself when tied), not the embedding table's other rows.
+    pub fn bytes_per_token(&self) -> usize {
+        let head = self.output.as_ref().unwrap_or(&self.token_embd).size();
+        head + self
+            .layers
+            .iter()
+            .map(|l| {
+                [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down]
+                    .into_iter()
+                    .map(QMatrix::size)
+                    .sum::<usize>()
+            })
+            .sum::<usize>()
     }
 
     /// Bytes of weights held.

@@ -7,10 +7,9 @@
 use serde::Serialize;
 
 use crate::error::{GpuError, Result};
-use crate::generate::TokenStep;
 use crate::kernels::SamplerConfig;
 
-use super::session::Engine;
+use super::session::{Backend, Engine};
 
 /// What the engine would have picked at one forced position.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -23,7 +22,7 @@ pub struct ForcedStep {
     pub top2_gap: f32,
 }
 
-impl Engine {
+impl<M: Backend> Engine<M> {
     /// Runs `prompt`, then feeds `forced` one token at a time; entry `i` says what the model
     /// would have generated in place of `forced[i]`. The KV cache is treated as empty
     /// afterwards, and the sampler set to greedy (the logits are read before sampling).
@@ -32,7 +31,7 @@ impl Engine {
         prompt: &[u32],
         forced: &[u32],
     ) -> Result<Vec<ForcedStep>> {
-        let vocab = self.model().config().vocab_size;
+        let vocab = self.model().vocab_size();
         if let Some(&bad) = prompt.iter().chain(forced).find(|&&t| t as usize >= vocab) {
             return Err(GpuError::TokenOutOfRange { token: bad, vocab });
         }
@@ -52,10 +51,9 @@ impl Engine {
             ..SamplerConfig::default()
         })?;
         let model = self.model_mut();
-        model.step(prompt, 0).await?;
+        let mut logits = model.logits_after(prompt, 0).await?;
         let mut out = Vec::with_capacity(forced.len());
         for (i, &want) in forced.iter().enumerate() {
-            let logits = model.read_logits_async().await?;
             let (a, b) = top2(&logits);
             out.push(ForcedStep {
                 argmax: a as u32,
@@ -63,7 +61,7 @@ impl Engine {
                 top2_gap: logits[a] - logits[b],
             });
             if i + 1 < forced.len() {
-                model.step(&[want], prompt.len() + i).await?;
+                logits = model.logits_after(&[want], prompt.len() + i).await?;
             }
         }
         self.forget_cache();

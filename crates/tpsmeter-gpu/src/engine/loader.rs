@@ -1,26 +1,29 @@
-//! [`EngineLoader`]: an [`Engine`] built from a GGUF file as it downloads.
+//! [`EngineLoader`]: an [`Engine`] built from a GGUF file as it downloads, on the GPU or the
+//! CPU ([`LoadTarget`]).
 //!
 //! Bytes go through the GGUF push parser: once the header is complete the configuration,
 //! tokenizer and chat template are built and every tensor's size is checked against the
-//! adapter and the file's announced length (so a file this engine cannot run fails before
-//! its weights download), and each tensor is uploaded as soon as its last byte arrives. Only
-//! the header and one partly received tensor are ever held, never the whole file. Input past
-//! the end of the last tensor is not read ([`EngineLoader::wants_more`]).
+//! backend and the file's announced length (so a file this engine cannot run fails before
+//! its weights download), and each tensor goes to the backend as soon as its last byte
+//! arrives (uploaded to the GPU, or kept as stored for the CPU). Beside what the backend
+//! keeps, only the header and one partly received tensor are ever held, never the whole file.
+//! Input past the end of the last tensor is not read ([`EngineLoader::wants_more`]).
 
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
 use crate::chat::ChatTemplate;
+use crate::cpu::{CpuModel, CpuOptions, CpuTarget};
 use crate::error::{GpuError, Result};
 use crate::gguf::{GgufEvent, GgufHeader, GgufStreamParser};
 use crate::gpu::context::GpuContext;
 use crate::model::config::ModelConfig;
-use crate::model::weights::{GpuWeights, StagedWeights};
 use crate::tokenizer::{Tokenizer, TokenizerSpec};
 
-use super::model::{GpuModel, ModelOptions};
+use super::model::ModelOptions;
 use super::session::Engine;
+use super::target::{GpuTarget, LoadTarget};
 
 /// What the caller knows of the file before it arrives, checked while it does.
 #[derive(Debug, Clone, Default)]
@@ -48,27 +51,42 @@ pub(crate) struct Prepared {
 
 /// What the parser's events build up.
 #[derive(Debug, Default)]
-struct Received {
-    staged: StagedWeights,
+struct Received<S> {
+    staged: S,
     prepared: Option<Prepared>,
     digest: Option<Sha256>,
 }
 
 /// Feed it the file's bytes in chunks of any size ([`EngineLoader::push`]), then
-/// [`EngineLoader::finish`]. After an error it refuses more input.
+/// [`EngineLoader::finish`]. After an error it refuses more input. Loads for the GPU
+/// ([`EngineLoader::new`]) or the CPU ([`EngineLoader::cpu`]).
 #[derive(Debug)]
-pub struct EngineLoader {
-    ctx: Arc<GpuContext>,
+pub struct EngineLoader<T: LoadTarget = GpuTarget> {
+    target: T,
     opts: ModelOptions,
     checks: FileChecks,
     parser: GgufStreamParser,
-    received: Received,
+    received: Received<T::Staged>,
 }
 
 impl EngineLoader {
+    /// Loads into GPU buffers on `ctx`'s device.
     pub fn new(ctx: Arc<GpuContext>, opts: ModelOptions) -> Self {
+        Self::with_target(GpuTarget(ctx), opts)
+    }
+}
+
+impl EngineLoader<CpuTarget> {
+    /// Loads into memory for the CPU backend.
+    pub fn cpu(cpu: CpuOptions, opts: ModelOptions) -> Self {
+        Self::with_target(CpuTarget(cpu), opts)
+    }
+}
+
+impl<T: LoadTarget> EngineLoader<T> {
+    pub fn with_target(target: T, opts: ModelOptions) -> Self {
         Self {
-            ctx,
+            target,
             opts,
             checks: FileChecks::default(),
             parser: GgufStreamParser::new(),
@@ -120,39 +138,39 @@ impl EngineLoader {
     /// Feeds the next chunk of the file.
     pub fn push(&mut self, chunk: &[u8]) -> Result<()> {
         let Self {
-            ctx,
+            target,
             checks,
             parser,
             received,
             ..
         } = self;
-        parser.push(chunk, &mut |event| received.on_event(ctx, checks, event))
+        parser.push(chunk, &mut |event| received.on_event(target, checks, event))
     }
 
     /// The input has ended: completes a header the parser held back (see
     /// [`GgufStreamParser::flush`]), after which [`Self::model_bytes`] is final.
     pub fn flush(&mut self) -> Result<()> {
         let Self {
-            ctx,
+            target,
             checks,
             parser,
             received,
             ..
         } = self;
-        parser.flush(&mut |event| received.on_event(ctx, checks, event))
+        parser.flush(&mut |event| received.on_event(target, checks, event))
     }
 
     /// The file has ended: checks it was complete (and its digest, when one was expected)
     /// and builds the engine.
-    pub fn finish(self) -> Result<Engine> {
+    pub fn finish(self) -> Result<Engine<T::Model>> {
         let Self {
-            ctx,
+            target,
             opts,
             checks,
             parser,
             mut received,
         } = self;
-        parser.finish(&mut |event| received.on_event(&ctx, &checks, event))?;
+        parser.finish(&mut |event| received.on_event(&target, &checks, event))?;
         let Received {
             staged,
             prepared,
@@ -170,8 +188,7 @@ impl EngineLoader {
                 found: hex(&found),
             });
         }
-        let weights = GpuWeights::assemble(&ctx, staged, &p.cfg)?;
-        let model = GpuModel::from_weights(ctx, p.cfg, weights, &opts)?;
+        let model = target.build(staged, p.cfg, &opts)?;
         let sha256 = sha256.map(|d| hex(&d));
         Ok(Engine::from_parts(
             p.tokenizer,
@@ -183,16 +200,16 @@ impl EngineLoader {
     }
 }
 
-impl Received {
-    fn on_event(
+impl<S> Received<S> {
+    fn on_event<T: LoadTarget<Staged = S>>(
         &mut self,
-        ctx: &GpuContext,
+        target: &T,
         checks: &FileChecks,
         event: GgufEvent<'_>,
     ) -> Result<()> {
         match event {
             GgufEvent::Header(header) => {
-                self.prepared = Some(prepare(ctx, checks, header)?);
+                self.prepared = Some(prepare(target, checks, header)?);
                 Ok(())
             }
             GgufEvent::Bytes(bytes) => {
@@ -201,24 +218,22 @@ impl Received {
                 }
                 Ok(())
             }
-            GgufEvent::Tensor { info, bytes, .. } => self.staged.accept(ctx, info, bytes),
+            GgufEvent::Tensor { info, bytes, .. } => target.accept(&mut self.staged, info, bytes),
         }
     }
 }
 
-/// Checks a complete header against the file's length and the adapter, then builds the
+/// Checks a complete header against the file's length and the backend, then builds the
 /// configuration, tokenizer and chat template.
-fn prepare(ctx: &GpuContext, checks: &FileChecks, header: &GgufHeader) -> Result<Prepared> {
+fn prepare(target: &impl LoadTarget, checks: &FileChecks, header: &GgufHeader) -> Result<Prepared> {
     // A header describing more data than the file holds is malformed: say so now, rather
     // than read the whole file to find it cut short.
     if let Some(len) = checks.len {
         header.check_data_len(len.saturating_sub(header.data_offset))?;
     }
-    // A tensor is held whole until its last byte arrives; one larger than any buffer this
-    // adapter can make is refused before any of it is read.
-    header.check_tensor_bytes(ctx.limits.max_buffer_size)?;
+    target.check_header(header)?;
     let p = describe(header)?;
-    GpuWeights::check_config(&p.cfg)?;
+    target.check_config(&p.cfg)?;
     Ok(p)
 }
 
@@ -253,6 +268,16 @@ impl Engine {
         // The streamed load's one path: a whole file is a download in one chunk (each
         // tensor is then a slice of it, not a copy).
         let mut loader = EngineLoader::new(ctx, opts.clone());
+        loader.push(gguf)?;
+        loader.finish()
+    }
+}
+
+impl Engine<CpuModel> {
+    /// Parses a whole GGUF file held in memory, builds its tokenizer and chat template, and
+    /// copies its weights (as stored) for the CPU: `gguf` can be dropped once this returns.
+    pub fn load_cpu(gguf: &[u8], opts: &ModelOptions, cpu: CpuOptions) -> Result<Self> {
+        let mut loader = EngineLoader::cpu(cpu, opts.clone());
         loader.push(gguf)?;
         loader.finish()
     }

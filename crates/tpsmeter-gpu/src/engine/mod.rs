@@ -25,6 +25,7 @@ pub(crate) mod readback;
 mod session;
 mod slots;
 mod step;
+pub mod target;
 mod token_span;
 
 pub use cost::{CostMark, CostReport, Phase, PhaseTotals, StepClock, StepCost};
@@ -34,4 +35,5 @@ pub use model::{DEFAULT_MAX_CONTEXT, GpuModel, MAX_SLOTS, ModelOptions, PREFILL_
 pub use readback::TOKEN_BYTES;
 pub use session::{Backend, Engine, Prompts};
 pub use step::StepPart;
+pub use target::{GpuTarget, LoadTarget};
 pub use token_span::TokenSpan;

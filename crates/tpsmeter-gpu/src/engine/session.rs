@@ -17,17 +17,53 @@ use super::token_span::TokenSpan;
 pub trait Backend: TokenStep {
     /// The sampling settings of the steps that follow.
     fn set_sampling(&mut self, sampling: SamplerConfig) -> Result<()>;
+    /// Runs `tokens` at `start..` and returns the logits after the last one (teacher
+    /// forcing, [`Engine::teacher_forced`]).
+    fn logits_after(
+        &mut self,
+        tokens: &[u32],
+        start: usize,
+    ) -> impl Future<Output = Result<Vec<f32>>>;
+    /// Most positions the cache holds.
+    fn max_context(&self) -> usize;
+    /// Entries in the vocabulary (rows of the logits).
+    fn vocab_size(&self) -> usize;
 }
 
 impl Backend for GpuModel {
     fn set_sampling(&mut self, sampling: SamplerConfig) -> Result<()> {
         GpuModel::set_sampling(self, sampling)
     }
+
+    async fn logits_after(&mut self, tokens: &[u32], start: usize) -> Result<Vec<f32>> {
+        self.step(tokens, start).await?;
+        self.read_logits_async().await
+    }
+
+    fn max_context(&self) -> usize {
+        GpuModel::max_context(self)
+    }
+
+    fn vocab_size(&self) -> usize {
+        self.config().vocab_size
+    }
 }
 
 impl Backend for crate::cpu::CpuModel {
     fn set_sampling(&mut self, sampling: SamplerConfig) -> Result<()> {
         crate::cpu::CpuModel::set_sampling(self, sampling)
+    }
+
+    async fn logits_after(&mut self, tokens: &[u32], start: usize) -> Result<Vec<f32>> {
+        self.logits_async(tokens, start).await
+    }
+
+    fn max_context(&self) -> usize {
+        crate::cpu::CpuModel::max_context(self)
+    }
+
+    fn vocab_size(&self) -> usize {
+        self.config().vocab_size
     }
 }
 

@@ -1,20 +1,22 @@
-//! The local engine for JavaScript (the `gpu` feature): `EngineLoader` takes a GGUF file as
-//! it downloads, `Engine` generates. Runs in a dedicated Worker (the npm package's
-//! `tpsmeter/engine`), where awaiting the GPU never blocks a page.
+//! The local engine for JavaScript (the `gpu` feature: WebGPU; the `cpu` feature: wasm
+//! SIMD): `EngineLoader` takes a GGUF file as it downloads, `Engine` generates. Runs in a
+//! dedicated Worker (the npm package's `tpsmeter/engine`), where awaiting the GPU or
+//! computing on the CPU never blocks a page. Both builds export the same classes.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use tpsmeter_gpu::GpuError;
-use tpsmeter_gpu::engine::Engine;
 use tpsmeter_gpu::generate::CancelToken;
-use tpsmeter_gpu::gpu::context::AdapterProfile;
 use wasm_bindgen::prelude::*;
 
+mod loaded;
 mod loader;
 mod request;
+#[cfg(feature = "gpu")]
 mod tokenizer;
 
+use loaded::{Loaded, with_engine};
 pub use loader::JsEngineLoader;
 use request::{GenerateRequest, parse_request, run};
 
@@ -78,6 +80,38 @@ async fn next_task() {
     let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
+/// Resolves after a task posted through a `MessageChannel`: the event loop runs once (a
+/// cancel message gets through), without `setTimeout`'s 4 ms clamp on nested timers. The
+/// CPU backend awaits it after every forward pass, having nothing else to await.
+#[cfg(feature = "cpu")]
+fn yield_to_event_loop() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>> {
+    Box::pin(async {
+        let promise = js_sys::Promise::new(&mut |resolve, _| {
+            let global = js_sys::global();
+            let channel = js_sys::Reflect::get(&global, &JsValue::from_str("MessageChannel"))
+                .ok()
+                .and_then(|c| c.dyn_into::<js_sys::Function>().ok())
+                .and_then(|c| js_sys::Reflect::construct(&c, &js_sys::Array::new()).ok());
+            let posted = channel.is_some_and(|channel| {
+                let port =
+                    |name: &str| js_sys::Reflect::get(&channel, &JsValue::from_str(name)).ok();
+                let (Some(port1), Some(port2)) = (port("port1"), port("port2")) else {
+                    return false;
+                };
+                let post = js_sys::Reflect::get(&port2, &JsValue::from_str("postMessage"))
+                    .ok()
+                    .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
+                js_sys::Reflect::set(&port1, &JsValue::from_str("onmessage"), &resolve).is_ok()
+                    && post.is_some_and(|post| post.call1(&port2, &JsValue::UNDEFINED).is_ok())
+            });
+            if !posted {
+                let _ = resolve.call0(&JsValue::NULL);
+            }
+        });
+        let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+    })
+}
+
 fn request_err(e: impl std::fmt::Display) -> JsValue {
     named("InvalidRequest", &e.to_string())
 }
@@ -90,7 +124,7 @@ fn state_err(message: &str) -> JsValue {
 /// is held across an await), so calls meanwhile get a clear "busy" instead of a panic.
 #[derive(Debug)]
 enum Slot {
-    Idle(Box<Engine>),
+    Idle(Loaded),
     Busy,
     Disposed,
 }
@@ -108,32 +142,19 @@ impl JsEngine {
     /// The model's name (`general.name`).
     #[wasm_bindgen(getter)]
     pub fn name(&self) -> Result<String, JsValue> {
-        self.with(|e| e.name().to_owned())
+        self.with(|l| with_engine!(l, e => e.name().to_owned()))
     }
 
-    /// Adapter, kernel profile, limits and the per-token figures the roofline needs, as JSON.
+    /// The backend (`"webgpu"` or `"cpu"`), its adapter or threads and SIMD, limits and the
+    /// per-token figures the roofline needs, as JSON.
     pub fn info(&self) -> Result<String, JsValue> {
-        self.with(|e| {
-            let model = e.model();
-            let ctx = model.context();
-            serde_json::json!({
-                "adapter": ctx.info.name,
-                "backend": format!("{:?}", ctx.info.backend),
-                "profile": match ctx.profile { AdapterProfile::Cpu => "cpu", AdapterProfile::Gpu => "gpu" },
-                "shaderF16": ctx.has_f16(),
-                "maxStorageBindingBytes": ctx.max_binding(),
-                "maxContext": model.max_context(),
-                "weightBytesPerToken": model.weight_bytes_per_token(),
-                "dispatchesPerToken": model.dispatches_per_token(),
-                "vocabSize": e.tokenizer().vocab_size(),
-            })
-            .to_string()
-        })
+        self.with(|l| l.info().to_string())
     }
 
     /// Token ids of `text` (with the model's BOS where it wants one).
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, JsValue> {
-        self.with(|e| e.encode(text))?.map_err(gpu_err)
+        self.with(|l| with_engine!(l, e => e.encode(text)))?
+            .map_err(gpu_err)
     }
 
     /// Generates for `request` (JSON text: `{ messages | prompt, max_tokens, temperature,
@@ -149,15 +170,17 @@ impl JsEngine {
         let (params, sampling) = parse_request(&req)?;
         let mut engine = self.take()?;
         self.cancel.reset();
-        let result = run(
-            &mut engine,
-            &req,
-            &params,
-            &sampling,
-            &self.cancel,
-            &on_token,
-        )
-        .await;
+        let mark = engine.mark();
+        let result = with_engine!(&mut engine, e => {
+            run(e, &req, &params, &sampling, &self.cancel, &on_token).await
+        });
+        let result = match result {
+            Ok(mut g) => {
+                g.work = engine.work_since(&mark);
+                serde_json::to_string(&g).map_err(request_err)
+            }
+            Err(e) => Err(e),
+        };
         self.put_back(engine, result).await
     }
 
@@ -173,15 +196,12 @@ impl JsEngine {
         forced: Vec<u32>,
     ) -> Result<String, JsValue> {
         let mut engine = self.take()?;
-        let result = async {
-            let ids = engine.encode(&prompt).map_err(gpu_err)?;
-            let steps = engine
-                .teacher_forced(&ids, &forced)
-                .await
-                .map_err(gpu_err)?;
+        let result = with_engine!(&mut engine, e => async {
+            let ids = e.encode(&prompt).map_err(gpu_err)?;
+            let steps = e.teacher_forced(&ids, &forced).await.map_err(gpu_err)?;
             serde_json::to_string(&steps).map_err(request_err)
         }
-        .await;
+        .await);
         self.put_back(engine, result).await
     }
 
@@ -190,7 +210,7 @@ impl JsEngine {
         self.cancel.cancel();
     }
 
-    /// Frees the model's GPU memory (buffers are destroyed when dropped). Later calls fail.
+    /// Frees the model's memory (GPU buffers are destroyed when dropped). Later calls fail.
     /// A generation in flight is cancelled and the model dropped when it returns.
     pub fn dispose(&self) {
         self.cancel.cancel();
@@ -203,10 +223,10 @@ impl JsEngine {
     /// The slot's borrow ends before the other arms run: a `RefMut` held in a `match`
     /// scrutinee lives to the end of the match, and borrowing again there would panic.
     /// A lost device fails here, before any work: nothing on it can succeed.
-    fn take(&self) -> Result<Box<Engine>, JsValue> {
+    fn take(&self) -> Result<Loaded, JsValue> {
         let previous = std::mem::replace(&mut *self.slot.borrow_mut(), Slot::Busy);
         match previous {
-            Slot::Idle(engine) => match engine.model().context().lost() {
+            Slot::Idle(engine) => match engine.lost() {
                 Some(lost) => {
                     *self.slot.borrow_mut() = Slot::Idle(engine);
                     Err(lost_err(lost))
@@ -232,12 +252,12 @@ impl JsEngine {
     /// disposed meanwhile.
     async fn put_back(
         &self,
-        engine: Box<Engine>,
+        engine: Loaded,
         mut result: Result<String, JsValue>,
     ) -> Result<String, JsValue> {
         if result.is_err() {
             next_task().await;
-            if let Some(lost) = engine.model().context().lost() {
+            if let Some(lost) = engine.lost() {
                 result = Err(lost_err(lost));
             }
         }
@@ -248,7 +268,7 @@ impl JsEngine {
         result
     }
 
-    fn with<T>(&self, f: impl FnOnce(&Engine) -> T) -> Result<T, JsValue> {
+    fn with<T>(&self, f: impl FnOnce(&Loaded) -> T) -> Result<T, JsValue> {
         match &*self.slot.borrow() {
             Slot::Idle(engine) => Ok(f(engine)),
             Slot::Busy => Err(state_err("the engine is busy with a generation")),

@@ -3,11 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 use tpsmeter_gpu::chat::ChatMessage;
-use tpsmeter_gpu::engine::{Engine, StepCost};
+use tpsmeter_gpu::engine::{Backend, Engine};
 use tpsmeter_gpu::generate::{CancelToken, GenerateParams, StopReason, TokenEvent};
 use tpsmeter_gpu::kernels::SamplerConfig;
 use wasm_bindgen::prelude::*;
 
+use super::loaded::Work;
 use super::{gpu_err, performance_now, request_err};
 
 /// Most tokens one request may ask for.
@@ -49,7 +50,7 @@ struct Message {
 
 /// What one generation did (JSON text to JS).
 #[derive(Debug, Serialize)]
-struct GenerateResult {
+pub(super) struct GenerateResult {
     text: String,
     prompt_tokens: usize,
     reused_tokens: usize,
@@ -60,26 +61,20 @@ struct GenerateResult {
     end_ms: f64,
     /// `stop`, `length`, `cancelled` or `context_full`.
     finish_reason: &'static str,
-    /// Work the GPU did for this generation (prompt and decode), from the engine's counters.
-    submits: u64,
-    dispatches: u64,
-    readback_bytes: u64,
-    /// What the host did per decoded token of this generation (`null` when none was
-    /// decoded): the engine's counters and median encode+submit time.
-    per_token_cost: Option<StepCost>,
-    /// The same per prompt chunk (`null` when the whole prompt was reused).
-    prefill_cost: Option<StepCost>,
+    /// What the backend did for this generation (filled in by the caller, which knows it).
+    #[serde(flatten)]
+    pub(super) work: Work,
 }
 
 /// One generation on an engine taken out of its slot.
-pub(super) async fn run(
-    engine: &mut Engine,
+pub(super) async fn run<M: Backend>(
+    engine: &mut Engine<M>,
     req: &GenerateRequest,
     params: &GenerateParams,
     sampling: &SamplerConfig,
     cancel: &CancelToken,
     on_token: &js_sys::Function,
-) -> Result<String, JsValue> {
+) -> Result<GenerateResult, JsValue> {
     let prompt = match (&req.messages, &req.prompt) {
         (Some(messages), None) => {
             let messages: Vec<ChatMessage> = messages
@@ -102,8 +97,6 @@ pub(super) async fn run(
             callback_error.get_or_insert(e);
         }
     };
-    let before = engine.model().stats();
-    let mark = engine.model().cost_mark();
     let g = engine
         .generate_async(&prompt, params, sampling, cancel, &mut clock, &mut on_event)
         .await
@@ -112,15 +105,13 @@ pub(super) async fn run(
     if let Some(e) = callback_error {
         return Err(e);
     }
-    let after = engine.model().stats();
-    let cost = engine.model().cost_since(&mark);
     let finish_reason = match g.stop {
         StopReason::EndOfGeneration { .. } | StopReason::StopString { .. } => "stop",
         StopReason::MaxTokens => "length",
         StopReason::Cancelled => "cancelled",
         StopReason::ContextFull => "context_full",
     };
-    serde_json::to_string(&GenerateResult {
+    Ok(GenerateResult {
         text: g.text,
         prompt_tokens: g.prompt_tokens,
         reused_tokens: g.reused_tokens,
@@ -130,13 +121,8 @@ pub(super) async fn run(
         start_ms: g.start,
         end_ms: g.end,
         finish_reason,
-        submits: after.submits - before.submits,
-        dispatches: after.dispatches - before.dispatches,
-        readback_bytes: after.readback_bytes - before.readback_bytes,
-        per_token_cost: cost.decode,
-        prefill_cost: cost.prefill,
+        work: Work::default(),
     })
-    .map_err(request_err)
 }
 
 /// Generation and sampling settings from a request, with OpenAI's defaults (temperature 1,

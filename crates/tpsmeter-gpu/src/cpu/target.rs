@@ -1,0 +1,63 @@
+//! [`CpuTarget`]: loading a model for the CPU backend as its file arrives. Each tensor's
+//! bytes are kept as stored ([`StagedTensors`]) and move into the model at the end, so the
+//! model is held once (no whole-file buffer beside it).
+
+use super::model::CpuModel;
+use super::runtime::CpuOptions;
+use super::tensors::StagedTensors;
+use super::weights::CpuWeights;
+use crate::engine::ModelOptions;
+use crate::engine::target::LoadTarget;
+use crate::error::{GpuError, Result};
+use crate::gguf::{GgufHeader, TensorInfo};
+use crate::model::config::ModelConfig;
+
+/// The most model bytes the CPU backend takes: a wasm32 memory is at most 4 GiB, and the
+/// model shares it with the KV cache, the tokenizer and the activations; natively, what
+/// addresses allow (the allocator reports what memory does not).
+pub const MAX_MODEL_BYTES: u64 = if cfg!(target_pointer_width = "32") {
+    3 << 30
+} else {
+    isize::MAX as u64
+};
+
+/// Loads into memory for [`CpuModel`], with these thread and kernel options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CpuTarget(pub CpuOptions);
+
+impl LoadTarget for CpuTarget {
+    type Model = CpuModel;
+    type Staged = StagedTensors;
+
+    fn check_header(&self, header: &GgufHeader) -> Result<()> {
+        let needed = header.data_len_needed();
+        if needed > MAX_MODEL_BYTES {
+            return Err(GpuError::LimitExceeded {
+                what: "model bytes the CPU backend can hold here".into(),
+                value: needed,
+                limit: MAX_MODEL_BYTES,
+            });
+        }
+        Ok(())
+    }
+
+    fn check_config(&self, _cfg: &ModelConfig) -> Result<()> {
+        // Every family and format the configuration accepts has a CPU path; shapes are
+        // checked as the weights are assembled.
+        Ok(())
+    }
+
+    fn accept(&self, staged: &mut StagedTensors, info: &TensorInfo, bytes: &[u8]) -> Result<()> {
+        staged.accept(info, bytes)
+    }
+
+    fn build(
+        &self,
+        mut staged: StagedTensors,
+        cfg: ModelConfig,
+        opts: &ModelOptions,
+    ) -> Result<CpuModel> {
+        let weights = CpuWeights::load(&mut staged, &cfg)?;
+        CpuModel::from_weights(cfg, weights, opts, self.0)
+    }
+}
