@@ -248,7 +248,8 @@ test('a failure inside the engine’s WebAssembly reaches the page as itself, no
        };
      }`,
   );
-  const out = await load(page, `/models/${path.basename(model)}`, { cache: false });
+  // On WebGPU (SwiftShader is a software adapter, where `auto` would take the CPU backend).
+  const out = await load(page, `/models/${path.basename(model)}`, { cache: false, backend: 'webgpu' });
   // wgpu unwraps the failed call: a panic, then a trap, named with the panic's message.
   assert.match(out.error ?? '', /^EngineCrashed: the engine stopped inside WebAssembly \(.*injected GPU failure/s, JSON.stringify(out));
   await assertClean(page);
