@@ -11,6 +11,7 @@ import type { CachedModel } from './cache.js';
 export type { BackendChoice, LoadProgress } from './protocol.js';
 export { cacheEstimate, deleteCachedModel, listCachedModels, type CachedModel } from './cache.js';
 export { EngineError } from './error.js';
+export { wasmSimdSupported } from './simd.js';
 export type * from './types.js';
 
 export interface CreateEngineOptions {

@@ -8,6 +8,7 @@ import { loadEngineWasm, type EngineModule } from '../raw-engine.js';
 import type { CpuEngineModule } from '../raw-engine-cpu.js';
 import { beginCacheWrite, deleteCachedModel, openCached, type CacheWriter, type CachedModel } from './cache.js';
 import { EngineError } from './error.js';
+import { wasmSimdSupported } from './simd.js';
 import type { FromWorker, LoadProgress, ModelSource, ToWorker } from './protocol.js';
 
 interface Scope {
@@ -117,7 +118,7 @@ async function start(msg: Extract<ToWorker, { kind: 'load' }>, signal: AbortSign
 /** The CPU backend's loader: its wasm is fetched only now, never where WebGPU runs. */
 async function startCpu(msg: Extract<ToWorker, { kind: 'load' }>, why: string, signal: AbortSignal, cancelled: () => EngineError): Promise<Started> {
   const { loadCpuEngineWasm } = await import('../raw-engine-cpu.js');
-  if (!simdSupported()) {
+  if (!wasmSimdSupported()) {
     throw new EngineError('WebAssemblySimdUnavailable', `this browser lacks WebAssembly SIMD, which the CPU backend needs (${why})`);
   }
   const wasm = await loadCpuEngineWasm();
@@ -133,16 +134,6 @@ async function startCpu(msg: Extract<ToWorker, { kind: 'load' }>, why: string, s
   return { loader, backend: 'cpu', why, threadsWhy };
 }
 
-/**
- * Whether WebAssembly SIMD validates here (every current browser: Chrome 91, Firefox 89,
- * Safari 16.4): a module of one function returning `v128.const 0`.
- */
-function simdSupported(): boolean {
-  const bytes = new Uint8Array([
-    0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 22, 1, 20, 0, 253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11,
-  ]);
-  return WebAssembly.validate(bytes);
-}
 
 /**
  * Why `fetch(url)` rejected. Browsers reject alike ("Failed to fetch", "network error") for

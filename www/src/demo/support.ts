@@ -2,6 +2,7 @@
 // on the CPU backend (WebAssembly SIMD) where WebGPU is missing or only a software
 // rasteriser. Only a browser without WebAssembly SIMD cannot run it at all.
 
+import { wasmSimdSupported } from 'tpsmeter/engine';
 import { el, fill } from '../common/dom';
 
 // TypeScript's DOM library has no WebGPU types (they live in @webgpu/types); the page reads
@@ -41,18 +42,9 @@ export interface Support {
 const FLAG = '--enable-unsafe-webgpu';
 const BROWSERS = `Chrome or Edge 113+, Safari 26+, or Firefox 141+ on Windows; on Linux, Chromium needs ${FLAG} (and Vulkan drivers)`;
 
-/** Whether WebAssembly SIMD validates (the CPU backend's kernels need it). */
-function wasmSimd(): boolean {
-  // A module of one function returning `v128.const 0`.
-  const bytes = new Uint8Array([
-    0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 22, 1, 20, 0, 253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11,
-  ]);
-  return typeof WebAssembly === 'object' && WebAssembly.validate(bytes);
-}
-
 export async function checkSupport(): Promise<Support> {
   const gpu = await checkWebGpu();
-  if (gpu.webgpu || wasmSimd()) return { ...gpu, ok: true };
+  if (gpu.webgpu || wasmSimdSupported()) return { ...gpu, ok: true };
   return {
     ...gpu,
     ok: false,

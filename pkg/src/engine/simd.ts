@@ -1,0 +1,13 @@
+// Whether this browser validates WebAssembly SIMD, which the CPU backend's kernels need (every
+// current browser does: Chrome 91, Firefox 89, Safari 16.4). Shared by the engine's Worker and
+// pages that ask before loading anything (the demo).
+
+/** A module of one function returning `v128.const 0`. */
+const SIMD_PROBE = new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 22, 1, 20, 0, 253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11,
+]);
+
+/** Whether WebAssembly SIMD validates here. */
+export function wasmSimdSupported(): boolean {
+  return typeof WebAssembly === 'object' && WebAssembly.validate(SIMD_PROBE);
+}
