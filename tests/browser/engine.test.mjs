@@ -258,7 +258,12 @@ test('without WebGPU createEngine runs on the CPU: it says why, loads only the C
       // The native greedy run fed back: where the two greedy runs part, how near a tie it is.
       for (const [i, prompt] of prompts.entries()) runs[i].forced = await engine.teacherForced(prompt, expected[i]);
       await engine.dispose();
-      return { webgpu, badBackend, info: engine.info, runs, chat: chat.choices[0].message.content, forced };
+      // Threads off: the single-threaded build, the same arithmetic.
+      const single = await createEngine({ model: url, threads: 1 });
+      const forcedSingle = [];
+      for (const [i, prompt] of forcedPrompts.entries()) forcedSingle.push(await single.teacherForced(prompt, forcedNative[i]));
+      await single.dispose();
+      return { webgpu, badBackend, info: engine.info, runs, chat: chat.choices[0].message.content, forced, singleInfo: single.info, forcedSingle };
     },
     { url: `/models/${path.basename(model)}`, prompts: PROMPTS, maxTokens: MAX_TOKENS, forcedPrompts: FORCED_PROMPTS, forcedNative, expected },
   );
@@ -268,9 +273,13 @@ test('without WebGPU createEngine runs on the CPU: it says why, loads only the C
   assert.equal(out.info.backend, 'cpu');
   assert.match(out.info.why, /WebGPU/, 'the reason names what was missing');
   assert.equal(out.info.simd, 'simd128');
-  assert.ok(out.info.threads >= 1);
+  // The page is cross-origin isolated: two threads on shared memory, and one when asked.
+  assert.equal(out.info.threads, 2, JSON.stringify(out.info));
+  assert.equal(out.info.threadsWhy, undefined);
+  assert.equal(out.singleInfo.threads, 1);
   assert.ok(out.info.residentBytes > 90e6, `resident ${out.info.residentBytes}`);
   // Its wasm only: a page on the CPU downloads no WebGPU kernels, and the other way round.
+  assert.ok(fx.requests.some((r) => r.includes('/wasm/tpsmeter_engine_cpu_mt_bg.wasm')), 'the threaded CPU wasm was fetched');
   assert.ok(fx.requests.some((r) => r.includes('/wasm/tpsmeter_engine_cpu_bg.wasm')), 'the CPU wasm was fetched');
   assert.ok(!fx.requests.some((r) => r.includes('/wasm/tpsmeter_engine_bg.wasm')), 'the WebGPU wasm was fetched as well');
   for (const [i, run] of out.runs.entries()) {
@@ -297,7 +306,20 @@ test('without WebGPU createEngine runs on the CPU: it says why, loads only the C
   // quantizes them the same way.)
   assert.ok(out.chat.trim().length > 0, 'the chat answered');
   assertForced(t, out.forced, forcedNative);
+  assertForced(t, out.forcedSingle, forcedNative);
   await assertClean(page);
+
+  // A page that is not cross-origin isolated has no shared memory: one thread, and why.
+  const plain = await fx.page('/plain/index.html');
+  const plainInfo = await plain.evaluate(async (url) => {
+    const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
+    const engine = await createEngine({ model: url, threads: 2 });
+    await engine.dispose();
+    return engine.info;
+  }, `/models/${path.basename(model)}`);
+  assert.equal(plainInfo.threads, 1);
+  assert.match(plainInfo.threadsWhy, /cross-origin isolated/);
+  await assertClean(plain);
 });
 
 /** Listens on a free port of 127.0.0.1 with `handler`; resolves to { origin, close() }. */

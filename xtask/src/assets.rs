@@ -149,7 +149,25 @@ fn wasm_target() -> Result<()> {
     if String::from_utf8_lossy(&out.stdout).contains("wasm32-unknown-unknown") {
         return Ok(());
     }
-    run(Command::new("rustup").args(["target", "add", "wasm32-unknown-unknown"]))
+    run(Command::new("rustup").args(["target", "add", "wasm32-unknown-unknown"]))?;
+    rust_src()
+}
+
+/// The standard library's source, for the threaded CPU engine's wasm: a std built with
+/// `atomics` (`-Z build-std`, see `pkg::THREADS_RUSTFLAGS`). Of the toolchain in use, so it is
+/// pinned to that toolchain's version.
+fn rust_src() -> Result<()> {
+    let out = Command::new("rustup")
+        .args(["component", "list", "--installed"])
+        .output()
+        .context("rustup is needed to add the standard library's source")?;
+    if String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .any(|l| l.starts_with("rust-src"))
+    {
+        return Ok(());
+    }
+    run(Command::new("rustup").args(["component", "add", "rust-src"]))
 }
 
 fn sha256_file(path: &Path) -> Result<String> {

@@ -84,7 +84,7 @@ fn run_steps(skip_setup: bool) -> Result<()> {
             "tpsmeter-wasm",
             // Both engine builds (WebGPU and CPU), which the default features leave out.
             "--features",
-            "tpsmeter-wasm/gpu,tpsmeter-wasm/cpu",
+            "tpsmeter-wasm/gpu,tpsmeter-wasm/threads",
             "--target",
             "wasm32-unknown-unknown",
             "--",

@@ -42,7 +42,29 @@ const VARIANTS: &[(&str, &[&str])] = &[
         "tpsmeter_engine_cpu",
         &["--no-default-features", "--features", "cpu"],
     ),
+    // The CPU engine on wasm threads (shared memory), loaded instead of the one above where
+    // the page is cross-origin isolated and more than one thread is wanted.
+    (
+        THREADS_VARIANT,
+        &["--no-default-features", "--features", "threads"],
+    ),
 ];
+
+/// The variant built with atomics and a std of its own ([`THREADS_RUSTFLAGS`]).
+const THREADS_VARIANT: &str = "tpsmeter_engine_cpu_mt";
+
+/// The threaded build's flags. `atomics` needs a std compiled with it, which
+/// `-Z build-std` makes from the toolchain's `rust-src` (`cargo xtask setup` adds it):
+/// `RUSTC_BOOTSTRAP=1` unlocks that flag on the stable toolchain, so the build is pinned to the
+/// toolchain everything else uses and needs no nightly (CI machines have only stable). The
+/// link arguments are those of a threaded wasm-bindgen module: an imported, shared memory
+/// (4 GiB at most, wasm32's limit: a page's model lives in it) and the thread-local storage
+/// exports wasm-bindgen's thread set-up calls.
+const THREADS_RUSTFLAGS: &str = "-C target-feature=+atomics,+bulk-memory,+mutable-globals \
+    -C link-arg=--shared-memory -C link-arg=--import-memory \
+    -C link-arg=--max-memory=4294967296 \
+    -C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size \
+    -C link-arg=--export=__tls_align -C link-arg=--export=__tls_base";
 
 /// The wasm features today's rustc output declares (`wasm-opt --print-features` on the
 /// wasm-bindgen output; rustc 1.95's defaults for wasm32-unknown-unknown). wasm-opt must be
@@ -58,6 +80,8 @@ const WASM_OPT_FEATURES: &[&str] = &[
     "--enable-nontrapping-float-to-int",
     "--enable-reference-types",
     "--enable-sign-ext",
+    // The threaded CPU engine: atomics and a shared memory.
+    "--enable-threads",
 ];
 
 pub fn run_pkg() -> Result<()> {
@@ -92,8 +116,21 @@ pub fn build() -> Result<PathBuf> {
             "tpsmeter-wasm",
         ]);
         build.args(*features);
+        // Its own target directory: other flags would rebuild every crate each time.
+        let dir = if *out_name == THREADS_VARIANT {
+            let dir = target_dir().join("wasm-threads");
+            build
+                .env("RUSTC_BOOTSTRAP", "1")
+                .env("RUSTFLAGS", THREADS_RUSTFLAGS)
+                .env_remove("CARGO_ENCODED_RUSTFLAGS")
+                .args(["-Z", "build-std=panic_abort,std", "--target-dir"])
+                .arg(&dir);
+            dir
+        } else {
+            target_dir()
+        };
         run(&mut build)?;
-        let wasm = target_dir()
+        let wasm = dir
             .join(WASM_TARGET)
             .join("wasm-release")
             .join("tpsmeter_wasm.wasm");

@@ -19,7 +19,9 @@
 //! oracle), and one token must give what it gives inside a chunk of tokens.
 //!
 //! The same tests run in headless Chromium (`cargo xtask browser-test --kernels`), where the
-//! SIMD build is the wasm `simd128` one the browser's CPU backend runs.
+//! SIMD build is the wasm `simd128` one the browser's CPU backend runs: its hand-written
+//! Q4_0, Q4_1 and Q8_0 rows (`cpu/simd128.rs`) keep the portable order of float operations,
+//! so they too must agree with the portable build bit for bit.
 #![allow(clippy::unwrap_used)]
 
 #[cfg(target_arch = "wasm32")]

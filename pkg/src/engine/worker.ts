@@ -13,7 +13,7 @@ import type { FromWorker, LoadProgress, ModelSource, ToWorker } from './protocol
 
 interface Scope {
   postMessage(message: FromWorker): void;
-  onmessage: ((e: MessageEvent<ToWorker>) => void) | null;
+  onmessage: ((e: MessageEvent<ToWorker | ThreadJoin>) => void) | null;
 }
 const scope = self as unknown as Scope;
 
@@ -117,23 +117,116 @@ async function start(msg: Extract<ToWorker, { kind: 'load' }>, signal: AbortSign
 
 /** The CPU backend's loader: its wasm is fetched only now, never where WebGPU runs. */
 async function startCpu(msg: Extract<ToWorker, { kind: 'load' }>, why: string, signal: AbortSignal, cancelled: () => EngineError): Promise<Started> {
-  const { loadCpuEngineWasm } = await import('../raw-engine-cpu.js');
   if (!wasmSimdSupported()) {
     throw new EngineError('WebAssemblySimdUnavailable', `this browser lacks WebAssembly SIMD, which the CPU backend needs (${why})`);
   }
-  const wasm = await loadCpuEngineWasm();
-  if (signal.aborted) throw cancelled();
-  const loader = await wasm.EngineLoader.create({ backend: 'cpu', maxContext: msg.maxContext });
   // Asked for, or one per core (`navigator.hardwareConcurrency`).
   const cores = navigator.hardwareConcurrency || 1;
   const wanted = msg.threads ?? cores;
-  const threadsWhy =
-    wanted > 1
-      ? `one thread: this version's CPU backend computes on one thread (${msg.threads !== undefined ? `${msg.threads} were asked for` : `this machine has ${cores} cores`})`
-      : undefined;
+  const asked = msg.threads !== undefined ? `${msg.threads} were asked for` : `this machine has ${cores} cores`;
+  let threadsWhy: string | undefined;
+  if (wanted > 1) {
+    const missing = threadsMissing();
+    if (!missing) {
+      try {
+        const loader = await startCpuThreads(wanted, msg.maxContext, signal, cancelled);
+        return { loader, backend: 'cpu', why };
+      } catch (e) {
+        if (signal.aborted) throw cancelled();
+        threadsWhy = `one thread: the thread pool did not start (${messageOf(e)})`;
+      }
+    } else {
+      threadsWhy = `one thread: ${missing} (${asked})`;
+    }
+  }
+  const { loadCpuEngineWasm } = await import('../raw-engine-cpu.js');
+  const wasm = await loadCpuEngineWasm();
+  if (signal.aborted) throw cancelled();
+  const loader = await wasm.EngineLoader.create({ backend: 'cpu', maxContext: msg.maxContext });
   return { loader, backend: 'cpu', why, threadsWhy };
 }
 
+/** Why this page cannot run wasm threads, or undefined where it can. */
+function threadsMissing(): string | undefined {
+  if (!self.crossOriginIsolated) {
+    return 'the page is not cross-origin isolated (served without the COOP and COEP headers), which WebAssembly threads need';
+  }
+  if (typeof SharedArrayBuffer === 'undefined') return 'this browser has no SharedArrayBuffer';
+  return undefined;
+}
+
+/** How long a thread's Worker may take to load and instantiate the module. */
+const THREAD_START_MS = 60_000;
+
+/**
+ * The CPU backend on `threads` Web Workers sharing this Worker's wasm memory. Each is this
+ * same script (located as it was, whatever a bundler did to it), told by its first message
+ * to join the pool. The pool is built only once every thread waits for it: a pass handed to
+ * a pool with a missing thread would never finish.
+ */
+async function startCpuThreads(threads: number, maxContext: number | undefined, signal: AbortSignal, cancelled: () => EngineError): Promise<Loader> {
+  const { loadCpuThreadsWasm } = await import('../raw-engine-cpu-mt.js');
+  const wasm = await loadCpuThreadsWasm();
+  if (signal.aborted) throw cancelled();
+  const join: ThreadJoin = { kind: 'cpu-thread', module: wasm.threadModule() as WebAssembly.Module, memory: wasm.threadMemory() as WebAssembly.Memory };
+  const started = Array.from({ length: threads }, (_, i) => startThread(join, i));
+  const settled = await Promise.allSettled(started);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    for (const r of settled) if (r.status === 'fulfilled') r.value.terminate();
+    throw failed.reason;
+  }
+  cpuThreads = settled.map((r) => (r as PromiseFulfilledResult<Worker>).value);
+  wasm.startThreadPool(threads);
+  return wasm.EngineLoader.create({ backend: 'cpu', maxContext });
+}
+
+/** The pool's Workers, kept referenced for the life of this Worker (which ends them). */
+let cpuThreads: Worker[] = [];
+
+/** The first message of a thread's Worker. */
+interface ThreadJoin {
+  kind: 'cpu-thread';
+  module: WebAssembly.Module;
+  memory: WebAssembly.Memory;
+}
+
+/** Starts thread `i`'s Worker and resolves once it waits for its rayon thread. */
+function startThread(join: ThreadJoin, i: number): Promise<Worker> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(self.location.href, { type: 'module', name: `tpsmeter-cpu-thread-${i + 1}` });
+    const timer = setTimeout(() => {
+      worker.terminate();
+      reject(new Error(`thread ${i + 1} did not start within ${THREAD_START_MS / 1000} s`));
+    }, THREAD_START_MS);
+    worker.onmessage = (e: MessageEvent<{ kind: string; message?: string }>) => {
+      clearTimeout(timer);
+      if (e.data.kind === 'cpu-thread-ready') {
+        resolve(worker);
+      } else {
+        worker.terminate();
+        reject(new Error(`thread ${i + 1}: ${e.data.message ?? 'failed'}`));
+      }
+    };
+    worker.onerror = (e: ErrorEvent) => {
+      clearTimeout(timer);
+      worker.terminate();
+      reject(new Error(`thread ${i + 1}'s Worker failed to load (${e.message || 'its script did not run'})`));
+    };
+    worker.postMessage(join);
+  });
+}
+
+/** In a thread's Worker: joins the pool and runs its thread; never answers again. */
+async function runThread(join: ThreadJoin): Promise<void> {
+  const { runCpuThread } = await import('../raw-engine-cpu-mt.js');
+  const post = (m: { kind: string; message?: string }): void => (self as unknown as { postMessage(m: unknown): void }).postMessage(m);
+  try {
+    await runCpuThread(join.module, join.memory, () => post({ kind: 'cpu-thread-ready' }));
+  } catch (e) {
+    post({ kind: 'cpu-thread-failed', message: messageOf(e) });
+  }
+}
 
 /**
  * Why `fetch(url)` rejected. Browsers reject alike ("Failed to fetch", "network error") for
@@ -372,7 +465,13 @@ async function generate(id: number, request: string): Promise<unknown> {
   return JSON.parse(result) as unknown;
 }
 
-scope.onmessage = (e: MessageEvent<ToWorker>): void => {
+scope.onmessage = (e: MessageEvent<ToWorker | ThreadJoin>): void => {
+  if (e.data.kind === 'cpu-thread') {
+    // One of a CPU pool's threads (see `startCpuThreads`), not an engine.
+    scope.onmessage = null;
+    void runThread(e.data);
+    return;
+  }
   const msg = e.data;
   const { id } = msg;
   const answer = (p: Promise<unknown>): void => {

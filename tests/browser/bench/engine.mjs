@@ -94,27 +94,34 @@ try {
       prompts: promptSets,
     },
   );
-  // The CPU backend (WebAssembly SIMD), from the model cache the runs above filled.
-  cpu = await ctx.page.evaluate(
-    async ({ url, rounds, prompts }) => {
-      const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
-      const t0 = performance.now();
-      const engine = await createEngine({ model: url, backend: 'cpu' });
-      const loadMs = performance.now() - t0;
-      const runs = { p64: [], p512: [] };
-      let salt = 3;
-      for (let r = 0; r < rounds; r++) {
-        for (const key of ['p64', 'p512']) {
-          const res = await engine.completions.create({ prompt: prompts[key][salt++ % prompts[key].length], max_tokens: 32, temperature: 0, ignore_eos: true });
-          runs[key].push(res.timings);
-        }
-      }
-      const info = engine.info;
-      await engine.dispose();
-      return { loadMs, runs, info };
-    },
-    { url: `/models/${path.basename(model)}`, rounds, prompts: promptSets },
-  );
+  // The CPU backend (WebAssembly SIMD), from the model cache the runs above filled: on one
+  // thread (the single-threaded build) and on one per core (wasm threads: the page is
+  // cross-origin isolated).
+  cpu = [];
+  for (const threads of [...new Set([1, ctx.cores])]) {
+    cpu.push(
+      await ctx.page.evaluate(
+        async ({ url, rounds, prompts, threads }) => {
+          const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
+          const t0 = performance.now();
+          const engine = await createEngine({ model: url, backend: 'cpu', threads });
+          const loadMs = performance.now() - t0;
+          const runs = { p64: [], p512: [] };
+          let salt = 3;
+          for (let r = 0; r < rounds; r++) {
+            for (const key of ['p64', 'p512']) {
+              const res = await engine.completions.create({ prompt: prompts[key][salt++ % prompts[key].length], max_tokens: 32, temperature: 0, ignore_eos: true });
+              runs[key].push(res.timings);
+            }
+          }
+          const info = engine.info;
+          await engine.dispose();
+          return { loadMs, runs, info };
+        },
+        { url: `/models/${path.basename(model)}`, rounds, prompts: promptSets, threads },
+      ),
+    );
+  }
   wllama = [];
   if (fs.existsSync(wllamaDir)) {
     for (const threads of [1, undefined, ctx.cores]) {
@@ -245,14 +252,16 @@ if (sameAdapter) {
 }
 if (!nativeAvailable) console.log(`  (native: no ${cli}; build it with cargo build --release -p tpsmeter-cli)`);
 
-const c64 = figures(cpu.runs.p64);
-const c512 = figures(cpu.runs.p512);
-console.log(`\nour CPU backend in the browser: ${cpu.info.threads} thread(s), ${cpu.info.simd}; load from the model cache ${f1(cpu.loadMs)} ms; resident ${f1(cpu.info.residentBytes / 1e6)} MB`);
-console.log('                      CPU       WebGPU   CPU/WebGPU');
-row(`TTFT ms (${c64.promptTokens} tok)`, c64.ttft, b64.ttft);
-row('prefill tok/s @64', c64.prefill, b64.prefill);
-row('decode tok/s @64', c64.decode, b64.decode);
-row('decode tok/s @512', c512.decode, b512.decode);
+for (const run of cpu) {
+  const c64 = figures(run.runs.p64);
+  const c512 = figures(run.runs.p512);
+  console.log(`\nour CPU backend in the browser: ${run.info.threads} thread(s), ${run.info.simd}; load from the model cache ${f1(run.loadMs)} ms; resident ${f1(run.info.residentBytes / 1e6)} MB${run.info.threadsWhy ? ` (${run.info.threadsWhy})` : ''}`);
+  console.log('                      CPU       WebGPU   CPU/WebGPU');
+  row(`TTFT ms (${c64.promptTokens} tok)`, c64.ttft, b64.ttft);
+  row('prefill tok/s @64', c64.prefill, b64.prefill);
+  row('decode tok/s @64', c64.decode, b64.decode);
+  row('decode tok/s @512', c512.decode, b512.decode);
+}
 
 if (wllama.length === 0) console.log(`\nwllama: not installed (npm ci in tests/browser installs @wllama/wllama)`);
 for (const wl of wllama) {
@@ -267,7 +276,13 @@ for (const wl of wllama) {
   row('decode tok/s @512', b512.decode, w512.decode);
   const winner = b64.decode >= w64.decode ? 'ours' : 'wllama';
   console.log(`  decode @64: ${winner} wins by ${f2(Math.max(b64.decode / w64.decode, w64.decode / b64.decode))}x`);
-  console.log('                      our CPU    wllama   CPU/wllama');
+  // Our CPU backend on as many threads (wllama's default: against ours on one per core).
+  const threads = typeof wl.threads === 'number' ? wl.threads : ctx.cores;
+  const ours = cpu.find((run) => run.info.threads === threads);
+  if (!ours) continue;
+  const c64 = figures(ours.runs.p64);
+  const c512 = figures(ours.runs.p512);
+  console.log(`                      our CPU ${threads}t  wllama   CPU/wllama`);
   row(`TTFT ms (${c64.promptTokens}/${w64.promptTokens} tok)`, c64.ttft, w64.ttft);
   row('prefill tok/s @64', c64.prefill, w64.prefill);
   row('decode tok/s @64', c64.decode, w64.decode);
@@ -283,11 +298,14 @@ for (const f of [
   'wasm/tpsmeter_engine.js',
   'wasm/tpsmeter_engine_cpu_bg.wasm',
   'wasm/tpsmeter_engine_cpu.js',
+  'wasm/tpsmeter_engine_cpu_mt_bg.wasm',
+  'wasm/tpsmeter_engine_cpu_mt.js',
   'dist/engine/index.js',
   'dist/engine/worker.js',
   'dist/engine/cache.js',
   'dist/raw-engine.js',
   'dist/raw-engine-cpu.js',
+  'dist/raw-engine-cpu-mt.js',
 ]) {
   const file = path.join(pkgDir, f);
   if (!fs.existsSync(file)) continue;

@@ -92,27 +92,54 @@ impl QMatrix {
 /// `out[t * w.rows + r] = w[r] · acts[t]` for every token `t` and row `r`, the rows split
 /// over the runtime's threads. Call it inside [`CpuRuntime::install`].
 pub fn matmul(rt: &CpuRuntime, w: &QMatrix, acts: &[Activations], out: &mut [f32]) {
+    matmuls(rt, acts, &mut [(w, out)]);
+}
+
+/// [`matmul`] of each `(w, out)` with the same activations, in one parallel region: every
+/// matrix's row tasks go to the threads at once. One hand-off instead of one per matrix
+/// matters where waking a thread is slow: on wasm threads a sleeping Worker takes tens of µs
+/// to wake, against ~50 µs of work in a decode step's K projection.
+pub fn matmuls(rt: &CpuRuntime, acts: &[Activations], jobs: &mut [(&QMatrix, &mut [f32])]) {
     let tokens = acts.len();
-    debug_assert_eq!(out.len(), tokens * w.rows);
     // Rows per task: enough to amortise a task (a few µs), several tasks per thread so a
     // slow thread does not hold the others up.
-    let per_task = (w.rows / (rt.threads() * 8)).clamp(8, 512);
+    let per_task = |rows: usize| (rows / (rt.threads() * 8)).clamp(8, 512);
     if tokens == 1 {
-        out.par_chunks_mut(per_task)
-            .enumerate()
-            .for_each(|(i, o)| rows(rt, w, i * per_task, acts, o));
+        let mut tasks = Vec::new();
+        for (w, out) in jobs.iter_mut() {
+            debug_assert_eq!(out.len(), w.rows);
+            let n = per_task(w.rows);
+            tasks.extend(out.chunks_mut(n).enumerate().map(|(i, o)| (*w, i * n, o)));
+        }
+        tasks
+            .into_par_iter()
+            .for_each(|(w, first, o)| rows(rt, w, first, acts, o));
         return;
     }
     // Several tokens: each task computes its rows for every token ([row][token], so a row's
     // blocks stay in L1 while every token reads them), then one transposing pass.
-    let mut by_row = vec![0f32; out.len()];
-    by_row
-        .par_chunks_mut(per_task * tokens)
-        .enumerate()
-        .for_each(|(i, o)| rows(rt, w, i * per_task, acts, o));
-    for (r, row) in by_row.chunks_exact(tokens).enumerate() {
-        for (t, &v) in row.iter().enumerate() {
-            out[t * w.rows + r] = v;
+    let mut by_row: Vec<Vec<f32>> = jobs
+        .iter()
+        .map(|(w, _)| vec![0f32; w.rows * tokens])
+        .collect();
+    let mut tasks = Vec::new();
+    for ((w, _), buf) in jobs.iter().zip(by_row.iter_mut()) {
+        let n = per_task(w.rows);
+        tasks.extend(
+            buf.chunks_mut(n * tokens)
+                .enumerate()
+                .map(|(i, o)| (*w, i * n, o)),
+        );
+    }
+    tasks
+        .into_par_iter()
+        .for_each(|(w, first, o)| rows(rt, w, first, acts, o));
+    for ((w, out), buf) in jobs.iter_mut().zip(&by_row) {
+        debug_assert_eq!(out.len(), tokens * w.rows);
+        for (r, row) in buf.chunks_exact(tokens).enumerate() {
+            for (t, &v) in row.iter().enumerate() {
+                out[t * w.rows + r] = v;
+            }
         }
     }
 }
@@ -145,6 +172,24 @@ fn rows(rt: &CpuRuntime, w: &QMatrix, first: usize, acts: &[Activations], out: &
             GgmlType::Q8_0 => avx2!(super::avx2::q8_0),
             GgmlType::Q4_K => avx2!(super::avx2::q4_k),
             GgmlType::Q6_K => avx2!(super::avx2::q6_k),
+            _ => None,
+        };
+        if let Some(kernel) = kernel {
+            for (i, o) in out.chunks_exact_mut(acts.len()).enumerate() {
+                kernel(w.row(first + i), acts, o);
+            }
+            return;
+        }
+    }
+    // Where the browser has `simd128` (it does wherever the module runs: one without it
+    // refuses to compile the whole module).
+    #[cfg(target_arch = "wasm32")]
+    if simd == Simd::Simd128 {
+        type Kernel = fn(&[u8], &[Activations], &mut [f32]);
+        let kernel: Option<Kernel> = match w.ty {
+            GgmlType::Q4_0 => Some(super::simd128::q4_0),
+            GgmlType::Q4_1 => Some(super::simd128::q4_1),
+            GgmlType::Q8_0 => Some(super::simd128::q8_0),
             _ => None,
         };
         if let Some(kernel) = kernel {

@@ -19,10 +19,14 @@ pub mod matrix;
 pub mod model;
 pub mod q8;
 pub mod runtime;
+#[cfg(target_arch = "wasm32")]
+mod simd128;
 pub mod target;
 pub mod tensors;
 pub mod weights;
 
 pub use model::{CpuModel, CpuStats, Pause};
+#[cfg(target_arch = "wasm32")]
+pub use runtime::set_web_pool;
 pub use runtime::{CpuOptions, CpuRuntime, Simd};
 pub use target::CpuTarget;

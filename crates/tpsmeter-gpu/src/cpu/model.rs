@@ -5,7 +5,7 @@
 use rayon::prelude::*;
 
 use super::attention::{HeadArgs, KvElem, head, rope_apply, rope_table};
-use super::matrix::{QMatrix, matmul};
+use super::matrix::{QMatrix, matmul, matmuls};
 use super::q8::Activations;
 use super::runtime::{CpuOptions, CpuRuntime, Simd};
 use super::weights::CpuWeights;
@@ -452,9 +452,11 @@ fn attention_block<T: KvElem>(
     s.h.copy_from_slice(x);
     norm_rows(&mut s.h, &lw.attn_norm, cfg.rms_eps);
     s.set_acts(Rows::H);
-    matmul(rt, &lw.wq, &s.acts, &mut s.q);
-    matmul(rt, &lw.wk, &s.acts, &mut s.k);
-    matmul(rt, &lw.wv, &s.acts, &mut s.v);
+    matmuls(
+        rt,
+        &s.acts,
+        &mut [(&lw.wq, &mut s.q), (&lw.wk, &mut s.k), (&lw.wv, &mut s.v)],
+    );
     for (out, bias) in [(&mut s.q, &lw.bq), (&mut s.k, &lw.bk), (&mut s.v, &lw.bv)] {
         if let Some(b) = bias {
             out.chunks_exact_mut(b.len())
@@ -533,8 +535,11 @@ fn ffn_block(
     s.h.copy_from_slice(x);
     norm_rows(&mut s.h, &lw.ffn_norm, cfg.rms_eps);
     s.set_acts(Rows::H);
-    matmul(rt, &lw.w_gate, &s.acts, &mut s.gate);
-    matmul(rt, &lw.w_up, &s.acts, &mut s.up);
+    matmuls(
+        rt,
+        &s.acts,
+        &mut [(&lw.w_gate, &mut s.gate), (&lw.w_up, &mut s.up)],
+    );
     for (g, u) in s.gate.iter_mut().zip(&s.up) {
         let a = match cfg.activation {
             Activation::Silu => silu(*g),

@@ -1,5 +1,7 @@
 //! The CPU backend's threads and instruction set, chosen once per model.
 
+use std::sync::Arc;
+
 use crate::error::{GpuError, Result};
 
 /// Which vector instructions the kernels run with.
@@ -61,10 +63,9 @@ pub struct CpuOptions {
 /// A thread pool and the kernels' instruction set.
 #[derive(Debug)]
 pub struct CpuRuntime {
-    /// Natively a pool of its own. On wasm32 none: there the pool is rayon's global one,
-    /// which a threaded build's page fills with Web Workers (`initThreadPool`) and which is
-    /// the calling thread alone otherwise.
-    pub(super) pool: Option<rayon::ThreadPool>,
+    /// Natively a pool of its own. On wasm32 the page's pool of Web Workers where a threaded
+    /// build started one ([`set_web_pool`]), and none otherwise: the calling thread alone.
+    pub(super) pool: Option<Arc<rayon::ThreadPool>>,
     pub(super) simd: Simd,
     pub(super) exact: bool,
     threads: usize,
@@ -124,7 +125,7 @@ impl CpuRuntime {
     }
 
     #[cfg(not(target_arch = "wasm32"))]
-    fn pool(threads: usize) -> Result<(Option<rayon::ThreadPool>, usize)> {
+    fn pool(threads: usize) -> Result<(Option<Arc<rayon::ThreadPool>>, usize)> {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("tpsmeter-cpu-{i}"))
@@ -132,13 +133,35 @@ impl CpuRuntime {
             .map_err(|e| GpuError::ThreadPool {
                 reason: e.to_string(),
             })?;
-        Ok((Some(pool), threads))
+        Ok((Some(Arc::new(pool)), threads))
     }
 
-    /// On wasm32 the threads are the global pool's, whatever was asked: a page sets them
-    /// when it starts the pool (one where the build or the page has no threads).
+    /// On wasm32 the threads are the page's, whatever was asked: a page sets them when it
+    /// starts its Web Workers ([`set_web_pool`]); one where the build or the page has none.
     #[cfg(target_arch = "wasm32")]
-    fn pool(_threads: usize) -> Result<(Option<rayon::ThreadPool>, usize)> {
-        Ok((None, rayon::current_num_threads()))
+    fn pool(_threads: usize) -> Result<(Option<Arc<rayon::ThreadPool>>, usize)> {
+        Ok(match WEB_POOL.get() {
+            Some(pool) => (Some(Arc::clone(pool)), pool.current_num_threads()),
+            None => (None, 1),
+        })
     }
+}
+
+/// The pool of Web Workers a threaded wasm build runs its kernels on, set once per module
+/// instance. Not rayon's global pool: a pass is `install`ed into this one as natively, so
+/// it hands off once, where loops called from outside a pool would each wake its threads
+/// from a thread that is not one of them (hundreds of hand-offs a token).
+#[cfg(target_arch = "wasm32")]
+static WEB_POOL: std::sync::OnceLock<Arc<rayon::ThreadPool>> = std::sync::OnceLock::new();
+
+/// Makes `pool` the one every CPU model of this module instance computes on (a threaded
+/// wasm build's Web Workers). A second call is an error: the first pool's threads are
+/// already running the page's models.
+#[cfg(target_arch = "wasm32")]
+pub fn set_web_pool(pool: rayon::ThreadPool) -> Result<()> {
+    WEB_POOL
+        .set(Arc::new(pool))
+        .map_err(|_| GpuError::ThreadPool {
+            reason: "this module's thread pool was started already".into(),
+        })
 }

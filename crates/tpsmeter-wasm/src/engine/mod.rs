@@ -13,6 +13,8 @@ use wasm_bindgen::prelude::*;
 mod loaded;
 mod loader;
 mod request;
+#[cfg(feature = "threads")]
+mod threads;
 #[cfg(feature = "gpu")]
 mod tokenizer;
 
