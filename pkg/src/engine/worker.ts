@@ -209,6 +209,9 @@ function startThread(join: ThreadJoin, i: number): Promise<Worker> {
       }
     };
     worker.onerror = (e: ErrorEvent) => {
+      // Handled here (one thread instead): unhandled, a nested Worker's error would go on up
+      // to the page as this Worker's own.
+      e.preventDefault();
       clearTimeout(timer);
       worker.terminate();
       reject(new Error(`thread ${i + 1}'s Worker failed to load (${e.message || 'its script did not run'})`));
