@@ -11,6 +11,7 @@ import path from 'node:path';
 import test from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { assertClean } from './support/browser.mjs';
+import { asset } from './support/env.mjs';
 import { fixture } from './support/fixture.mjs';
 import { serveStatic } from './support/server.mjs';
 
@@ -43,6 +44,23 @@ import { createEngine } from 'tpsmeter/engine';
 window.__result = window.__result.then(async (r) => {
   const engine = await createEngine({ model: location.origin + '/no-such-model.gguf', cache: false }).then(
     () => ({ name: 'loaded' }),
+    (e) => ({ name: e.name, message: e.message }),
+  );
+  return { ...r, engine };
+});
+`;
+
+// In the webpack build, where the model is served: the engine on the CPU, on two threads.
+const WEBPACK_ENGINE_JS = `
+import { createEngine } from 'tpsmeter/engine';
+window.__result = window.__result.then(async (r) => {
+  const model = new URLSearchParams(location.search).get('model');
+  const engine = await createEngine({ model: location.origin + model, cache: false, threads: 2 }).then(
+    async (engine) => {
+      const out = await engine.completions.create({ prompt: 'The capital of France is', max_tokens: 4, temperature: 0 });
+      await engine.dispose();
+      return { name: 'loaded', backend: engine.info.backend, threads: engine.info.threads, threadsWhy: engine.info.threadsWhy, text: out.choices[0].text };
+    },
     (e) => ({ name: e.name, message: e.message }),
   );
   return { ...r, engine };
@@ -201,10 +219,12 @@ test('the package loads', async (t) => {
       st.skip('needs the packed package installed into a project (TPSMETER_PKG_TARBALL)');
       return;
     }
+    // Without the model, only that the Worker ran (and the subtest says it skipped the rest).
+    const model = asset(st, 'TPSMETER_MODEL');
     const webpack = (await import('webpack')).default;
     const app = path.join(project, 'webpack-app');
     fs.mkdirSync(app, { recursive: true });
-    fs.writeFileSync(path.join(app, 'main.js'), APP_JS + DEV_ENGINE_JS);
+    fs.writeFileSync(path.join(app, 'main.js'), APP_JS + (model ? WEBPACK_ENGINE_JS : DEV_ENGINE_JS));
     const outDir = path.join(app, 'dist');
     fs.rmSync(outDir, { recursive: true, force: true });
     const stats = await new Promise((resolve, reject) => {
@@ -220,13 +240,22 @@ test('the package loads', async (t) => {
     const files = fs.readdirSync(outDir);
     assert.ok(files.some((f) => f.endsWith('.wasm')), `the wasm is emitted: ${files}`);
     fs.writeFileSync(path.join(outDir, 'index.html'), APP_HTML.replace('type="module" src="./main.js"', 'src="./main.js"'));
-    const server = await serveStatic({ '/': outDir });
+    const server = await serveStatic({ '/': outDir, ...(model ? { '/models/': path.dirname(model) } : {}) });
     st.after(() => server.close());
-    const page = await fx.browser.newPage(`${server.origin}/index.html?api=${encodeURIComponent(fx.emulator.base)}`);
+    const page = await fx.browser.newPage(`${server.origin}/index.html?api=${encodeURIComponent(fx.emulator.base)}${model ? `&model=/models/${path.basename(model)}` : ''}`);
     const result = await page.evaluate(() => window.__result);
     checkResult(result);
-    // The Worker webpack built ran (see WORKER_RAN).
-    assert.ok(WORKER_RAN.includes(result.engine.name), JSON.stringify(result.engine));
+    if (model) {
+      // The model ran on the CPU (no WebGPU here) on two threads: webpack makes the Worker a
+      // classic script, and the pool's Workers must run it as one too.
+      assert.equal(result.engine.name, 'loaded', JSON.stringify(result.engine));
+      assert.equal(result.engine.backend, 'cpu');
+      assert.equal(result.engine.threads, 2, JSON.stringify(result.engine));
+      assert.ok(result.engine.text.length > 0);
+    } else {
+      // The Worker webpack built ran (see WORKER_RAN).
+      assert.ok(WORKER_RAN.includes(result.engine.name), JSON.stringify(result.engine));
+    }
     await assertClean(page);
   });
 });

@@ -191,10 +191,25 @@ interface ThreadJoin {
   memory: WebAssembly.Memory;
 }
 
+/**
+ * How this Worker's script runs: a module, or a classic script where a bundler made it one
+ * (webpack 5 drops `type: 'module'` and loads chunks with `importScripts`). Its threads must
+ * run it the same way. `importScripts()` with no URL does nothing in a classic Worker and
+ * throws in a module one.
+ */
+const OWN_TYPE: WorkerType = (() => {
+  try {
+    (self as unknown as { importScripts(): void }).importScripts();
+    return 'classic';
+  } catch {
+    return 'module';
+  }
+})();
+
 /** Starts thread `i`'s Worker and resolves once it waits for its rayon thread. */
 function startThread(join: ThreadJoin, i: number): Promise<Worker> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(self.location.href, { type: 'module', name: `tpsmeter-cpu-thread-${i + 1}` });
+    const worker = new Worker(self.location.href, { type: OWN_TYPE, name: `tpsmeter-cpu-thread-${i + 1}` });
     const timer = setTimeout(() => {
       worker.terminate();
       reject(new Error(`thread ${i + 1} did not start within ${THREAD_START_MS / 1000} s`));
