@@ -307,7 +307,10 @@ fn main() {
     // Wait (up to 10 minutes) for the machine to be quiet enough (not with NO_WAIT set: a
     // quick check of the build and of the results, not a measurement).
     let start = Instant::now();
-    while std::env::var_os("NO_WAIT").is_none() && load1() >= 1.2 && start.elapsed() < Duration::from_secs(600) {
+    while std::env::var_os("NO_WAIT").is_none()
+        && load1() >= 1.2
+        && start.elapsed() < Duration::from_secs(600)
+    {
         eprintln!("# waiting, loadavg {}", loadavg());
         std::thread::sleep(Duration::from_secs(20));
     }
