@@ -34,6 +34,17 @@ fn feed<T: LoadTarget>(
     (handed, Ok(()))
 }
 
+/// Feeds `model` followed by `padding` zero bytes: the loader takes the whole model and
+/// stops asking within a chunk of its end.
+fn feed_past_the_end<T: LoadTarget>(loader: &mut EngineLoader<T>, model: &[u8], padding: usize) {
+    let mut input = model.to_vec();
+    input.resize(model.len() + padding, 0);
+    let (handed, pushed) = feed(loader, &input);
+    pushed.unwrap();
+    assert!(!loader.wants_more());
+    assert!(handed < model.len() + CHUNK, "read on to {handed}");
+}
+
 fn options() -> ModelOptions {
     ModelOptions {
         max_context: 256,
@@ -49,20 +60,16 @@ fn bytes_after_the_last_tensor_are_not_read_or_hashed() {
         return;
     };
     let Some(ctx) = device(test) else { return };
-    let mut input = model.clone();
-    input.resize(model.len() + (16 << 20), 0);
+    let padding = 16 << 20;
     let mut loader = EngineLoader::new(ctx, options());
     loader
         .set_checks(FileChecks {
-            len: Some(input.len() as u64),
+            len: Some((model.len() + padding) as u64),
             sha256: true,
             ..FileChecks::default()
         })
         .unwrap();
-    let (handed, pushed) = feed(&mut loader, &input);
-    pushed.unwrap();
-    assert!(!loader.wants_more());
-    assert!(handed < model.len() + CHUNK, "read on to {handed}");
+    feed_past_the_end(&mut loader, &model, padding);
     assert_eq!(loader.model_bytes(), model.len() as u64);
     assert_eq!(loader.model_len(), Some(model.len() as u64));
     let engine = loader.finish().unwrap();
@@ -213,8 +220,6 @@ fn the_cpu_backend_loads_a_download_in_chunks() {
         threads: Some(2),
         ..CpuOptions::default()
     };
-    let mut input = model.clone();
-    input.resize(model.len() + (4 << 20), 0);
     let mut loader = EngineLoader::<CpuTarget>::cpu(cpu, options());
     loader
         .set_checks(FileChecks {
@@ -222,10 +227,7 @@ fn the_cpu_backend_loads_a_download_in_chunks() {
             ..FileChecks::default()
         })
         .unwrap();
-    let (handed, pushed) = feed(&mut loader, &input);
-    pushed.unwrap();
-    assert!(!loader.wants_more());
-    assert!(handed < model.len() + CHUNK, "read on to {handed}");
+    feed_past_the_end(&mut loader, &model, 4 << 20);
     let mut streamed = loader.finish().unwrap();
     let want = format!("{:x}", Sha256::digest(&model));
     assert_eq!(streamed.sha256(), Some(want.as_str()));

@@ -152,52 +152,11 @@ fn rows(rt: &CpuRuntime, w: &QMatrix, first: usize, acts: &[Activations], out: &
     if rt.exact {
         return generic_rows(w.ty, w, first, acts, out);
     }
-    #[cfg(target_arch = "x86_64")]
-    if simd == Simd::Avx2 {
-        type Kernel = fn(&[u8], &[Activations], &mut [f32]);
-        macro_rules! avx2 {
-            ($f:path) => {
-                Some(|r, a, o| {
-                    #[allow(unsafe_code)]
-                    // SAFETY: AVX2 and FMA were detected (`Simd::Avx2`): all these need.
-                    unsafe {
-                        $f(r, a, o)
-                    }
-                })
-            };
+    if let Some(kernel) = hand_written(simd, w.ty) {
+        for (i, o) in out.chunks_exact_mut(acts.len()).enumerate() {
+            kernel(w.row(first + i), acts, o);
         }
-        let kernel: Option<Kernel> = match w.ty {
-            GgmlType::Q4_0 => avx2!(super::avx2::q4_0),
-            GgmlType::Q4_1 => avx2!(super::avx2::q4_1),
-            GgmlType::Q8_0 => avx2!(super::avx2::q8_0),
-            GgmlType::Q4_K => avx2!(super::avx2::q4_k),
-            GgmlType::Q6_K => avx2!(super::avx2::q6_k),
-            _ => None,
-        };
-        if let Some(kernel) = kernel {
-            for (i, o) in out.chunks_exact_mut(acts.len()).enumerate() {
-                kernel(w.row(first + i), acts, o);
-            }
-            return;
-        }
-    }
-    // Where the browser has `simd128` (it does wherever the module runs: one without it
-    // refuses to compile the whole module).
-    #[cfg(target_arch = "wasm32")]
-    if simd == Simd::Simd128 {
-        type Kernel = fn(&[u8], &[Activations], &mut [f32]);
-        let kernel: Option<Kernel> = match w.ty {
-            GgmlType::Q4_0 => Some(super::simd128::q4_0),
-            GgmlType::Q4_1 => Some(super::simd128::q4_1),
-            GgmlType::Q8_0 => Some(super::simd128::q8_0),
-            _ => None,
-        };
-        if let Some(kernel) = kernel {
-            for (i, o) in out.chunks_exact_mut(acts.len()).enumerate() {
-                kernel(w.row(first + i), acts, o);
-            }
-            return;
-        }
+        return;
     }
     match w.ty {
         GgmlType::Q4_0 => run::<Q4_0>(simd, w, first, acts, out),
@@ -213,6 +172,49 @@ fn rows(rt: &CpuRuntime, w: &QMatrix, first: usize, acts: &[Activations], out: &
         GgmlType::BF16 => run::<Bf16>(simd, w, first, acts, out),
         ty => generic_rows(ty, w, first, acts, out),
     }
+}
+
+/// A row kernel over every token (`out[t] = row · acts[t]`).
+type Kernel = fn(&[u8], &[Activations], &mut [f32]);
+
+/// The hand-written row kernel for `ty` on this instruction set, where there is one
+/// (`avx2.rs`, `simd128.rs`); the other formats run the portable kernels, vectorised.
+fn hand_written(simd: Simd, ty: GgmlType) -> Option<Kernel> {
+    #[cfg(target_arch = "x86_64")]
+    if simd == Simd::Avx2 {
+        macro_rules! avx2 {
+            ($f:path) => {
+                Some(|r, a, o| {
+                    #[allow(unsafe_code)]
+                    // SAFETY: AVX2 and FMA were detected (`Simd::Avx2`): all these need.
+                    unsafe {
+                        $f(r, a, o)
+                    }
+                })
+            };
+        }
+        return match ty {
+            GgmlType::Q4_0 => avx2!(super::avx2::q4_0),
+            GgmlType::Q4_1 => avx2!(super::avx2::q4_1),
+            GgmlType::Q8_0 => avx2!(super::avx2::q8_0),
+            GgmlType::Q4_K => avx2!(super::avx2::q4_k),
+            GgmlType::Q6_K => avx2!(super::avx2::q6_k),
+            _ => None,
+        };
+    }
+    // Where the browser has `simd128` (it does wherever the module runs: one without it
+    // refuses to compile the whole module).
+    #[cfg(target_arch = "wasm32")]
+    if simd == Simd::Simd128 {
+        return match ty {
+            GgmlType::Q4_0 => Some(super::simd128::q4_0),
+            GgmlType::Q4_1 => Some(super::simd128::q4_1),
+            GgmlType::Q8_0 => Some(super::simd128::q8_0),
+            _ => None,
+        };
+    }
+    let _ = (simd, ty);
+    None
 }
 
 /// Rows expanded to f32 (once per row for all tokens) and multiplied with f32 activations.
