@@ -1,8 +1,9 @@
 //! `cargo xtask demo`: the README's main job on its embedded default.
 //!
 //! Builds the site (`www/`) and serves it with SmolLM2-135M on our own engine (`tpsmeter serve
-//! --www`: WGSL kernels through wgpu, on lavapipe when the machine has no GPU) on 127.0.0.1,
-//! and prints the URL. With a display it then waits (open the URL; Ctrl-C stops). Headless
+//! --www`: WGSL kernels through wgpu on a GPU, the CPU backend where the machine has none or
+//! only a software adapter) on 127.0.0.1, and prints the URL (the server's log line says
+//! which backend runs). With a display it then waits (open the URL; Ctrl-C stops). Headless
 //! (no `DISPLAY` / `WAYLAND_DISPLAY`, or `--headless`) it drives the benchmark page in
 //! headless Chromium against that server and prints the summary the page shows, then runs
 //! `tpsmeter bench` with the same settings against the same server, then against a real
@@ -75,11 +76,11 @@ pub fn run(args: &[String]) -> Result<()> {
     )?;
     let url = format!("http://127.0.0.1:{port}/");
     println!(
-        "\n== tpsmeter's site and its own engine (tpsmeter serve: WGSL kernels on wgpu) serving {}",
+        "\n== tpsmeter's site and its own engine (tpsmeter serve --backend auto) serving {}",
         model.display()
     );
     println!("   benchmark page: {url}");
-    println!("   local-inference demo (WebGPU in your browser): {url}demo.html");
+    println!("   local-inference demo (in your browser: WebGPU, else the CPU): {url}demo.html");
     println!("   OpenAI-compatible API: {url}v1/chat/completions");
     if !headless {
         println!("\nOpen the page in a browser; Ctrl-C stops the server.");

@@ -4,9 +4,10 @@
 //! `tpsmeter bench` at concurrency 1, 2, 4 and 8, then the same against llama.cpp's
 //! `llama-server --parallel 8` on the same GGUF, one after the other (never at once: the
 //! machine's cores are the GPU of the one and the CPU of the other). Each bench prints, per
-//! level, TTFT percentiles, per-request and aggregate TPS. Extra arguments replace the bench
-//! settings; `--burst` runs the burst benchmark instead (`serve_burst.rs`: eight new requests
-//! at once, TTFT p50 against p99).
+//! level, TTFT percentiles, per-request and aggregate TPS. `--backend gpu|cpu|auto` first
+//! chooses where our server runs the model (default `auto`: the CPU where the only adapter is
+//! a software one); extra arguments replace the bench settings; `--burst` runs the burst
+//! benchmark instead (`serve_burst.rs`: eight new requests at once, TTFT p50 against p99).
 
 use crate::assets;
 use crate::demo::{BENCH_PROMPT, free_port, llama_server, release_cli, start};
@@ -33,6 +34,10 @@ pub fn run(args: &[String]) -> Result<()> {
     if let Some(rest) = args.strip_prefix(&["--burst".to_owned()]) {
         return crate::serve_burst::run(rest);
     }
+    let (backend, args) = match args {
+        [flag, value, rest @ ..] if flag == "--backend" => (value.as_str(), rest),
+        _ => ("auto", args),
+    };
     assets::setup_all()?;
     let tpsmeter = release_cli()?;
     let model = assets::model_path();
@@ -50,7 +55,9 @@ pub fn run(args: &[String]) -> Result<()> {
         sh::run(&mut cmd)
     };
 
-    println!("\n== tpsmeter serve --parallel 8 (our engine, continuous batching)");
+    println!(
+        "\n== tpsmeter serve --parallel 8 --backend {backend} (our engine, continuous batching)"
+    );
     let port = free_port()?;
     let ours = start(
         Command::new(&tpsmeter)
@@ -58,6 +65,7 @@ pub fn run(args: &[String]) -> Result<()> {
             .arg("--model")
             .arg(&model)
             .args(["--parallel", "8", "--context", "2048"])
+            .args(["--backend", backend])
             .args(["--port", &port.to_string()]),
         port,
         "tpsmeter serve",

@@ -6,8 +6,9 @@
 //!   after run; `--shared-prefix N` puts the same N tokens before each mark.
 //! - On `tpsmeter serve` (the real model; it keeps a slot's prompt for the next request),
 //!   marked prompts take the whole prefill while `--cache-bust off` gets the cached TTFT.
-//!   That test loads `TPSMETER_MODEL` on a GPU adapter (lavapipe will do); without the model
-//!   it fails when `TPSMETER_REQUIRE_ASSETS=1` (CI) and skips otherwise.
+//!   That test loads `TPSMETER_MODEL` with `--backend auto` (the CPU where lavapipe is
+//!   all); without the model it fails when `TPSMETER_REQUIRE_ASSETS=1` (CI) and skips
+//!   otherwise.
 #![allow(clippy::unwrap_used)]
 
 mod capture;

@@ -3,8 +3,10 @@
 //! say so (`timings.queue_ms`); a client that hangs up mid-stream frees its slot for the next
 //! request at once, long before its answer would have ended.
 //!
-//! Loads `TPSMETER_MODEL` on a GPU adapter (lavapipe will do); without the model it fails when
-//! `TPSMETER_REQUIRE_ASSETS=1` (CI) and skips otherwise.
+//! Each test runs on both backends: `--backend gpu` (a GPU adapter; lavapipe will do) and
+//! `--backend cpu`, whose scheduler is the same and whose model batches on the CPU. Loads
+//! `TPSMETER_MODEL`; without it each test fails when `TPSMETER_REQUIRE_ASSETS=1` (CI) and
+//! skips otherwise.
 #![allow(clippy::unwrap_used)]
 
 mod server_support;
@@ -14,7 +16,7 @@ use std::net::TcpStream;
 use std::time::Instant;
 
 use serde_json::Value;
-use server_support::{assets, serve_model};
+use server_support::{assets, serve_model_on};
 
 fn body(prompt: &str, max_tokens: usize, stream: bool) -> String {
     serde_json::json!({
@@ -55,11 +57,25 @@ const PROMPTS: [&str; 3] = [
 
 #[test]
 fn concurrent_requests_answer_as_alone_and_queue_beyond_the_slots() {
-    let test = "concurrent_requests_answer_as_alone_and_queue_beyond_the_slots";
+    concurrent_as_alone(
+        "concurrent_requests_answer_as_alone_and_queue_beyond_the_slots",
+        "gpu",
+    );
+}
+
+#[test]
+fn cpu_concurrent_requests_answer_as_alone_and_queue_beyond_the_slots() {
+    concurrent_as_alone(
+        "cpu_concurrent_requests_answer_as_alone_and_queue_beyond_the_slots",
+        "cpu",
+    );
+}
+
+fn concurrent_as_alone(test: &str, backend: &str) {
     let Some([model]) = assets(test, ["TPSMETER_MODEL"]) else {
         return;
     };
-    let (_server, port) = serve_model(&model, "2");
+    let (_server, port) = serve_model_on(&model, "2", backend);
     let alone: Vec<(String, f64)> = PROMPTS.iter().map(|p| complete(port, p)).collect();
     for (text, queue) in &alone {
         assert!(!text.is_empty());
@@ -88,11 +104,19 @@ fn concurrent_requests_answer_as_alone_and_queue_beyond_the_slots() {
 
 #[test]
 fn a_client_that_hangs_up_frees_its_slot_at_once() {
-    let test = "a_client_that_hangs_up_frees_its_slot_at_once";
+    hang_up_frees_the_slot("a_client_that_hangs_up_frees_its_slot_at_once", "gpu");
+}
+
+#[test]
+fn cpu_a_client_that_hangs_up_frees_its_slot_at_once() {
+    hang_up_frees_the_slot("cpu_a_client_that_hangs_up_frees_its_slot_at_once", "cpu");
+}
+
+fn hang_up_frees_the_slot(test: &str, backend: &str) {
     let Some([model]) = assets(test, ["TPSMETER_MODEL"]) else {
         return;
     };
-    let (_server, port) = serve_model(&model, "1");
+    let (_server, port) = serve_model_on(&model, "1", backend);
     // A long streamed answer on the only slot; read until decode is under way (a few pieces
     // of text: on a fresh machine the first decode step compiles its pipelines, seconds on
     // lavapipe, and that step must finish before any slot can change hands), then hang up.

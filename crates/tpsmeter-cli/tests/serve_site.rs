@@ -2,10 +2,10 @@
 //! origin, with the isolation headers, refuses traversal on the wire, and serves neither
 //! to a page elsewhere (a rebound Host name, a foreign Origin).
 //!
-//! The end-to-end test loads `TPSMETER_MODEL` (a GGUF) on a GPU adapter (lavapipe will do).
-//! Without the model it fails when `TPSMETER_REQUIRE_ASSETS=1` (CI) and skips with a message
-//! otherwise. Requests are written by hand over TCP: an HTTP client would normalise the `..`
-//! out of a traversal attempt before sending it.
+//! The end-to-end test loads `TPSMETER_MODEL` (a GGUF) with `--backend auto` (the CPU where
+//! lavapipe is all). Without the model it fails when `TPSMETER_REQUIRE_ASSETS=1` (CI) and
+//! skips with a message otherwise. Requests are written by hand over TCP: an HTTP client
+//! would normalise the `..` out of a traversal attempt before sending it.
 #![allow(clippy::unwrap_used)]
 
 mod server_support;

@@ -1,7 +1,7 @@
 //! Multi-turn runs (`--turns`, issue 27): what each turn sends, read off the wire, and how
 //! `tpsmeter serve`'s prompt cache meets a growing conversation. The serve test loads
-//! `TPSMETER_MODEL` on a GPU adapter (lavapipe will do); without the model it fails when
-//! `TPSMETER_REQUIRE_ASSETS=1` (CI) and skips otherwise.
+//! `TPSMETER_MODEL` with `--backend auto` (the CPU where lavapipe is all); without the model
+//! it fails when `TPSMETER_REQUIRE_ASSETS=1` (CI) and skips otherwise.
 #![allow(clippy::unwrap_used)]
 
 mod capture;

@@ -5,13 +5,14 @@
 //!
 //! It fails when the tokens of a step get mixed: a row run at the wrong position or against
 //! another sequence's cache rows, a sampled id handed to the wrong slot, or the head run on a
-//! row that is not the one sampling.
+//! row that is not the one sampling. The same tests run on the GPU model and the CPU one
+//! (`cpu_` tests), through the scheduler's interface ([`Batched`]).
 #![allow(clippy::unwrap_used)]
 
 mod model_support;
 
-use model_support::{generate, load_slots as load};
-use tpsmeter_gpu::engine::{GpuModel, PREFILL_CHUNK, StepPart};
+use model_support::{generate, load_cpu_slots, load_slots as load};
+use tpsmeter_gpu::engine::{Backend, Batched, Engine, PREFILL_CHUNK, StepPart};
 use tpsmeter_gpu::kernels::SamplerConfig;
 
 const STEPS: usize = 16;
@@ -41,7 +42,7 @@ type Shapes = Vec<(usize, usize)>;
 /// `arrive[i]` in slot `slot[i]`; every step carries the next token of each running
 /// sequence, then chunks of the unfinished prompts, oldest first, within `budget` tokens.
 fn burst(
-    model: &mut GpuModel,
+    model: &mut impl Batched,
     prompts: &[Vec<u32>],
     arrive: &[usize],
     slot: &[usize],
@@ -95,16 +96,11 @@ fn burst(
             .filter(|p| p.samples())
             .map(StepPart::slot)
             .collect();
-        let sampled = model.submit_mixed(&parts).unwrap();
-        assert_eq!(sampled, sampling_slots.len());
+        let ids = model.step_slots(&parts).unwrap();
+        assert_eq!(ids.len(), sampling_slots.len());
         for &(i, from, take) in &chunks {
             filled[i] = from + take;
         }
-        if sampled == 0 {
-            continue;
-        }
-        let ids = model.read_slots_blocking().unwrap();
-        assert_eq!(ids.len(), sampled);
         for (s, id) in sampling_slots.into_iter().zip(ids) {
             let i = slot.iter().position(|&x| x == s).unwrap();
             got[i].push(id);
@@ -113,8 +109,8 @@ fn burst(
     (got, shapes)
 }
 
-fn burst_equals_alone(test: &str, max_context: usize) {
-    let Some(mut engine) = load(test, max_context, 4) else {
+fn burst_equals_alone<M: Backend + Batched>(engine: Option<Engine<M>>) {
+    let Some(mut engine) = engine else {
         return;
     };
     let texts = [
@@ -154,22 +150,38 @@ fn burst_equals_alone(test: &str, max_context: usize) {
 /// a decode step, so every sequence's tokens (greedy and sampled) must equal its run alone.
 #[test]
 fn burst_of_prompts_in_mixed_steps_equals_each_run_alone() {
-    burst_equals_alone("burst_of_prompts_in_mixed_steps_equals_each_run_alone", 128);
+    let test = "burst_of_prompts_in_mixed_steps_equals_each_run_alone";
+    burst_equals_alone(load(test, 128, 4));
+}
+
+/// The CPU model's mixed steps: one forward pass over rows of several sequences' caches.
+#[test]
+fn cpu_burst_of_prompts_in_mixed_steps_equals_each_run_alone() {
+    let test = "cpu_burst_of_prompts_in_mixed_steps_equals_each_run_alone";
+    burst_equals_alone(load_cpu_slots(test, 512, 4));
 }
 
 /// A cache of 512 positions: on CPU-type adapters a decode step splits attention along the
 /// keys, a mixed step does not (the same sums in another order); the tokens still equal.
 #[test]
 fn burst_with_split_decode_attention_equals_each_run_alone() {
-    burst_equals_alone(
-        "burst_with_split_decode_attention_equals_each_run_alone",
-        512,
-    );
+    let test = "burst_with_split_decode_attention_equals_each_run_alone";
+    burst_equals_alone(load(test, 512, 4));
 }
 
 #[test]
 fn mixed_steps_reject_misuse_with_typed_errors() {
-    let Some(mut engine) = load("mixed_steps_reject_misuse_with_typed_errors", 64, 2) else {
+    reject_misuse(load("mixed_steps_reject_misuse_with_typed_errors", 64, 2));
+}
+
+#[test]
+fn cpu_mixed_steps_reject_misuse_with_typed_errors() {
+    let test = "cpu_mixed_steps_reject_misuse_with_typed_errors";
+    reject_misuse(load_cpu_slots(test, 64, 2));
+}
+
+fn reject_misuse<M: Backend + Batched>(engine: Option<Engine<M>>) {
+    let Some(mut engine) = engine else {
         return;
     };
     let prompt = engine.encode("Hello there").unwrap();
@@ -184,32 +196,49 @@ fn mixed_steps_reject_misuse_with_typed_errors() {
     };
     // Nothing, a slot twice, a slot past the cache's, more tokens than a step holds, a
     // prompt past the slot's positions, a decode for a slot with no prompt.
-    assert!(model.submit_mixed(&[]).is_err());
+    assert!(model.step_slots(&[]).is_err());
     assert!(
         model
-            .submit_mixed(&[part(0, &prompt, 0), part(0, &prompt, 0)])
+            .step_slots(&[part(0, &prompt, 0), part(0, &prompt, 0)])
             .is_err()
     );
-    assert!(model.submit_mixed(&[part(2, &prompt, 0)]).is_err());
+    assert!(model.step_slots(&[part(2, &prompt, 0)]).is_err());
     let many = vec![prompt[0]; PREFILL_CHUNK + 1];
     let e = model
-        .submit_mixed(&[part(0, &many[..PREFILL_CHUNK], 0), part(1, &many[..1], 0)])
+        .step_slots(&[part(0, &many[..PREFILL_CHUNK], 0), part(1, &many[..1], 0)])
         .unwrap_err();
     assert_eq!(e.kind(), "LimitExceeded", "{e}");
-    let e = model.submit_mixed(&[part(1, &prompt, 60)]).unwrap_err();
+    let e = model.step_slots(&[part(1, &prompt, 60)]).unwrap_err();
     assert_eq!(e.kind(), "ContextFull", "{e}");
     let e = model
-        .submit_mixed(&[part(0, &prompt, 0), StepPart::Decode { slot: 1, token: 5 }])
+        .step_slots(&[part(0, &prompt, 0), StepPart::Decode { slot: 1, token: 5 }])
         .unwrap_err();
+    assert_eq!(e.kind(), "InvalidRequest", "{e}");
+    let e = model.rewind_slot(0, 1, &greedy).unwrap_err();
     assert_eq!(e.kind(), "InvalidRequest", "{e}");
     // A refused step changed nothing: both slots are empty, and they still run.
     assert!(model.slot_history(0).is_empty() && model.slot_history(1).is_empty());
-    assert_eq!(
-        model
-            .submit_mixed(&[part(0, &prompt, 0), part(1, &prompt, 0)])
-            .unwrap(),
-        2
-    );
-    let ids = model.read_slots_blocking().unwrap();
+    let ids = model
+        .step_slots(&[part(0, &prompt, 0), part(1, &prompt, 0)])
+        .unwrap();
+    assert_eq!(ids.len(), 2);
     assert_eq!(ids[0], ids[1], "the same prompt, greedy, in two slots");
+    // A rewound slot's last prompt token joins a decode step and samples what the prompt's
+    // own step sampled.
+    model.rewind_slot(1, prompt.len() - 1, &greedy).unwrap();
+    let last = *prompt.last().unwrap();
+    let again = model
+        .step_slots(&[
+            StepPart::Decode {
+                slot: 0,
+                token: ids[0],
+            },
+            StepPart::Decode {
+                slot: 1,
+                token: last,
+            },
+        ])
+        .unwrap();
+    assert_eq!(again[1], ids[1], "rewound slot");
+    assert_eq!(model.slot_history(1), &prompt[..]);
 }

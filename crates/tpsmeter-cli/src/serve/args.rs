@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::run::BackendChoice;
+
 /// Arguments of `tpsmeter serve`.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
@@ -49,9 +51,17 @@ pub struct ServeArgs {
     /// token. At least --parallel + 1.
     #[arg(long, default_value_t = DEFAULT_STEP_TOKENS, value_parser = clap::value_parser!(u16).range(2..=tpsmeter_gpu::engine::PREFILL_CHUNK as i64))]
     pub step_tokens: u16,
-    /// Use the first GPU adapter whose name contains this.
+    /// Use the first GPU adapter whose name contains this (implies the GPU backend).
     #[arg(long)]
     pub adapter: Option<String>,
+    /// Where the model runs: `gpu`, `cpu`, or `auto` (the GPU when a hardware adapter is
+    /// there, else the CPU: no adapter, or only a software one such as lavapipe). Both batch
+    /// the requests in flight the same way.
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    /// CPU backend threads (default: one per core).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
     /// Also serve this built web site (a directory with an index.html), and the model file
     /// under /models/ by its file name, on the API's origin, cross-origin isolated.
     #[arg(long, value_name = "DIR")]

@@ -1,6 +1,6 @@
-//! `tpsmeter serve`: an OpenAI-compatible HTTP server in front of tpsmeter's own GPU engine,
-//! so `tpsmeter bench` (or any OpenAI client, or a browser page the user allows with
-//! `--allowed-origin`) can measure it.
+//! `tpsmeter serve`: an OpenAI-compatible HTTP server in front of tpsmeter's own engine (on
+//! the GPU, or the CPU with `--backend cpu`), so `tpsmeter bench` (or any OpenAI client, or
+//! a browser page the user allows with `--allowed-origin`) can measure it.
 //!
 //! Endpoints: `POST /v1/chat/completions`, `POST /v1/completions` (streamed with
 //! `"stream": true`, usage with `stream_options.include_usage`), `GET /v1/models`,
@@ -28,7 +28,7 @@
 //! `access.rs` (which Host names and Origins are served), `http.rs` (routes, CORS, body
 //! reading: the server's HTTP face), `complete.rs` (a completion request from body to
 //! stream), `encode.rs` (a prompt's ids within bounded work), `openai.rs` (the wire
-//! format), `worker.rs` and `scheduler.rs` (the GPU thread and its batching), `site.rs`
+//! format), `worker.rs` and `scheduler.rs` (the model thread and its batching), `site.rs`
 //! (`--www`).
 
 mod access;
@@ -57,7 +57,7 @@ pub use self::args::{DEFAULT_STEP_TOKENS, ServeArgs};
 pub use self::http::MAX_BODY_BYTES;
 pub use self::listen::{MAX_CONNECTIONS, READ_TIMEOUT, WRITE_TIMEOUT};
 use self::site::Site;
-use self::worker::{KvPlan, Worker};
+use self::worker::{KvPlan, Placement, Worker};
 use crate::exit::Status;
 
 pub(crate) struct Shared {
@@ -100,7 +100,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Status> {
         args.step_tokens,
         args.parallel
     );
-    let worker = Worker::start(args.model.clone(), plan, args.adapter.clone())?;
+    let placement = Placement {
+        choice: args.backend,
+        adapter: args.adapter.clone(),
+        threads: args.threads.map(usize::from),
+    };
+    let worker = Worker::start(args.model.clone(), plan, placement)?;
     eprintln!(
         "loaded {} ({}) on {}: {} requests at once, {} positions each",
         worker.model_name, model_id, worker.adapter, worker.slots, worker.context

@@ -1,4 +1,5 @@
-//! Continuous batching for `tpsmeter serve`: the GPU thread's loop.
+//! Continuous batching for `tpsmeter serve`: the model thread's loop, on the GPU model or the
+//! CPU one (anything [`Batched`]).
 //!
 //! Each request gets a slot of the model's KV cache when one is free (arrival order; beyond
 //! the slots it queues, and the wait is reported apart as `queue_ms`). Every turn of the loop
@@ -25,7 +26,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use tpsmeter_gpu::GpuError;
-use tpsmeter_gpu::engine::{GpuModel, Prompts, StepPart};
+use tpsmeter_gpu::engine::{Batched, Prompts, StepPart};
 use tpsmeter_gpu::generate::{Sequence, StopReason, reusable_prefix};
 
 use super::worker::{Event, Job, Summary};
@@ -47,9 +48,9 @@ struct Active<'e> {
 }
 
 /// The loop's state: the model, the queue and the slots.
-pub struct Scheduler<'e> {
+pub struct Scheduler<'e, M> {
     prompts: &'e Prompts,
-    model: &'e mut GpuModel,
+    model: &'e mut M,
     jobs: mpsc::Receiver<Job>,
     waiting: VecDeque<Job>,
     slots: Vec<Option<Active<'e>>>,
@@ -63,10 +64,10 @@ pub struct Scheduler<'e> {
     step_tokens: usize,
 }
 
-impl<'e> Scheduler<'e> {
+impl<'e, M: Batched> Scheduler<'e, M> {
     pub fn new(
         prompts: &'e Prompts,
-        model: &'e mut GpuModel,
+        model: &'e mut M,
         jobs: mpsc::Receiver<Job>,
         join_window: Duration,
         step_tokens: usize,
@@ -146,7 +147,7 @@ impl<'e> Scheduler<'e> {
                 .prompts
                 .tokenizer()
                 .vocab_size()
-                .min(self.model.config().vocab_size);
+                .min(self.model.vocab_size());
             let bad = if prompt.is_empty() {
                 Some(GpuError::EmptyPrompt)
             } else if prompt.len() >= self.model.max_context() {
@@ -314,16 +315,12 @@ impl<'e> Scheduler<'e> {
             .filter(|p| p.samples())
             .map(StepPart::slot)
             .collect();
-        let sampled = self.model.submit_mixed(&parts)?;
+        let ids = self.model.step_slots(&parts)?;
         for (slot, tokens, start, _, _) in &chunks {
             if let Some(a) = self.slots[*slot].as_mut() {
                 a.filled = start + tokens.len();
             }
         }
-        if sampled == 0 {
-            return Ok(());
-        }
-        let ids = self.model.read_slots_blocking()?;
         for (&slot, &id) in order.iter().zip(&ids) {
             self.take(slot, id)?;
         }

@@ -1,5 +1,6 @@
-//! The GPU worker: one thread owns the engine and decodes the requests in flight as one batch
-//! (continuous batching, see `scheduler.rs`); requests beyond its slots wait in arrival order.
+//! The model worker: one thread owns the engine (GPU or CPU) and decodes the requests in
+//! flight as one batch (continuous batching, see `scheduler.rs`); requests beyond its slots
+//! wait in arrival order.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,14 +9,15 @@ use std::time::Instant;
 
 use tokio::sync::mpsc::UnboundedSender;
 use tpsmeter_gpu::chat::ChatMessage;
-use tpsmeter_gpu::engine::{Prompts, TokenSpan};
+use tpsmeter_gpu::cpu::{CpuModel, CpuOptions};
+use tpsmeter_gpu::engine::{Backend, Batched, Engine, ModelOptions, Prompts, TokenSpan};
 use tpsmeter_gpu::generate::{GenerateParams, StopReason};
 use tpsmeter_gpu::kernels::SamplerConfig;
 
 use super::api_error::ApiError;
 use super::encode::{LengthBound, check_length, encode_within};
 use super::scheduler::Scheduler;
-use crate::run::RunFigures;
+use crate::run::{BackendChoice, Picked, RunFigures, pick_backend};
 
 /// What to run the model on.
 #[derive(Debug, Clone)]
@@ -111,7 +113,7 @@ pub struct Worker {
     jobs: mpsc::Sender<Job>,
     /// `general.name` of the model.
     pub model_name: String,
-    /// Adapter the model runs on.
+    /// What the model runs on: the adapter's name, or the CPU with its threads, SIMD and why.
     pub adapter: String,
     /// Requests decoded together at most.
     pub slots: usize,
@@ -139,45 +141,61 @@ pub struct KvPlan {
     pub step_tokens: usize,
 }
 
+/// Where the model runs (`--backend`, `--adapter`, `--threads`).
+#[derive(Debug, Clone)]
+pub struct Placement {
+    pub choice: BackendChoice,
+    pub adapter: Option<String>,
+    pub threads: Option<usize>,
+}
+
+/// What the worker thread reports once loaded: the model's name, what it runs on, its slots,
+/// positions per slot, and its prompt side.
+type Ready = anyhow::Result<(String, String, usize, usize, Prompts)>;
+
 impl Worker {
     /// Starts the thread and loads the model there; returns once it is ready.
-    pub fn start(model: PathBuf, plan: KvPlan, adapter: Option<String>) -> anyhow::Result<Self> {
+    pub fn start(model: PathBuf, plan: KvPlan, placement: Placement) -> anyhow::Result<Self> {
         let (jobs, rx) = mpsc::channel::<Job>();
-        type Ready = anyhow::Result<(String, String, usize, usize, Prompts)>;
         let (ready_tx, ready_rx) = mpsc::channel::<Ready>();
         std::thread::Builder::new()
-            .name("tpsmeter-gpu".into())
-            .spawn(move || {
-                // Every graph a request can need is made before the server answers, so no
-                // first request of a size pays for it (nor stalls the others).
-                let loaded = load_for_serving(&model, plan, adapter).and_then(|mut e| {
-                    let m = e.model_mut();
-                    m.warm_prefill()?;
-                    m.warm_batches()?;
-                    m.warm_steps(plan.step_tokens)?;
-                    Ok(e)
-                });
-                let mut engine = match loaded {
-                    Ok(e) => e,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e));
-                        return;
+            .name("tpsmeter-model".into())
+            .spawn(move || match load_for_serving(&model, plan, placement) {
+                Ok(Loaded::Gpu(mut e)) => {
+                    // Every graph a request can need is made before the server answers, so
+                    // no first request of a size pays for it (nor stalls the others).
+                    let warmed = (|| {
+                        let m = e.model_mut();
+                        m.warm_prefill()?;
+                        m.warm_batches()?;
+                        m.warm_steps(plan.step_tokens)
+                    })();
+                    match warmed {
+                        Ok(()) => {
+                            let on = e.model().context().info.name.clone();
+                            serve_on(*e, on, plan, &ready_tx, rx);
+                        }
+                        Err(err) => {
+                            let _ = ready_tx.send(Err(err.into()));
+                        }
                     }
-                };
-                let m = engine.model();
-                let _ = ready_tx.send(Ok((
-                    engine.name().to_owned(),
-                    m.context().info.name.clone(),
-                    m.slots(),
-                    m.max_context(),
-                    engine.prompts().clone(),
-                )));
-                let (prompts, model) = engine.split_mut();
-                Scheduler::new(prompts, model, rx, plan.join_window, plan.step_tokens).run();
+                }
+                Ok(Loaded::Cpu(e, why)) => {
+                    let m = e.model();
+                    let on = format!(
+                        "the CPU ({} threads, {}: {why})",
+                        m.threads(),
+                        m.simd().name()
+                    );
+                    serve_on(*e, on, plan, &ready_tx, rx);
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                }
             })?;
         let (model_name, adapter, slots, context, prompts) = ready_rx
             .recv()
-            .map_err(|_| anyhow::anyhow!("the GPU worker thread ended while loading"))??;
+            .map_err(|_| anyhow::anyhow!("the model's worker thread ended while loading"))??;
         let span = prompts.token_span().map(Arc::new);
         Ok(Self {
             jobs,
@@ -194,19 +212,46 @@ impl Worker {
     pub fn submit(&self, job: Job) -> anyhow::Result<()> {
         self.jobs
             .send(job)
-            .map_err(|_| anyhow::anyhow!("the GPU worker has stopped"))
+            .map_err(|_| anyhow::anyhow!("the model's worker has stopped"))
     }
 }
 
+/// Reports the loaded model on `ready` and runs the scheduler on it until the server ends.
+fn serve_on<M: Backend + Batched>(
+    mut engine: Engine<M>,
+    on: String,
+    plan: KvPlan,
+    ready: &mpsc::Sender<Ready>,
+    jobs: mpsc::Receiver<Job>,
+) {
+    let m = engine.model();
+    let _ = ready.send(Ok((
+        engine.name().to_owned(),
+        on,
+        m.slots(),
+        Batched::max_context(m),
+        engine.prompts().clone(),
+    )));
+    let (prompts, model) = engine.split_mut();
+    Scheduler::new(prompts, model, jobs, plan.join_window, plan.step_tokens).run();
+}
+
+/// A model loaded for serving, on the backend `--backend` chose.
+enum Loaded {
+    Gpu(Box<Engine>),
+    /// With why the CPU runs it.
+    Cpu(Box<Engine<CpuModel>>, String),
+}
+
 /// Loads the model with as many slots and positions per slot as `plan` asks, within its KV
-/// budget and the device's limits (one layer's keys for every slot are one binding):
-/// positions per slot shrink (to a multiple of 256, at least 256) before either is exceeded,
-/// and a slot count that cannot have 256 positions is an error naming the limit.
+/// budget and, on a GPU, the device's limits (one layer's keys for every slot are one
+/// binding): positions per slot shrink (to a multiple of 256, at least 256) before either is
+/// exceeded, and a slot count that cannot have 256 positions is an error naming the limit.
 fn load_for_serving(
     path: &std::path::Path,
     plan: KvPlan,
-    adapter: Option<String>,
-) -> anyhow::Result<tpsmeter_gpu::engine::Engine> {
+    placement: Placement,
+) -> anyhow::Result<Loaded> {
     use anyhow::Context as _;
     let bytes = std::fs::read(path).with_context(|| format!("reading model {}", path.display()))?;
     let file = tpsmeter_gpu::gguf::GgufFile::parse(&bytes)
@@ -214,40 +259,50 @@ fn load_for_serving(
     let cfg = tpsmeter_gpu::model::config::ModelConfig::from_header(&file.header)
         .with_context(|| format!("reading {}", path.display()))?;
     drop(file);
-    let ctx = crate::run::open_device(adapter)?;
     let slots = plan.slots.clamp(1, tpsmeter_gpu::engine::MAX_SLOTS) as u64;
-    // The cache is f32: keys and values of every layer per position.
-    let per_position = (cfg.n_layers * (cfg.k_dim() + cfg.v_dim()) * 4) as u64;
-    let row = (cfg.k_dim().max(cfg.v_dim()) * 4) as u64;
     let asked = plan.context.min(cfg.context_length).max(1);
-    let (context, bound) = fit_context(
-        asked,
-        &[
-            (
-                per_position * slots,
-                plan.budget_bytes,
-                "the KV budget (--kv-budget-mib)",
-            ),
-            (
-                row * slots,
-                ctx.max_binding(),
-                "the device's largest binding",
-            ),
-        ],
-    )?;
+    let budget = "the KV budget (--kv-budget-mib)";
+    let picked = pick_backend(placement.choice, placement.adapter)?;
+    // Keys and values of every layer per position: f32 on the GPU, f16 on the CPU (whose
+    // cache grows as it fills, so the budget bounds what it can reach).
+    let elem = if matches!(picked, Picked::Gpu(_)) {
+        4
+    } else {
+        2
+    };
+    let per_position = (cfg.n_layers * (cfg.k_dim() + cfg.v_dim()) * elem) as u64;
+    let mut limits = vec![(per_position * slots, plan.budget_bytes, budget)];
+    if let Picked::Gpu(ctx) = &picked {
+        let row = (cfg.k_dim().max(cfg.v_dim()) * 4) as u64;
+        limits.push((
+            row * slots,
+            ctx.max_binding(),
+            "the device's largest binding",
+        ));
+    }
+    let (context, bound) = fit_context(asked, &limits)?;
     if let Some(what) = bound {
         eprintln!("{context} positions per slot for {slots} slots (asked {asked}): {what}");
     }
-    crate::run::load_engine_with(
-        &bytes,
-        path,
-        tpsmeter_gpu::engine::ModelOptions {
-            max_context: context,
-            slots: slots as usize,
-            ..Default::default()
-        },
-        ctx,
-    )
+    let opts = ModelOptions {
+        max_context: context,
+        slots: slots as usize,
+        ..Default::default()
+    };
+    Ok(match picked {
+        Picked::Gpu(ctx) => Loaded::Gpu(Box::new(crate::run::load_engine_with(
+            &bytes, path, opts, ctx,
+        )?)),
+        Picked::Cpu(why) => {
+            let cpu = CpuOptions {
+                threads: placement.threads,
+                ..Default::default()
+            };
+            let e = Engine::load_cpu(&bytes, &opts, cpu)
+                .with_context(|| format!("loading {}", path.display()))?;
+            Loaded::Cpu(Box::new(e), why)
+        }
+    })
 }
 
 /// The most positions per slot, up to `asked`, within every (bytes per position, limit,

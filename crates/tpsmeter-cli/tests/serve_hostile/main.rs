@@ -7,8 +7,8 @@
 //! client of a whole (non-streamed) answer that leaves. Each refusal is OpenAI's error object; the server never panics, and good requests
 //! are answered throughout.
 //!
-//! Loads `TPSMETER_MODEL` on a GPU adapter (lavapipe will do); without the model it fails when
-//! `TPSMETER_REQUIRE_ASSETS=1` (CI) and skips otherwise.
+//! Loads `TPSMETER_MODEL` with `--backend auto` (the CPU where lavapipe is all); without the
+//! model it fails when `TPSMETER_REQUIRE_ASSETS=1` (CI) and skips otherwise.
 #![allow(clippy::unwrap_used)]
 
 #[path = "../server_support/mod.rs"]

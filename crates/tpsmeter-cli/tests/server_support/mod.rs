@@ -100,8 +100,13 @@ pub fn start(cmd: &mut Command, port: u16, what: &str) -> Server {
 }
 
 /// `tpsmeter serve` on `model` with `parallel` slots and 1024 positions each, on a free port,
-/// once healthy (its stderr goes to the test's).
+/// once healthy (its stderr goes to the test's), on the backend `--backend auto` picks.
 pub fn serve_model(model: &Path, parallel: &str) -> (Server, u16) {
+    serve_model_on(model, parallel, "auto")
+}
+
+/// [`serve_model`] with `--backend backend` (`gpu`, `cpu`, `auto`).
+pub fn serve_model_on(model: &Path, parallel: &str, backend: &str) -> (Server, u16) {
     let port = free_port();
     let server = start(
         Command::new(env!("CARGO_BIN_EXE_tpsmeter"))
@@ -109,6 +114,7 @@ pub fn serve_model(model: &Path, parallel: &str) -> (Server, u16) {
             .arg("--model")
             .arg(model)
             .args(["--parallel", parallel, "--context", "1024"])
+            .args(["--backend", backend])
             .args(["--port", &port.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::inherit()),

@@ -7,8 +7,11 @@
 //! backend does ([`kernels`]), splits every product over a thread pool ([`runtime`]), and
 //! samples with the GPU sampler's CPU twin, so the same seed gives the same stream.
 //!
-//! What it does not do: anything on a GPU, batch several sequences, or choose between itself
-//! and the GPU (callers do, see the CLI's `--backend`).
+//! It also runs several sequences at once for serving ([`CpuModel::step_parts`], `slots.rs`),
+//! with the GPU model's slot API.
+//!
+//! What it does not do: anything on a GPU, or choose between itself and the GPU (callers do,
+//! see the CLI's `--backend`).
 
 mod attention;
 #[cfg(target_arch = "x86_64")]
@@ -21,6 +24,7 @@ pub mod q8;
 pub mod runtime;
 #[cfg(target_arch = "wasm32")]
 mod simd128;
+mod slots;
 pub mod target;
 pub mod tensors;
 pub mod weights;

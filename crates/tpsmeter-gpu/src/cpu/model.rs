@@ -1,6 +1,10 @@
 //! [`CpuModel`]: the forward pass on the CPU, token chunks at a time, threads splitting every
 //! matrix product, and the sampler's CPU twin choosing the next id, so that the generation
 //! loop ([`crate::generate`]) drives it exactly as it drives the GPU model.
+//!
+//! A pass runs rows of (token, sequence, position): one sequence's prompt chunk or token
+//! here, and for serving the tokens of several sequences at once (`slots.rs`), each against
+//! its own cache, so that the weights are read once for all of them.
 
 use rayon::prelude::*;
 
@@ -8,14 +12,14 @@ use super::attention::{HeadArgs, KvElem, head, rope_apply, rope_table};
 use super::matrix::{QMatrix, matmul, matmuls};
 use super::q8::Activations;
 use super::runtime::{CpuOptions, CpuRuntime, Simd};
+use super::slots::Seq;
 use super::weights::CpuWeights;
 use crate::engine::model::check_tokens;
-use crate::engine::{ModelOptions, PREFILL_CHUNK};
+use crate::engine::{MAX_SLOTS, ModelOptions, PREFILL_CHUNK};
 use crate::error::{GpuError, Result};
 use crate::generate::{CancelToken, TokenStep};
 use crate::gguf::GgufFile;
 use crate::kernels::sample::SamplerConfig;
-use crate::kernels::twins::sample;
 use crate::model::config::{Activation, ModelConfig};
 use crate::reference::ops::{gelu_tanh, rms_norm, silu};
 
@@ -45,12 +49,13 @@ impl<T: KvElem> Cache<T> {
     }
 }
 
-/// The cache in f16 (the default: as the GPU engine's f16 cache and llama.cpp's, so the same
-/// numbers and the same greedy tokens, at half the memory) or f32.
+/// The caches of the sequences (one per slot), in f16 (the default: as the GPU engine's f16
+/// cache and llama.cpp's, so the same numbers and the same greedy tokens, at half the
+/// memory) or f32.
 #[derive(Debug)]
 enum Kv {
-    F16(Cache<u16>),
-    F32(Cache<f32>),
+    F16(Vec<Cache<u16>>),
+    F32(Vec<Cache<f32>>),
 }
 
 /// Work counters since load.
@@ -70,14 +75,8 @@ pub struct CpuModel {
     rt: CpuRuntime,
     kv: Kv,
     max_ctx: usize,
-    sampling: SamplerConfig,
-    /// Tokens whose keys and values the cache holds, in order.
-    history: Vec<u32>,
-    /// The sampler's state: its step counter and the recent tokens the repetition penalty
-    /// sees (oldest first), as the GPU sampler keeps them.
-    step: u32,
-    recent: std::collections::VecDeque<u32>,
-    last_sampled: Option<u32>,
+    /// Each slot's tokens and sampler; slot 0 is the single-sequence path's.
+    pub(super) seqs: Vec<Seq>,
     stats: CpuStats,
     pause: Option<Pause>,
 }
@@ -108,27 +107,35 @@ impl CpuModel {
         Self::from_weights(cfg, w, opts, cpu)
     }
 
+    /// The model with `opts.slots` sequences (at most [`MAX_SLOTS`]), whose caches grow as
+    /// they fill.
     pub fn from_weights(
         cfg: ModelConfig,
         w: CpuWeights,
         opts: &ModelOptions,
         cpu: CpuOptions,
     ) -> Result<Self> {
+        if opts.slots == 0 || opts.slots > MAX_SLOTS {
+            return Err(GpuError::LimitExceeded {
+                what: "sequence slots".into(),
+                value: opts.slots as u64,
+                limit: MAX_SLOTS as u64,
+            });
+        }
+        fn caches<T: KvElem>(slots: usize, layers: usize) -> Vec<Cache<T>> {
+            (0..slots).map(|_| Cache::new(layers)).collect()
+        }
         let mut m = Self {
             max_ctx: opts.max_context.clamp(1, cfg.context_length),
             kv: if opts.kv_f16 {
-                Kv::F16(Cache::new(cfg.n_layers))
+                Kv::F16(caches(opts.slots, cfg.n_layers))
             } else {
-                Kv::F32(Cache::new(cfg.n_layers))
+                Kv::F32(caches(opts.slots, cfg.n_layers))
             },
             cfg,
             w,
             rt: CpuRuntime::new(cpu)?,
-            sampling: SamplerConfig::default(),
-            history: Vec::new(),
-            step: 0,
-            recent: Default::default(),
-            last_sampled: None,
+            seqs: (0..opts.slots).map(|_| Seq::default()).collect(),
             stats: CpuStats::default(),
             pause: None,
         };
@@ -166,8 +173,8 @@ impl CpuModel {
     /// Bytes of weights and of the keys and values held now.
     pub fn resident_bytes(&self) -> usize {
         let kv = match &self.kv {
-            Kv::F16(c) => c.bytes(),
-            Kv::F32(c) => c.bytes(),
+            Kv::F16(c) => c.iter().map(Cache::bytes).sum::<usize>(),
+            Kv::F32(c) => c.iter().map(Cache::bytes).sum(),
         };
         self.w.size() + kv
     }
@@ -175,11 +182,7 @@ impl CpuModel {
     /// The sampling settings of the next generation (checked as the GPU sampler checks them).
     pub fn set_sampling(&mut self, s: SamplerConfig) -> Result<()> {
         s.check()?;
-        if s != self.sampling {
-            // A new setting starts a new random stream, as on the GPU.
-            self.last_sampled = None;
-        }
-        self.sampling = s;
+        self.seqs[0].set_sampling(s);
         Ok(())
     }
 
@@ -189,7 +192,7 @@ impl CpuModel {
         check_tokens(
             tokens,
             start,
-            self.history.len(),
+            self.seqs[0].history.len(),
             self.max_ctx,
             self.cfg.vocab_size,
         )
@@ -207,7 +210,7 @@ impl CpuModel {
     pub async fn logits_async(&mut self, tokens: &[u32], start: usize) -> Result<Vec<f32>> {
         self.check(tokens, start)?;
         // Whatever comes next, it is no continuation of the last sampled step.
-        self.last_sampled = None;
+        self.seqs[0].last_sampled = None;
         Ok(self.chunks(tokens, start, None).await?.unwrap_or_default())
     }
 
@@ -225,7 +228,7 @@ impl CpuModel {
         start: usize,
         cancel: Option<&CancelToken>,
     ) -> Result<Option<Vec<f32>>> {
-        self.history.truncate(start);
+        self.seqs[0].history.truncate(start);
         let mut logits = Vec::new();
         for (i, chunk) in tokens.chunks(PREFILL_CHUNK).enumerate() {
             if i > 0 && cancel.is_some_and(|c| c.is_cancelled()) {
@@ -233,8 +236,12 @@ impl CpuModel {
             }
             let at = start + i * PREFILL_CHUNK;
             let last = at + chunk.len() == start + tokens.len();
-            logits = self.forward(chunk, at, last)?;
-            self.history.extend_from_slice(chunk);
+            let rows: Vec<Row> = (at..at + chunk.len())
+                .map(|pos| Row { slot: 0, pos })
+                .collect();
+            let heads: &[usize] = if last { &[chunk.len() - 1] } else { &[] };
+            logits = self.forward(chunk, &rows, heads)?.pop().unwrap_or_default();
+            self.seqs[0].history.extend_from_slice(chunk);
             if let Some(pause) = &self.pause {
                 (pause.0)().await;
             }
@@ -244,49 +251,23 @@ impl CpuModel {
 
     /// Forgets the sampler's stream and the cache's contents.
     pub fn forget(&mut self) {
-        self.history.clear();
-        self.last_sampled = None;
+        self.seqs[0].forget();
     }
 
     /// What a step does before its forward pass: the sampler restarts unless the step feeds
     /// back the id it sampled last (the GPU model's rule).
     fn start(&mut self, tokens: &[u32], start: usize) -> Result<()> {
         self.check(tokens, start)?;
-        let continuation = tokens.len() == 1
-            && start == self.history.len()
-            && self.last_sampled == Some(tokens[0]);
+        let s = &mut self.seqs[0];
+        let continuation =
+            tokens.len() == 1 && start == s.history.len() && s.last_sampled == Some(tokens[0]);
         if !continuation {
-            let mut context = self.history[..start].to_vec();
+            let mut context = s.history[..start].to_vec();
             context.extend_from_slice(tokens);
-            let w = self.sampling.penalty_window as usize;
-            self.recent = context[context.len().saturating_sub(w)..]
-                .iter()
-                .copied()
-                .collect();
-            self.step = 0;
+            s.restart(&context);
         }
-        self.last_sampled = None;
+        s.last_sampled = None;
         Ok(())
-    }
-
-    /// Samples from `logits` with the twin of the GPU sampler and advances its state.
-    fn pick(&mut self, mut logits: Vec<f32>) -> u32 {
-        let id = sample(
-            &self.sampling,
-            &mut logits,
-            self.recent.make_contiguous(),
-            self.step,
-        );
-        let w = self.sampling.penalty_window as usize;
-        if w > 0 {
-            if self.recent.len() == w {
-                self.recent.pop_front();
-            }
-            self.recent.push_back(id);
-        }
-        self.step = self.step.wrapping_add(1);
-        self.last_sampled = Some(id);
-        id
     }
 
     /// Steps `tokens` at `start..`, stopping between prompt chunks once `cancel` is set.
@@ -300,12 +281,20 @@ impl CpuModel {
         Ok(self
             .chunks(tokens, start, cancel)
             .await?
-            .map(|l| self.pick(l)))
+            .map(|l| self.seqs[0].pick(l)))
     }
 
-    /// One forward pass of `tokens` at positions `start..`: writes their keys and values,
-    /// returns the logits after the last token when `want_logits` (else nothing).
-    fn forward(&mut self, tokens: &[u32], start: usize, want_logits: bool) -> Result<Vec<f32>> {
+    /// One forward pass of `tokens`, token `t` at `rows[t]` (its sequence and position):
+    /// writes their keys and values into their sequences' caches and returns the logits
+    /// after each token of `heads` (indices into `tokens`), in that order. The rows of one
+    /// sequence must be consecutive positions, and each sequence's cache must hold the
+    /// positions before its first row (the callers check both).
+    pub(super) fn forward(
+        &mut self,
+        tokens: &[u32],
+        rows: &[Row],
+        heads: &[usize],
+    ) -> Result<Vec<Vec<f32>>> {
         let Self { cfg, w, rt, kv, .. } = self;
         let (cfg, w, rt) = (&*cfg, &*w, &*rt);
         self.stats.passes += 1;
@@ -321,51 +310,58 @@ impl CpuModel {
         }
         rt.install(|| {
             match kv {
-                Kv::F16(c) => layers(rt, cfg, w, start, &mut x, c),
-                Kv::F32(c) => layers(rt, cfg, w, start, &mut x, c),
+                Kv::F16(c) => layers(rt, cfg, w, rows, &mut x, c),
+                Kv::F32(c) => layers(rt, cfg, w, rows, &mut x, c),
             }
-            if !want_logits {
+            if heads.is_empty() {
                 return Ok(Vec::new());
             }
-            let mut last = x[(n - 1) * e..].to_vec();
-            rms_norm(&mut last, &w.output_norm, cfg.rms_eps);
+            // The output head on the rows that sample only, together (its weights read once).
+            let acts: Vec<Activations> = heads
+                .iter()
+                .map(|&t| {
+                    let mut row = x[t * e..(t + 1) * e].to_vec();
+                    rms_norm(&mut row, &w.output_norm, cfg.rms_eps);
+                    let mut a = Activations::default();
+                    a.set(&row);
+                    a
+                })
+                .collect();
             let out_w: &QMatrix = w.output.as_ref().unwrap_or(&w.token_embd);
-            let mut acts = vec![Activations::default()];
-            acts[0].set(&last);
-            let mut logits = vec![0f32; cfg.vocab_size];
+            let vocab = cfg.vocab_size;
+            let mut logits = vec![0f32; heads.len() * vocab];
             matmul(rt, out_w, &acts, &mut logits);
-            Ok(logits)
+            Ok(logits.chunks_exact(vocab).map(<[f32]>::to_vec).collect())
         })
     }
 }
 
-/// Every block on `x` (`[token][n_embd]`, positions `start..`), its keys and values stored.
+/// Where a token of a forward pass runs: its sequence's cache and its position there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Row {
+    pub slot: usize,
+    pub pos: usize,
+}
+
+/// Every block on `x` (`[token][n_embd]`, token `t` at `rows[t]`), its keys and values
+/// stored in `caches[rows[t].slot]`.
 fn layers<T: KvElem>(
     rt: &CpuRuntime,
     cfg: &ModelConfig,
     w: &CpuWeights,
-    start: usize,
+    rows: &[Row],
     x: &mut [f32],
-    cache: &mut Cache<T>,
+    caches: &mut [Cache<T>],
 ) {
     let n = x.len() / cfg.n_embd;
-    let end = start + n;
     let mut s = Scratch::new(cfg, n, w.k_quants);
     for (l, lw) in w.layers.iter().enumerate() {
-        grow(&mut cache.k[l], end * cfg.k_dim());
-        grow(&mut cache.v[l], end * cfg.v_dim());
-        attention_block(
-            rt,
-            cfg,
-            w,
-            l,
-            lw,
-            start,
-            x,
-            &mut cache.k[l],
-            &mut cache.v[l],
-            &mut s,
-        );
+        for r in rows {
+            let c = &mut caches[r.slot];
+            grow(&mut c.k[l], (r.pos + 1) * cfg.k_dim());
+            grow(&mut c.v[l], (r.pos + 1) * cfg.v_dim());
+        }
+        attention_block(rt, cfg, w, l, lw, rows, x, caches, &mut s);
         ffn_block(rt, cfg, lw, x, &mut s);
     }
 }
@@ -440,15 +436,13 @@ fn attention_block<T: KvElem>(
     w: &CpuWeights,
     l: usize,
     lw: &super::weights::CpuLayer,
-    start: usize,
+    rows: &[Row],
     x: &mut [f32],
-    kc: &mut [T],
-    vc: &mut [T],
+    caches: &mut [Cache<T>],
     s: &mut Scratch,
 ) {
-    let (e, hd, hdv) = (cfg.n_embd, cfg.head_dim, cfg.head_dim_v);
+    let (hd, hdv) = (cfg.head_dim, cfg.head_dim_v);
     let (k_dim, v_dim) = (cfg.k_dim(), cfg.v_dim());
-    let n = x.len() / e;
     s.h.copy_from_slice(x);
     norm_rows(&mut s.h, &lw.attn_norm, cfg.rms_eps);
     s.set_acts(Rows::H);
@@ -471,8 +465,8 @@ fn attention_block<T: KvElem>(
     let local = cfg.is_local_layer(l);
     let freqs = w.rope_freqs.as_deref();
     let mut table = Vec::with_capacity(cfg.rope_dim / 2);
-    for t in 0..n {
-        let pos = start + t;
+    for (t, r) in rows.iter().enumerate() {
+        let pos = r.pos;
         // Local (sliding-window) layers are not position-scaled in llama.cpp's Gemma 3.
         let rope_pos = if local {
             pos as f32
@@ -486,13 +480,19 @@ fn attention_block<T: KvElem>(
             rope_apply(head, &table, cfg.rope_layout);
         }
     }
-    for (c, v) in kc[start * k_dim..(start + n) * k_dim].iter_mut().zip(&s.k) {
-        *c = T::store(*v);
+    // Every token's keys and values are in its cache before any attention reads them (a
+    // prompt chunk attends to its own earlier tokens).
+    for (t, r) in rows.iter().enumerate() {
+        let c = &mut caches[r.slot];
+        let (k, v) = (&s.k[t * k_dim..][..k_dim], &s.v[t * v_dim..][..v_dim]);
+        for (c, v) in c.k[l][r.pos * k_dim..][..k_dim].iter_mut().zip(k) {
+            *c = T::store(*v);
+        }
+        for (c, v) in c.v[l][r.pos * v_dim..][..v_dim].iter_mut().zip(v) {
+            *c = T::store(*v);
+        }
     }
-    for (c, v) in vc[start * v_dim..(start + n) * v_dim].iter_mut().zip(&s.v) {
-        *c = T::store(*v);
-    }
-    let (kc, vc) = (&*kc, &*vc);
+    let caches = &*caches;
     let group = cfg.n_head / cfg.n_head_kv;
     let window = match cfg.sliding_window {
         Some(sw) if local => Some(sw.window),
@@ -503,12 +503,12 @@ fn attention_block<T: KvElem>(
     let simd = rt.simd;
     s.attn.par_chunks_mut(hdv).enumerate().for_each(|(i, out)| {
         let (t, hq) = (i / cfg.n_head, i % cfg.n_head);
-        let pos = start + t;
+        let Row { slot, pos } = rows[t];
         let hk = hq / group;
         let args = HeadArgs {
             q: &q[t * cfg.q_dim() + hq * hd..t * cfg.q_dim() + (hq + 1) * hd],
-            k: kc,
-            v: vc,
+            k: &caches[slot].k[l],
+            v: &caches[slot].v[l],
             k_dim,
             v_dim,
             k_off: hk * hd,

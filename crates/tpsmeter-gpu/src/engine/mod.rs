@@ -13,6 +13,8 @@
 //! choose which requests share a batch, or serve HTTP (the CLI does).
 
 mod batch;
+#[cfg(not(target_arch = "wasm32"))]
+mod batched;
 pub mod cost;
 mod forced;
 pub(crate) mod loader;
@@ -28,6 +30,8 @@ mod step;
 pub mod target;
 mod token_span;
 
+#[cfg(not(target_arch = "wasm32"))]
+pub use batched::Batched;
 pub use cost::{CostMark, CostReport, Phase, PhaseTotals, StepClock, StepCost};
 pub use forced::ForcedStep;
 pub use loader::{EngineLoader, FileChecks};

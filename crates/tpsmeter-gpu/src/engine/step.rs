@@ -60,7 +60,8 @@ impl StepPart<'_> {
         }
     }
 
-    fn len(&self) -> usize {
+    /// Tokens the part runs.
+    pub fn tokens(&self) -> usize {
         match *self {
             StepPart::Decode { .. } => 1,
             StepPart::Prompt { tokens, .. } => tokens.len(),
@@ -74,7 +75,7 @@ impl GpuModel {
     /// the order of the parts that sample (every `Decode`, and each `Prompt` with `sample`).
     /// With none (prompt chunks that only fill the cache) nothing is to be read.
     pub fn submit_mixed(&mut self, parts: &[StepPart<'_>]) -> Result<usize> {
-        let n: usize = parts.iter().map(StepPart::len).sum();
+        let n: usize = parts.iter().map(StepPart::tokens).sum();
         if parts.is_empty() || n == 0 {
             return Err(GpuError::EmptyPrompt);
         }

@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use tpsmeter_gpu::engine::{Engine, ModelOptions};
+use tpsmeter_gpu::cpu::{CpuModel, CpuOptions};
+use tpsmeter_gpu::engine::{Backend, Engine, ModelOptions};
 use tpsmeter_gpu::generate::{CancelToken, GenerateParams, Generation};
 use tpsmeter_gpu::gguf::{GgufFile, GgufWriter, MetadataValue};
 use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
@@ -74,6 +75,17 @@ pub fn load_slots(test: &str, max_context: usize, slots: usize) -> Option<Engine
         ..ModelOptions::default()
     };
     Some(Engine::load(ctx, &bytes, &opts).unwrap())
+}
+
+/// [`load_slots`] on the CPU backend: needs the model only.
+pub fn load_cpu_slots(test: &str, max_context: usize, slots: usize) -> Option<Engine<CpuModel>> {
+    let bytes = model_bytes(test)?;
+    let opts = ModelOptions {
+        max_context,
+        slots,
+        ..ModelOptions::default()
+    };
+    Some(Engine::load_cpu(&bytes, &opts, CpuOptions::default()).unwrap())
 }
 
 /// Relative L2 error `|got - want| / |want|`.
@@ -189,8 +201,8 @@ pub fn with_rope_freqs(bytes: &[u8]) -> Vec<u8> {
 
 /// `n` tokens generated from `prompt` with `sampling`, end-of-generation ignored, on a zero
 /// clock; keys and values of a prefix shared with the last call are reused.
-pub fn generate(
-    engine: &mut Engine,
+pub fn generate<M: Backend>(
+    engine: &mut Engine<M>,
     prompt: &[u32],
     n: usize,
     sampling: &SamplerConfig,
