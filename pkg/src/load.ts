@@ -50,6 +50,23 @@ async function fetchWasm(url: URL): Promise<Response> {
 }
 
 /**
+ * Makes the calling Worker a thread of a threaded build's pool: instantiates `module` on the
+ * engine's shared `memory` with the build's `init`, calls `ready`, then `run` (the build's
+ * `runThread`, a call that blocks for the pool's life).
+ */
+export async function joinThreadPool(
+  init: (input: { module_or_path: WebAssembly.Module; memory: WebAssembly.Memory }) => Promise<unknown>,
+  run: () => void,
+  module: WebAssembly.Module,
+  memory: WebAssembly.Memory,
+  ready: () => void,
+): Promise<void> {
+  await init({ module_or_path: module, memory });
+  ready();
+  run();
+}
+
+/**
  * Calls `init` with the `.wasm` at `url` (the package's `file`, see [`packageFile`]) once and
  * resolves to `glue`; a failed load is not cached, so a later call retries. The URL is built
  * by the caller with `new URL(..., import.meta.url)`, which works unbundled in a

@@ -4,7 +4,7 @@
 // copies of the engine's Worker script) import it too, to join the same memory.
 
 import init, * as glue from '../wasm/tpsmeter_engine_cpu_mt.js';
-import { loadOnce } from './load.js';
+import { joinThreadPool, loadOnce } from './load.js';
 
 /** The initialised threaded CPU engine glue. */
 export type CpuThreadsModule = typeof glue;
@@ -17,12 +17,6 @@ export const loadCpuThreadsWasm: () => Promise<CpuThreadsModule> = loadOnce(
   glue,
 );
 
-/**
- * Makes the calling Worker one of the pool's threads: instantiates `module` on the engine's
- * `memory`, calls `ready`, then runs the thread (a call that blocks for the pool's life).
- */
-export async function runCpuThread(module: WebAssembly.Module, memory: WebAssembly.Memory, ready: () => void): Promise<void> {
-  await init({ module_or_path: module, memory });
-  ready();
-  glue.runThread();
-}
+/** Makes the calling Worker one of this build's pool threads ([`joinThreadPool`]). */
+export const runCpuThread = (module: WebAssembly.Module, memory: WebAssembly.Memory, ready: () => void): Promise<void> =>
+  joinThreadPool(init, glue.runThread, module, memory, ready);

@@ -263,7 +263,30 @@ test('without WebGPU createEngine runs on the CPU: it says why, loads only the C
       const forcedSingle = [];
       for (const [i, prompt] of forcedPrompts.entries()) forcedSingle.push(await single.teacherForced(prompt, forcedNative[i]));
       await single.dispose();
-      return { webgpu, badBackend, info: engine.info, runs, chat: chat.choices[0].message.content, forced, singleInfo: single.info, forcedSingle };
+      // The plain SIMD builds (what browsers without relaxed SIMD get) where the default is
+      // the relaxed one, threaded and not: the same arithmetic too.
+      const plainInfo = [];
+      const forcedPlain = [];
+      for (const threads of [2, 1]) {
+        const plainSimd = await createEngine({ model: url, threads, relaxedSimd: false });
+        for (const [i, prompt] of forcedPrompts.entries()) forcedPlain.push(await plainSimd.teacherForced(prompt, forcedNative[i]));
+        await plainSimd.dispose();
+        plainInfo.push(plainSimd.info);
+      }
+      const badRelaxed = await failure(createEngine({ model: url, relaxedSimd: 'no' }));
+      return {
+        webgpu,
+        badBackend,
+        badRelaxed,
+        info: engine.info,
+        runs,
+        chat: chat.choices[0].message.content,
+        forced,
+        singleInfo: single.info,
+        forcedSingle,
+        plainInfo,
+        forcedPlain,
+      };
     },
     { url: `/models/${path.basename(model)}`, prompts: PROMPTS, maxTokens: MAX_TOKENS, forcedPrompts: FORCED_PROMPTS, forcedNative, expected },
   );
@@ -272,15 +295,20 @@ test('without WebGPU createEngine runs on the CPU: it says why, loads only the C
   assert.match(out.badBackend, /^InvalidRequest: backend must be/);
   assert.equal(out.info.backend, 'cpu');
   assert.match(out.info.why, /WebGPU/, 'the reason names what was missing');
-  assert.equal(out.info.simd, 'simd128');
+  // Chromium validates relaxed SIMD: its build by default, the plain one when asked.
+  assert.equal(out.info.simd, 'simd128+relaxed');
+  assert.equal(out.singleInfo.simd, 'simd128+relaxed');
+  assert.deepEqual(out.plainInfo.map((i) => [i.simd, i.threads]), [['simd128', 2], ['simd128', 1]]);
+  assert.match(out.badRelaxed, /^InvalidRequest: relaxedSimd must be/);
   // The page is cross-origin isolated: two threads on shared memory, and one when asked.
   assert.equal(out.info.threads, 2, JSON.stringify(out.info));
   assert.equal(out.info.threadsWhy, undefined);
   assert.equal(out.singleInfo.threads, 1);
   assert.ok(out.info.residentBytes > 90e6, `resident ${out.info.residentBytes}`);
   // Its wasm only: a page on the CPU downloads no WebGPU kernels, and the other way round.
-  assert.ok(fx.requests.some((r) => r.includes('/wasm/tpsmeter_engine_cpu_mt_bg.wasm')), 'the threaded CPU wasm was fetched');
-  assert.ok(fx.requests.some((r) => r.includes('/wasm/tpsmeter_engine_cpu_bg.wasm')), 'the CPU wasm was fetched');
+  for (const build of ['cpu_mt_relaxed', 'cpu_relaxed', 'cpu_mt', 'cpu']) {
+    assert.ok(fx.requests.some((r) => r.includes(`/wasm/tpsmeter_engine_${build}_bg.wasm`)), `the ${build} wasm was fetched`);
+  }
   assert.ok(!fx.requests.some((r) => r.includes('/wasm/tpsmeter_engine_bg.wasm')), 'the WebGPU wasm was fetched as well');
   for (const [i, run] of out.runs.entries()) {
     t.diagnostic(
@@ -307,6 +335,8 @@ test('without WebGPU createEngine runs on the CPU: it says why, loads only the C
   assert.ok(out.chat.trim().length > 0, 'the chat answered');
   assertForced(t, out.forced, forcedNative);
   assertForced(t, out.forcedSingle, forcedNative);
+  assertForced(t, out.forcedPlain.slice(0, forcedNative.length), forcedNative);
+  assertForced(t, out.forcedPlain.slice(forcedNative.length), forcedNative);
   await assertClean(page);
 
   // A page that is not cross-origin isolated has no shared memory: one thread, and why.

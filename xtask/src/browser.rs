@@ -157,7 +157,19 @@ fn gpu_wasm_tests(tmp: &PrivateTmp) -> Result<()> {
     for t in GPU_BROWSER_TESTS {
         cmd.args(["--test", t]);
     }
-    sh::run(&mut cmd)
+    sh::run(&mut cmd)?;
+    // The CPU kernels again as the relaxed-SIMD build the browser loads where it can.
+    sh::run(wasm_test_command(tmp)?.args([
+        "test",
+        "-p",
+        "tpsmeter-gpu",
+        "--target",
+        "wasm32-unknown-unknown",
+        "--features",
+        "relaxed-simd",
+        "--test",
+        "cpu_kernels",
+    ]))
 }
 
 /// `cargo` with wasm-bindgen-test-runner as the wasm32 runner, driving Chromium.

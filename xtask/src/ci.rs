@@ -84,9 +84,10 @@ fn run_steps(skip_setup: bool) -> Result<()> {
             "tpsmeter-gpu",
             "-p",
             "tpsmeter-wasm",
-            // Both engine builds (WebGPU and CPU), which the default features leave out.
+            // Every engine build (WebGPU, CPU, threads, relaxed SIMD), which the default features
+            // leave out.
             "--features",
-            "tpsmeter-wasm/gpu,tpsmeter-wasm/threads",
+            "tpsmeter-wasm/gpu,tpsmeter-wasm/threads,tpsmeter-wasm/relaxed",
             "--target",
             "wasm32-unknown-unknown",
             "--",

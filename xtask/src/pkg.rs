@@ -45,13 +45,24 @@ const VARIANTS: &[(&str, &[&str])] = &[
     // The CPU engine on wasm threads (shared memory), loaded instead of the one above where
     // the page is cross-origin isolated and more than one thread is wanted.
     (
-        THREADS_VARIANT,
+        "tpsmeter_engine_cpu_mt",
         &["--no-default-features", "--features", "threads"],
+    ),
+    // The two CPU builds again with relaxed SIMD's 8-bit dot in the Q4 kernels, loaded
+    // instead where the browser validates a relaxed-SIMD module (Chrome 114+; Firefox and
+    // Safari refuse such a module whole, so the plain builds stay).
+    (
+        "tpsmeter_engine_cpu_relaxed",
+        &["--no-default-features", "--features", "cpu,relaxed"],
+    ),
+    (
+        "tpsmeter_engine_cpu_mt_relaxed",
+        &["--no-default-features", "--features", "threads,relaxed"],
     ),
 ];
 
-/// The variant built with atomics and a std of its own ([`THREADS_RUSTFLAGS`]).
-const THREADS_VARIANT: &str = "tpsmeter_engine_cpu_mt";
+/// The variants built with atomics and a std of their own ([`THREADS_RUSTFLAGS`]).
+const THREADS_VARIANTS: &[&str] = &["tpsmeter_engine_cpu_mt", "tpsmeter_engine_cpu_mt_relaxed"];
 
 /// The threaded build's flags. `atomics` needs a std compiled with it, which
 /// `-Z build-std` makes from the toolchain's `rust-src` (`cargo xtask setup` adds it):
@@ -82,6 +93,10 @@ const WASM_OPT_FEATURES: &[&str] = &[
     "--enable-sign-ext",
     // The threaded CPU engine: atomics and a shared memory.
     "--enable-threads",
+    // The CPU engine's kernels: `simd128` per function, and in the `relaxed` builds relaxed
+    // SIMD.
+    "--enable-simd",
+    "--enable-relaxed-simd",
 ];
 
 pub fn run_pkg() -> Result<()> {
@@ -117,7 +132,7 @@ pub fn build() -> Result<PathBuf> {
         ]);
         build.args(*features);
         // Its own target directory: other flags would rebuild every crate each time.
-        let dir = if *out_name == THREADS_VARIANT {
+        let dir = if THREADS_VARIANTS.contains(out_name) {
             let dir = target_dir().join("wasm-threads");
             build
                 .env("RUSTC_BOOTSTRAP", "1")

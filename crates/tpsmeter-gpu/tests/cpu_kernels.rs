@@ -21,7 +21,9 @@
 //! The same tests run in headless Chromium (`cargo xtask browser-test --kernels`), where the
 //! SIMD build is the wasm `simd128` one the browser's CPU backend runs: its hand-written
 //! Q4_0, Q4_1 and Q8_0 rows (`cpu/simd128.rs`) keep the portable order of float operations,
-//! so they too must agree with the portable build bit for bit.
+//! so they too must agree with the portable build bit for bit. They run twice there: as the
+//! plain build and with `--features relaxed-simd`, whose Q4 rows use relaxed SIMD's 8-bit
+//! dot (exact on their operands, so held to the same bit-for-bit rule).
 #![allow(clippy::unwrap_used)]
 
 #[cfg(target_arch = "wasm32")]
@@ -310,7 +312,15 @@ fn the_simd_build_is_taken_where_the_cpu_has_it() {
     // In the browser: the kernels compiled for wasm SIMD (a browser without it refuses the
     // module, so there is no run-time check to make).
     #[cfg(target_arch = "wasm32")]
-    assert_eq!(simd, Simd::Simd128);
+    {
+        assert_eq!(simd, Simd::Simd128);
+        let build = if cfg!(feature = "relaxed-simd") {
+            "simd128+relaxed"
+        } else {
+            "simd128"
+        };
+        assert_eq!(simd.name(), build);
+    }
     assert_eq!(runtime(true).simd(), Simd::Portable);
     let _ = simd;
 }

@@ -33,6 +33,12 @@ export interface CreateEngineOptions {
    * and `info.threadsWhy` why fewer, when fewer do.
    */
   threads?: number;
+  /**
+   * The CPU backend's relaxed-SIMD build where the browser validates relaxed SIMD (default
+   * `true`; it gives the same tokens, faster). `false` loads the plain SIMD build: to compare
+   * the two, as the engine benchmark does.
+   */
+  relaxedSimd?: boolean;
   /** WebGPU kernel shapes: `cpu` (SwiftShader-like adapters) or `gpu`; detected when omitted. */
   profile?: 'cpu' | 'gpu';
   /** KV cache size in tokens (the model's own limit caps it). */
@@ -208,6 +214,9 @@ export class LocalEngine {
     if (o.threads !== undefined && !(Number.isInteger(o.threads) && o.threads >= 1 && o.threads <= 256)) {
       throw new EngineError('InvalidRequest', 'threads must be a whole number from 1 to 256');
     }
+    if (o.relaxedSimd !== undefined && typeof o.relaxedSimd !== 'boolean') {
+      throw new EngineError('InvalidRequest', 'relaxedSimd must be true or false');
+    }
 
     const abort = (): void => void this.post({ id: 0, kind: 'abortLoad' });
     if (o.signal?.aborted) throw new EngineError('AbortError', 'the model load was cancelled');
@@ -221,6 +230,7 @@ export class LocalEngine {
           sha256: o.sha256?.toLowerCase(),
           backend: o.backend,
           threads: o.threads,
+          relaxedSimd: o.relaxedSimd,
           profile: o.profile,
           maxContext: o.maxContext,
         },

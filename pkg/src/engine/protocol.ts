@@ -18,6 +18,8 @@ export type ToWorker =
       backend?: BackendChoice;
       /** CPU threads asked for (default: one per core). */
       threads?: number;
+      /** `false`: the plain SIMD build even where relaxed SIMD validates. */
+      relaxedSimd?: boolean;
       profile?: 'cpu' | 'gpu';
       maxContext?: number;
     }

@@ -11,3 +11,19 @@ const SIMD_PROBE = new Uint8Array([
 export function wasmSimdSupported(): boolean {
   return typeof WebAssembly === 'object' && WebAssembly.validate(SIMD_PROBE);
 }
+
+/**
+ * A module of one function returning `i32x4.relaxed_dot_i8x16_i7x16_add_s` of three
+ * `i8x16.splat`s: the one relaxed-SIMD instruction the CPU kernels use (opcode 0xfd 0x113).
+ */
+const RELAXED_SIMD_PROBE = new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 19, 1, 17, 0, 65, 0, 253, 15, 65, 0, 253, 15, 65, 0, 253, 15, 253, 147, 2, 11,
+]);
+
+/**
+ * Whether relaxed SIMD validates here (Chrome and Edge 114+). Elsewhere a module that uses it
+ * is refused whole, so the CPU backend's relaxed build is loaded only where this holds.
+ */
+export function wasmRelaxedSimdSupported(): boolean {
+  return typeof WebAssembly === 'object' && WebAssembly.validate(RELAXED_SIMD_PROBE);
+}

@@ -202,7 +202,10 @@ export interface CpuEngineInfo extends EngineInfoBase {
   threads: number;
   /** Why fewer threads run than were asked for, when fewer do. */
   threadsWhy?: string;
-  /** The vector instructions of the kernels (`simd128`). */
+  /**
+   * The vector instructions of the kernels: `simd128`, or `simd128+relaxed` where the browser
+   * has relaxed SIMD (its 8-bit dot in the Q4 kernels; the same results, faster).
+   */
   simd: string;
   /** Bytes of weights and KV cache held. */
   residentBytes: number;

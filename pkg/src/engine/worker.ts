@@ -8,7 +8,7 @@ import { loadEngineWasm, type EngineModule } from '../raw-engine.js';
 import type { CpuEngineModule } from '../raw-engine-cpu.js';
 import { beginCacheWrite, deleteCachedModel, openCached, type CacheWriter, type CachedModel } from './cache.js';
 import { EngineError } from './error.js';
-import { wasmSimdSupported } from './simd.js';
+import { wasmRelaxedSimdSupported, wasmSimdSupported } from './simd.js';
 import type { FromWorker, LoadProgress, ModelSource, ToWorker } from './protocol.js';
 
 interface Scope {
@@ -124,12 +124,15 @@ async function startCpu(msg: Extract<ToWorker, { kind: 'load' }>, why: string, s
   const cores = navigator.hardwareConcurrency || 1;
   const wanted = msg.threads ?? cores;
   const asked = msg.threads !== undefined ? `${msg.threads} were asked for` : `this machine has ${cores} cores`;
+  // The relaxed-SIMD build where this browser validates it (a module using it is refused
+  // whole elsewhere): the same results, faster Q4 kernels.
+  const relaxed = msg.relaxedSimd !== false && wasmRelaxedSimdSupported();
   let threadsWhy: string | undefined;
   if (wanted > 1) {
     const missing = threadsMissing();
     if (!missing) {
       try {
-        const loader = await startCpuThreads(wanted, msg.maxContext, signal, cancelled);
+        const loader = await startCpuThreads(wanted, msg.maxContext, relaxed, signal, cancelled);
         return { loader, backend: 'cpu', why };
       } catch (e) {
         if (signal.aborted) throw cancelled();
@@ -139,7 +142,7 @@ async function startCpu(msg: Extract<ToWorker, { kind: 'load' }>, why: string, s
       threadsWhy = `one thread: ${missing} (${asked})`;
     }
   }
-  const { loadCpuEngineWasm } = await import('../raw-engine-cpu.js');
+  const { loadCpuEngineWasm } = relaxed ? await import('../raw-engine-cpu-relaxed.js') : await import('../raw-engine-cpu.js');
   const wasm = await loadCpuEngineWasm();
   if (signal.aborted) throw cancelled();
   const loader = await wasm.EngineLoader.create({ backend: 'cpu', maxContext: msg.maxContext });
@@ -164,11 +167,22 @@ const THREAD_START_MS = 60_000;
  * to join the pool. The pool is built only once every thread waits for it: a pass handed to
  * a pool with a missing thread would never finish.
  */
-async function startCpuThreads(threads: number, maxContext: number | undefined, signal: AbortSignal, cancelled: () => EngineError): Promise<Loader> {
-  const { loadCpuThreadsWasm } = await import('../raw-engine-cpu-mt.js');
+async function startCpuThreads(
+  threads: number,
+  maxContext: number | undefined,
+  relaxed: boolean,
+  signal: AbortSignal,
+  cancelled: () => EngineError,
+): Promise<Loader> {
+  const { loadCpuThreadsWasm } = await threadsGlue(relaxed);
   const wasm = await loadCpuThreadsWasm();
   if (signal.aborted) throw cancelled();
-  const join: ThreadJoin = { kind: 'cpu-thread', module: wasm.threadModule() as WebAssembly.Module, memory: wasm.threadMemory() as WebAssembly.Memory };
+  const join: ThreadJoin = {
+    kind: 'cpu-thread',
+    module: wasm.threadModule() as WebAssembly.Module,
+    memory: wasm.threadMemory() as WebAssembly.Memory,
+    relaxed,
+  };
   const started = Array.from({ length: threads }, (_, i) => startThread(join, i));
   const settled = await Promise.allSettled(started);
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -184,11 +198,16 @@ async function startCpuThreads(threads: number, maxContext: number | undefined, 
 /** The pool's Workers, kept referenced for the life of this Worker (which ends them). */
 let cpuThreads: Worker[] = [];
 
+/** The threaded build's glue: the relaxed-SIMD one or the plain one (as literal imports, so bundlers emit both). */
+const threadsGlue = (relaxed: boolean) => (relaxed ? import('../raw-engine-cpu-mt-relaxed.js') : import('../raw-engine-cpu-mt.js'));
+
 /** The first message of a thread's Worker. */
 interface ThreadJoin {
   kind: 'cpu-thread';
   module: WebAssembly.Module;
   memory: WebAssembly.Memory;
+  /** Which threaded build `module` is (its glue must match). */
+  relaxed: boolean;
 }
 
 /**
@@ -237,7 +256,7 @@ function startThread(join: ThreadJoin, i: number): Promise<Worker> {
 
 /** In a thread's Worker: joins the pool and runs its thread; never answers again. */
 async function runThread(join: ThreadJoin): Promise<void> {
-  const { runCpuThread } = await import('../raw-engine-cpu-mt.js');
+  const { runCpuThread } = await threadsGlue(join.relaxed);
   const post = (m: { kind: string; message?: string }): void => (self as unknown as { postMessage(m: unknown): void }).postMessage(m);
   try {
     await runCpuThread(join.module, join.memory, () => post({ kind: 'cpu-thread-ready' }));

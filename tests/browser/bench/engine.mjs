@@ -96,31 +96,34 @@ try {
   );
   // The CPU backend (WebAssembly SIMD), from the model cache the runs above filled: on one
   // thread (the single-threaded build) and on one per core (wasm threads: the page is
-  // cross-origin isolated).
+  // cross-origin isolated), each as the build the browser gets (relaxed SIMD where it has it)
+  // and as the plain SIMD build, alternated.
   cpu = [];
   for (const threads of [...new Set([1, ctx.cores])]) {
-    cpu.push(
-      await ctx.page.evaluate(
-        async ({ url, rounds, prompts, threads }) => {
-          const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
-          const t0 = performance.now();
-          const engine = await createEngine({ model: url, backend: 'cpu', threads });
-          const loadMs = performance.now() - t0;
-          const runs = { p64: [], p512: [] };
-          let salt = 3;
-          for (let r = 0; r < rounds; r++) {
-            for (const key of ['p64', 'p512']) {
-              const res = await engine.completions.create({ prompt: prompts[key][salt++ % prompts[key].length], max_tokens: 32, temperature: 0, ignore_eos: true });
-              runs[key].push(res.timings);
+    for (const relaxedSimd of [true, false]) {
+      cpu.push(
+        await ctx.page.evaluate(
+          async ({ url, rounds, prompts, threads, relaxedSimd }) => {
+            const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
+            const t0 = performance.now();
+            const engine = await createEngine({ model: url, backend: 'cpu', threads, relaxedSimd });
+            const loadMs = performance.now() - t0;
+            const runs = { p64: [], p512: [] };
+            let salt = 3;
+            for (let r = 0; r < rounds; r++) {
+              for (const key of ['p64', 'p512']) {
+                const res = await engine.completions.create({ prompt: prompts[key][salt++ % prompts[key].length], max_tokens: 32, temperature: 0, ignore_eos: true });
+                runs[key].push(res.timings);
+              }
             }
-          }
-          const info = engine.info;
-          await engine.dispose();
-          return { loadMs, runs, info };
-        },
-        { url: `/models/${path.basename(model)}`, rounds, prompts: promptSets, threads },
-      ),
-    );
+            const info = engine.info;
+            await engine.dispose();
+            return { loadMs, runs, info };
+          },
+          { url: `/models/${path.basename(model)}`, rounds, prompts: promptSets, threads, relaxedSimd },
+        ),
+      );
+    }
   }
   wllama = [];
   if (fs.existsSync(wllamaDir)) {
@@ -262,6 +265,20 @@ for (const run of cpu) {
   row('decode tok/s @64', c64.decode, b64.decode);
   row('decode tok/s @512', c512.decode, b512.decode);
 }
+// The relaxed-SIMD build against the plain one, at each thread count, where both ran.
+for (const relaxed of cpu.filter((run) => run.info.simd.includes('relaxed'))) {
+  const plain = cpu.find((run) => run.info.threads === relaxed.info.threads && !run.info.simd.includes('relaxed'));
+  if (!plain) continue;
+  const [r64, p64] = [figures(relaxed.runs.p64), figures(plain.runs.p64)];
+  const [r512, p512] = [figures(relaxed.runs.p512), figures(plain.runs.p512)];
+  console.log(`
+our CPU backend, ${relaxed.info.threads} thread(s): relaxed SIMD against plain SIMD`);
+  console.log('                      relaxed    plain    relaxed/plain');
+  row(`TTFT ms (${r64.promptTokens} tok)`, r64.ttft, p64.ttft);
+  row('prefill tok/s @64', r64.prefill, p64.prefill);
+  row('decode tok/s @64', r64.decode, p64.decode);
+  row('decode tok/s @512', r512.decode, p512.decode);
+}
 
 if (wllama.length === 0) console.log(`\nwllama: not installed (npm ci in tests/browser installs @wllama/wllama)`);
 for (const wl of wllama) {
@@ -278,7 +295,8 @@ for (const wl of wllama) {
   console.log(`  decode @64: ${winner} wins by ${f2(Math.max(b64.decode / w64.decode, w64.decode / b64.decode))}x`);
   // Our CPU backend on as many threads (wllama's default: against ours on one per core).
   const threads = typeof wl.threads === 'number' ? wl.threads : ctx.cores;
-  const ours = cpu.find((run) => run.info.threads === threads);
+  // The build this browser gets by default (relaxed SIMD where it validates).
+  const ours = cpu.find((run) => run.info.threads === threads && run.info.simd.includes('relaxed')) ?? cpu.find((run) => run.info.threads === threads);
   if (!ours) continue;
   const c64 = figures(ours.runs.p64);
   const c512 = figures(ours.runs.p512);
@@ -300,6 +318,8 @@ for (const f of [
   'wasm/tpsmeter_engine_cpu.js',
   'wasm/tpsmeter_engine_cpu_mt_bg.wasm',
   'wasm/tpsmeter_engine_cpu_mt.js',
+  'wasm/tpsmeter_engine_cpu_relaxed_bg.wasm',
+  'wasm/tpsmeter_engine_cpu_mt_relaxed_bg.wasm',
   'dist/engine/index.js',
   'dist/engine/worker.js',
   'dist/engine/cache.js',

@@ -20,6 +20,9 @@ pub struct Q8Block {
     pub d: f32,
     pub s: f32,
     pub qs: [i8; Q8_LEN],
+    /// `Σ qs`, exact: a kernel that multiplies unsigned codes (relaxed SIMD's dot takes
+    /// weights of 0..127) subtracts a format's offset times this.
+    pub sum: i32,
 }
 
 /// 256 activations as `d · qs[i]`, with the sums of each 16.
@@ -105,6 +108,7 @@ pub fn quantize_block(x: &[f32]) -> Q8Block {
     }
     b.d = round_f16(d);
     b.s = round_f16(d * sum as f32);
+    b.sum = sum;
     b
 }
 

@@ -41,6 +41,8 @@ impl Simd {
         match self {
             Simd::Avx2 => "avx2",
             Simd::Neon => "neon",
+            // The build for browsers with relaxed SIMD (`simd128.rs`).
+            Simd::Simd128 if cfg!(feature = "relaxed-simd") => "simd128+relaxed",
             Simd::Simd128 => "simd128",
             Simd::Portable => "portable",
         }
