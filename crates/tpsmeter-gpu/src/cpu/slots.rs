@@ -16,8 +16,9 @@
 use std::collections::VecDeque;
 
 use super::model::{CpuModel, Row};
+use crate::engine::StepPart;
 use crate::engine::model::check_tokens;
-use crate::engine::{PREFILL_CHUNK, StepPart};
+use crate::engine::step::{check_rewind, step_tokens};
 use crate::error::{GpuError, Result};
 use crate::kernels::sample::SamplerConfig;
 use crate::kernels::twins::sample;
@@ -120,12 +121,7 @@ impl CpuModel {
     ) -> Result<()> {
         self.check_slot(slot)?;
         sampling.check()?;
-        let held = self.seqs[slot].history.len();
-        if start == 0 || start > held {
-            return Err(GpuError::BatchState {
-                reason: "rewind to a position the slot does not hold",
-            });
-        }
+        check_rewind(start, self.seqs[slot].history.len())?;
         self.claim(slot, start, sampling);
         Ok(())
     }
@@ -145,17 +141,7 @@ impl CpuModel {
     /// sample (every `Decode`, and each `Prompt` with `sample`). Everything is checked before
     /// any slot changes, so a refused step leaves every slot as it was.
     pub fn step_parts(&mut self, parts: &[StepPart<'_>]) -> Result<Vec<u32>> {
-        let n: usize = parts.iter().map(StepPart::tokens).sum();
-        if n == 0 {
-            return Err(GpuError::EmptyPrompt);
-        }
-        if n > PREFILL_CHUNK {
-            return Err(GpuError::LimitExceeded {
-                what: "tokens in one step".into(),
-                value: n as u64,
-                limit: PREFILL_CHUNK as u64,
-            });
-        }
+        let n = step_tokens(parts)?;
         let (limit, vocab) = (self.max_context(), self.config().vocab_size);
         for (i, p) in parts.iter().enumerate() {
             let slot = p.slot();

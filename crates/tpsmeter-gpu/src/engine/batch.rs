@@ -145,12 +145,7 @@ impl GpuModel {
         sampling: &SamplerConfig,
     ) -> Result<()> {
         self.check_slot(slot)?;
-        let held = self.slot_history(slot).len();
-        if start == 0 || start > held {
-            return Err(GpuError::BatchState {
-                reason: "rewind to a position the slot does not hold",
-            });
-        }
+        super::step::check_rewind(start, self.slot_history(slot).len())?;
         self.claim_slot(slot, start, sampling)?;
         Ok(())
     }

@@ -26,7 +26,7 @@ mod prompt;
 pub(crate) mod readback;
 mod session;
 mod slots;
-mod step;
+pub(crate) mod step;
 pub mod target;
 mod token_span;
 

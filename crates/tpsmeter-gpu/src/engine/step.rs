@@ -69,23 +69,41 @@ impl StepPart<'_> {
     }
 }
 
+/// The tokens `parts` run, refused when none or more than one step holds ([`PREFILL_CHUNK`]):
+/// every backend's rule for a step.
+pub(crate) fn step_tokens(parts: &[StepPart<'_>]) -> Result<usize> {
+    let n: usize = parts.iter().map(StepPart::tokens).sum();
+    if n == 0 {
+        return Err(GpuError::EmptyPrompt);
+    }
+    if n > PREFILL_CHUNK {
+        return Err(GpuError::LimitExceeded {
+            what: "tokens in one step".into(),
+            value: n as u64,
+            limit: PREFILL_CHUNK as u64,
+        });
+    }
+    Ok(n)
+}
+
+/// Refuses a rewind of a slot holding `held` positions to `start` unless `1 <= start <= held`
+/// (every backend's rule for `rewind_slot`).
+pub(crate) fn check_rewind(start: usize, held: usize) -> Result<()> {
+    if start == 0 || start > held {
+        return Err(GpuError::BatchState {
+            reason: "rewind to a position the slot does not hold",
+        });
+    }
+    Ok(())
+}
+
 impl GpuModel {
     /// Submits one step of `parts` (each slot at most once, at most [`PREFILL_CHUNK`] tokens
     /// in all) and returns how many ids it samples: [`GpuModel::read_slots`] returns them in
     /// the order of the parts that sample (every `Decode`, and each `Prompt` with `sample`).
     /// With none (prompt chunks that only fill the cache) nothing is to be read.
     pub fn submit_mixed(&mut self, parts: &[StepPart<'_>]) -> Result<usize> {
-        let n: usize = parts.iter().map(StepPart::tokens).sum();
-        if parts.is_empty() || n == 0 {
-            return Err(GpuError::EmptyPrompt);
-        }
-        if n > PREFILL_CHUNK {
-            return Err(GpuError::LimitExceeded {
-                what: "tokens in one step".into(),
-                value: n as u64,
-                limit: PREFILL_CHUNK as u64,
-            });
-        }
+        let n = step_tokens(parts)?;
         let decodes: Vec<(usize, u32)> = parts
             .iter()
             .filter_map(|p| match *p {
