@@ -136,10 +136,11 @@ impl CpuModel {
         s
     }
 
-    /// Runs one step of `parts` (each slot at most once, at most [`PREFILL_CHUNK`] tokens in
-    /// all) in one forward pass and returns the sampled ids, in the order of the parts that
-    /// sample (every `Decode`, and each `Prompt` with `sample`). Everything is checked before
-    /// any slot changes, so a refused step leaves every slot as it was.
+    /// Runs one step of `parts` (each slot at most once, at most
+    /// [`crate::engine::PREFILL_CHUNK`] tokens in all) in one forward pass and returns the
+    /// sampled ids, in the order of the parts that sample (every `Decode`, and each `Prompt`
+    /// with `sample`). Everything is checked before any slot changes, so a refused step
+    /// leaves every slot as it was.
     pub fn step_parts(&mut self, parts: &[StepPart<'_>]) -> Result<Vec<u32>> {
         let n = step_tokens(parts)?;
         let (limit, vocab) = (self.max_context(), self.config().vocab_size);
