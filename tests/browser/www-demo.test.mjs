@@ -108,7 +108,8 @@ test('without WebGPU the demo says why, runs the model on the CPU and chats', as
   await page.getByRole('button', { name: 'Load model' }).click();
   await page.waitForFunction(() => /Loaded/.test(document.querySelector('#engine-info')?.textContent ?? ''), null, { timeout: 180_000 });
   const info = await page.locator('#engine-info').innerText();
-  assert.match(info, /Running on the CPU \(WebAssembly simd128, \d+ threads?\) because .*WebGPU/);
+  // Chromium validates relaxed SIMD: the relaxed build, named as such.
+  assert.match(info, /Running on the CPU \(WebAssembly simd128\+relaxed, \d+ threads?\) because .*WebGPU/);
   assert.ok(await page.getByRole('button', { name: 'Probe GPU' }).isDisabled(), 'nothing to probe on the CPU');
   await page.getByText('Sampling').click();
   await page.getByLabel('Max tokens').fill('12');
@@ -118,7 +119,7 @@ test('without WebGPU the demo says why, runs the model on the CPU and chats', as
   await page.waitForFunction(() => Number.isFinite(Number.parseFloat(document.querySelector('[data-metric="engine-decode-tps"]')?.textContent ?? '')), null, { timeout: 180_000 });
   assert.ok((await page.locator('#messages .msg.assistant .text').last().innerText()).trim().length > 0, 'the answer streamed into the page');
   assert.ok((await numberOf(page, 'decode-tps')) > 0);
-  assert.equal(await metric(page, 'backend'), 'CPU, WebAssembly simd128');
+  assert.equal(await metric(page, 'backend'), 'CPU, WebAssembly simd128+relaxed');
   // The served page is cross-origin isolated: one thread per core, on wasm threads.
   const cores = await page.evaluate(() => navigator.hardwareConcurrency);
   assert.equal(await numberOf(page, 'threads'), cores);
