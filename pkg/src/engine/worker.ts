@@ -142,7 +142,7 @@ async function startCpu(msg: Extract<ToWorker, { kind: 'load' }>, why: string, s
       threadsWhy = `one thread: ${missing} (${asked})`;
     }
   }
-  const { loadCpuEngineWasm } = relaxed ? await import('../raw-engine-cpu-relaxed.js') : await import('../raw-engine-cpu.js');
+  const { loadCpuEngineWasm } = await cpuGlue(relaxed);
   const wasm = await loadCpuEngineWasm();
   if (signal.aborted) throw cancelled();
   const loader = await wasm.EngineLoader.create({ backend: 'cpu', maxContext: msg.maxContext });
@@ -198,7 +198,10 @@ async function startCpuThreads(
 /** The pool's Workers, kept referenced for the life of this Worker (which ends them). */
 let cpuThreads: Worker[] = [];
 
-/** The threaded build's glue: the relaxed-SIMD one or the plain one (as literal imports, so bundlers emit both). */
+/** The single-threaded build's glue: the relaxed-SIMD one or the plain one (literal imports, so bundlers emit both). */
+const cpuGlue = (relaxed: boolean) => (relaxed ? import('../raw-engine-cpu-relaxed.js') : import('../raw-engine-cpu.js'));
+
+/** The threaded build's glue, chosen the same way. */
 const threadsGlue = (relaxed: boolean) => (relaxed ? import('../raw-engine-cpu-mt-relaxed.js') : import('../raw-engine-cpu-mt.js'));
 
 /** The first message of a thread's Worker. */

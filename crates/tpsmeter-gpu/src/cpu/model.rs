@@ -15,7 +15,7 @@ use super::runtime::{CpuOptions, CpuRuntime, Simd};
 use super::slots::Seq;
 use super::weights::CpuWeights;
 use crate::engine::model::check_tokens;
-use crate::engine::{MAX_SLOTS, ModelOptions, PREFILL_CHUNK};
+use crate::engine::{ModelOptions, PREFILL_CHUNK};
 use crate::error::{GpuError, Result};
 use crate::generate::{CancelToken, TokenStep};
 use crate::gguf::GgufFile;
@@ -107,35 +107,28 @@ impl CpuModel {
         Self::from_weights(cfg, w, opts, cpu)
     }
 
-    /// The model with `opts.slots` sequences (at most [`MAX_SLOTS`]), whose caches grow as
-    /// they fill.
+    /// The model with [`ModelOptions::slot_count`] sequences, whose caches grow as they fill.
     pub fn from_weights(
         cfg: ModelConfig,
         w: CpuWeights,
         opts: &ModelOptions,
         cpu: CpuOptions,
     ) -> Result<Self> {
-        if opts.slots == 0 || opts.slots > MAX_SLOTS {
-            return Err(GpuError::LimitExceeded {
-                what: "sequence slots".into(),
-                value: opts.slots as u64,
-                limit: MAX_SLOTS as u64,
-            });
-        }
+        let slots = opts.slot_count();
         fn caches<T: KvElem>(slots: usize, layers: usize) -> Vec<Cache<T>> {
             (0..slots).map(|_| Cache::new(layers)).collect()
         }
         let mut m = Self {
-            max_ctx: opts.max_context.clamp(1, cfg.context_length),
+            max_ctx: opts.positions(&cfg),
             kv: if opts.kv_f16 {
-                Kv::F16(caches(opts.slots, cfg.n_layers))
+                Kv::F16(caches(slots, cfg.n_layers))
             } else {
-                Kv::F32(caches(opts.slots, cfg.n_layers))
+                Kv::F32(caches(slots, cfg.n_layers))
             },
             cfg,
             w,
             rt: CpuRuntime::new(cpu)?,
-            seqs: (0..opts.slots).map(|_| Seq::default()).collect(),
+            seqs: (0..slots).map(|_| Seq::default()).collect(),
             stats: CpuStats::default(),
             pause: None,
         };
@@ -240,7 +233,7 @@ impl CpuModel {
                 .map(|pos| Row { slot: 0, pos })
                 .collect();
             let heads: &[usize] = if last { &[chunk.len() - 1] } else { &[] };
-            logits = self.forward(chunk, &rows, heads)?.pop().unwrap_or_default();
+            logits = self.forward(chunk, &rows, heads)?;
             self.seqs[0].history.extend_from_slice(chunk);
             if let Some(pause) = &self.pause {
                 (pause.0)().await;
@@ -258,15 +251,7 @@ impl CpuModel {
     /// back the id it sampled last (the GPU model's rule).
     fn start(&mut self, tokens: &[u32], start: usize) -> Result<()> {
         self.check(tokens, start)?;
-        let s = &mut self.seqs[0];
-        let continuation =
-            tokens.len() == 1 && start == s.history.len() && s.last_sampled == Some(tokens[0]);
-        if !continuation {
-            let mut context = s.history[..start].to_vec();
-            context.extend_from_slice(tokens);
-            s.restart(&context);
-        }
-        s.last_sampled = None;
+        self.seqs[0].begin_step(tokens, start);
         Ok(())
     }
 
@@ -281,12 +266,13 @@ impl CpuModel {
         Ok(self
             .chunks(tokens, start, cancel)
             .await?
-            .map(|l| self.seqs[0].pick(l)))
+            .map(|mut l| self.seqs[0].pick(&mut l)))
     }
 
     /// One forward pass of `tokens`, token `t` at `rows[t]` (its sequence and position):
     /// writes their keys and values into their sequences' caches and returns the logits
-    /// after each token of `heads` (indices into `tokens`), in that order. The rows of one
+    /// after each token of `heads` (indices into `tokens`), in that order (`[head][vocab]`,
+    /// empty without heads). The rows of one
     /// sequence must be consecutive positions, and each sequence's cache must hold the
     /// positions before its first row (the callers check both).
     pub(super) fn forward(
@@ -294,7 +280,7 @@ impl CpuModel {
         tokens: &[u32],
         rows: &[Row],
         heads: &[usize],
-    ) -> Result<Vec<Vec<f32>>> {
+    ) -> Result<Vec<f32>> {
         let Self { cfg, w, rt, kv, .. } = self;
         let (cfg, w, rt) = (&*cfg, &*w, &*rt);
         self.stats.passes += 1;
@@ -328,10 +314,9 @@ impl CpuModel {
                 })
                 .collect();
             let out_w: &QMatrix = w.output.as_ref().unwrap_or(&w.token_embd);
-            let vocab = cfg.vocab_size;
-            let mut logits = vec![0f32; heads.len() * vocab];
+            let mut logits = vec![0f32; heads.len() * cfg.vocab_size];
             matmul(rt, out_w, &acts, &mut logits);
-            Ok(logits.chunks_exact(vocab).map(<[f32]>::to_vec).collect())
+            Ok(logits)
         })
     }
 }

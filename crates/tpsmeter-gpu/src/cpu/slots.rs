@@ -49,8 +49,23 @@ impl Seq {
         self.last_sampled = None;
     }
 
+    /// The sampler's state for a step running `tokens` at `start..`: its stream goes on when
+    /// the step feeds back the id it sampled last at the end of the history (the GPU model's
+    /// rule), and restarts after the step's context otherwise.
+    pub fn begin_step(&mut self, tokens: &[u32], start: usize) {
+        let continuation = tokens.len() == 1
+            && start == self.history.len()
+            && self.last_sampled == Some(tokens[0]);
+        if !continuation {
+            let mut context = self.history[..start].to_vec();
+            context.extend_from_slice(tokens);
+            self.restart(&context);
+        }
+        self.last_sampled = None;
+    }
+
     /// Restarts the sampler's stream after `context` (the tokens up to the one sampling).
-    pub fn restart(&mut self, context: &[u32]) {
+    fn restart(&mut self, context: &[u32]) {
         let w = self.sampling.penalty_window as usize;
         self.recent = context[context.len().saturating_sub(w)..]
             .iter()
@@ -59,11 +74,12 @@ impl Seq {
         self.step = 0;
     }
 
-    /// Samples from `logits` with the twin of the GPU sampler and advances its state.
-    pub fn pick(&mut self, mut logits: Vec<f32>) -> u32 {
+    /// Samples from `logits` (changed in place, as the GPU sampler changes its buffer) with
+    /// the twin of the GPU sampler and advances its state.
+    pub fn pick(&mut self, logits: &mut [f32]) -> u32 {
         let id = sample(
             &self.sampling,
-            &mut logits,
+            logits,
             self.recent.make_contiguous(),
             self.step,
         );
@@ -202,13 +218,8 @@ impl CpuModel {
             match *p {
                 StepPart::Decode { slot, token } => {
                     let s = &mut self.seqs[slot];
-                    let continuation = s.last_sampled == Some(token);
+                    s.begin_step(&[token], s.history.len());
                     s.history.push(token);
-                    s.last_sampled = None;
-                    if !continuation {
-                        let context = s.history.clone();
-                        s.restart(&context);
-                    }
                 }
                 StepPart::Prompt {
                     slot,
@@ -227,7 +238,7 @@ impl CpuModel {
             }
         }
 
-        let logits = match self.forward(&tokens, &rows, &heads) {
+        let mut logits = match self.forward(&tokens, &rows, &heads) {
             Ok(l) => l,
             Err(e) => {
                 // What the step's slots hold is unknown: none of it may be reused.
@@ -237,9 +248,10 @@ impl CpuModel {
                 return Err(e);
             }
         };
+        let vocab = self.config().vocab_size;
         Ok(sampling_slots
             .into_iter()
-            .zip(logits)
+            .zip(logits.chunks_exact_mut(vocab))
             .map(|(slot, l)| self.seqs[slot].pick(l))
             .collect())
     }

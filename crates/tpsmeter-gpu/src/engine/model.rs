@@ -57,6 +57,18 @@ pub struct ModelOptions {
     pub kv_f16: bool,
 }
 
+impl ModelOptions {
+    /// Sequences a model holds: `slots` within 1 ..= [`MAX_SLOTS`] (every backend's rule).
+    pub fn slot_count(&self) -> usize {
+        self.slots.clamp(1, MAX_SLOTS)
+    }
+
+    /// Positions per sequence: `max_context` within 1 ..= the model's trained context.
+    pub fn positions(&self, cfg: &ModelConfig) -> usize {
+        self.max_context.clamp(1, cfg.context_length)
+    }
+}
+
 impl Default for ModelOptions {
     fn default() -> Self {
         Self {
@@ -144,8 +156,8 @@ impl GpuModel {
         weights: GpuWeights,
         opts: &ModelOptions,
     ) -> Result<Self> {
-        let max_ctx = opts.max_context.clamp(1, cfg.context_length);
-        let slots = opts.slots.clamp(1, MAX_SLOTS);
+        let max_ctx = opts.positions(&cfg);
+        let slots = opts.slot_count();
         let dt = DType::F32;
         let kv = KvCache::new(&ctx, &cfg, max_ctx, slots, dt, opts.kv_f16)?;
         let pos = Tensor::from_u32(&ctx, "positions", &vec![0; 2 * PREFILL_CHUNK.max(slots)])?;
