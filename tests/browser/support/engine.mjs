@@ -1,6 +1,10 @@
 // The local engine's test pages: a WebGPU page with the model served, and code run first in
-// every Worker the page starts (to take a browser feature away, or make one fail).
+// every Worker the page starts (to take a browser feature away, or make one fail); and what
+// the engine tests compare with: the prompts, the native engine's greedy ids, and the
+// teacher-forced check.
 
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { asset } from './env.mjs';
 import { fixture } from './fixture.mjs';
@@ -36,4 +40,52 @@ export async function inWorkers(page, code) {
       }
     };
   }, code);
+}
+
+export const PROMPTS = ['The capital of France is', 'def fibonacci(n):\n'];
+export const MAX_TOKENS = 12;
+/** Teacher forcing: longer continuations, more prompts (as the llama.cpp test has them). */
+export const FORCED_PROMPTS = [
+  'The capital of France is',
+  'def fibonacci(n):\n    """Return the n-th Fibonacci number."""\n',
+  'Once upon a time, in a small village by the sea,',
+  '<|im_start|>user\nWhat is the boiling point of water in Celsius?<|im_end|>\n<|im_start|>assistant\n',
+];
+export const FORCED_TOKENS = 48;
+/** Top-2 logit gap under which two correct engines may pick differently (summation order). */
+export const TIE_GAP = 0.1;
+
+/**
+ * Greedy ids from the native GPU engine (`tpsmeter run --backend gpu --json`: the same
+ * kernels as the browser's; `auto` would take the CPU backend on a software adapter).
+ */
+export function nativeTokens(cli, model, prompt, maxTokens = MAX_TOKENS, backend = ['--backend', 'gpu']) {
+  const r = spawnSync(cli, ['run', ...backend, '--model', model, '--prompt', prompt, '--max-tokens', String(maxTokens), '--json'], {
+    encoding: 'utf8',
+    timeout: 300_000,
+  });
+  assert.equal(r.status, 0, `tpsmeter run failed: ${r.stderr}`);
+  return JSON.parse(r.stdout).tokens;
+}
+
+/**
+ * Teacher forcing: fed the native engine's tokens, the browser engine picks each of them,
+ * except where its own logit for that token is within TIE_GAP of its top one.
+ */
+export function assertForced(t, forced, native) {
+  let compared = 0;
+  let ties = 0;
+  const mismatches = [];
+  for (const [i, steps] of forced.entries()) {
+    assert.equal(steps.length, native[i].length);
+    for (const [j, s] of steps.entries()) {
+      compared++;
+      if (s.argmax === native[i][j]) continue;
+      if (s.gap_to_forced < TIE_GAP) ties++;
+      else mismatches.push({ prompt: i, position: j, native: native[i][j], ...s });
+    }
+  }
+  t.diagnostic(`teacher-forced: ${compared} positions over ${forced.length} prompts, ${compared - ties - mismatches.length} equal, ${ties} near-ties (gap < ${TIE_GAP})`);
+  assert.deepEqual(mismatches, []);
+  assert.ok(compared - ties >= FORCED_TOKENS * 2, `too few positions compared: ${compared}`);
 }
