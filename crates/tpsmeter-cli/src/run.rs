@@ -73,6 +73,11 @@ pub struct RunArgs {
     /// one finds its pipelines compiled: a benchmark's warm figures from one process.
     #[arg(long, default_value_t = 0)]
     pub warmup: usize,
+    /// GPU backend: decode steps kept submitted ahead of the id read back (1 ..= 4), each
+    /// step reading its token where the one before sampled it; default: the adapter's
+    /// (docs/performance.md, "Steps in flight").
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=tpsmeter_gpu::engine::MAX_IN_FLIGHT as i64))]
+    pub in_flight: Option<u8>,
 }
 
 /// `--backend`.
@@ -191,13 +196,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
         Picked::Gpu(ctx) => {
             let mut engine = load_engine_with(&bytes, &args.model, opts, ctx)?;
             drop(bytes);
+            if let Some(k) = args.in_flight {
+                engine.model_mut().set_in_flight(usize::from(k));
+            }
+            let in_flight = engine.model().in_flight();
             let prompt = prompt_ids(&engine, &args)?;
             warm_up(&mut engine, &args, &prompt)?;
             let mark = engine.model().cost_mark();
             let g = measure(&mut engine, &args, &prompt)?;
             let cost = engine.model().cost_since(&mark);
             let info = &engine.model().context().info;
-            let backend = serde_json::json!({ "kind": "gpu", "adapter": info.name });
+            let backend =
+                serde_json::json!({ "kind": "gpu", "adapter": info.name, "in_flight": in_flight });
             report(
                 &args,
                 engine.name(),

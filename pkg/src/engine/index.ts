@@ -44,6 +44,13 @@ export interface CreateEngineOptions {
   /** KV cache size in tokens (the model's own limit caps it). */
   maxContext?: number;
   /**
+   * WebGPU: decode steps kept submitted ahead of the token read back, 1 to 4 (default: the
+   * adapter's, `info.inFlight`). Each step reads its input id where the step before sampled
+   * it, so the GPU never waits for `mapAsync`; the tokens are the same. 1 reads each id
+   * before recording the next step.
+   */
+  inFlight?: number;
+  /**
    * Keep a downloaded URL in this origin's model cache (OPFS, else Cache Storage) and load
    * from there next time (default true). Rejects with `QuotaExceededError` when the
    * origin's free storage is short; `false` downloads without caching.
@@ -214,6 +221,9 @@ export class LocalEngine {
     if (o.threads !== undefined && !(Number.isInteger(o.threads) && o.threads >= 1 && o.threads <= 256)) {
       throw new EngineError('InvalidRequest', 'threads must be a whole number from 1 to 256');
     }
+    if (o.inFlight !== undefined && !(Number.isInteger(o.inFlight) && o.inFlight >= 1 && o.inFlight <= 4)) {
+      throw new EngineError('InvalidRequest', 'inFlight must be a whole number from 1 to 4');
+    }
     if (o.relaxedSimd !== undefined && typeof o.relaxedSimd !== 'boolean') {
       throw new EngineError('InvalidRequest', 'relaxedSimd must be true or false');
     }
@@ -233,6 +243,7 @@ export class LocalEngine {
           relaxedSimd: o.relaxedSimd,
           profile: o.profile,
           maxContext: o.maxContext,
+          inFlight: o.inFlight,
         },
         (m) => {
           if (m.kind === 'progress') o.onProgress?.(m.progress);
@@ -403,6 +414,8 @@ function stepCost(c: RawStepCost | null | undefined): StepCost | undefined {
     bytesRead: c.bytes_read,
     encodeMs: c.encode_ms ?? undefined,
     steps: c.steps,
+    hostWaitMs: c.host_wait_ms ?? undefined,
+    inFlight: c.in_flight ?? undefined,
   };
 }
 

@@ -22,6 +22,7 @@ export type ToWorker =
       relaxedSimd?: boolean;
       profile?: 'cpu' | 'gpu';
       maxContext?: number;
+      inFlight?: number;
     }
   | { id: number; kind: 'generate'; request: string }
   | { id: number; kind: 'probe'; profile?: 'cpu' | 'gpu'; mib?: number }

@@ -100,6 +100,14 @@ export interface StepCost {
   encodeMs: number | undefined;
   /** Steps the figures come from (decode steps, or prompt chunks). */
   steps: number;
+  /**
+   * Decode: median ms the Worker was blocked on a token's readback (`mapAsync`), from
+   * asking for the id until it arrived. With steps in flight the GPU has the next step
+   * queued meanwhile.
+   */
+  hostWaitMs?: number;
+  /** Decode: mean steps submitted and unread when a token's readback began. */
+  inFlight?: number;
 }
 
 /** What the adapter probe measured (`probeAdapter`, `engine.probe()`). */
@@ -193,6 +201,8 @@ export interface WebGpuEngineInfo extends EngineInfoBase {
   shaderF16: boolean;
   maxStorageBindingBytes: number;
   dispatchesPerToken: number;
+  /** Decode steps kept submitted ahead of the id read back (1: each id is read first). */
+  inFlight: number;
 }
 
 /** `engine.info` on the CPU. */
@@ -245,6 +255,8 @@ export interface RawStepCost {
   bytes_read: number;
   encode_ms: number | null;
   steps: number;
+  host_wait_ms?: number | null;
+  in_flight?: number | null;
 }
 
 /** One position of `engine.teacherForced`. */

@@ -106,7 +106,7 @@ async function start(msg: Extract<ToWorker, { kind: 'load' }>, signal: AbortSign
   const wasm = await loadEngineWasm();
   if (signal.aborted) throw cancelled();
   try {
-    const loader = await wasm.EngineLoader.create({ backend: 'webgpu', profile: msg.profile ?? adapter.profile, maxContext: msg.maxContext });
+    const loader = await wasm.EngineLoader.create({ backend: 'webgpu', profile: msg.profile ?? adapter.profile, maxContext: msg.maxContext, inFlight: msg.inFlight });
     const why = want === 'webgpu' ? 'WebGPU was asked for' : `a hardware WebGPU adapter (${adapter.name})`;
     return { loader, backend: 'webgpu', why, adapterName: adapter.name };
   } catch (e) {

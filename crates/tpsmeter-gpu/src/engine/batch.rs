@@ -60,6 +60,9 @@ impl GpuModel {
     }
 
     pub(super) fn batch_state(&mut self) -> Result<&mut BatchState> {
+        // Batched steps share the readback and the cache rows of slot 0 with the one-sequence
+        // path: its chained steps end here.
+        self.discard_in_flight();
         if self.batch.is_none() {
             let n = self.kv.slots;
             let act = Activations::new(&self.ctx, &self.cfg, n, DType::F32)?;

@@ -124,6 +124,18 @@ pub struct CostMark {
     prefill: PhaseTotals,
     decode_samples: u64,
     prefill_samples: u64,
+    wait: WaitTotals,
+}
+
+/// Host waits on decode readbacks: see [`CostLog::waited`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct WaitTotals {
+    /// Readbacks of decoded tokens waited for.
+    reads: u64,
+    /// Steps in flight when each of them began, summed.
+    in_flight: u64,
+    /// Samples pushed to the wait ring.
+    samples: u64,
 }
 
 /// What a step cost on average over a span, per decoded token (decode) or per prompt chunk
@@ -142,11 +154,24 @@ pub struct StepCost {
     pub encode_ms: Option<f64>,
     /// Steps the figures come from (decode steps, or prompt chunks).
     pub steps: u64,
+    /// Decode only: median milliseconds the host was blocked on a decoded token's readback
+    /// (from asking for the id until it arrived): the GPU's remaining work on that step plus
+    /// the round trip. With steps in flight the GPU has the next step queued meanwhile, so
+    /// this stops being time the GPU idles; `None` for prefill or without a clock.
+    pub host_wait_ms: Option<f64>,
+    /// Decode only: mean steps submitted and not yet read when a decoded token's readback
+    /// began (1 without chaining; up to the engine's `in_flight` with it).
+    pub in_flight: Option<f64>,
 }
 
 impl StepCost {
     /// `totals` divided by `per` (tokens or chunks), with the median of `samples`.
-    fn of(totals: &PhaseTotals, per: u64, samples: Vec<f64>) -> Option<Self> {
+    fn of(
+        totals: &PhaseTotals,
+        per: u64,
+        samples: Vec<f64>,
+        waits: Option<(Vec<f64>, f64)>,
+    ) -> Option<Self> {
         if per == 0 {
             return None;
         }
@@ -161,6 +186,8 @@ impl StepCost {
             bytes_read: totals.bytes_read as f64 / n,
             encode_ms: median(samples),
             steps: totals.steps,
+            host_wait_ms: waits.as_ref().and_then(|(w, _)| median(w.clone())),
+            in_flight: waits.map(|(_, f)| f).filter(|f| f.is_finite()),
         })
     }
 }
@@ -182,9 +209,16 @@ impl std::fmt::Display for StepCost {
             self.bytes_read,
         )?;
         match self.encode_ms {
-            Some(ms) => write!(f, "{ms:.3} ms (n={})", self.steps),
-            None => write!(f, "n/a (no clock)"),
+            Some(ms) => write!(f, "{ms:.3} ms (n={})", self.steps)?,
+            None => write!(f, "n/a (no clock)")?,
         }
+        if let Some(ms) = self.host_wait_ms {
+            write!(f, "; host wait median {ms:.3} ms")?;
+        }
+        if let Some(k) = self.in_flight {
+            write!(f, ", {k:.2} steps in flight")?;
+        }
+        Ok(())
     }
 }
 
@@ -220,6 +254,9 @@ pub struct CostLog {
     prefill: PhaseTotals,
     decode_ms: Ring,
     prefill_ms: Ring,
+    /// Host waits on decoded tokens' readbacks.
+    wait_ms: Ring,
+    wait: WaitTotals,
     /// The counters and clock when the step in progress began.
     start: Option<(StepStats, f64)>,
     /// The phase of the last submitted step, which its readback is charged to.
@@ -242,6 +279,8 @@ impl CostLog {
             prefill: PhaseTotals::default(),
             decode_ms: Ring::new(),
             prefill_ms: Ring::new(),
+            wait_ms: Ring::new(),
+            wait: WaitTotals::default(),
             start: None,
             last: Phase::Decode,
         }
@@ -295,6 +334,28 @@ impl CostLog {
         }
     }
 
+    /// The host waited `ms` for a decoded token's id while `in_flight` steps (that one
+    /// included) were submitted and unread.
+    pub fn waited(&mut self, ms: f64, in_flight: usize) {
+        self.wait_ms.push(ms);
+        self.wait.reads += 1;
+        self.wait.samples = self.wait_ms.pushed;
+        self.wait.in_flight += in_flight as u64;
+    }
+
+    /// The clock now (NaN without one).
+    pub fn clock_ms(&self) -> f64 {
+        self.now()
+    }
+
+    /// `bytes` were read back for a step of `phase`.
+    pub fn read_back_to(&mut self, phase: Phase, bytes: u64) {
+        match phase {
+            Phase::Decode => self.decode.bytes_read += bytes,
+            Phase::Prefill => self.prefill.bytes_read += bytes,
+        }
+    }
+
     /// Totals of `phase` since load.
     pub fn totals(&self, phase: Phase) -> PhaseTotals {
         match phase {
@@ -310,6 +371,7 @@ impl CostLog {
             prefill: self.prefill,
             decode_samples: self.decode_ms.pushed,
             prefill_samples: self.prefill_ms.pushed,
+            wait: self.wait,
         }
     }
 
@@ -318,9 +380,31 @@ impl CostLog {
         let d = self.decode.minus(&mark.decode);
         let p = self.prefill.minus(&mark.prefill);
         CostReport {
-            decode: StepCost::of(&d, d.tokens, self.decode_ms.since(mark.decode_samples)),
-            prefill: StepCost::of(&p, p.steps, self.prefill_ms.since(mark.prefill_samples)),
+            decode: StepCost::of(
+                &d,
+                d.tokens,
+                self.decode_ms.since(mark.decode_samples),
+                self.waits_since(mark),
+            ),
+            prefill: StepCost::of(
+                &p,
+                p.steps,
+                self.prefill_ms.since(mark.prefill_samples),
+                None,
+            ),
         }
+    }
+}
+
+impl CostLog {
+    /// The decode waits since `mark`, and the mean steps in flight at them.
+    fn waits_since(&self, mark: &CostMark) -> Option<(Vec<f64>, f64)> {
+        let reads = self.wait.reads - mark.wait.reads;
+        if reads == 0 {
+            return None;
+        }
+        let flight = (self.wait.in_flight - mark.wait.in_flight) as f64 / reads as f64;
+        Some((self.wait_ms.since(mark.wait.samples), flight))
     }
 }
 

@@ -15,6 +15,7 @@
 mod batch;
 #[cfg(not(target_arch = "wasm32"))]
 mod batched;
+mod chain;
 pub mod cost;
 mod forced;
 pub(crate) mod loader;
@@ -32,6 +33,7 @@ mod token_span;
 
 #[cfg(not(target_arch = "wasm32"))]
 pub use batched::Batched;
+pub use chain::{MAX_IN_FLIGHT, default_in_flight};
 pub use cost::{CostMark, CostReport, Phase, PhaseTotals, StepClock, StepCost};
 pub use forced::ForcedStep;
 pub use loader::{EngineLoader, FileChecks};

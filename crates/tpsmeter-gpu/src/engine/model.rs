@@ -20,7 +20,7 @@ use crate::model::weights::GpuWeights;
 
 use super::cost::{CostLog, CostMark, CostReport, Phase, PhaseTotals, StepClock};
 use super::prompt::Sample;
-use super::readback::{TOKEN_BYTES, TokenReadback};
+use super::readback::TokenReadback;
 use crate::model::graph::{self, Activations, KvCache, Shared};
 
 /// Largest prefill batch: prompts run in power-of-two chunks up to this many tokens, each
@@ -55,6 +55,9 @@ pub struct ModelOptions {
     /// [`crate::kernels::KvStore::TextureF16`]), as llama.cpp does by default; `false`
     /// keeps them f32, exact, at about 1.3x the attention time of a long decode there.
     pub kv_f16: bool,
+    /// Decode steps kept submitted ahead of the id read back (`chain.rs`); `None`: the
+    /// adapter's default ([`super::default_in_flight`]).
+    pub in_flight: Option<usize>,
 }
 
 impl ModelOptions {
@@ -76,6 +79,7 @@ impl Default for ModelOptions {
             slots: 1,
             sampling: SamplerConfig::default(),
             kv_f16: true,
+            in_flight: None,
         }
     }
 }
@@ -136,6 +140,8 @@ pub struct GpuModel {
     pub(super) cost: CostLog,
     /// Batched decoding's buffers and per-sequence state, made on first use (`batch.rs`).
     pub(super) batch: Option<super::slots::BatchState>,
+    /// The one-sequence steps submitted and not read, and how many to keep (`chain.rs`).
+    pub(super) chain: super::chain::Chain,
 }
 
 impl GpuModel {
@@ -198,6 +204,10 @@ impl GpuModel {
         let head = graph::head(&ctx, &shared, &decode_act, &logits, 1)?;
         let sampler = Sampler::new(&ctx, &opts.sampling, &logits, cfg.vocab_size)?;
         let readback = TokenReadback::new(&ctx, slots);
+        let depth = opts
+            .in_flight
+            .unwrap_or_else(|| super::chain::default_in_flight(&ctx));
+        let chain = super::chain::Chain::new(&ctx, depth);
         ctx.take_error()?;
         Ok(Self {
             ctx,
@@ -221,6 +231,7 @@ impl GpuModel {
             stats: StepStats::default(),
             cost: CostLog::new(),
             batch: None,
+            chain,
         })
     }
 
@@ -300,6 +311,8 @@ impl GpuModel {
     /// prepares a new sampler dispatch; the KV cache stays valid).
     pub fn set_sampling(&mut self, cfg: SamplerConfig) -> Result<()> {
         if cfg != self.sampling {
+            // Steps in flight sample with the old sampler.
+            self.discard_in_flight();
             self.sampler = Sampler::new(&self.ctx, &cfg, &self.logits, self.cfg.vocab_size)?;
             self.sampling = cfg;
             self.last_sampled = None;
@@ -372,7 +385,8 @@ impl GpuModel {
                 ],
             );
             self.readback.encode(&mut enc, &self.sampler.token);
-            self.ctx.submit(enc);
+            let index = self.ctx.submit(enc);
+            self.chain.push_main(index, Phase::Decode);
             self.stats.submits += 1;
             self.stats.tokens += 1;
             self.cost.end(Phase::Decode, &self.stats, 1);
@@ -387,6 +401,8 @@ impl GpuModel {
     /// restarts the sampler unless the step continues the last one.
     pub(super) fn start_step(&mut self, tokens: &[u32], start: usize) -> Result<()> {
         self.check_tokens(tokens, start, self.history.len())?;
+        // A step the host writes ends any chain: what was in flight is not read.
+        self.discard_in_flight();
         self.cost.begin(&self.stats);
         // A continuation feeds back the id sampled last, right after the cache's end; anything
         // else starts a new generation, whose sampler state (step counter, recent tokens for
@@ -411,15 +427,6 @@ impl GpuModel {
     /// `start..` of a sequence whose cache holds `held` positions.
     pub(super) fn check_tokens(&self, tokens: &[u32], start: usize, held: usize) -> Result<()> {
         check_tokens(tokens, start, held, self.kv.max_ctx, self.cfg.vocab_size)
-    }
-
-    /// Waits for the step submitted last and returns the sampled id (4 bytes read back).
-    pub async fn read_token(&mut self) -> Result<u32> {
-        let id = self.readback.read(&self.ctx).await?;
-        self.stats.readback_bytes += TOKEN_BYTES;
-        self.cost.read_back(TOKEN_BYTES);
-        self.last_sampled = Some(id);
-        Ok(id)
     }
 
     /// Native: [`GpuModel::submit_step`] then [`GpuModel::read_token`], blocking.
@@ -518,6 +525,26 @@ impl crate::generate::TokenStep for GpuModel {
 
     fn context_len(&self) -> usize {
         self.kv.max_ctx
+    }
+
+    fn in_flight(&self) -> usize {
+        GpuModel::in_flight(self)
+    }
+
+    fn submit(&mut self, token: u32, start: usize) -> Result<()> {
+        self.submit_step(&[token], start)
+    }
+
+    fn chain(&mut self) -> Result<()> {
+        self.submit_chained()
+    }
+
+    fn read(&mut self) -> impl std::future::Future<Output = Result<u32>> {
+        self.read_token()
+    }
+
+    fn discard(&mut self) {
+        self.discard_in_flight();
     }
 }
 

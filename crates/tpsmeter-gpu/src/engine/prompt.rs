@@ -118,6 +118,9 @@ impl GpuModel {
             }
         }
         let index = self.ctx.submit(enc);
+        if last && matches!(sample, Sample::Model) {
+            self.chain.push_main(index.clone(), Phase::Prefill);
+        }
         self.stats.submits += 1;
         self.cost.end(Phase::Prefill, &self.stats, c as u64);
         Ok(index)

@@ -55,8 +55,24 @@ impl TokenReadback {
 
     /// [`TokenReadback::read`] for the first `n` places (at most the capacity).
     pub async fn read_n(&self, ctx: &GpuContext, n: usize) -> Result<Vec<u32>> {
+        self.read_n_after(ctx, n, None).await
+    }
+
+    /// The id copied here by submission `after`, waiting natively for that submission only
+    /// (steps queued behind it keep the GPU busy meanwhile).
+    pub async fn read_after(&self, ctx: &GpuContext, after: &wgpu::SubmissionIndex) -> Result<u32> {
+        let ids = self.read_n_after(ctx, 1, Some(after)).await?;
+        Ok(ids[0])
+    }
+
+    async fn read_n_after(
+        &self,
+        ctx: &GpuContext,
+        n: usize,
+        after: Option<&wgpu::SubmissionIndex>,
+    ) -> Result<Vec<u32>> {
         let n = n.clamp(1, self.capacity);
-        ctx.map_read(&self.staging).await?;
+        ctx.map_read_after(&self.staging, after).await?;
         let ids = {
             let view = self
                 .staging

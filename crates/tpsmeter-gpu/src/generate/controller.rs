@@ -165,6 +165,9 @@ impl<M: TokenStep> Generator<M> {
         };
         self.cached.extend_from_slice(&prompt[keep..]);
 
+        let depth = self.model.in_flight().max(1);
+        // Chained steps submitted beyond the one whose id comes next.
+        let mut ahead = 0usize;
         loop {
             let token = next;
             let time = clock();
@@ -173,15 +176,64 @@ impl<M: TokenStep> Generator<M> {
             }
             let position = self.cached.len();
             if !seq.check(cancel.is_cancelled(), position, limit) {
+                // Steps queued past the end are computed and never read.
+                if ahead > 0 {
+                    self.model.discard();
+                }
                 break;
             }
-            next = self.model.step(&[token], position).await?;
-            self.cached.push(token);
+            if depth == 1 {
+                next = self.model.step(&[token], position).await?;
+                self.cached.push(token);
+                continue;
+            }
+            match self.advance(token, position, &mut ahead, depth, &seq, limit) {
+                Ok(()) => {}
+                Err(e) => {
+                    self.model.discard();
+                    return Err(e);
+                }
+            }
+            next = match self.model.read().await {
+                Ok(id) => id,
+                Err(e) => {
+                    self.model.discard();
+                    return Err(e);
+                }
+            };
         }
         let (flush, out) = seq.finish(clock());
         if let Some(event) = flush {
             on_event(&event);
         }
         Ok(out)
+    }
+
+    /// The chained loop's step for `token` at `position`: submitted now unless a chained
+    /// step already runs it, then more chained steps behind it, up to `depth` in flight, as
+    /// long as the ids they sample can still be wanted (within `max_tokens` and the cache).
+    fn advance(
+        &mut self,
+        token: u32,
+        position: usize,
+        ahead: &mut usize,
+        depth: usize,
+        seq: &Sequence<'_>,
+        limit: usize,
+    ) -> Result<()> {
+        if *ahead == 0 {
+            self.model.submit(token, position)?;
+        } else {
+            *ahead -= 1;
+        }
+        self.cached.push(token);
+        // Ids sampled so far, and what the steps in flight will add: one per step.
+        let sampled = seq.sampled();
+        let max = seq.max_tokens();
+        while *ahead + 1 < depth && sampled + *ahead + 2 <= max && position + *ahead + 1 < limit {
+            self.model.chain()?;
+            *ahead += 1;
+        }
+        Ok(())
     }
 }

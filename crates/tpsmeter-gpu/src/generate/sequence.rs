@@ -53,6 +53,16 @@ impl<'t> Sequence<'t> {
         })
     }
 
+    /// Ids taken so far.
+    pub fn sampled(&self) -> usize {
+        self.out.tokens.len()
+    }
+
+    /// Most ids the generation takes.
+    pub fn max_tokens(&self) -> usize {
+        self.params.max_tokens
+    }
+
     /// Whether the generation has ended (no more ids wanted).
     pub fn is_done(&self) -> bool {
         self.done

@@ -34,6 +34,39 @@ pub trait TokenStep {
 
     /// Number of positions the KV cache holds.
     fn context_len(&self) -> usize;
+
+    /// Decode steps the loop may keep submitted and unread (chaining, see
+    /// `engine/chain.rs`); 1, the default, runs each step with [`TokenStep::step`] and none
+    /// of the methods below is called.
+    fn in_flight(&self) -> usize {
+        1
+    }
+
+    /// Submits `token` at `start` without waiting for the id it samples.
+    fn submit(&mut self, token: u32, start: usize) -> Result<()> {
+        let _ = (token, start);
+        Err(no_chaining())
+    }
+
+    /// Submits the step after the last one submitted, on the id that step samples (on the
+    /// device), at the next position.
+    fn chain(&mut self) -> Result<()> {
+        Err(no_chaining())
+    }
+
+    /// The id of the oldest step submitted and not read yet.
+    fn read(&mut self) -> impl Future<Output = Result<u32>> {
+        async { Err(no_chaining()) }
+    }
+
+    /// Forgets the steps submitted and not read (their ids are never wanted).
+    fn discard(&mut self) {}
+}
+
+fn no_chaining() -> crate::GpuError {
+    crate::GpuError::BatchState {
+        reason: "this model runs one step at a time",
+    }
 }
 
 impl<T: TokenStep + ?Sized> TokenStep for &mut T {
@@ -52,5 +85,25 @@ impl<T: TokenStep + ?Sized> TokenStep for &mut T {
 
     fn context_len(&self) -> usize {
         (**self).context_len()
+    }
+
+    fn in_flight(&self) -> usize {
+        (**self).in_flight()
+    }
+
+    fn submit(&mut self, token: u32, start: usize) -> Result<()> {
+        (**self).submit(token, start)
+    }
+
+    fn chain(&mut self) -> Result<()> {
+        (**self).chain()
+    }
+
+    fn read(&mut self) -> impl Future<Output = Result<u32>> {
+        (**self).read()
+    }
+
+    fn discard(&mut self) {
+        (**self).discard()
     }
 }

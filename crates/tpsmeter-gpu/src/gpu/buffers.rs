@@ -226,6 +226,17 @@ impl GpuContext {
     /// Maps a MAP_READ buffer for reading, after the submit that filled it, and resolves once
     /// the mapping is done. The caller reads `get_mapped_range` and unmaps.
     pub async fn map_read(&self, staging: &wgpu::Buffer) -> Result<()> {
+        self.map_read_after(staging, None).await
+    }
+
+    /// [`GpuContext::map_read`] once submission `after` has run: natively the device is
+    /// polled until that submission only, so later submissions (decode steps queued behind
+    /// it) keep running while the caller reads; `None` waits for everything submitted.
+    pub async fn map_read_after(
+        &self,
+        staging: &wgpu::Buffer,
+        after: Option<&wgpu::SubmissionIndex>,
+    ) -> Result<()> {
         let state: MapState = Arc::new(Mutex::new((None, None)));
         let cb_state = state.clone();
         staging.map_async(wgpu::MapMode::Read, .., move |r| {
@@ -239,7 +250,22 @@ impl GpuContext {
         // Natively the callback runs inside poll; on the web it runs from the event loop
         // and the future below yields until then.
         #[cfg(not(target_arch = "wasm32"))]
-        self.wait()?;
+        match after {
+            None => self.wait()?,
+            Some(index) => {
+                self.device
+                    .poll(wgpu::PollType::Wait {
+                        submission_index: Some(index.clone()),
+                        timeout: None,
+                    })
+                    .map_err(|e| GpuError::DeviceLost {
+                        reason: e.to_string(),
+                    })?;
+                self.take_error()?;
+            }
+        }
+        #[cfg(target_arch = "wasm32")]
+        let _ = after;
         MapDone { state }
             .await
             .map_err(|reason| GpuError::Readback { reason })

@@ -94,6 +94,7 @@ impl Loaded {
                     "maxContext": model.max_context(),
                     "weightBytesPerToken": model.weight_bytes_per_token(),
                     "dispatchesPerToken": model.dispatches_per_token(),
+                    "inFlight": model.in_flight(),
                     "vocabSize": vocab,
                 })
             }

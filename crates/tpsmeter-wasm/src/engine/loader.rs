@@ -39,6 +39,9 @@ struct LoaderOptions {
     /// Use the f32 path even where `shader-f16` exists (WebGPU).
     #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
     disable_f16: Option<bool>,
+    /// WebGPU: decode steps kept submitted ahead of the id read back (1 ..= 4; default the
+    /// adapter's).
+    in_flight: Option<usize>,
 }
 
 /// What the file must satisfy (camelCase in JS).
@@ -113,7 +116,7 @@ pub struct JsEngineLoader {
 #[wasm_bindgen(js_class = EngineLoader)]
 impl JsEngineLoader {
     /// Requests the adapter and device (WebGPU), or readies the CPU backend. `options`:
-    /// `{ backend?, profile?, maxContext?, disableF16? }`.
+    /// `{ backend?, profile?, maxContext?, disableF16?, inFlight? }`.
     pub async fn create(options: JsValue) -> Result<JsEngineLoader, JsValue> {
         let opts: LoaderOptions = if options.is_undefined() || options.is_null() {
             LoaderOptions::default()
@@ -123,6 +126,12 @@ impl JsEngineLoader {
         let mut model = ModelOptions::default();
         if let Some(n) = opts.max_context {
             model.max_context = n;
+        }
+        if let Some(k) = opts.in_flight {
+            if !(1..=tpsmeter_gpu::engine::MAX_IN_FLIGHT).contains(&k) {
+                return Err(request_err("inFlight must be a whole number from 1 to 4"));
+            }
+            model.in_flight = Some(k);
         }
         let default = if cfg!(feature = "gpu") {
             "webgpu"
