@@ -22,6 +22,9 @@
 //! - `gpu-report`: one command for a machine with a GPU: our engine natively, llama.cpp (CPU,
 //!   Vulkan, CUDA where `nvcc` exists) and Chromium's WebGPU (ours and wllama) on every cached
 //!   GGUF, in one table (also JSON and Markdown under the cache).
+//! - `gpu-pack`: one folder (at most 56 MiB) that measures our engine and llama.cpp's CUDA
+//!   backend on a bare NVIDIA machine with no network, with one command; `--check` runs it
+//!   offline here on lavapipe.
 //! - `fuzz`: the libFuzzer targets in `fuzz/` (cargo-fuzz), each run `--runs N` times from
 //!   seeds cut from the real models and recorded streams, with a table of executions, exec/s,
 //!   crashes and peak RSS per target. `fuzz-seeds`: the seed corpora `ci`'s replay test reads
@@ -36,6 +39,7 @@ mod ci;
 mod demo;
 mod fuzz;
 mod fuzz_seeds;
+mod gpu_pack;
 mod gpu_report;
 mod llama_cuda;
 mod llama_vulkan;
@@ -72,6 +76,7 @@ fn main() -> Result<()> {
             llama_cuda::build().map(|bin| println!("llama-bench (CUDA): {}", bin.display()))
         }
         "gpu-report" => gpu_report::run(rest),
+        "gpu-pack" => gpu_pack::run(rest),
         "fuzz" => fuzz::run(rest),
         "fuzz-seeds" => fuzz_seeds::run(),
         "-h" | "--help" | "help" => {
@@ -105,6 +110,9 @@ commands:
                 (CPU, Vulkan, CUDA where nvcc exists) and wllama (WebGPU) on every cached GGUF:
                 one table of prefill/decode tok/s and per-token cost, also written as JSON and
                 Markdown to $TPSMETER_CACHE/gpu-report/
+  gpu-pack [--out DIR] [--check]  a folder (<= 56 MiB) to copy to a bare NVIDIA machine without network:
+                `python3 run.py` there measures our engine (Vulkan) and llama.cpp (CUDA, built there)
+                on synthetic models; --check runs it offline here (unshare -n, lavapipe)
   fuzz [--runs N] [--jobs J] [--seconds S] [--fresh] [targets...]  build the cargo-fuzz targets in fuzz/, seed them from the
                 real models and streams, run each N times (default 10000), J at a time; print
                 executions, exec/s, crashes and peak RSS per target; fail on any crash

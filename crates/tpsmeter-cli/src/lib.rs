@@ -23,6 +23,7 @@ pub mod progress;
 pub mod prompt;
 pub mod run;
 pub mod serve;
+pub mod synthetic;
 
 use clap::{Parser, Subcommand};
 
@@ -50,6 +51,9 @@ pub enum Command {
     /// Measure the GPU adapter's roofline: streaming-read GB/s, per-dispatch cost, submit +
     /// readback latency (and, with --model, the decode ceiling they allow).
     Probe(probe::ProbeArgs),
+    /// Write a synthetic model (a real model's shapes and tensor types, random weights) as a
+    /// GGUF file, to measure a model's speed without downloading it.
+    Synthetic(synthetic::SyntheticArgs),
 }
 
 /// Runs a parsed command line to its exit status. Errors are usage or set-up errors.
@@ -60,5 +64,6 @@ pub fn run(cli: Cli) -> anyhow::Result<exit::Status> {
         Command::Run(args) => run::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Probe(args) => probe::run(args),
+        Command::Synthetic(args) => synthetic::run(&args),
     }
 }

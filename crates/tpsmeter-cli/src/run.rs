@@ -22,8 +22,22 @@ use crate::exit::Status;
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// GGUF model file (Llama family: SmolLM2, TinyLlama, Llama 3.2, Qwen2).
-    #[arg(long)]
-    pub model: PathBuf,
+    #[arg(
+        long,
+        required_unless_present = "synthetic",
+        conflicts_with = "synthetic"
+    )]
+    pub model: Option<PathBuf>,
+    /// Instead of a file, a synthetic model `NAME[:QUANT]`: a real model's exact shapes and
+    /// tensor types with seeded random weights, built in memory (SmolLM2-135M, Gemma-3-270M,
+    /// SmolLM2-360M, Qwen2.5-0.5B, Llama-3.2-1B, Qwen2.5-1.5B; Q4_0, Q4_1 (default), Q8_0,
+    /// F16). Its speed is the real model's; its text is noise, and the report says
+    /// `synthetic`.
+    #[arg(long, value_name = "NAME[:QUANT]")]
+    pub synthetic: Option<String>,
+    /// Seed of a synthetic model's weights.
+    #[arg(long, default_value_t = 1, requires = "synthetic")]
+    pub synthetic_seed: u64,
     /// The prompt.
     #[arg(long)]
     pub prompt: String,
@@ -186,15 +200,15 @@ pub fn load_engine_with(
 
 /// Runs `tpsmeter run`.
 pub fn run(args: RunArgs) -> anyhow::Result<Status> {
-    let bytes = std::fs::read(&args.model)
-        .with_context(|| format!("reading model {}", args.model.display()))?;
+    let (bytes, path) = model_bytes(&args)?;
+    let synthetic = args.synthetic.is_some();
     let opts = ModelOptions {
         max_context: args.context,
         ..Default::default()
     };
     match pick_backend(args.backend, args.adapter.clone())? {
         Picked::Gpu(ctx) => {
-            let mut engine = load_engine_with(&bytes, &args.model, opts, ctx)?;
+            let mut engine = load_engine_with(&bytes, &path, opts, ctx)?;
             drop(bytes);
             if let Some(k) = args.in_flight {
                 engine.model_mut().set_in_flight(usize::from(k));
@@ -215,6 +229,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
                 &info.name.clone(),
                 backend,
                 |out| {
+                    out["synthetic"] = synthetic.into();
                     // Which device and driver the figures are from (a GPU machine also lists
                     // lavapipe), and per decoded token and prompt chunk what the host did to
                     // run them (docs/performance.md).
@@ -241,7 +256,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
                 ..Default::default()
             };
             let mut engine: Engine<CpuModel> = Engine::load_cpu(&bytes, &opts, cpu)
-                .with_context(|| format!("loading {}", args.model.display()))?;
+                .with_context(|| format!("loading {}", path.display()))?;
             drop(bytes);
             let prompt = prompt_ids(&engine, &args)?;
             warm_up(&mut engine, &args, &prompt)?;
@@ -255,13 +270,35 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
                 "why": why,
                 "resident_bytes": m.resident_bytes(),
             });
-            report(&args, engine.name(), &g, &label, backend, |_| {})?;
+            report(&args, engine.name(), &g, &label, backend, |out| {
+                out["synthetic"] = synthetic.into();
+            })?;
             if !args.json {
                 eprintln!("backend: {label}: {why}");
             }
         }
     }
     Ok(Status::Ok)
+}
+
+/// The model's bytes (read from `--model`, or built from `--synthetic`) and a name for
+/// messages.
+fn model_bytes(args: &RunArgs) -> anyhow::Result<(Vec<u8>, PathBuf)> {
+    match (&args.model, &args.synthetic) {
+        (_, Some(spec)) => {
+            let spec = tpsmeter_gpu::synthetic::SyntheticSpec::parse(spec)?;
+            let bytes = spec
+                .build(args.synthetic_seed)
+                .with_context(|| format!("building synthetic {}", spec.label()))?;
+            Ok((bytes, PathBuf::from(format!("synthetic {}", spec.label()))))
+        }
+        (Some(path), None) => {
+            let bytes =
+                std::fs::read(path).with_context(|| format!("reading model {}", path.display()))?;
+            Ok((bytes, path.clone()))
+        }
+        (None, None) => anyhow::bail!("--model or --synthetic is required"),
+    }
 }
 
 /// The prompt's ids, through the chat template with `--chat`.
@@ -371,6 +408,11 @@ fn report(
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         println!();
+        if args.synthetic.is_some() {
+            eprintln!(
+                "synthetic model: random weights, so the text is noise; the speed is the real model's"
+            );
+        }
         eprintln!(
             "{} prompt tokens, {} generated on {on} | TTFT {:.1} ms | prefill {:.1} tok/s | decode {} tok/s | mean ITL {} ms | stop: {}",
             figures.prompt_tokens,

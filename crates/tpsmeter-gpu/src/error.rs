@@ -228,6 +228,12 @@ pub enum GpuError {
     /// nothing submitted): a bug in the caller's scheduling.
     #[error("batched decoding: {reason}")]
     BatchState { reason: &'static str },
+    /// An option this crate cannot honour (a synthetic model's name or type).
+    #[error("{option}: {reason}")]
+    InvalidOption {
+        option: &'static str,
+        reason: String,
+    },
 }
 
 impl GpuError {
@@ -287,7 +293,8 @@ impl GpuError {
             | Tokenizer { .. }
             | ChatTemplate { .. }
             | EmptyPrompt
-            | BatchState { .. } => "InvalidRequest",
+            | BatchState { .. }
+            | InvalidOption { .. } => "InvalidRequest",
         }
     }
 }

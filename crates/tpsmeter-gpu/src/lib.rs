@@ -21,6 +21,7 @@ pub mod model;
 pub mod probe;
 pub mod quant;
 pub mod reference;
+pub mod synthetic;
 pub mod tokenizer;
 
 pub use error::{GpuError, Result};
