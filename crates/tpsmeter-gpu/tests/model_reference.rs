@@ -116,6 +116,36 @@ fn qwen2_biases_match_the_cpu_reference() {
     check_bytes(TEST, qwen);
 }
 
+/// Tensors larger than a storage binding, split by rows across bindings: with the limit
+/// forced to 8 MiB, SmolLM2's 30 MB Q8_0 embedding (also its output head) goes in four
+/// parts, and the logits still match the reference at every position, token by token and in
+/// prefill chunks. The GPU profile, whose weights are storage buffers as on real GPUs and in
+/// browsers (the CPU profile keeps them in textures, limited by texel counts instead).
+#[test]
+fn split_weights_match_the_cpu_reference() {
+    const TEST: &str = "split_weights_match_the_cpu_reference";
+    let Some(bytes) = model_bytes_from(TEST, "TPSMETER_MODEL") else {
+        return;
+    };
+    let limit = 8u64 << 20;
+    let opts = ContextOptions {
+        max_binding: Some(limit),
+        profile: Some(AdapterProfile::Gpu),
+        ..ContextOptions::default()
+    };
+    let Some(ctx) = device_with(TEST, &opts) else {
+        return;
+    };
+    assert_eq!(ctx.max_binding(), limit);
+    let file = GgufFile::parse(&bytes).unwrap();
+    let embd = file.header.tensor("token_embd.weight").unwrap().n_bytes;
+    assert!(
+        embd > 3 * limit,
+        "the embedding ({embd} B) must need several parts"
+    );
+    check_on(ctx, bytes);
+}
+
 fn check(test: &str, model_var: &str) {
     let Some(bytes) = model_bytes_from(test, model_var) else {
         return;

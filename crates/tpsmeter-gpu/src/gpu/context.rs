@@ -27,6 +27,10 @@ pub struct ContextOptions {
     pub profile: Option<AdapterProfile>,
     /// Do not request `shader-f16` even if offered (measures the f32 path alone).
     pub disable_f16: bool,
+    /// Treat storage bindings as limited to this many bytes (below the device's own limit):
+    /// weights larger than it are split by rows across bindings, as on a browser or adapter
+    /// whose limit is that low. For tests, and to try a model against another limit.
+    pub max_binding: Option<u64>,
 }
 
 /// The first error wgpu reported outside any error scope; kept so that a caller polling
@@ -121,6 +125,11 @@ impl GpuContext {
             wgpu::DeviceType::Cpu => AdapterProfile::Cpu,
             _ => AdapterProfile::Gpu,
         });
+        let mut limits = limits;
+        if let Some(cap) = opts.max_binding {
+            limits.max_storage_buffer_binding_size =
+                limits.max_storage_buffer_binding_size.min(cap.max(4));
+        }
         Ok(GpuContext {
             device,
             queue,
