@@ -16,7 +16,8 @@ Steps, each timed, each one that cannot run reported as skipped with the reason:
      contexts 64, 512 and 2048, prefill of 512, every per-token counter, and a sweep of the
      decode steps kept in flight (K);
   4. llama.cpp's CUDA backend, built here from the pruned source for this GPU's
-     architecture only, and its `llama-bench` on the same files;
+     architecture only, and its `llama-bench` on the same files; and llama.cpp's Vulkan
+     `llama-bench`, where the pack carries one (built where the pack was made);
   5. one table with the ratios, printed and written as results.json and results.txt.
 """
 
@@ -85,6 +86,7 @@ class Pack:
         self.rows = []
         self.machine = {}
         self.skip_cuda = args.skip_cuda
+        self.pack_loader = args.pack_loader
         self.env = dict(os.environ)
 
     def step(self, name, fn):
@@ -113,7 +115,7 @@ class Pack:
         # The Vulkan loader: the system's, else the pack's; the NVIDIA driver's ICD where the
         # image keeps it outside the loader's search path.
         code, out, _ = sh(["/sbin/ldconfig", "-p"])
-        if "libvulkan.so.1" not in out:
+        if "libvulkan.so.1" not in out or self.pack_loader:
             lib = os.path.join(HERE, "lib")
             self.env["LD_LIBRARY_PATH"] = lib + (":" + self.env["LD_LIBRARY_PATH"] if self.env.get("LD_LIBRARY_PATH") else "")
             m["vulkan_loader"] = "the pack's (" + os.path.join(lib, "libvulkan.so.1") + ")"
@@ -184,8 +186,13 @@ class Pack:
             for ctx in self.plan.contexts:
                 r["contexts"][ctx] = self.ours(path, ctx, self.plan.decode)
             r["prefill"] = self.ours(path, self.plan.prefill, 1)
+            first = r["contexts"][self.plan.contexts[0]]
             for k in self.plan.ks:
-                r["k_sweep"][k] = self.ours(path, self.plan.contexts[0], self.plan.decode, k)
+                # The adapter's default K was measured with the contexts already.
+                if k == first["in_flight"]:
+                    r["k_sweep"][k] = first
+                else:
+                    r["k_sweep"][k] = self.ours(path, self.plan.contexts[0], self.plan.decode, k)
             self.ours_results[key] = r
             log(f"  ours {key[0]}:{key[1]}: decode@{self.plan.contexts[0]} {r['contexts'][self.plan.contexts[0]]['decode_tps']:.1f} tok/s")
         return f"{len(self.ours_results)} models"
@@ -236,8 +243,29 @@ class Pack:
             self.llama[key] = res
         return f"built for sm_{arch}; {len(self.llama)} models"
 
-    def llama_bench(self, bench, path, extra):
-        code, out, err = sh([bench, "-m", path, "-ngl", "99", "-r", str(max(self.plan.runs, 2)), "-o", "json"] + extra, timeout=600)
+    # 4b. llama.cpp Vulkan, where the pack carries it.
+    def llama_vulkan(self):
+        self.llama_vk = {}
+        packed = os.path.join(HERE, "bin", "llama-bench-vulkan.xz")
+        if not os.path.exists(packed):
+            return "skipped: the pack carries no Vulkan llama-bench (cargo xtask llama-vulkan where the pack is made)"
+        bench = os.path.join(self.work, "llama-bench-vulkan")
+        if not os.path.exists(bench):
+            with lzma.open(packed) as src, open(bench, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            os.chmod(bench, 0o755)
+        for key, path in self.files.items():
+            res = {}
+            pp = self.llama_bench(bench, path, ["-p", str(self.plan.prefill), "-n", "0"], env=self.env)
+            res["prefill_tps"] = pp.get((self.plan.prefill, 0, 0))
+            depths = ",".join(str(c) for c in self.plan.contexts)
+            tg = self.llama_bench(bench, path, ["-p", "0", "-n", str(self.plan.decode), "-d", depths], env=self.env)
+            res["decode_tps"] = {c: tg.get((0, self.plan.decode, c)) for c in self.plan.contexts}
+            self.llama_vk[key] = res
+        return f"{len(self.llama_vk)} models"
+
+    def llama_bench(self, bench, path, extra, env=None):
+        code, out, err = sh([bench, "-m", path, "-ngl", "99", "-r", str(max(self.plan.runs, 2)), "-o", "json"] + extra, env=env, timeout=600)
         if code != 0:
             raise RuntimeError(f"llama-bench: {err.strip()[-400:]}")
         rows = json.loads(out)
@@ -255,7 +283,9 @@ class Pack:
         lines.append(f"tpsmeter: {m.get('tpsmeter')}; models are synthetic (real shapes and types, random weights)")
         lines.append("")
         head = f"{'model':<20}" + "".join(f"{'ours tg@' + str(c):>12}" for c in self.plan.contexts) + f"{'ours pp' + str(self.plan.prefill):>12}"
-        head += "".join(f"{'cuda tg@' + str(c):>12}" for c in self.plan.contexts) + f"{'cuda pp':>10}" + f"{'tg@' + str(self.plan.contexts[0]) + ' ours/cuda':>18}"
+        head += "".join(f"{'cuda tg@' + str(c):>12}" for c in self.plan.contexts) + f"{'cuda pp':>10}"
+        head += "".join(f"{'vk tg@' + str(c):>12}" for c in self.plan.contexts) + f"{'vk pp':>10}"
+        head += f"{'tg@' + str(self.plan.contexts[0]) + ' ours/cuda':>18}{'ours/vk':>9}"
         lines.append(head)
         for key in self.files:
             o = self.ours_results.get(key)
@@ -267,8 +297,12 @@ class Pack:
             row += f"{f(o['prefill']['prefill_tps']):>12}"
             row += "".join(f"{f((c.get('decode_tps') or {}).get(ctx)):>12}" for ctx in self.plan.contexts)
             row += f"{f(c.get('prefill_tps')):>10}"
+            v = self.llama_vk.get(key, {})
+            row += "".join(f"{f((v.get('decode_tps') or {}).get(ctx)):>12}" for ctx in self.plan.contexts)
+            row += f"{f(v.get('prefill_tps')):>10}"
             first = self.plan.contexts[0]
             row += f"{f(ratio(o['contexts'][first]['decode_tps'], (c.get('decode_tps') or {}).get(first)), 2):>18}"
+            row += f"{f(ratio(o['contexts'][first]['decode_tps'], (v.get('decode_tps') or {}).get(first)), 2):>9}"
             lines.append(row)
         lines.append("")
         lines.append("steps in flight (ours, decode tok/s at context %d; host wait ms per token; encode ms per token):" % self.plan.contexts[0])
@@ -295,6 +329,7 @@ class Pack:
             "steps": self.steps,
             "ours": {f"{k[0]}:{k[1]}": v for k, v in self.ours_results.items()},
             "llama_cuda": {f"{k[0]}:{k[1]}": v for k, v in self.llama.items()},
+            "llama_vulkan": {f"{k[0]}:{k[1]}": v for k, v in self.llama_vk.items()},
             "synthetic": True,
         }
         with open(os.path.join(self.out, "results.json"), "w") as fh:
@@ -305,6 +340,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="short runs: two models, contexts 64 and 512, K 1 and 2 (for a software adapter)")
     ap.add_argument("--skip-cuda", action="store_true", help="do not build llama.cpp's CUDA backend")
+    ap.add_argument("--pack-loader", action="store_true", help="use the pack's Vulkan loader even where the machine has one")
     ap.add_argument("--out", default=os.path.join(HERE, "results"), help="where results and the work files go")
     args = ap.parse_args()
     t0 = time.time()
@@ -313,8 +349,10 @@ def main():
     p.step("synthetic models", p.models)
     p.step("our engine (Vulkan)", p.our_engine)
     p.step("llama.cpp CUDA", p.llama_cuda)
+    p.step("llama.cpp Vulkan", p.llama_vulkan)
     p.ours_results = getattr(p, "ours_results", {})
     p.llama = getattr(p, "llama", {})
+    p.llama_vk = getattr(p, "llama_vk", {})
     p.files = getattr(p, "files", {})
     p.step("table", p.table)
     log(f"done in {time.time() - t0:.0f} s; results in {p.out}")

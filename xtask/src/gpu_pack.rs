@@ -12,13 +12,16 @@
 //! - `src/llama.cpp.tar.xz`: llama.cpp's source from the same sdist as every other llama.cpp
 //!   build here, pruned to what `llama-bench` with the CPU and CUDA backends needs (no docs,
 //!   models, tests, examples or other backends), built there for that GPU's architecture only;
+//! - `bin/llama-bench-vulkan.xz`: llama.cpp's Vulkan `llama-bench`, where `cargo xtask
+//!   llama-vulkan` built one here (static ggml; it needs the machine's libstdc++);
 //! - `run.py` (`xtask/gpu-pack/run.py`), the one command, standard library only;
 //!   `README.txt` and `MANIFEST.json` (files, sizes, SHA-256, the commit).
 //!
 //! Refused above [`LIMIT`] bytes. `--check` proves it offline here: the pack copied into an
 //! empty folder and run there (`run.py --quick`) in a network namespace of its own (`unshare
-//! -n`), with a `PATH` holding python3 only (no cargo, Node or nvcc), on lavapipe; the run
-//! must measure our engine and report the CUDA step as skipped.
+//! -n`), with a `PATH` holding python3 only (no cargo, Node or nvcc), on lavapipe, through
+//! the pack's own Vulkan loader; the run must measure our engine (and llama.cpp's Vulkan
+//! backend where the pack carries it) and report the CUDA step as skipped.
 
 use crate::assets::{self, LLAMA_DIR, cache_dir};
 use crate::sh::{self, repo_root};
@@ -104,6 +107,24 @@ fn build(pack: &Path) -> Result<()> {
             .arg(target.join("release").join("tpsmeter")),
     )?;
     sh::run(Command::new("xz").args(["-9e", "-T0", "-f"]).arg(&stripped))?;
+
+    // llama.cpp's Vulkan llama-bench, where `cargo xtask llama-vulkan` built one here.
+    let vulkan = crate::llama_vulkan::bin_dir().join("llama-bench");
+    if vulkan.exists() {
+        let to = pack.join("bin").join("llama-bench-vulkan");
+        sh::run(
+            Command::new("strip")
+                .arg("--strip-all")
+                .arg("-o")
+                .arg(&to)
+                .arg(&vulkan),
+        )?;
+        sh::run(Command::new("xz").args(["-9e", "-T0", "-f"]).arg(&to))?;
+    } else {
+        println!(
+            "gpu-pack: no Vulkan llama-bench in the cache (cargo xtask llama-vulkan): the pack runs llama.cpp's CUDA backend only"
+        );
+    }
 
     // The Vulkan loader.
     let loader = vulkan_loader()?;
@@ -275,6 +296,7 @@ fn check_offline(pack: &Path, dir: &Path) -> Result<()> {
         .arg("python3")
         .arg(copy.join("run.py"))
         .arg("--quick")
+        .arg("--pack-loader")
         .arg("--out")
         .arg(&results)
         .status()
@@ -294,6 +316,17 @@ fn check_offline(pack: &Path, dir: &Path) -> Result<()> {
         cuda.starts_with("skipped"),
         "the CUDA step should be skipped here: {cuda:?}"
     );
+    // The pack's own Vulkan loader ran our engine (the machine's is not used).
+    let loader = doc["machine"]["vulkan_loader"].as_str().unwrap_or_default();
+    ensure!(loader.starts_with("the pack's"), "loader: {loader:?}");
+    if pack.join("bin/llama-bench-vulkan.xz").exists() {
+        let vk = steps
+            .iter()
+            .find(|s| s["step"] == "llama.cpp Vulkan")
+            .and_then(|s| s["status"].as_str())
+            .unwrap_or_default();
+        ensure!(!vk.starts_with("failed") && !vk.starts_with("skipped"), "llama.cpp Vulkan: {vk}");
+    }
     let ours = doc["ours"].as_object().cloned().unwrap_or_default();
     ensure!(!ours.is_empty(), "the offline run measured no model");
     for (model, r) in &ours {
