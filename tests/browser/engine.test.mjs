@@ -47,7 +47,20 @@ test('createEngine: SmolLM2 in a Worker on WebGPU gives the native greedy tokens
       const forced = [];
       for (const [i, prompt] of forcedPrompts.entries()) forced.push(await engine.teacherForced(prompt, forcedNative[i]));
       await engine.dispose();
-      return { name: engine.name, info: engine.info, progress, runs, chat, forced };
+      // A synthetic model (SmolLM2's shapes, random weights) built in the Worker, one decode
+      // step at a time and with two in flight: the same ids.
+      const synthetic = [];
+      for (const inFlight of [1, 2]) {
+        const e = await createEngine({ model: { synthetic: 'SmolLM2-135M:Q4_1', seed: 3 }, backend: 'webgpu', inFlight });
+        const r = await e.completions.create({ prompt: 'synthetic', max_tokens: 12, temperature: 0, ignore_eos: true });
+        synthetic.push({ name: e.name, info: e.info, tokens: r.timings.tokens, cost: r.timings.perTokenCost });
+        await e.dispose();
+      }
+      const badSynthetic = await createEngine({ model: { synthetic: 'GPT-9' }, backend: 'webgpu' }).then(
+        () => 'resolved',
+        (e) => `${e.name}: ${e.message}`,
+      );
+      return { name: engine.name, info: engine.info, progress, runs, chat, forced, synthetic, badSynthetic };
     },
     { url: `/models/${path.basename(model)}`, prompts: PROMPTS, maxTokens: MAX_TOKENS, forcedPrompts: FORCED_PROMPTS, forcedNative },
   );
@@ -75,7 +88,11 @@ test('createEngine: SmolLM2 in a Worker on WebGPU gives the native greedy tokens
     assert.equal(c.passes, 1);
     assert.equal(c.submits, 1);
     assert.equal(c.bytesRead, 4);
-    assert.equal(c.bytesWritten, 12, 'position pair and token id');
+    // The position pair, and the token id on the steps the Worker starts itself; a chained
+    // step (out.info.inFlight of them in flight) takes its id from the sampler on the GPU.
+    assert.ok(c.bytesWritten >= 8 && c.bytesWritten <= 12, JSON.stringify(c));
+    assert.ok(c.inFlight >= 1 && c.inFlight <= out.info.inFlight, JSON.stringify(c));
+    assert.ok(c.hostWaitMs >= 0, JSON.stringify(c));
     assert.equal(c.bindGroupChanges, c.dispatches);
     assert.ok(c.pipelineChanges >= 1 && c.pipelineChanges <= c.dispatches, JSON.stringify(c));
     assert.ok(c.encodeMs > 0 && c.encodeMs < 10_000, JSON.stringify(c));
@@ -88,6 +105,17 @@ test('createEngine: SmolLM2 in a Worker on WebGPU gives the native greedy tokens
   assert.equal(out.chat.object, 'chat.completion');
   assert.ok(out.chat.choices[0].message.content.length > 0);
   assertForced(t, out.forced, forcedNative);
+  assert.equal(out.info.inFlight, 2, 'SwiftShader runs apart from the Worker: two decode steps in flight by default');
+  assert.equal(out.info.synthetic, false);
+  const [one, two] = out.synthetic;
+  assert.match(one.name, /^synthetic SmolLM2-135M:Q4_1/);
+  assert.equal(one.info.synthetic, true);
+  assert.deepEqual([one.info.inFlight, two.info.inFlight], [1, 2]);
+  assert.equal(one.tokens.length, 12);
+  assert.deepEqual(two.tokens, one.tokens, 'chained decode gives the ids one step at a time gives');
+  assert.equal(one.cost.inFlight, 1);
+  assert.ok(two.cost.inFlight > 1.5, JSON.stringify(two.cost));
+  assert.match(out.badSynthetic, /^InvalidRequest: synthetic: no synthetic model "GPT-9"/);
   await assertClean(page);
 });
 

@@ -325,7 +325,10 @@ fn check_offline(pack: &Path, dir: &Path) -> Result<()> {
             .find(|s| s["step"] == "llama.cpp Vulkan")
             .and_then(|s| s["status"].as_str())
             .unwrap_or_default();
-        ensure!(!vk.starts_with("failed") && !vk.starts_with("skipped"), "llama.cpp Vulkan: {vk}");
+        ensure!(
+            !vk.starts_with("failed") && !vk.starts_with("skipped"),
+            "llama.cpp Vulkan: {vk}"
+        );
     }
     let ours = doc["ours"].as_object().cloned().unwrap_or_default();
     ensure!(!ours.is_empty(), "the offline run measured no model");

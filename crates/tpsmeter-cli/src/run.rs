@@ -201,7 +201,6 @@ pub fn load_engine_with(
 /// Runs `tpsmeter run`.
 pub fn run(args: RunArgs) -> anyhow::Result<Status> {
     let (bytes, path) = model_bytes(&args)?;
-    let synthetic = args.synthetic.is_some();
     let opts = ModelOptions {
         max_context: args.context,
         ..Default::default()
@@ -214,6 +213,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
                 engine.model_mut().set_in_flight(usize::from(k));
             }
             let in_flight = engine.model().in_flight();
+            let synthetic = engine.is_synthetic();
             let prompt = prompt_ids(&engine, &args)?;
             warm_up(&mut engine, &args, &prompt)?;
             let mark = engine.model().cost_mark();
@@ -258,6 +258,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
             let mut engine: Engine<CpuModel> = Engine::load_cpu(&bytes, &opts, cpu)
                 .with_context(|| format!("loading {}", path.display()))?;
             drop(bytes);
+            let synthetic = engine.is_synthetic();
             let prompt = prompt_ids(&engine, &args)?;
             warm_up(&mut engine, &args, &prompt)?;
             let g = measure(&mut engine, &args, &prompt)?;

@@ -4,19 +4,23 @@
 
 import { EngineError } from './error.js';
 import { packageFile } from '../load.js';
-import type { BackendChoice, FromWorker, LoadProgress, ToWorker } from './protocol.js';
+import type { BackendChoice, FromWorker, LoadProgress, SyntheticModel, ToWorker } from './protocol.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest, Completion, CompletionChunk, CompletionRequest, EngineInfo, ForcedStep, GenerateResult, LocalTimings, ProbeReport, RawStepCost, StepCost } from './types.js';
 import type { CachedModel } from './cache.js';
 
-export type { BackendChoice, LoadProgress } from './protocol.js';
+export type { BackendChoice, LoadProgress, SyntheticModel } from './protocol.js';
 export { cacheEstimate, deleteCachedModel, listCachedModels, type CachedModel } from './cache.js';
 export { EngineError } from './error.js';
 export { wasmSimdSupported } from './simd.js';
 export type * from './types.js';
 
 export interface CreateEngineOptions {
-  /** The GGUF file: a URL, or a `File` / `Blob` the user picked. */
-  model: string | URL | Blob;
+  /**
+   * The GGUF file: a URL, or a `File` / `Blob` the user picked; or `{ synthetic:
+   * 'SmolLM2-135M:Q4_1' }`, a real model's shapes with random weights built in the Worker,
+   * to measure its speed without downloading it (its text is noise; `info.synthetic`).
+   */
+  model: string | URL | Blob | SyntheticModel;
   /** Download progress (bytes, total, percent, rate, ETA), about every 100 ms. */
   onProgress?: (p: LoadProgress) => void;
   /** Cancels the download; the promise rejects with an `AbortError`. */
@@ -212,6 +216,9 @@ export class LocalEngine {
   /** @internal */
   async load(o: CreateEngineOptions): Promise<void> {
     const model = o.model instanceof URL ? o.model.href : typeof o.model === 'string' ? new URL(o.model, location.href).href : o.model;
+    if (typeof model === 'object' && !(model instanceof Blob) && (typeof model.synthetic !== 'string' || (model.seed !== undefined && !(Number.isInteger(model.seed) && model.seed >= 0 && model.seed < 2 ** 32)))) {
+      throw new EngineError('InvalidRequest', 'model must be a URL, a Blob, or { synthetic: "NAME[:QUANT]", seed? } with a whole seed below 2^32');
+    }
     if (o.sha256 !== undefined && !/^[0-9a-f]{64}$/i.test(o.sha256)) {
       throw new EngineError('InvalidRequest', 'sha256 must be 64 hexadecimal digits');
     }

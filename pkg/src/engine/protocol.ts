@@ -3,7 +3,20 @@
 // `progress` or `token` messages for that id.
 
 /** Where the model comes from. */
-export type ModelSource = string | Blob;
+/**
+ * A synthetic model instead of a file: a real model's exact shapes and tensor types with
+ * seeded random weights, built in the engine's Worker (`NAME[:QUANT]`, e.g.
+ * `SmolLM2-135M:Q4_1`; names: SmolLM2-135M, Gemma-3-270M, SmolLM2-360M, Qwen2.5-0.5B,
+ * Llama-3.2-1B, Qwen2.5-1.5B; QUANT: Q4_0, Q4_1 (default), Q8_0, F16). Its speed is the real
+ * model's and its text is noise; `info.synthetic` is true.
+ */
+export interface SyntheticModel {
+  synthetic: string;
+  /** Seed of the weights (default 1). */
+  seed?: number;
+}
+
+export type ModelSource = string | Blob | SyntheticModel;
 
 /** Which backend runs the model: `auto` picks WebGPU on a hardware adapter, else the CPU. */
 export type BackendChoice = 'auto' | 'webgpu' | 'cpu';

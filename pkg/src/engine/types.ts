@@ -189,6 +189,8 @@ interface EngineInfoBase {
   /** Weight bytes one decoded token reads. */
   weightBytesPerToken: number;
   vocabSize: number;
+  /** A synthetic model (random weights): its speed is the real model's, its text noise. */
+  synthetic: boolean;
 }
 
 /** `engine.info` on WebGPU. */

@@ -308,7 +308,7 @@ async function unreachable(url: string, signal: AbortSignal, e: unknown): Promis
 }
 
 /** The bytes of `model` as a stream, with its size when known. */
-async function open(model: ModelSource, signal: AbortSignal): Promise<{ stream: ReadableStream<Uint8Array>; total?: number }> {
+async function open(model: string | Blob, signal: AbortSignal): Promise<{ stream: ReadableStream<Uint8Array>; total?: number }> {
   if (typeof model !== 'string') return { stream: model.stream(), total: model.size };
   let res: Response;
   try {
@@ -353,14 +353,23 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
     throw e;
   }
   const { loader } = chosen;
+  // A synthetic model is built here, in the loader's own module.
+  let model: string | Blob;
+  try {
+    model = typeof msg.model === 'string' || msg.model instanceof Blob ? msg.model : new Blob([loader.synthesize(msg.model.synthetic, msg.model.seed ?? 1) as Uint8Array<ArrayBuffer>]);
+  } catch (e) {
+    loadAbort = undefined;
+    freeLoader(loader);
+    throw e;
+  }
   // URLs are cached; a File or Blob is already on this machine.
-  const sourceUrl = msg.cache && typeof msg.model === 'string' ? msg.model : undefined;
+  const sourceUrl = msg.cache && typeof model === 'string' ? model : undefined;
   let writer: CacheWriter | undefined;
   let hit: Awaited<ReturnType<typeof openCached>> = undefined;
   try {
     hit = sourceUrl ? await openCached(sourceUrl, msg.sha256) : undefined;
     const fromCache = hit !== undefined;
-    const { stream, total } = hit ? { stream: hit.stream, total: hit.manifest.size } : await open(msg.model, signal);
+    const { stream, total } = hit ? { stream: hit.stream, total: hit.manifest.size } : await open(model, signal);
     // A cached copy must still hold the bytes its manifest recorded; a pinned model, its pin.
     loader.expect({ size: total, sha256: msg.sha256 ?? hit?.manifest.sha256 });
     if (sourceUrl && !hit) writer = await beginCacheWrite(sourceUrl, total);

@@ -47,6 +47,8 @@ pub(crate) struct Prepared {
     pub(crate) tokenizer: Tokenizer,
     pub(crate) chat: Option<ChatTemplate>,
     pub(crate) name: String,
+    /// The file says it is a synthetic model (`crate::synthetic`): random weights.
+    pub(crate) synthetic: bool,
 }
 
 /// What the parser's events build up.
@@ -190,13 +192,9 @@ impl<T: LoadTarget> EngineLoader<T> {
         }
         let model = target.build(staged, p.cfg, &opts)?;
         let sha256 = sha256.map(|d| hex(&d));
-        Ok(Engine::from_parts(
-            p.tokenizer,
-            p.chat,
-            model,
-            p.name,
-            sha256,
-        ))
+        let mut engine = Engine::from_parts(p.tokenizer, p.chat, model, p.name, sha256);
+        engine.set_synthetic(p.synthetic);
+        Ok(engine)
     }
 }
 
@@ -254,6 +252,7 @@ pub(crate) fn describe(header: &GgufHeader) -> Result<Prepared> {
         tokenizer,
         chat,
         name,
+        synthetic: crate::synthetic::is_synthetic(&header.metadata),
     })
 }
 

@@ -75,6 +75,7 @@ pub struct Engine<M = GpuModel> {
     generator: Generator<M>,
     name: String,
     sha256: Option<String>,
+    synthetic: bool,
 }
 
 impl<M: Backend> Engine<M> {
@@ -94,7 +95,18 @@ impl<M: Backend> Engine<M> {
             generator: Generator::new(model),
             name,
             sha256,
+            synthetic: false,
         }
+    }
+
+    /// Whether the model is synthetic (`crate::synthetic`: a real model's shapes with random
+    /// weights): its speed is the real model's, its text noise, and reports must say so.
+    pub fn is_synthetic(&self) -> bool {
+        self.synthetic
+    }
+
+    pub(crate) fn set_synthetic(&mut self, synthetic: bool) {
+        self.synthetic = synthetic;
     }
 
     /// `general.name` of the file.

@@ -96,6 +96,7 @@ impl Loaded {
                     "dispatchesPerToken": model.dispatches_per_token(),
                     "inFlight": model.in_flight(),
                     "vocabSize": vocab,
+                    "synthetic": e.is_synthetic(),
                 })
             }
             #[cfg(feature = "cpu")]
@@ -110,6 +111,7 @@ impl Loaded {
                     "weightBytesPerToken": model.weight_bytes_per_token(),
                     "residentBytes": model.resident_bytes(),
                     "vocabSize": vocab,
+                    "synthetic": e.is_synthetic(),
                 })
             }
         }

@@ -171,6 +171,15 @@ impl JsEngineLoader {
         })
     }
 
+    /// The bytes of a synthetic model `NAME[:QUANT]` with weights from `seed` (a real model's
+    /// exact shapes and tensor types, random weights: `tpsmeter_gpu::synthetic`), for this
+    /// loader to be pushed: to measure a model's speed without downloading it, and for
+    /// tests. Its text is noise, and `info.synthetic` says so.
+    pub fn synthesize(&self, spec: &str, seed: u32) -> Result<Vec<u8>, JsValue> {
+        let spec = tpsmeter_gpu::synthetic::SyntheticSpec::parse(spec).map_err(gpu_err)?;
+        spec.build(u64::from(seed)).map_err(gpu_err)
+    }
+
     /// What the file must satisfy, before the first `push`: `{ size?, sha256? }` (its
     /// length when known, and the SHA-256 it must have).
     pub fn expect(&mut self, options: JsValue) -> Result<(), JsValue> {
@@ -279,6 +288,7 @@ async fn gpu_target(opts: &LoaderOptions) -> Result<GpuTarget, JsValue> {
         adapter_name: None,
         profile: parse_profile(opts.profile.as_deref())?,
         disable_f16: opts.disable_f16.unwrap_or(false),
+        max_binding: None,
     })
     .await
     .map_err(gpu_err)?;
@@ -309,6 +319,7 @@ pub async fn probe_adapter(options: JsValue) -> Result<String, JsValue> {
         adapter_name: None,
         profile: parse_profile(opts.profile.as_deref())?,
         disable_f16: false,
+        max_binding: None,
     })
     .await
     .map_err(gpu_err)?;
