@@ -15,7 +15,8 @@
 //! `TPSMETER_BENCH_DECODE` (default 32) the tokens timed per decode run, and
 //! `TPSMETER_BENCH_PROFILE=gpu` forces the Gpu profile's kernels on any adapter, and
 //! `TPSMETER_BENCH_KV_F32=1` loads the model with the exact f32 KV cache instead of the
-//! f16 one (CPU-type adapters), for an A/B of the two.
+//! f16 one (CPU-type adapters), for an A/B of the two. `TPSMETER_SYNTHETIC=NAME[:QUANT]`
+//! benchmarks a synthetic model instead of a file (`tpsmeter_gpu::synthetic`).
 #![allow(clippy::unwrap_used)]
 
 #[cfg(target_arch = "wasm32")]
@@ -76,13 +77,30 @@ mod native {
     }
 
     pub fn main() {
-        let Some(path) = std::env::var_os("TPSMETER_MODEL") else {
-            eprintln!("TPSMETER_MODEL is not set: nothing to benchmark");
-            return;
+        // TPSMETER_SYNTHETIC=NAME[:QUANT] measures a synthetic model (a real model's shapes
+        // and tensor types, random weights) instead of a file: written to a temporary file
+        // so that llama.cpp runs the same bytes.
+        let (path, bytes) = if let Ok(spec) = std::env::var("TPSMETER_SYNTHETIC") {
+            let spec = tpsmeter_gpu::synthetic::SyntheticSpec::parse(&spec).unwrap();
+            let bytes = spec.build(1).unwrap();
+            let path = std::env::temp_dir().join(format!(
+                "tpsmeter-bench-{}.synthetic.gguf",
+                spec.label().replace(':', ".")
+            ));
+            std::fs::write(&path, &bytes).unwrap();
+            (path.into_os_string(), bytes)
+        } else {
+            let Some(path) = std::env::var_os("TPSMETER_MODEL") else {
+                eprintln!(
+                    "TPSMETER_MODEL (or TPSMETER_SYNTHETIC) is not set: nothing to benchmark"
+                );
+                return;
+            };
+            let bytes = std::fs::read(&path).unwrap();
+            (path, bytes)
         };
         let runs = env_usize("TPSMETER_BENCH_RUNS", 5).max(1);
         let n_decode = env_usize("TPSMETER_BENCH_DECODE", 32).max(2);
-        let bytes = std::fs::read(&path).unwrap();
         let file = GgufFile::parse(&bytes).unwrap();
         let quantized: u64 = file.header.tensors.iter().map(|t| t.n_bytes).sum();
 
