@@ -307,11 +307,15 @@ fn check_offline(pack: &Path, dir: &Path) -> Result<()> {
     )?;
     ensure!(status.success(), "the offline run failed ({status})");
     let steps = doc["steps"].as_array().cloned().unwrap_or_default();
-    let cuda = steps
-        .iter()
-        .find(|s| s["step"] == "llama.cpp CUDA")
-        .and_then(|s| s["status"].as_str())
-        .unwrap_or_default();
+    let status = |name: &str| -> String {
+        steps
+            .iter()
+            .find(|s| s["step"] == name)
+            .and_then(|s| s["status"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let cuda = status("llama.cpp CUDA");
     ensure!(
         cuda.starts_with("skipped"),
         "the CUDA step should be skipped here: {cuda:?}"
@@ -320,11 +324,7 @@ fn check_offline(pack: &Path, dir: &Path) -> Result<()> {
     let loader = doc["machine"]["vulkan_loader"].as_str().unwrap_or_default();
     ensure!(loader.starts_with("the pack's"), "loader: {loader:?}");
     if pack.join("bin/llama-bench-vulkan.xz").exists() {
-        let vk = steps
-            .iter()
-            .find(|s| s["step"] == "llama.cpp Vulkan")
-            .and_then(|s| s["status"].as_str())
-            .unwrap_or_default();
+        let vk = status("llama.cpp Vulkan");
         ensure!(
             !vk.starts_with("failed") && !vk.starts_with("skipped"),
             "llama.cpp Vulkan: {vk}"

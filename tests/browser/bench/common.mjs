@@ -92,6 +92,22 @@ export function loadAverage() {
   }
 }
 
+/** Median of the finite values (the mean of the middle two for an even count); NaN for none. */
+export function median(values) {
+  const s = values.filter(Number.isFinite).sort((a, b) => a - b);
+  return s.length ? (s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : NaN;
+}
+
+/** The SmolLM2 GGUF at `TPSMETER_MODEL`, or exit 2 saying how to get it. */
+export function benchModel() {
+  const model = process.env.TPSMETER_MODEL;
+  if (!model || !fs.existsSync(model)) {
+    console.error('set TPSMETER_MODEL to SmolLM2-135M-Instruct.Q4_1.gguf (cargo xtask setup caches it)');
+    process.exit(2);
+  }
+  return model;
+}
+
 /** Nearest-rank percentile (as the Rust benchmarks), of a copy. */
 export function pct(values, p) {
   if (!values.length) return NaN;

@@ -15,21 +15,13 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { REPO_ROOT, isolatedPage, loadAverage, log } from './common.mjs';
+import { REPO_ROOT, benchModel, isolatedPage, loadAverage, log, median } from './common.mjs';
 
 const rounds = Number(process.argv[2] ?? 5);
 const depths = (process.argv[3] ?? '1,2,3').split(',').map(Number);
-const model = process.env.TPSMETER_MODEL;
-if (!model || !fs.existsSync(model)) {
-  console.error('set TPSMETER_MODEL to SmolLM2-135M-Instruct.Q4_1.gguf (cargo xtask setup caches it)');
-  process.exit(2);
-}
+const model = benchModel();
 const targetDir = process.env.CARGO_TARGET_DIR ?? path.join(REPO_ROOT, 'target');
 const cli = process.env.TPSMETER_CLI_RELEASE ?? path.join(targetDir, 'release', 'tpsmeter');
-const median = (v) => {
-  const s = v.filter(Number.isFinite).sort((a, b) => a - b);
-  return s.length ? (s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : NaN;
-};
 const words = (salt) => `Round ${salt} ${'the sea and the sky '.repeat(13)}`.split(' ').slice(0, 64).join(' ');
 
 const loadStart = loadAverage();

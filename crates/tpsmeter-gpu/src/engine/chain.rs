@@ -26,7 +26,7 @@ use crate::gpu::context::GpuContext;
 use crate::kernels::positions;
 
 use super::cost::Phase;
-use super::model::{GpuModel, decode_graph, record, write};
+use super::model::{GpuModel, write};
 use super::readback::{TOKEN_BYTES, TokenReadback};
 
 /// Most decode steps one sequence keeps submitted and unread.
@@ -161,16 +161,7 @@ impl GpuModel {
             0,
             TOKEN_BYTES,
         );
-        let sample = [self.sampler.dispatch().clone()];
-        record(
-            &mut self.stats,
-            &mut enc,
-            &[
-                decode_graph(&self.decode, self.decode_short.as_deref(), position),
-                &self.head,
-                &sample,
-            ],
-        );
+        self.record_token(&mut enc, position);
         let ring = self.chain.next % MAX_IN_FLIGHT;
         self.chain.next = self.chain.next.wrapping_add(1);
         self.chain.ring[ring].encode(&mut enc, &self.sampler.token);

@@ -350,6 +350,21 @@ impl GpuModel {
         Ok(())
     }
 
+    /// Records one decode token at `position`: the layers, the output head and the sampler,
+    /// in one pass.
+    pub(super) fn record_token(&mut self, enc: &mut wgpu::CommandEncoder, position: usize) {
+        let sample = [self.sampler.dispatch().clone()];
+        record(
+            &mut self.stats,
+            enc,
+            &[
+                decode_graph(&self.decode, self.decode_short.as_deref(), position),
+                &self.head,
+                &sample,
+            ],
+        );
+    }
+
     pub(super) fn record(&mut self, enc: &mut wgpu::CommandEncoder, dispatches: &[&[Dispatch]]) {
         record(&mut self.stats, enc, dispatches);
     }
@@ -374,16 +389,7 @@ impl GpuModel {
                 bytemuck::cast_slice(tokens),
             );
             let mut enc = self.ctx.encoder("decode");
-            let sample = [self.sampler.dispatch().clone()];
-            record(
-                &mut self.stats,
-                &mut enc,
-                &[
-                    decode_graph(&self.decode, self.decode_short.as_deref(), start),
-                    &self.head,
-                    &sample,
-                ],
-            );
+            self.record_token(&mut enc, start);
             self.readback.encode(&mut enc, &self.sampler.token);
             let index = self.ctx.submit(enc);
             self.chain.push_main(index, Phase::Decode);

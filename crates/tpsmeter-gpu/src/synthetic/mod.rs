@@ -145,33 +145,11 @@ impl SyntheticSpec {
                 0.0,
             )?;
             w.tensor_f32(&n("ffn_norm.weight"), &[e], &ones(e))?;
-            matrix(
-                &mut w,
-                &mut rng,
-                &n("ffn_gate.weight"),
-                e,
-                ff,
-                self.quant,
-                0.0,
-            )?;
-            matrix(
-                &mut w,
-                &mut rng,
-                &n("ffn_up.weight"),
-                e,
-                ff,
-                self.quant,
-                0.0,
-            )?;
-            matrix(
-                &mut w,
-                &mut rng,
-                &n("ffn_down.weight"),
-                ff,
-                e,
-                self.quant,
-                0.0,
-            )?;
+            for (name, cols, rows) in [("ffn_gate", e, ff), ("ffn_up", e, ff), ("ffn_down", ff, e)]
+            {
+                let name = n(&format!("{name}.weight"));
+                matrix(&mut w, &mut rng, &name, cols, rows, self.quant, 0.0)?;
+            }
         }
         w.tensor_f32("output_norm.weight", &[e], &ones(e))?;
         Ok(w.to_bytes())
