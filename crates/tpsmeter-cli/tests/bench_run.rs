@@ -342,7 +342,9 @@ async fn basic_auth_the_server_echoes_reaches_no_output() {
     const URL_KEY: &str = "sk-basic-4f%2F9a%2Bc1%3De5b7d3Xq";
     // What goes out: the URL's userinfo decoded, then base64.
     let basic = base64(format!("{USER}:{KEY}").as_bytes());
-    let dir = temp_dir("echo-basic");
+    // Not "basic": the key holds "-basic-4", and the folder name ends in the process id,
+    // which the report's path prints (a run whose id began with 4 failed).
+    let dir = temp_dir("echo-auth");
     let emu = Emulator::start(EmulatorConfig {
         schedule: schedule(4),
         ..EmulatorConfig::default()
