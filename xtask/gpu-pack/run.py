@@ -234,15 +234,7 @@ class Pack:
         code, out, err = sh([cmake, "--build", build, "--target", "llama-bench", "-j", jobs], timeout=900)
         if code != 0:
             raise RuntimeError(f"cmake build: {(out + err).strip()[-600:]}")
-        bench = os.path.join(build, "bin", "llama-bench")
-        for key, path in self.files.items():
-            res = {}
-            pp = self.llama_bench(bench, path, ["-p", str(self.plan.prefill), "-n", "0"])
-            res["prefill_tps"] = pp.get((self.plan.prefill, 0, 0))
-            depths = ",".join(str(c) for c in self.plan.contexts)
-            tg = self.llama_bench(bench, path, ["-p", "0", "-n", str(self.plan.decode), "-d", depths])
-            res["decode_tps"] = {c: tg.get((0, self.plan.decode, c)) for c in self.plan.contexts}
-            self.llama[key] = res
+        self.llama = self.bench_files(os.path.join(build, "bin", "llama-bench"))
         return f"built for sm_{arch}; {len(self.llama)} models"
 
     # 4b. llama.cpp Vulkan, where the pack carries it.
@@ -256,15 +248,21 @@ class Pack:
             with lzma.open(packed) as src, open(bench, "wb") as dst:
                 shutil.copyfileobj(src, dst)
             os.chmod(bench, 0o755)
-        for key, path in self.files.items():
-            res = {}
-            pp = self.llama_bench(bench, path, ["-p", str(self.plan.prefill), "-n", "0"], env=self.env)
-            res["prefill_tps"] = pp.get((self.plan.prefill, 0, 0))
-            depths = ",".join(str(c) for c in self.plan.contexts)
-            tg = self.llama_bench(bench, path, ["-p", "0", "-n", str(self.plan.decode), "-d", depths], env=self.env)
-            res["decode_tps"] = {c: tg.get((0, self.plan.decode, c)) for c in self.plan.contexts}
-            self.llama_vk[key] = res
+        self.llama_vk = self.bench_files(bench, env=self.env)
         return f"{len(self.llama_vk)} models"
+
+    def bench_files(self, bench, env=None):
+        """`llama-bench` on every model file: prefill of the plan's length, decode at each context."""
+        out = {}
+        depths = ",".join(str(c) for c in self.plan.contexts)
+        for key, path in self.files.items():
+            pp = self.llama_bench(bench, path, ["-p", str(self.plan.prefill), "-n", "0"], env=env)
+            tg = self.llama_bench(bench, path, ["-p", "0", "-n", str(self.plan.decode), "-d", depths], env=env)
+            out[key] = {
+                "prefill_tps": pp.get((self.plan.prefill, 0, 0)),
+                "decode_tps": {c: tg.get((0, self.plan.decode, c)) for c in self.plan.contexts},
+            }
+        return out
 
     def llama_bench(self, bench, path, extra, env=None):
         code, out, err = sh([bench, "-m", path, "-ngl", "99", "-r", str(max(self.plan.runs, 2)), "-o", "json"] + extra, env=env, timeout=600)

@@ -98,28 +98,15 @@ fn build(pack: &Path) -> Result<()> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join("target"));
-    let stripped = pack.join("bin").join("tpsmeter");
-    sh::run(
-        Command::new("strip")
-            .arg("--strip-all")
-            .arg("-o")
-            .arg(&stripped)
-            .arg(target.join("release").join("tpsmeter")),
+    pack_binary(
+        &target.join("release").join("tpsmeter"),
+        &pack.join("bin").join("tpsmeter"),
     )?;
-    sh::run(Command::new("xz").args(["-9e", "-T0", "-f"]).arg(&stripped))?;
 
     // llama.cpp's Vulkan llama-bench, where `cargo xtask llama-vulkan` built one here.
     let vulkan = crate::llama_vulkan::bin_dir().join("llama-bench");
     if vulkan.exists() {
-        let to = pack.join("bin").join("llama-bench-vulkan");
-        sh::run(
-            Command::new("strip")
-                .arg("--strip-all")
-                .arg("-o")
-                .arg(&to)
-                .arg(&vulkan),
-        )?;
-        sh::run(Command::new("xz").args(["-9e", "-T0", "-f"]).arg(&to))?;
+        pack_binary(&vulkan, &pack.join("bin").join("llama-bench-vulkan"))?;
     } else {
         println!(
             "gpu-pack: no Vulkan llama-bench in the cache (cargo xtask llama-vulkan): the pack runs llama.cpp's CUDA backend only"
@@ -161,6 +148,18 @@ fn build(pack: &Path) -> Result<()> {
         "the pack is {size} bytes, over the limit of {LIMIT}"
     );
     Ok(())
+}
+
+/// `binary`, stripped, as `to.xz` (Python's `lzma` opens it on the machine).
+fn pack_binary(binary: &Path, to: &Path) -> Result<()> {
+    sh::run(
+        Command::new("strip")
+            .arg("--strip-all")
+            .arg("-o")
+            .arg(to)
+            .arg(binary),
+    )?;
+    sh::run(Command::new("xz").args(["-9e", "-T0", "-f"]).arg(to))
 }
 
 /// Debian's `libvulkan.so.1` (the `libvulkan1` package), downloaded once into the cache.

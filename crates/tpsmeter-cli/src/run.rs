@@ -213,7 +213,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
                 engine.model_mut().set_in_flight(usize::from(k));
             }
             let in_flight = engine.model().in_flight();
-            let synthetic = engine.is_synthetic();
             let prompt = prompt_ids(&engine, &args)?;
             warm_up(&mut engine, &args, &prompt)?;
             let mark = engine.model().cost_mark();
@@ -225,11 +224,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
             report(
                 &args,
                 engine.name(),
+                engine.is_synthetic(),
                 &g,
                 &info.name.clone(),
                 backend,
                 |out| {
-                    out["synthetic"] = synthetic.into();
                     // Which device and driver the figures are from (a GPU machine also lists
                     // lavapipe), and per decoded token and prompt chunk what the host did to
                     // run them (docs/performance.md).
@@ -258,7 +257,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
             let mut engine: Engine<CpuModel> = Engine::load_cpu(&bytes, &opts, cpu)
                 .with_context(|| format!("loading {}", path.display()))?;
             drop(bytes);
-            let synthetic = engine.is_synthetic();
             let prompt = prompt_ids(&engine, &args)?;
             warm_up(&mut engine, &args, &prompt)?;
             let g = measure(&mut engine, &args, &prompt)?;
@@ -271,9 +269,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
                 "why": why,
                 "resident_bytes": m.resident_bytes(),
             });
-            report(&args, engine.name(), &g, &label, backend, |out| {
-                out["synthetic"] = synthetic.into();
-            })?;
+            report(
+                &args,
+                engine.name(),
+                engine.is_synthetic(),
+                &g,
+                &label,
+                backend,
+                |_| {},
+            )?;
             if !args.json {
                 eprintln!("backend: {label}: {why}");
             }
@@ -385,10 +389,12 @@ fn measure<M: Backend>(
 }
 
 /// Prints the figures: one JSON document with `--json` (`extra` adds the backend's own
-/// fields), else a summary line on stderr after the streamed text.
+/// fields), else a summary line on stderr after the streamed text. A `synthetic` model (the
+/// file's mark, however it was made) is said to be one either way.
 fn report(
     args: &RunArgs,
     model: &str,
+    synthetic: bool,
     g: &Generation,
     on: &str,
     backend: serde_json::Value,
@@ -398,6 +404,7 @@ fn report(
     if args.json {
         let mut out = serde_json::json!({
             "model": model,
+            "synthetic": synthetic,
             "adapter": on,
             "backend": backend,
             "text": g.text,
@@ -409,7 +416,7 @@ fn report(
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         println!();
-        if args.synthetic.is_some() {
+        if synthetic {
             eprintln!(
                 "synthetic model: random weights, so the text is noise; the speed is the real model's"
             );

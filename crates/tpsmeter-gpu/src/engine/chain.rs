@@ -71,9 +71,6 @@ pub(super) struct Chain {
     ring: Vec<TokenReadback>,
     flight: VecDeque<Flight>,
     next: usize,
-    /// Chained steps whose input id has not been read yet: their positions lie past the
-    /// history.
-    unconfirmed: usize,
     /// Steps the generation loop keeps in flight (1: none chained).
     depth: usize,
 }
@@ -87,7 +84,6 @@ impl Chain {
                 .collect(),
             flight: VecDeque::with_capacity(MAX_IN_FLIGHT),
             next: 0,
-            unconfirmed: 0,
             depth,
         }
     }
@@ -104,6 +100,14 @@ impl Chain {
 
     pub(super) fn depth(&self) -> usize {
         self.depth
+    }
+
+    /// Chained steps whose input id has not been read yet (their positions lie past the
+    /// history): every chained step in flight but the oldest, whose input was read when the
+    /// step before it was.
+    fn unconfirmed(&self) -> usize {
+        let chained = self.flight.iter().filter(|f| f.chained).count();
+        chained - usize::from(self.flight.front().is_some_and(|f| f.chained))
     }
 }
 
@@ -137,7 +141,7 @@ impl GpuModel {
                 limit: MAX_IN_FLIGHT as u64,
             });
         }
-        let position = self.history.len() + self.chain.unconfirmed;
+        let position = self.history.len() + self.chain.unconfirmed();
         if position >= self.kv.max_ctx {
             return Err(GpuError::ContextFull {
                 position: position + 1,
@@ -175,7 +179,6 @@ impl GpuModel {
             chained: true,
             phase: Phase::Decode,
         });
-        self.chain.unconfirmed += 1;
         self.last_sampled = None;
         Ok(())
     }
@@ -185,7 +188,6 @@ impl GpuModel {
     pub fn discard_in_flight(&mut self) {
         if !self.chain.flight.is_empty() {
             self.chain.flight.clear();
-            self.chain.unconfirmed = 0;
             self.last_sampled = None;
         }
     }
@@ -219,10 +221,7 @@ impl GpuModel {
         self.cost.read_back_to(flight.phase, TOKEN_BYTES);
         match self.chain.flight.front() {
             // The step behind ran on this id: it is in the cache now.
-            Some(next) if next.chained => {
-                self.history.push(id);
-                self.chain.unconfirmed = self.chain.unconfirmed.saturating_sub(1);
-            }
+            Some(next) if next.chained => self.history.push(id),
             Some(_) => {}
             // The last step's id: a step the host submits with it continues the sequence.
             None => self.last_sampled = Some(id),

@@ -328,10 +328,7 @@ impl CostLog {
 
     /// `bytes` were read back for the step submitted last.
     pub fn read_back(&mut self, bytes: u64) {
-        match self.last {
-            Phase::Decode => self.decode.bytes_read += bytes,
-            Phase::Prefill => self.prefill.bytes_read += bytes,
-        }
+        self.read_back_to(self.last, bytes);
     }
 
     /// The host waited `ms` for a decoded token's id while `in_flight` steps (that one

@@ -105,14 +105,7 @@ impl WorkDone {
 
     async fn wait(self, ctx: &GpuContext) -> Result<()> {
         #[cfg(not(target_arch = "wasm32"))]
-        ctx.device
-            .poll(wgpu::PollType::Wait {
-                submission_index: Some(self.index),
-                timeout: None,
-            })
-            .map_err(|e| crate::error::GpuError::DeviceLost {
-                reason: e.to_string(),
-            })?;
+        ctx.wait_for(Some(&self.index))?;
         Done { state: self.state }.await;
         ctx.take_error()
     }

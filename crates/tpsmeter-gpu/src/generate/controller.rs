@@ -187,20 +187,12 @@ impl<M: TokenStep> Generator<M> {
                 self.cached.push(token);
                 continue;
             }
-            match self.advance(token, position, &mut ahead, depth, &seq, limit) {
-                Ok(()) => {}
-                Err(e) => {
-                    self.model.discard();
-                    return Err(e);
-                }
-            }
-            next = match self.model.read().await {
-                Ok(id) => id,
-                Err(e) => {
-                    self.model.discard();
-                    return Err(e);
-                }
+            let read = match self.advance(token, position, &mut ahead, depth, &seq, limit) {
+                Ok(()) => self.model.read().await,
+                Err(e) => Err(e),
             };
+            // A failed step leaves nothing in flight worth reading.
+            next = read.inspect_err(|_| self.model.discard())?;
         }
         let (flush, out) = seq.finish(clock());
         if let Some(event) = flush {

@@ -250,20 +250,7 @@ impl GpuContext {
         // Natively the callback runs inside poll; on the web it runs from the event loop
         // and the future below yields until then.
         #[cfg(not(target_arch = "wasm32"))]
-        match after {
-            None => self.wait()?,
-            Some(index) => {
-                self.device
-                    .poll(wgpu::PollType::Wait {
-                        submission_index: Some(index.clone()),
-                        timeout: None,
-                    })
-                    .map_err(|e| GpuError::DeviceLost {
-                        reason: e.to_string(),
-                    })?;
-                self.take_error()?;
-            }
-        }
+        self.wait_for(after)?;
         #[cfg(target_arch = "wasm32")]
         let _ = after;
         MapDone { state }

@@ -270,8 +270,19 @@ impl GpuContext {
     /// uncaptured errors as a typed error.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn wait(&self) -> Result<()> {
+        self.wait_for(None)
+    }
+
+    /// Native only: waits until submission `index` has run (all submitted work when
+    /// `None`), surfacing device loss or uncaptured errors as a typed error. Work queued
+    /// after `index` keeps running.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn wait_for(&self, index: Option<&wgpu::SubmissionIndex>) -> Result<()> {
         self.device
-            .poll(wgpu::PollType::wait_indefinitely())
+            .poll(wgpu::PollType::Wait {
+                submission_index: index.cloned(),
+                timeout: None,
+            })
             .map_err(|e| GpuError::DeviceLost {
                 reason: e.to_string(),
             })?;
