@@ -83,8 +83,9 @@ pub struct RunArgs {
     /// Keep generating past end-of-generation tokens, to exactly `--max-tokens` (benchmarks).
     #[arg(long)]
     pub ignore_eos: bool,
-    /// Generations run first and thrown away (their prompt cache too), so that the reported
-    /// one finds its pipelines compiled: a benchmark's warm figures from one process.
+    /// Generations run first and thrown away (their prompt cache too): a benchmark's
+    /// figures after caches and clocks have settled. The load compiles every pipeline
+    /// already, so the first answer needs none.
     #[arg(long, default_value_t = 0)]
     pub warmup: usize,
     /// GPU backend: decode steps kept submitted ahead of the id read back (1 ..= 4), each
@@ -170,6 +171,43 @@ impl RunFigures {
     }
 }
 
+/// Where a load spent its time, in milliseconds, and what its compilation made.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LoadFigures {
+    /// Reading the file (or building a synthetic model).
+    pub read_ms: f64,
+    /// Parsing it and uploading the weights (the GPU) or copying them (the CPU).
+    pub upload_ms: f64,
+    /// Preparing every graph and compiling its pipelines (0 on the CPU).
+    pub compile_ms: f64,
+    /// Running each pipeline once, so drivers that finish compiling at first use do so now.
+    pub prime_ms: f64,
+    pub pipelines: usize,
+    pub shader_modules: usize,
+    pub graphs: usize,
+}
+
+impl LoadFigures {
+    /// `read_ms`, and the rest from a load that took `load_ms` in all and compiled as
+    /// `report` says (`None`: compiled nothing).
+    fn new(
+        read_ms: f64,
+        load_ms: f64,
+        report: Option<tpsmeter_gpu::engine::CompileReport>,
+    ) -> Self {
+        let r = report.unwrap_or_default();
+        Self {
+            read_ms,
+            upload_ms: (load_ms - r.compile_ms - r.prime_ms).max(0.0),
+            compile_ms: r.compile_ms,
+            prime_ms: r.prime_ms,
+            pipelines: r.pipelines,
+            shader_modules: r.shader_modules,
+            graphs: r.graphs,
+        }
+    }
+}
+
 /// Opens the default (or named) adapter and loads the model at `path`.
 pub fn load_engine(path: &Path, context: usize, adapter: Option<String>) -> anyhow::Result<Engine> {
     let bytes = std::fs::read(path).with_context(|| format!("reading model {}", path.display()))?;
@@ -200,14 +238,22 @@ pub fn load_engine_with(
 
 /// Runs `tpsmeter run`.
 pub fn run(args: RunArgs) -> anyhow::Result<Status> {
+    let read = Instant::now();
     let (bytes, path) = model_bytes(&args)?;
+    let read_ms = read.elapsed().as_secs_f64() * 1e3;
     let opts = ModelOptions {
         max_context: args.context,
         ..Default::default()
     };
     match pick_backend(args.backend, args.adapter.clone())? {
         Picked::Gpu(ctx) => {
+            let loading = Instant::now();
             let mut engine = load_engine_with(&bytes, &path, opts, ctx)?;
+            let load = LoadFigures::new(
+                read_ms,
+                loading.elapsed().as_secs_f64() * 1e3,
+                engine.model().compile_report(),
+            );
             drop(bytes);
             if let Some(k) = args.in_flight {
                 engine.model_mut().set_in_flight(usize::from(k));
@@ -226,8 +272,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
                 engine.name(),
                 engine.is_synthetic(),
                 &g,
-                &info.name.clone(),
-                backend,
+                Ran {
+                    on: &info.name.clone(),
+                    backend,
+                    load: &load,
+                },
                 |out| {
                     // Which device and driver the figures are from (a GPU machine also lists
                     // lavapipe), and per decoded token and prompt chunk what the host did to
@@ -254,8 +303,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
                 portable: args.portable_kernels,
                 ..Default::default()
             };
+            let loading = Instant::now();
             let mut engine: Engine<CpuModel> = Engine::load_cpu(&bytes, &opts, cpu)
                 .with_context(|| format!("loading {}", path.display()))?;
+            let load = LoadFigures::new(read_ms, loading.elapsed().as_secs_f64() * 1e3, None);
             drop(bytes);
             let prompt = prompt_ids(&engine, &args)?;
             warm_up(&mut engine, &args, &prompt)?;
@@ -274,8 +325,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
                 engine.name(),
                 engine.is_synthetic(),
                 &g,
-                &label,
-                backend,
+                Ran {
+                    on: &label,
+                    backend,
+                    load: &load,
+                },
                 |_| {},
             )?;
             if !args.json {
@@ -388,6 +442,13 @@ fn measure<M: Backend>(
     )?)
 }
 
+/// Where a generation ran: the adapter or CPU in words, the backend's JSON, and the load.
+struct Ran<'a> {
+    on: &'a str,
+    backend: serde_json::Value,
+    load: &'a LoadFigures,
+}
+
 /// Prints the figures: one JSON document with `--json` (`extra` adds the backend's own
 /// fields), else a summary line on stderr after the streamed text. A `synthetic` model (the
 /// file's mark, however it was made) is said to be one either way.
@@ -396,10 +457,10 @@ fn report(
     model: &str,
     synthetic: bool,
     g: &Generation,
-    on: &str,
-    backend: serde_json::Value,
+    ran: Ran<'_>,
     extra: impl FnOnce(&mut serde_json::Value),
 ) -> anyhow::Result<()> {
+    let Ran { on, backend, load } = ran;
     let figures = RunFigures::from_generation(g);
     if args.json {
         let mut out = serde_json::json!({
@@ -411,6 +472,7 @@ fn report(
             "tokens": g.tokens,
             "stop": stop_name(g.stop),
             "figures": figures,
+            "load": load,
         });
         extra(&mut out);
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -434,6 +496,18 @@ fn report(
                 .mean_itl_s
                 .map_or("n/a".into(), |v| format!("{:.1}", v * 1e3)),
             stop_name(g.stop),
+        );
+        let compiled = if load.pipelines > 0 {
+            format!(
+                " | compile {:.0} ms ({} pipelines, {} graphs) + prime {:.0} ms",
+                load.compile_ms, load.pipelines, load.graphs, load.prime_ms
+            )
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "load: read {:.0} ms | upload {:.0} ms{compiled}",
+            load.read_ms, load.upload_ms
         );
     }
     Ok(())

@@ -67,6 +67,31 @@ fn the_cpu_backend_generates_and_says_how_it_ran() {
     assert_eq!(v["tokens"].as_array().unwrap().len(), 12);
     assert!(!v["text"].as_str().unwrap().trim().is_empty());
     assert!(v["figures"]["decode_tps"].as_f64().unwrap() > 0.0);
+    // The CPU compiles nothing.
+    assert!(v["load"]["upload_ms"].as_f64().unwrap() > 0.0, "{v}");
+    assert_eq!(v["load"]["pipelines"], 0);
+}
+
+#[test]
+fn the_gpu_backend_reports_its_load_phases() {
+    let Some([model]) = assets(
+        "the_gpu_backend_reports_its_load_phases",
+        ["TPSMETER_MODEL"],
+    ) else {
+        return;
+    };
+    let v = json(&run(
+        &model,
+        &["--backend", "gpu", "--max-tokens", "3", "--ignore-eos"],
+    ));
+    let load = &v["load"];
+    // Every pipeline is compiled by the load: the decode step's graph and one per
+    // prompt-chunk size.
+    assert!(load["pipelines"].as_u64().unwrap() > 10, "{load}");
+    assert_eq!(load["graphs"], 8, "{load}");
+    for phase in ["read_ms", "upload_ms", "compile_ms", "prime_ms"] {
+        assert!(load[phase].as_f64().unwrap() > 0.0, "{phase}: {load}");
+    }
 }
 
 #[test]

@@ -143,7 +143,7 @@ mod native {
                 "TTFT, first 64-token prompt",
                 cold * 1e3
             );
-            m.warm_prefill().unwrap();
+            m.compile_blocking(None).unwrap();
             let v: Vec<f64> = (0..runs).map(|_| 64.0 / prefill(&mut m, &ids)).collect();
             show("prefill, 64 tokens", &v, "tok/s");
             return;
@@ -260,7 +260,7 @@ mod native {
         println!("{:<34} {:>9.2} tok/s", "decode at context 64", cold_decode);
 
         println!("-- warm");
-        m.warm_prefill().unwrap();
+        m.compile_blocking(None).unwrap();
         let ttft: Vec<f64> = (0..runs).map(|_| prefill(m, &p64) * 1e3).collect();
         show("TTFT, 64-token prompt", &ttft, "ms");
         for n in [64, 512] {
@@ -284,8 +284,7 @@ mod native {
             ..Default::default()
         };
         let mut m = GpuModel::load(ctx.clone(), file, &opts).unwrap();
-        m.warm_prefill().unwrap();
-        m.warm_batches().unwrap();
+        m.compile_blocking(None).unwrap();
         let vocab = m.config().vocab_size;
         let greedy = SamplerConfig::default();
         println!("-- batched decode (slots of one cache, one step for all; context 64)");

@@ -43,6 +43,9 @@ pub enum GpuError {
     /// The device was lost (driver reset, out of memory on some platforms, tab backgrounded).
     #[error("GPU device lost: {reason}")]
     DeviceLost { reason: String },
+    /// The caller stopped the work (a load's compilation, through its progress callback).
+    #[error("{what} was cancelled")]
+    Cancelled { what: &'static str },
     /// An allocation failed on the GPU.
     #[error("GPU out of memory while {what}")]
     OutOfMemory { what: String },
@@ -286,6 +289,7 @@ impl GpuError {
             OutOfMemory { .. } | HostOutOfMemory { .. } => "OutOfMemory",
             ChecksumMismatch { .. } => "ChecksumMismatch",
             DeviceLost { .. } => "DeviceLost",
+            Cancelled { .. } => "AbortError",
             Validation { .. } | Readback { .. } | ShapeMismatch { .. } => "GpuError",
             ContextFull { .. } => "ContextFull",
             ThreadPool { .. } => "ThreadPool",

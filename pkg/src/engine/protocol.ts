@@ -45,6 +45,15 @@ export type ToWorker =
   | { id: number; kind: 'dispose' };
 
 export interface LoadProgress {
+  /**
+   * What the load is doing: `download`, reading the file (from the network or this
+   * browser's copy) and uploading it as it arrives; then `compile` (WebGPU), preparing every
+   * graph the model runs and compiling its GPU kernels, so the first answer runs at full
+   * speed. The byte counts keep their final values during `compile`.
+   */
+  phase: 'download' | 'compile';
+  /** During `compile`: graphs prepared of `graphs`, and kernel pipelines compiled so far. */
+  compile?: { graphsDone: number; graphs: number; pipelines: number };
   /** Bytes received so far. */
   loaded: number;
   /** Bytes in the file, when known. */

@@ -52,7 +52,10 @@ export interface LocalTimings {
   backend: 'webgpu' | 'cpu' | undefined;
   /** WebGPU kernel shapes (undefined on the CPU backend). */
   profile: 'cpu' | 'gpu' | undefined;
-  /** The first generation of this engine (pipelines and caches cold). */
+  /**
+   * The first generation of this engine. Its kernels were compiled while the model loaded
+   * (`info.load`), so it runs at the speed of later ones.
+   */
   cold: boolean;
   /** GPU work of this generation, prompt included: queue submits, dispatches, bytes read back (0 on the CPU). */
   gpu: { submits: number; dispatches: number; readback_bytes: number };
@@ -191,6 +194,29 @@ interface EngineInfoBase {
   vocabSize: number;
   /** A synthetic model (random weights): its speed is the real model's, its text noise. */
   synthetic: boolean;
+  /** Where the load spent its time. */
+  load: LoadPhases;
+}
+
+/** The phases of a model's load, in milliseconds, and what its compilation made. */
+export interface LoadPhases {
+  /**
+   * Reading the file, from the network or from this browser's copy, with the upload that
+   * runs as its bytes arrive.
+   */
+  downloadMs: number;
+  /** Of `downloadMs`: the Worker parsing the file and uploading (or, on the CPU, copying) its tensors. */
+  uploadMs: number;
+  /** Preparing every graph the model runs and compiling their GPU pipelines (0 on the CPU). */
+  compileMs: number;
+  /** Running each pipeline once, so drivers that finish compiling at first use do so here. */
+  primeMs: number;
+  /** Distinct compute pipelines compiled. */
+  pipelines: number;
+  /** Distinct shader modules compiled (pipelines of one shader and defines share one). */
+  shaderModules: number;
+  /** Graphs prepared: the decode step, each prompt-chunk size, and batched steps. */
+  graphs: number;
 }
 
 /** `engine.info` on WebGPU. */

@@ -10,6 +10,7 @@ import { beginCacheWrite, deleteCachedModel, openCached, type CacheWriter, type 
 import { EngineError } from './error.js';
 import { wasmRelaxedSimdSupported, wasmSimdSupported } from './simd.js';
 import type { FromWorker, LoadProgress, ModelSource, ToWorker } from './protocol.js';
+import type { LoadPhases } from './types.js';
 
 interface Scope {
   postMessage(message: FromWorker): void;
@@ -375,6 +376,8 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
     if (sourceUrl && !hit) writer = await beginCacheWrite(sourceUrl, total);
     const reader = stream.getReader();
     const started = performance.now();
+    // Milliseconds inside the loader: parsing and uploading tensors as they arrive.
+    let uploadMs = 0;
     let last = 0;
     let received = 0;
     const progress = (): LoadProgress => {
@@ -384,7 +387,7 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
       const size = length ?? total;
       const seconds = (performance.now() - started) / 1000;
       const bytesPerSecond = seconds > 0 ? loaded / seconds : 0;
-      const p: LoadProgress = { loaded, bytesPerSecond, fromCache };
+      const p: LoadProgress = { phase: 'download', loaded, bytesPerSecond, fromCache };
       if (size !== undefined) {
         p.total = size;
         p.percent = Math.min(100, (100 * loaded) / size);
@@ -422,7 +425,10 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
       if (r.done) break;
       received += r.value.byteLength;
       if (writer) held.push(r.value);
-      await keep(loader.push(r.value));
+      const pushed = performance.now();
+      const modelBytes = loader.push(r.value);
+      uploadMs += performance.now() - pushed;
+      await keep(modelBytes);
       const now = performance.now();
       if (now - last >= PROGRESS_EVERY_MS) {
         last = now;
@@ -435,7 +441,11 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
       }
     }
     post({ id, kind: 'progress', progress: progress() });
-    engine = loader.finish();
+    const finishing = performance.now();
+    const finished = loader.finish();
+    uploadMs += performance.now() - finishing;
+    const downloadMs = performance.now() - started;
+    engine = finished;
     // A header that completed only at the end of a small file.
     await keep(loader.modelBytes);
     const sha256 = loader.sha256 ?? '';
@@ -446,7 +456,17 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
       cached = await writer.commit({ size: kept, sourceUrl, sha256, modelName: engine.name });
       writer = undefined;
     }
-    const info = JSON.parse(engine.info()) as { adapter: string; why: string; threadsWhy?: string };
+    // Every pipeline the model will run is compiled now, not in the first answer (its TTFT
+    // would be the compiler's); the bytes are cached already, so a cancel here loses none.
+    const report = JSON.parse(
+      await finished.compile((graphsDone: number, graphs: number, pipelines: number) => {
+        post({ id, kind: 'progress', progress: { ...progress(), phase: 'compile', compile: { graphsDone, graphs, pipelines } } });
+        return !signal.aborted;
+      }),
+    ) as Omit<LoadPhases, 'downloadMs' | 'uploadMs'>;
+    const load: LoadPhases = { downloadMs, uploadMs, ...report };
+    const info = JSON.parse(finished.info()) as { adapter: string; why: string; threadsWhy?: string; load?: LoadPhases };
+    info.load = load;
     // wgpu reports no adapter name on the web; the page's GPUAdapterInfo has one.
     if (!info.adapter) info.adapter = chosen.adapterName ?? '';
     info.why = chosen.why;
@@ -454,6 +474,12 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
     return { name: engine.name, info, sha256, fromCache, cached };
   } catch (e) {
     await writer?.abort();
+    // A failure after `finish` (the compilation, the cache's commit) leaves no engine behind.
+    if (engine) {
+      const failed = engine;
+      engine = undefined;
+      failed.dispose();
+    }
     // A cancel wins over what failed beside it: a cut download can surface first as another
     // error (CI once saw a NetworkError, the name Chromium's Cache Storage gives a put whose
     // body failed), and the caller asked to stop, so an AbortError is what it expects.

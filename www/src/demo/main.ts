@@ -66,6 +66,13 @@ function describeBackend(info: EngineInfo): string {
 }
 
 function showProgress(p: LoadProgress): void {
+  if (p.phase === 'compile' && p.compile) {
+    // Kernels compile after the bytes are in: the bar restarts for it.
+    const { graphsDone, graphs, pipelines } = p.compile;
+    bar.value = graphs > 0 ? graphsDone / graphs : 0;
+    loadStatus.textContent = `Compiling GPU kernels: ${pipelines} compiled · graph ${Math.min(graphsDone + 1, graphs)}/${graphs}…`;
+    return;
+  }
   if (p.percent !== undefined) bar.value = p.percent / 100;
   else bar.removeAttribute('value');
   const parts: string[] = [];
@@ -154,8 +161,10 @@ async function load(source: Source, keepCopy = true): Promise<void> {
     engine = e;
     bar.value = 1;
     const seconds = (performance.now() - started) / 1000;
-    loadStatus.textContent = `Done: ${mb(bytes)} MB ${fromCache ? 'read from this browser’s copy' : 'loaded'} in ${seconds.toFixed(1)} s.`;
     const info = e.info;
+    const phases = info?.load;
+    const compiled = phases && phases.pipelines > 0 ? `, ${phases.pipelines} GPU kernels compiled in ${((phases.compileMs + phases.primeMs) / 1000).toFixed(1)} s` : '';
+    loadStatus.textContent = `Done: ${mb(bytes)} MB ${fromCache ? 'read from this browser’s copy' : 'loaded'} in ${seconds.toFixed(1)} s${compiled}.`;
     fill(
       engineInfo,
       el(

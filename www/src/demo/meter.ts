@@ -129,7 +129,7 @@ export class LiveMeter {
       ...row('Time to first token', msFigure(t.ttft_ms), 'engine-ttft-ms', 'ms'),
       ...row('Prefill', fixed(t.prefill_tokens_per_second, 1), 'prefill-tps', 'tok/s'),
       ...row('Decode', fixed(t.decode_tokens_per_second, 1), 'engine-decode-tps', 'tok/s'),
-      ...row('Prompt tokens run', String(t.prompt_tokens_evaluated), 'prompt-tokens', t.cold ? (t.cpu ? '(first answer)' : '(first answer: pipelines compiling)') : '(the rest reused from the last turn)'),
+      ...row('Prompt tokens run', String(t.prompt_tokens_evaluated), 'prompt-tokens', t.cold ? '(first answer)' : '(the rest reused from the last turn)'),
     ];
     if (completionTokens !== undefined) items.push(...row('Tokens generated', String(completionTokens), 'completion-tokens'));
     if (t.cpu) {

@@ -161,24 +161,10 @@ impl Worker {
         std::thread::Builder::new()
             .name("tpsmeter-model".into())
             .spawn(move || match load_for_serving(&model, plan, placement) {
-                Ok(Loaded::Gpu(mut e)) => {
-                    // Every graph a request can need is made before the server answers, so
-                    // no first request of a size pays for it (nor stalls the others).
-                    let warmed = (|| {
-                        let m = e.model_mut();
-                        m.warm_prefill()?;
-                        m.warm_batches()?;
-                        m.warm_steps(plan.step_tokens)
-                    })();
-                    match warmed {
-                        Ok(()) => {
-                            let on = e.model().context().info.name.clone();
-                            serve_on(*e, on, plan, &ready_tx, rx);
-                        }
-                        Err(err) => {
-                            let _ = ready_tx.send(Err(err.into()));
-                        }
-                    }
+                Ok(Loaded::Gpu(e)) => {
+                    // The load compiled every graph a request can need (`step_tokens`).
+                    let on = e.model().context().info.name.clone();
+                    serve_on(*e, on, plan, &ready_tx, rx);
                 }
                 Ok(Loaded::Cpu(e, why)) => {
                     let m = e.model();
@@ -287,6 +273,9 @@ fn load_for_serving(
     let opts = ModelOptions {
         max_context: context,
         slots: slots as usize,
+        // Every mixed step's size is compiled at load, so no first request of a size pays
+        // for it (nor stalls the others).
+        step_tokens: plan.step_tokens,
         ..Default::default()
     };
     Ok(match picked {

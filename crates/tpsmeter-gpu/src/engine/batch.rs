@@ -365,18 +365,8 @@ impl GpuModel {
         Ok(())
     }
 
-    /// Prepares the graphs of every batch size now (2 ..= slots), so a step of a size not
-    /// seen before does not stall the running streams while its dispatches are made (at
-    /// concurrency 8 that showed as ITL p99 of 2.5 s).
-    pub fn warm_batches(&mut self) -> Result<()> {
-        for n in 2..=self.kv.slots {
-            self.batch_graph(n)?;
-        }
-        Ok(())
-    }
-
     /// Prepares the layers and head for a batched step of `n` sequences.
-    fn batch_graph(&mut self, n: usize) -> Result<()> {
+    pub(super) fn batch_graph(&mut self, n: usize) -> Result<()> {
         self.batch_state()?;
         let Some(b) = self.batch.as_ref() else {
             return Err(GpuError::BatchState {

@@ -262,13 +262,24 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 impl Engine {
-    /// Parses a whole GGUF file held in memory, builds its tokenizer and uploads the model.
+    /// Parses a whole GGUF file held in memory, builds its tokenizer, uploads the model and
+    /// (natively) compiles every pipeline it will run ([`super::GpuModel::compile`]), so the first
+    /// answer is as fast as later ones. On the web, call [`super::GpuModel::compile`] yourself.
     pub fn load(ctx: Arc<GpuContext>, gguf: &[u8], opts: &ModelOptions) -> Result<Self> {
         // The streamed load's one path: a whole file is a download in one chunk (each
         // tensor is then a slice of it, not a copy).
         let mut loader = EngineLoader::new(ctx, opts.clone());
         loader.push(gguf)?;
-        loader.finish()
+        #[cfg(not(target_arch = "wasm32"))]
+        let compiling = std::time::Instant::now();
+        #[allow(unused_mut)]
+        let mut engine = loader.finish()?;
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            // The decode step's graph is made by `finish`: its compilation counts too.
+            engine.model_mut().compile_blocking(Some(compiling))?;
+        }
+        Ok(engine)
     }
 }
 

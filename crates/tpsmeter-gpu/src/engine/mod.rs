@@ -2,7 +2,8 @@
 //!
 //! What it does: uploads a Llama-family model's weights quantized ([`crate::model::weights`]),
 //! allocates a static KV cache, prepares the decode step (one command buffer, one submit,
-//! 4 bytes read back per token) and chunked prefill graphs (matrix-matrix kernels), samples on
+//! 4 bytes read back per token) and chunked prefill graphs (matrix-matrix kernels), all
+//! compiled while the model loads (`warm.rs`), samples on
 //! the GPU, and drives the generation loop ([`crate::generate`]) with its tokenizer and chat
 //! template ([`Engine`]), from a whole file or from a download as it arrives ([`EngineLoader`]).
 //!
@@ -30,6 +31,7 @@ mod slots;
 pub(crate) mod step;
 pub mod target;
 mod token_span;
+pub mod warm;
 
 #[cfg(not(target_arch = "wasm32"))]
 pub use batched::Batched;
@@ -43,3 +45,4 @@ pub use session::{Backend, Engine, Prompts};
 pub use step::StepPart;
 pub use target::{GpuTarget, LoadTarget};
 pub use token_span::TokenSpan;
+pub use warm::{CompileProgress, CompileReport};

@@ -58,6 +58,10 @@ pub struct ModelOptions {
     /// Decode steps kept submitted ahead of the id read back (`chain.rs`); `None`: the
     /// adapter's default ([`super::default_in_flight`]).
     pub in_flight: Option<usize>,
+    /// With more than one slot: most tokens of one mixed batched step (a server's
+    /// `--step-tokens`), whose every size [`GpuModel::compile`] prepares; 0 prepares only the
+    /// power-of-two sizes prompts run in.
+    pub step_tokens: usize,
 }
 
 impl ModelOptions {
@@ -80,6 +84,7 @@ impl Default for ModelOptions {
             sampling: SamplerConfig::default(),
             kv_f16: true,
             in_flight: None,
+            step_tokens: 0,
         }
     }
 }
@@ -142,11 +147,15 @@ pub struct GpuModel {
     pub(super) batch: Option<super::slots::BatchState>,
     /// The one-sequence steps submitted and not read, and how many to keep (`chain.rs`).
     pub(super) chain: super::chain::Chain,
+    /// [`ModelOptions::step_tokens`].
+    pub(super) step_tokens: usize,
+    /// What the load's compilation did (`warm.rs`), once it ran.
+    pub(super) compiled: Option<super::warm::CompileReport>,
 }
 
 impl GpuModel {
     /// Reads the configuration from `file`, uploads the weights and prepares the decode
-    /// graph (compiling its pipelines).
+    /// graph (compiling its pipelines); [`GpuModel::compile`] prepares the rest.
     pub fn load(ctx: Arc<GpuContext>, file: &GgufFile<'_>, opts: &ModelOptions) -> Result<Self> {
         let cfg = ModelConfig::from_header(&file.header)?;
         let weights = GpuWeights::upload(&ctx, file, &cfg)?;
@@ -232,6 +241,8 @@ impl GpuModel {
             cost: CostLog::new(),
             batch: None,
             chain,
+            step_tokens: opts.step_tokens,
+            compiled: None,
         })
     }
 
@@ -316,17 +327,6 @@ impl GpuModel {
             self.sampler = Sampler::new(&self.ctx, &cfg, &self.logits, self.cfg.vocab_size)?;
             self.sampling = cfg;
             self.last_sampled = None;
-        }
-        Ok(())
-    }
-
-    /// Prepares the prefill graphs of every chunk size now, so that the first prompt does
-    /// not pay for pipeline compilation.
-    pub fn warm_prefill(&mut self) -> Result<()> {
-        let mut c = PREFILL_CHUNK;
-        while c >= 2 {
-            self.prefill_graph(c)?;
-            c /= 2;
         }
         Ok(())
     }

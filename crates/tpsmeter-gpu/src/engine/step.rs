@@ -241,21 +241,8 @@ impl GpuModel {
         Ok(k)
     }
 
-    /// Prepares the graphs of every mixed step of up to `max_tokens` tokens now (the prefill
-    /// graph of each token count, and the output head of each count of sampling rows), so a
-    /// step of a new size never stalls the running streams while its dispatches are made.
-    pub fn warm_steps(&mut self, max_tokens: usize) -> Result<()> {
-        for n in 1..=max_tokens.min(PREFILL_CHUNK) {
-            self.prefill_graph(n)?;
-        }
-        for k in 1..=self.kv.slots {
-            self.step_head(k)?;
-        }
-        Ok(())
-    }
-
     /// Prepares the output head of a mixed step whose first `k` rows sample.
-    fn step_head(&mut self, k: usize) -> Result<()> {
+    pub(super) fn step_head(&mut self, k: usize) -> Result<()> {
         if self.batch_state()?.step_heads.contains_key(&k) {
             return Ok(());
         }

@@ -207,6 +207,45 @@ impl JsEngine {
         self.put_back(engine, result).await
     }
 
+    /// Prepares every graph the model can run and compiles and primes their pipelines
+    /// (`tpsmeter_gpu::engine::warm`), so that the first answer is as fast as later ones:
+    /// call once, right after `EngineLoader.finish`. `on_progress(graphsDone, graphs,
+    /// pipelines)` is called before each graph and after each pipeline the browser has
+    /// compiled; returning `false` stops the compilation (an `AbortError`). Resolves to JSON
+    /// `{ pipelines, shaderModules, graphs, compileMs, primeMs }` (all 0 on the CPU, which
+    /// compiles nothing).
+    pub async fn compile(&self, on_progress: js_sys::Function) -> Result<String, JsValue> {
+        let mut engine = self.take()?;
+        let result = match &mut engine {
+            #[cfg(feature = "gpu")]
+            Loaded::Gpu(e) => {
+                let mut clock = performance_now_ms;
+                let mut progress = |p: tpsmeter_gpu::engine::CompileProgress| {
+                    let go_on = on_progress.call3(
+                        &JsValue::NULL,
+                        &JsValue::from(p.graphs_done as f64),
+                        &JsValue::from(p.graphs as f64),
+                        &JsValue::from(p.pipelines as f64),
+                    );
+                    // Only an explicit `false` stops; a throwing callback stops too.
+                    go_on.is_ok_and(|v| v.as_bool() != Some(false))
+                };
+                e.model_mut()
+                    .compile(&mut clock, None, &mut progress)
+                    .await
+                    .map_err(gpu_err)
+                    .and_then(|r| serde_json::to_string(&r).map_err(request_err))
+            }
+            #[cfg(feature = "cpu")]
+            Loaded::Cpu(_) => {
+                let _ = &on_progress;
+                serde_json::to_string(&tpsmeter_gpu::engine::CompileReport::default())
+                    .map_err(request_err)
+            }
+        };
+        self.put_back(engine, result).await
+    }
+
     /// Stops the generation in flight after its current token.
     pub fn cancel(&self) {
         self.cancel.cancel();
