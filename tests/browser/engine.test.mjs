@@ -68,11 +68,27 @@ test('createEngine: SmolLM2 in a Worker on WebGPU gives the native greedy tokens
   assert.equal(out.info.backend, 'webgpu');
   assert.equal(out.info.why, 'WebGPU was asked for');
   assert.ok(!fx.requests.some((r) => r.includes('/wasm/tpsmeter_engine_cpu')), 'a WebGPU engine fetched the CPU wasm');
-  const last = out.progress.at(-1);
+  const downloads = out.progress.filter((p) => p.phase === 'download');
+  const last = downloads.at(-1);
   assert.ok(last.total > 0 && last.loaded === last.total && last.percent === 100, JSON.stringify(last));
+  // Then the kernels compile, graph by graph, before createEngine resolves.
+  const compiling = out.progress.slice(out.progress.indexOf(last) + 1);
+  assert.ok(compiling.length > 0 && compiling.every((p) => p.phase === 'compile'), JSON.stringify(compiling.slice(0, 3)));
+  for (let i = 1; i < compiling.length; i++) {
+    const [a, b] = [compiling[i - 1].compile, compiling[i].compile];
+    assert.ok(a.graphsDone <= b.graphsDone && a.pipelines <= b.pipelines, JSON.stringify([a, b]));
+  }
+  const load = out.info.load;
+  t.diagnostic(`load phases: ${JSON.stringify(load)}`);
+  assert.deepEqual(compiling.at(-1).compile, { graphsDone: load.graphs, graphs: load.graphs, pipelines: load.pipelines });
+  assert.equal(load.graphs, 8, 'the decode step and every prompt-chunk size, 64 down to 1');
+  assert.ok(load.pipelines > 10 && load.shaderModules > 0 && load.shaderModules <= load.pipelines, JSON.stringify(load));
+  assert.ok(load.downloadMs > 0 && load.uploadMs > 0 && load.uploadMs <= load.downloadMs, JSON.stringify(load));
+  assert.ok(load.compileMs > 0 && load.primeMs > 0, JSON.stringify(load));
   for (const [i, chunks] of out.runs.entries()) {
     const final = chunks.at(-1);
     assert.ok(final.usage && final.timings, 'the last chunk carries usage and timings');
+    assert.equal(final.timings.gpu.pipelines_compiled, 0, 'the load compiled every pipeline an answer runs');
     assert.deepEqual(final.timings.tokens, expected[i], `prompt ${JSON.stringify(PROMPTS[i])}`);
     assert.equal(final.usage.completion_tokens, expected[i].length);
     const text = chunks.map((c) => c.choices[0].text).join('');
@@ -403,6 +419,74 @@ test("bench({ api: 'local', engine }) measures the engine into the remote runs' 
   assert.ok(['resolved', 'InvalidState'].includes(out.afterDispose[0]), `the running one settled: ${out.afterDispose[0]}`);
   assert.deepEqual(out.afterDispose.slice(1), ['InvalidState', 'InvalidState']);
   await assertClean(page);
+});
+
+test('while kernels compile: a cancel is an AbortError that keeps the downloaded copy, a lost device is DeviceLost', async (t) => {
+  const setup = await modelPage(t);
+  if (!setup) return;
+  const { model, page } = setup;
+  const url = `/models/${path.basename(model)}`;
+  const cancel = await page.evaluate(async ({ url }) => {
+    const { createEngine, listCachedModels } = await import('/tpsmeter/dist/engine/index.js');
+    const abort = new AbortController();
+    const phases = [];
+    let outcome;
+    try {
+      const e = await createEngine({
+        model: url,
+        backend: 'webgpu',
+        signal: abort.signal,
+        onProgress: (p) => {
+          phases.push(p.compile ? `compile ${p.compile.graphsDone}/${p.compile.graphs}` : p.phase);
+          // Two graphs of eight in: the rest must not be made.
+          if (p.compile && p.compile.graphsDone >= 2) abort.abort();
+        },
+      });
+      outcome = `loaded (${e.info.load.graphs} graphs)`;
+      await e.dispose();
+    } catch (e) {
+      outcome = `${e.name}: ${e.message}`;
+    }
+    const cached = (await listCachedModels()).map((m) => m.sourceUrl);
+    // From the copy: it compiles in full and answers.
+    const again = await createEngine({ model: url, backend: 'webgpu' });
+    const r = await again.completions.create({ prompt: 'Hello', max_tokens: 3, temperature: 0 });
+    const fromCache = again.fromCache;
+    await again.dispose();
+    return { outcome, phases: phases.filter((p) => p.startsWith('compile')), cached, fromCache, tokens: r.usage.completion_tokens };
+  }, { url });
+  t.diagnostic(JSON.stringify(cancel));
+  assert.match(cancel.outcome, /^AbortError: /);
+  assert.ok(!cancel.phases.includes('compile 8/8'), `the compilation stopped: ${cancel.phases.join(', ')}`);
+  assert.ok(cancel.cached.some((u) => u.endsWith(url)), 'the downloaded bytes were kept');
+  assert.equal(cancel.fromCache, true);
+  assert.equal(cancel.tokens, 3);
+
+  // The GPU process killed once the kernels begin to compile, as a driver reset would.
+  await page.evaluate(async ({ url }) => {
+    const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
+    window.compiling = false;
+    window.outcome = createEngine({
+      model: url,
+      backend: 'webgpu',
+      onProgress: (p) => {
+        if (p.phase === 'compile') window.compiling = true;
+      },
+    }).then(
+      async (e) => {
+        await e.dispose().catch(() => {});
+        return 'loaded';
+      },
+      (e) => `${e.name}: ${e.message}`,
+    );
+  }, { url });
+  await page.waitForFunction(() => window.compiling, null, { timeout: 300_000 });
+  const browser = page.context().browser();
+  const cdp = browser ? await browser.newBrowserCDPSession() : await page.context().newCDPSession(page);
+  await cdp.send('Browser.crashGpuProcess');
+  const lost = await page.evaluate(() => window.outcome);
+  t.diagnostic(lost);
+  assert.match(lost, /^DeviceLost: /);
 });
 
 test('a lost GPU device rejects the pending generation with DeviceLost, never a hang; a new engine works', async (t) => {

@@ -30,9 +30,21 @@ test('the demo loads SmolLM2 from the server, streams a chat and meters it', asy
   assert.equal(await page.getByLabel('Model', { exact: true }).inputValue(), 'same-origin');
   // SwiftShader is a software adapter, where Automatic would take the CPU backend.
   await page.getByLabel('Run on').selectOption('webgpu');
+  // Every status line the load shows, to see its kernels compile.
+  await page.evaluate(() => {
+    const status = document.querySelector('#load-status');
+    window.statuses = [];
+    new MutationObserver(() => window.statuses.push(status.textContent)).observe(status, { childList: true, characterData: true, subtree: true });
+  });
   await page.getByRole('button', { name: 'Load model' }).click();
   await page.waitForFunction(() => /Loaded/.test(document.querySelector('#engine-info')?.textContent ?? ''), null, { timeout: 180_000 });
   assert.match(await page.locator('#engine-info').innerText(), /SmolLM2/i);
+  const statuses = await page.evaluate(() => window.statuses);
+  assert.ok(
+    statuses.some((s) => /^Compiling GPU kernels: \d+ compiled · graph \d+\/8…$/.test(s)),
+    `the load said it compiled kernels: ${statuses.filter((s) => /ompil/.test(s)).join(' | ')}`,
+  );
+  assert.match(await page.locator('#load-status').innerText(), /Done: .* \d+ GPU kernels compiled in [\d.]+ s\./);
 
   await page.getByText('Sampling').click();
   await page.getByLabel('Max tokens').fill('16');

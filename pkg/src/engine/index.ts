@@ -446,7 +446,7 @@ function timingsOf(r: GenerateResult, info: EngineInfo | undefined, cold: boolea
     decode_tokens_per_second: decode,
     token_times_ms: t.map((x) => x - r.start_ms),
     tokens: r.tokens,
-    gpu: { submits: r.submits, dispatches: r.dispatches, readback_bytes: r.readback_bytes },
+    gpu: { submits: r.submits, dispatches: r.dispatches, readback_bytes: r.readback_bytes, pipelines_compiled: r.pipelines_compiled },
     cpu: info?.backend === 'cpu' ? { passes: r.cpu_passes, threads: info.threads, simd: info.simd } : undefined,
     perTokenCost: stepCost(r.per_token_cost),
     prefillCost: stepCost(r.prefill_cost),

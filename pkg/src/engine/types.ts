@@ -57,8 +57,11 @@ export interface LocalTimings {
    * (`info.load`), so it runs at the speed of later ones.
    */
   cold: boolean;
-  /** GPU work of this generation, prompt included: queue submits, dispatches, bytes read back (0 on the CPU). */
-  gpu: { submits: number; dispatches: number; readback_bytes: number };
+  /**
+   * GPU work of this generation, prompt included: queue submits, dispatches, bytes read back,
+   * and pipelines compiled (0 once the load compiled them all; 0 on the CPU).
+   */
+  gpu: { submits: number; dispatches: number; readback_bytes: number; pipelines_compiled: number };
   /** CPU work of this generation (the CPU backend only): forward passes, one per prompt chunk or decoded token. */
   cpu?: { passes: number; threads: number; simd: string };
   /**
@@ -270,6 +273,8 @@ export interface GenerateResult {
   prefill_cost: RawStepCost | null;
   /** Forward passes on the CPU backend (0 on WebGPU). */
   cpu_passes: number;
+  /** GPU pipelines compiled during the generation. */
+  pipelines_compiled: number;
 }
 
 /** The Worker's form of {@link StepCost} (snake_case, as the engine serialises it). */

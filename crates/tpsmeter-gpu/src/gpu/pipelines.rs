@@ -172,6 +172,16 @@ impl GpuContext {
     /// there).
     pub async fn confirm_pipelines(&self, on_each: &mut dyn FnMut() -> bool) -> Result<()> {
         #[cfg(target_arch = "wasm32")]
+        if self.pipelines.confirmed() == self.pipelines.len() {
+            // Nothing compiling: a round trip through the GPU process all the same, so that
+            // the Worker's event loop runs between graphs (a cancel message gets through).
+            let _ = self
+                .device
+                .push_error_scope(wgpu::ErrorFilter::Validation)
+                .pop()
+                .await;
+        }
+        #[cfg(target_arch = "wasm32")]
         loop {
             // The lock is not held across the await.
             let next = match self.pipelines.unconfirmed.lock() {

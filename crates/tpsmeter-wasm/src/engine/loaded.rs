@@ -38,8 +38,9 @@ pub(crate) use with_engine;
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Mark {
+    /// The counters, the cost log's mark, and the pipelines built so far.
     #[cfg(feature = "gpu")]
-    Gpu(StepStats, tpsmeter_gpu::engine::CostMark),
+    Gpu(StepStats, tpsmeter_gpu::engine::CostMark, usize),
     #[cfg(feature = "cpu")]
     Cpu(tpsmeter_gpu::cpu::CpuStats),
 }
@@ -58,6 +59,8 @@ pub(crate) struct Work {
     pub prefill_cost: Option<StepCost>,
     /// Forward passes the CPU ran (a prompt chunk or a decoded token each); 0 on the GPU.
     pub cpu_passes: u64,
+    /// GPU pipelines compiled during this generation: 0 once the load compiled them all.
+    pub pipelines_compiled: u64,
 }
 
 impl Loaded {
@@ -120,7 +123,11 @@ impl Loaded {
     pub(crate) fn mark(&self) -> Mark {
         match self {
             #[cfg(feature = "gpu")]
-            Loaded::Gpu(e) => Mark::Gpu(e.model().stats(), e.model().cost_mark()),
+            Loaded::Gpu(e) => Mark::Gpu(
+                e.model().stats(),
+                e.model().cost_mark(),
+                e.model().context().pipelines_built(),
+            ),
             #[cfg(feature = "cpu")]
             Loaded::Cpu(e) => Mark::Cpu(e.model().stats()),
         }
@@ -130,7 +137,7 @@ impl Loaded {
     pub(crate) fn work_since(&self, mark: &Mark) -> Work {
         match (self, mark) {
             #[cfg(feature = "gpu")]
-            (Loaded::Gpu(e), Mark::Gpu(before, cost_mark)) => {
+            (Loaded::Gpu(e), Mark::Gpu(before, cost_mark, pipelines)) => {
                 let after = e.model().stats();
                 let cost = e.model().cost_since(cost_mark);
                 Work {
@@ -140,6 +147,7 @@ impl Loaded {
                     per_token_cost: cost.decode,
                     prefill_cost: cost.prefill,
                     cpu_passes: 0,
+                    pipelines_compiled: (e.model().context().pipelines_built() - pipelines) as u64,
                 }
             }
             #[cfg(feature = "cpu")]
