@@ -75,6 +75,11 @@ export async function isolatedPage(opts = {}) {
     page,
     pkgDir: pkg.dir,
     source,
+    /** Another Chromium on the same server and package (its GPU process and caches new): { page, close() }. */
+    async freshBrowser() {
+      const fresh = await launchBrowser(scriptT, { webgpu: opts.webgpu, args: opts.args });
+      return { page: await fresh.newPage(`${server.origin}/index.html`), close: () => fresh.close() };
+    },
     async close() {
       await browser.close();
       await server.close();

@@ -26,7 +26,7 @@ const targetDir = process.env.CARGO_TARGET_DIR ?? path.join(REPO_ROOT, 'target')
 const cli = process.env.TPSMETER_CLI_RELEASE ?? path.join(targetDir, 'release', 'tpsmeter');
 const words = (first) => `${first} ${'the sea and the sky were grey that morning and the boats stayed in '.repeat(6)}`.split(' ').slice(0, 60).join(' ');
 const PROMPTS = [words('Yesterday'), words('Tomorrow')];
-const MAX_TOKENS = 32;
+const MAX_TOKENS = 64;
 
 log(`load average at start: ${loadAverage()}`);
 const rows = [];
@@ -63,13 +63,14 @@ if (only !== 'browser' && fs.existsSync(cli)) {
 }
 
 if (only !== 'native') {
-  for (const model of models) {
+  const ctx = await isolatedPage({ webgpu: true, mounts: Object.fromEntries(models.map((m, i) => [`/models${i}/`, path.dirname(m)])) });
+  for (const [i, model] of models.entries()) {
     const first = [];
     const second = [];
     for (let r = 0; r < rounds; r++) {
-      const ctx = await isolatedPage({ webgpu: true, mounts: { '/models/': path.dirname(model) } });
+      const fresh = await ctx.freshBrowser();
       try {
-        const got = await ctx.page.evaluate(
+        const got = await fresh.page.evaluate(
           async ({ url, prompts, maxTokens }) => {
             const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
             const engine = await createEngine({ model: url, backend: 'webgpu', cache: false });
@@ -88,18 +89,19 @@ if (only !== 'native') {
             await engine.dispose();
             return { answers, load };
           },
-          { url: `/models/${path.basename(model)}`, prompts: r % 2 ? [...PROMPTS].reverse() : PROMPTS, maxTokens: MAX_TOKENS },
+          { url: `/models${i}/${path.basename(model)}`, prompts: r % 2 ? [...PROMPTS].reverse() : PROMPTS, maxTokens: MAX_TOKENS },
         );
         const [a, b] = got.answers;
         if (a.evaluated !== b.evaluated) log(`round ${r}: prompts of ${a.evaluated} and ${b.evaluated} tokens run`);
         first.push({ ...a, load: got.load });
         second.push({ ...b, load: got.load });
       } finally {
-        await ctx.close();
+        await fresh.close();
       }
     }
     rows.push(summary('Chromium Worker, SwiftShader', model, first, second, (l) => ({ download: l.downloadMs, upload: l.uploadMs, compile: l.compileMs, prime: l.primeMs, pipelines: l.pipelines })));
   }
+  await ctx.close();
 }
 
 log(`load average at end: ${loadAverage()}`);
