@@ -8,7 +8,7 @@ import type { BackendChoice, FromWorker, LoadProgress, SyntheticModel, ToWorker 
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest, Completion, CompletionChunk, CompletionRequest, EngineInfo, ForcedStep, GenerateResult, LocalTimings, ProbeReport, RawStepCost, StepCost } from './types.js';
 import type { CachedModel } from './cache.js';
 
-export type { BackendChoice, LoadProgress, SyntheticModel } from './protocol.js';
+export type { BackendChoice, CompileProgress, DownloadProgress, LoadProgress, SyntheticModel } from './protocol.js';
 export { cacheEstimate, deleteCachedModel, listCachedModels, type CachedModel } from './cache.js';
 export { EngineError } from './error.js';
 export { wasmSimdSupported } from './simd.js';

@@ -44,16 +44,8 @@ export type ToWorker =
   | { id: number; kind: 'abortLoad' }
   | { id: number; kind: 'dispose' };
 
-export interface LoadProgress {
-  /**
-   * What the load is doing: `download`, reading the file (from the network or this
-   * browser's copy) and uploading it as it arrives; then `compile` (WebGPU), preparing every
-   * graph the model runs and compiling its GPU kernels, so the first answer runs at full
-   * speed. The byte counts keep their final values during `compile`.
-   */
-  phase: 'download' | 'compile';
-  /** During `compile`: graphs prepared of `graphs`, and kernel pipelines compiled so far. */
-  compile?: { graphsDone: number; graphs: number; pipelines: number };
+/** The download's figures, in every progress event of a load. */
+export interface DownloadProgress {
   /** Bytes received so far. */
   loaded: number;
   /** Bytes in the file, when known. */
@@ -67,6 +59,21 @@ export interface LoadProgress {
   /** The bytes come from the model cache, not the network. */
   fromCache: boolean;
 }
+
+/** How far the GPU kernels' compilation is: graphs prepared of `graphs`, pipelines compiled so far. */
+export interface CompileProgress {
+  graphsDone: number;
+  graphs: number;
+  pipelines: number;
+}
+
+/**
+ * A load's progress. `phase` says what it is doing: `download`, reading the file (from the
+ * network or this browser's copy) and uploading it as it arrives; then `compile` (WebGPU),
+ * preparing every graph the model runs and compiling its GPU kernels, so the first answer
+ * runs at full speed, with the download's figures at their final values.
+ */
+export type LoadProgress = (DownloadProgress & { phase: 'download' }) | (DownloadProgress & { phase: 'compile'; compile: CompileProgress });
 
 export type FromWorker =
   | { id: number; kind: 'progress'; progress: LoadProgress }

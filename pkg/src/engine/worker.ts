@@ -380,14 +380,14 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
     let uploadMs = 0;
     let last = 0;
     let received = 0;
-    const progress = (): LoadProgress => {
+    const progress = (): LoadProgress & { phase: 'download' } => {
       // Once the header is read, the model's own length: whatever follows it is not read.
       const length = loader.modelLength;
       const loaded = length === undefined ? received : Math.min(received, length);
       const size = length ?? total;
       const seconds = (performance.now() - started) / 1000;
       const bytesPerSecond = seconds > 0 ? loaded / seconds : 0;
-      const p: LoadProgress = { phase: 'download', loaded, bytesPerSecond, fromCache };
+      const p: LoadProgress & { phase: 'download' } = { phase: 'download', loaded, bytesPerSecond, fromCache };
       if (size !== undefined) {
         p.total = size;
         p.percent = Math.min(100, (100 * loaded) / size);

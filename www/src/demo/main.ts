@@ -66,7 +66,7 @@ function describeBackend(info: EngineInfo): string {
 }
 
 function showProgress(p: LoadProgress): void {
-  if (p.phase === 'compile' && p.compile) {
+  if (p.phase === 'compile') {
     // Kernels compile after the bytes are in: the bar restarts for it.
     const { graphsDone, graphs, pipelines } = p.compile;
     bar.value = graphs > 0 ? graphsDone / graphs : 0;
