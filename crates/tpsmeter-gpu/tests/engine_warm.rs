@@ -6,10 +6,13 @@
 
 mod model_support;
 
+use std::sync::Arc;
+
 use model_support::{device, generate, model_bytes};
 use tpsmeter_gpu::GpuError;
 use tpsmeter_gpu::engine::{CompileProgress, Engine, GpuModel, ModelOptions, StepPart};
 use tpsmeter_gpu::gguf::GgufFile;
+use tpsmeter_gpu::gpu::GpuContext;
 use tpsmeter_gpu::kernels::SamplerConfig;
 
 /// A prompt of exactly `n` tokens.
@@ -107,21 +110,29 @@ fn batched_steps_are_compiled_at_load() {
     );
 }
 
-#[test]
-fn priming_changes_no_result() {
-    const TEST: &str = "priming_changes_no_result";
-    let (Some(bytes), Some(ctx)) = (model_bytes(TEST), device(TEST)) else {
-        return;
-    };
-    let file = GgufFile::parse(&bytes).unwrap();
+/// A device and `GpuModel::load`, which prepares the decode step's graph only: a fresh
+/// model for each call of `load`, or `None` (a skip) without the model or a device.
+fn bare(test: &str) -> Option<(Arc<GpuContext>, impl Fn() -> GpuModel)> {
+    let (bytes, ctx) = (model_bytes(test)?, device(test)?);
     let opts = ModelOptions {
         max_context: 128,
         ..ModelOptions::default()
     };
+    let on = ctx.clone();
+    let load =
+        move || GpuModel::load(on.clone(), &GgufFile::parse(&bytes).unwrap(), &opts).unwrap();
+    Some((ctx, load))
+}
+
+#[test]
+fn priming_changes_no_result() {
+    let Some((_, load)) = bare("priming_changes_no_result") else {
+        return;
+    };
     let ids: Vec<u32> = (0..37).map(|i| 100 + 13 * i).collect();
     let mut logits = Vec::new();
     for compile in [false, true] {
-        let mut m = GpuModel::load(ctx.clone(), &file, &opts).unwrap();
+        let mut m = load();
         if compile {
             m.compile_blocking(None).unwrap();
         }
@@ -138,16 +149,10 @@ fn priming_changes_no_result() {
 
 #[test]
 fn progress_is_reported_and_a_cancel_stops_the_compilation() {
-    const TEST: &str = "progress_is_reported_and_a_cancel_stops_the_compilation";
-    let (Some(bytes), Some(ctx)) = (model_bytes(TEST), device(TEST)) else {
+    let Some((ctx, load)) = bare("progress_is_reported_and_a_cancel_stops_the_compilation") else {
         return;
     };
-    let file = GgufFile::parse(&bytes).unwrap();
-    let opts = ModelOptions {
-        max_context: 128,
-        ..ModelOptions::default()
-    };
-    let mut m = GpuModel::load(ctx.clone(), &file, &opts).unwrap();
+    let mut m = load();
     let mut clock = || 0.0;
     // Stopped before the fourth graph.
     let mut seen: Vec<CompileProgress> = Vec::new();
