@@ -37,6 +37,7 @@ pub mod quoted;
 pub mod ramp;
 pub mod report;
 pub mod request;
+mod seed;
 pub mod shard;
 pub mod slo;
 mod sort;

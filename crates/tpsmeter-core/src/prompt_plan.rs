@@ -35,6 +35,7 @@ use crate::error::{CoreError, Result};
 use crate::options::BenchOptions;
 use crate::prompt;
 use crate::request::Message;
+use crate::seed::mix;
 use crate::shard::Shard;
 use crate::synth::{Lengths, Vocabulary, Words};
 use crate::tokens::TokenCounter;
@@ -334,14 +335,6 @@ pub(crate) fn check_shared_prefix(options: &BenchOptions) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// SplitMix64's finaliser: spreads a seed's bits over the whole word.
-pub(crate) fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@
 
 use crate::error::{CoreError, Result};
 use crate::prompt::{self, WORDS};
-use crate::prompt_plan::mix;
+use crate::seed::mix;
 use crate::tokens::TokenCounter;
 
 /// The word before a text whose tokens are counted in context (see

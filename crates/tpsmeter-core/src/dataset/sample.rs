@@ -16,7 +16,7 @@
 //! position's entry is computed on its own, in constant memory and with integer arithmetic
 //! alone, so every platform agrees bit for bit, and no per-pass table is stored.
 
-use crate::prompt_plan::mix;
+use crate::seed::mix;
 use crate::shard::Shard;
 
 /// Salt of the order's key, so that it is not the prompts' run id (the same seed feeds both).
