@@ -81,18 +81,18 @@ pub enum GpuError {
     UnknownTensorType { tensor: String, id: u32 },
     /// A known type without a CPU dequantizer (or without support where it was asked for).
     #[error("tensor type {ty} is not supported here")]
-    UnsupportedGgmlType { ty: crate::gguf::GgmlType },
+    UnsupportedGgmlType { ty: crate::quant::GgmlType },
     /// A weight count that is not a whole number of blocks of its type.
     #[error("{elements} weights of type {ty} are not a whole number of {block_len}-weight blocks")]
     PartialBlock {
-        ty: crate::gguf::GgmlType,
+        ty: crate::quant::GgmlType,
         elements: u64,
         block_len: usize,
     },
     /// A byte buffer whose length does not match the weights it should hold.
     #[error("{elements} weights of type {ty} take {expected_bytes} bytes, got {got_bytes}")]
     QuantLength {
-        ty: crate::gguf::GgmlType,
+        ty: crate::quant::GgmlType,
         elements: u64,
         expected_bytes: u64,
         got_bytes: u64,
