@@ -303,6 +303,15 @@ impl GpuError {
     }
 }
 
+impl GpuError {
+    /// A load's compilation stopped by its caller (`engine/warm.rs`).
+    pub(crate) fn compile_cancelled() -> Self {
+        GpuError::Cancelled {
+            what: "compiling the model's kernels",
+        }
+    }
+}
+
 /// Shorthand used throughout the crate.
 pub type Result<T, E = GpuError> = std::result::Result<T, E>;
 

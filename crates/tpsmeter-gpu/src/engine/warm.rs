@@ -137,14 +137,14 @@ impl GpuModel {
         ctx.confirm_pipelines(&mut || tell(0)).await?;
         for (i, g) in plan.into_iter().enumerate() {
             if !tell(i + 1) {
-                return Err(cancelled());
+                return Err(GpuError::compile_cancelled());
             }
             self.prepare(g)?;
             ctx.take_error()?;
             ctx.confirm_pipelines(&mut || tell(i + 1)).await?;
         }
         if !tell(graphs) {
-            return Err(cancelled());
+            return Err(GpuError::compile_cancelled());
         }
         let t1 = clock();
         self.prime().await?;
@@ -198,13 +198,10 @@ impl GpuModel {
     /// Dispatches each distinct pipeline once (one workgroup, with the bind group of its
     /// first use) and waits for it. Not counted in [`GpuModel::stats`]: it is the load's.
     async fn prime(&mut self) -> Result<()> {
-        let mut seen: Vec<*const wgpu::ComputePipeline> = Vec::new();
         let mut once: Vec<Dispatch> = Vec::new();
         for graph in self.graphs() {
             for d in graph {
-                let p = Arc::as_ptr(&d.pipeline);
-                if !seen.contains(&p) {
-                    seen.push(p);
+                if !once.iter().any(|o| Arc::ptr_eq(&o.pipeline, &d.pipeline)) {
                     once.push(Dispatch {
                         workgroups: [1, 1, 1],
                         ..d.clone()
@@ -217,11 +214,5 @@ impl GpuModel {
         // Reading 4 bytes back waits for the pass, on every target.
         self.ctx.read_bytes(&self.sampler.token, 0, 4).await?;
         self.ctx.take_error()
-    }
-}
-
-fn cancelled() -> GpuError {
-    GpuError::Cancelled {
-        what: "compiling the model's kernels",
     }
 }

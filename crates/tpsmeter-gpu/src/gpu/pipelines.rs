@@ -198,9 +198,7 @@ impl GpuContext {
                 return Err(lost);
             }
             if !on_each() {
-                return Err(crate::error::GpuError::Cancelled {
-                    what: "compiling the model's kernels",
-                });
+                return Err(crate::error::GpuError::compile_cancelled());
             }
         }
         #[cfg(not(target_arch = "wasm32"))]
