@@ -24,3 +24,6 @@ export class EngineError extends Error {
     if (reason !== undefined) this.reason = reason;
   }
 }
+
+/** An exception's message, whatever was thrown. */
+export const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
