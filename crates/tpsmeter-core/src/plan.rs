@@ -33,6 +33,8 @@ pub const MAX_ARRIVALS: usize = 10_000_000;
 /// Slowest accepted arrival rate (one request per ~11.6 days): far below it the mean gap in
 /// ms overflows towards infinity, and such a schedule means nothing anyway.
 pub const MIN_RATE_PER_S: f64 = 1e-6;
+/// Fastest accepted open-loop rate, requests per second.
+pub const MAX_RATE_PER_S: f64 = 1e6;
 /// Cap on a level spec string.
 const MAX_SPEC_LEN: usize = 1024;
 

@@ -28,45 +28,16 @@
 //!
 //! No I/O: the caller supplies the entropy for a random run id.
 
-use serde::{Deserialize, Serialize};
-
 use crate::dataset::{Dataset, Draw};
 use crate::error::{CoreError, Result};
-use crate::options::BenchOptions;
 use crate::prompt;
 use crate::request::Message;
 use crate::seed::mix;
 use crate::shard::Shard;
+use crate::spec::BenchOptions;
+use crate::spec::CacheBust;
 use crate::synth::{Lengths, Vocabulary, Words};
 use crate::tokens::TokenCounter;
-
-/// How the prompts of a run differ from one another.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum CacheBust {
-    /// Each prompt starts with a mark unique to its request (the default).
-    #[default]
-    Prefix,
-    /// Every request sends the same prompt.
-    Off,
-}
-
-impl CacheBust {
-    /// The CLI's and the browser's spelling: `prefix` or `off`.
-    pub fn parse(s: &str) -> Result<CacheBust> {
-        match s {
-            "prefix" | "on" => Ok(CacheBust::Prefix),
-            "off" => Ok(CacheBust::Off),
-            other => Err(CoreError::InvalidSpec {
-                what: "cache bust",
-                input: other.chars().take(40).collect(),
-                reason: "must be prefix (a unique mark per request) or off".into(),
-            }),
-        }
-    }
-}
 
 /// What one request sends beyond the run's common settings (URL, model, key, …).
 #[derive(Debug, Clone, PartialEq, Eq)]

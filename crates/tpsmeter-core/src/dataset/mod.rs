@@ -56,11 +56,11 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{CoreError, Result};
-use crate::options::BenchOptions;
 use crate::prompt_plan::RequestInput;
 use crate::report::{PromptSource, redact_url};
 use crate::request::Message;
 use crate::shard::Shard;
+use crate::spec::BenchOptions;
 use crate::tokens::TokenCounter;
 
 pub use sample::Order;

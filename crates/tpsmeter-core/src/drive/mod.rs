@@ -47,13 +47,13 @@ use std::collections::HashMap;
 use crate::error::Result;
 use crate::exchange::Outcome;
 use crate::find_max::FindMax;
-use crate::options::BenchOptions;
 use crate::plan::{LoadLevel, StopCondition};
 use crate::ramp::Ramp;
 use crate::report::{ErrorRecord, LevelReport, Report, RequestRecord};
 use crate::request::Redactor;
 use crate::shard::{LevelShare, Shard};
 use crate::slo::Slo;
+use crate::spec::BenchOptions;
 use crate::timeline::Timeline;
 
 mod extras;

@@ -37,14 +37,12 @@
 //! loop has a steady state at every level, while a rate beyond the server's capacity builds
 //! a backlog that grows with the level's length.
 
-mod settings;
 mod verdict;
 
 #[cfg(test)]
 mod tests;
 
-pub(crate) use settings::find_max_option;
-pub use settings::{
+pub use crate::spec::find_max::{
     DEFAULT_ATTAINMENT_PCT, DEFAULT_MAX_LEVELS, DEFAULT_MAX_LOAD, DEFAULT_MIN_GAIN_PCT,
     FindMaxConfig, FindMaxOptions, RESOLUTION_PCT,
 };

@@ -25,8 +25,8 @@ use crate::error::{CoreError, Result};
 use crate::find_max::{FindMaxConfig, FindMaxVerdict};
 use crate::phase::PhaseSummary;
 use crate::plan::LoadLevel;
-use crate::prompt_plan::CacheBust;
 use crate::slo::Slo;
+use crate::spec::CacheBust;
 
 pub use merge::{IDLE_LEVEL_WARNING, MAX_START_SPREAD, merge};
 pub use record::{ErrorClass, ErrorRecord, MAX_ERROR_MESSAGE_CHARS, RequestRecord};

@@ -232,8 +232,8 @@ fn build(spec: &RequestSpec, browser: bool) -> Result<HttpRequest> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::options::BenchOptions;
-    use crate::prompt_plan::CacheBust;
+    use crate::spec::BenchOptions;
+    use crate::spec::CacheBust;
 
     fn plan(bust: CacheBust) -> RequestPlan {
         let options = BenchOptions {

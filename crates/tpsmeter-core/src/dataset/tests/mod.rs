@@ -7,8 +7,9 @@ mod plan;
 mod reading;
 
 use super::*;
-use crate::prompt_plan::{CacheBust, PromptPlan};
+use crate::prompt_plan::PromptPlan;
 use crate::request::Role;
+use crate::spec::CacheBust;
 
 pub(super) fn parse(text: &str) -> Result<Dataset> {
     Dataset::parse("d.jsonl", text.as_bytes())

@@ -1,0 +1,21 @@
+//! The run spec: the floor of this crate. What a benchmark run is asked to do, defined once
+//! for every surface that asks: the CLI's `bench` flags, `bench()` in the npm package and
+//! the benchmark page's form.
+//!
+//! It holds the options as data ([`BenchOptions`], with their defaults), the find-max
+//! limits ([`FindMaxOptions`]) and prompt-cache mode ([`CacheBust`]) they carry. Everything
+//! above (the load driver, the prompt and request plans, the report) imports it; it imports
+//! none of them, only the leaf modules that name an API, a workload, a load level or an
+//! error.
+//!
+//! What it does not do: build requests, draw prompts or run anything. The methods that turn
+//! options into those live beside the code they feed (`impl BenchOptions` in
+//! [`crate::options`]).
+
+mod bench_options;
+mod cache_bust;
+pub mod find_max;
+
+pub use bench_options::{BenchOptions, MAX_SECONDS};
+pub use cache_bust::CacheBust;
+pub use find_max::{FindMaxConfig, FindMaxOptions};
