@@ -34,10 +34,30 @@ export type {
   Summary,
   Warning,
 } from './types.js';
-import type { RequestRecord } from './types.js';
+import type { Api, RequestRecord } from './types.js';
+import type { BenchOptions, RunSettings } from './bench/options.js';
+import { runSettings } from './bench/options.js';
+import { checkSettings } from './bench/validate.js';
 import { loadWasm } from './raw.js';
 export { loadWasm };
 export { WasmLoadError } from './wasm-error.js';
+
+/**
+ * Checks `bench()` options without running anything, as `bench()` will (every name, value
+ * and rule between options: the CLI's rules, with `bench()`'s names): resolves to
+ * `undefined` when a run would start, else to the reason it would be refused. `names` maps
+ * option keys to the words your users know them by (a form's labels, say): the reason then
+ * names options with them. A local run is checked without its engine.
+ */
+export async function checkBenchOptions(options: BenchOptions | (Omit<RunSettings, 'api'> & { api: Api }), names?: Record<string, string>): Promise<string | undefined> {
+  const raw = await loadWasm();
+  try {
+    checkSettings(raw, runSettings(options as BenchOptions, true), '', names);
+    return undefined;
+  } catch (e) {
+    return e instanceof Error ? e.message.replace(/^bench\(\): /, '') : String(e);
+  }
+}
 
 /** The wasm core's version (loads the module if needed). */
 export async function version(): Promise<string> {

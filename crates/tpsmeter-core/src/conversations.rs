@@ -28,8 +28,7 @@ use crate::drive::Ticket;
 use crate::prompt_plan::RequestInput;
 use crate::request::Message;
 
-/// Most turns a conversation may have: each one resends all before it.
-pub const MAX_TURNS: u32 = 64;
+pub use crate::spec::MAX_TURNS;
 
 /// Most text a conversation holds before it is cut, in bytes as JSON writes it (a control
 /// character takes 6): its system text and every message, answers included. 4 MiB is about

@@ -39,6 +39,9 @@ pub enum CoreError {
         input: String,
         reason: String,
     },
+    /// A run's option that cannot be taken, named as `bench()` names it.
+    #[error(transparent)]
+    InvalidOption(#[from] crate::spec::OptionError),
     /// A report handed to `report::merge` that is not a whole shard report of this build.
     #[error("report #{report} cannot be merged: {reason}")]
     NotMergeable { report: usize, reason: String },

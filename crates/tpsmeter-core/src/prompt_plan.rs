@@ -94,7 +94,7 @@ impl PromptPlan {
         entropy: u64,
         counter: Option<&dyn TokenCounter>,
     ) -> Result<PromptPlan> {
-        check_shared_prefix(options)?;
+        options.check_shared_prefix()?;
         let seed = match options.prompt_seed() {
             Some(seed) => mix(shard.map_or(seed, |s| s.seed(seed))),
             None => mix(entropy),
@@ -278,34 +278,6 @@ impl PromptPlan {
     pub fn cache_bust(&self) -> CacheBust {
         self.bust
     }
-}
-
-/// Checks `shared_prefix` against the other options: the one check, which
-/// [`BenchOptions::validate`] and [`PromptPlan::new`] both make.
-pub(crate) fn check_shared_prefix(options: &BenchOptions) -> Result<()> {
-    let Some(n) = options.shared_prefix else {
-        return Ok(());
-    };
-    let bad = |reason: String| CoreError::InvalidSpec {
-        what: "shared prefix",
-        input: n.to_string(),
-        reason,
-    };
-    if options.cache_bust == CacheBust::Off {
-        return Err(bad(
-            "needs cache busting on: with identical prompts every request shares all of its prompt"
-                .into(),
-        ));
-    }
-    if n == 0 || n > prompt::MAX_SYNTH_TOKENS {
-        return Err(bad("must be a token count from 1".into()));
-    }
-    if let (None, Some(t)) = (&options.prompt, options.input_tokens) {
-        if n >= t {
-            return Err(bad(format!("must be below the input token count ({t})")));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

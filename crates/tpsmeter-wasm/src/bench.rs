@@ -9,6 +9,7 @@ use tpsmeter_core::drive::{Action, LoadDriver, RecordExtras, Ticket};
 use tpsmeter_core::report::{Environment, Report, Warning};
 use tpsmeter_core::request::{HeaderValue, Redactor, RequestPlan, Secret};
 use tpsmeter_core::tokens::TokenCounter;
+use tpsmeter_core::spec::Field;
 use tpsmeter_core::{BenchOptions, PromptPlan};
 use wasm_bindgen::prelude::*;
 
@@ -90,16 +91,14 @@ impl BenchRun {
         let (options, api_key) = split_key(options)?;
         // `dataset` (the package has read it: `{ name, bytes }`) is no option of the core's.
         let dataset = crate::dataset::take(&options)?;
-        let max_tokens_given = js_sys::Reflect::get(&options, &JsValue::from_str("maxTokens"))
-            .is_ok_and(|v| !v.is_undefined());
-        let mut options: BenchOptions = from_js(options, "invalid options")?;
-        options
-            .apply_workload(max_tokens_given)
-            .map_err(|e| JsError::new(&e.to_string()))?;
         // Options first: their errors name the option, whatever the request would need.
-        options
-            .validate()
-            .map_err(|e| JsError::new(&e.to_string()))?;
+        let given: &[Field] = if dataset.is_some() {
+            &[Field::Dataset]
+        } else {
+            &[]
+        };
+        let options = crate::options::resolve(&options, given)
+            .map_err(|e| e.into_js(&JsValue::UNDEFINED))?;
         let spec = options
             .request_spec(api_key)
             .map_err(|e| JsError::new(&e.to_string()))?;

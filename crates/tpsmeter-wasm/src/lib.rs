@@ -18,6 +18,8 @@ mod convert;
 mod counter;
 #[cfg(feature = "bench")]
 mod dataset;
+#[cfg(feature = "bench")]
+mod options;
 #[cfg(any(feature = "gpu", feature = "cpu"))]
 mod engine;
 mod exchange;

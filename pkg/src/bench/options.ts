@@ -185,19 +185,26 @@ export const LOCAL_URL = 'local:engine';
 export const DEFAULT_TIMEOUT_S = 60;
 export const DEFAULT_IDLE_TIMEOUT_S = 30;
 
-/** The settings for `BenchRun`, without callbacks and undefined fields. */
-export function runSettings(options: BenchOptions): RunSettings {
+/**
+ * The settings for `BenchRun`, without callbacks and undefined fields. `check`: only to check
+ * them (`checkBenchOptions`), so a local run needs no engine yet.
+ */
+export function runSettings(options: BenchOptions, check = false): RunSettings {
   const checked = validate(options as unknown as Record<string, unknown>) as unknown as BenchOptions;
   const { onProgress: _p, onRecord: _r, signal: _s, render: _d, worker: _w, engine, ...settings } = checked;
   if (settings.api === 'local') {
-    if (!engine || typeof engine.chat?.completions?.create !== 'function') {
+    if (check) {
+      settings.url ||= LOCAL_URL;
+      settings.model ||= 'local';
+    } else if (!engine || typeof engine.chat?.completions?.create !== 'function') {
       throw new TypeError("bench({ api: 'local' }) needs `engine`: a LocalEngine from createEngine() (tpsmeter/engine)");
+    } else {
+      settings.url ??= LOCAL_URL;
+      settings.model ??= engine.name;
     }
-    settings.url ??= LOCAL_URL;
-    settings.model ??= engine.name;
   } else if (engine !== undefined) {
     throw new TypeError(`\`engine\` is for api: 'local', not ${settings.api}`);
-  } else {
+  } else if (typeof settings.url === 'string') {
     settings.url = absoluteUrl(settings.url);
   }
   const out: Record<string, unknown> = {};

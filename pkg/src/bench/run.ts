@@ -19,6 +19,7 @@ import {
   type Progress,
 } from './options.js';
 import { redactor } from './redact.js';
+import { checkSettings } from './validate.js';
 import { runLocalRequest, type BenchEngine } from './local.js';
 import { streamHost, type StreamHost } from './reader.js';
 import { runRequest, type HttpRequest } from './request.js';
@@ -34,6 +35,8 @@ import { runWarnings } from './warnings.js';
 export async function bench(options: BenchOptions): Promise<Report> {
   const raw = await loadWasm();
   const settings = runSettings(options);
+  // The core's run spec checks every other option, before anything is fetched.
+  checkSettings(raw, settings);
   // A dataset is read (or fetched) here and parsed by the wasm, which gets its bytes.
   const { dataset, ...rest } = settings;
   const withDataset = dataset === undefined ? rest : { ...rest, dataset: await loadDataset(dataset, options.signal) };

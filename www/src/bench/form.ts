@@ -404,7 +404,13 @@ export class RunForm {
   }
 }
 
-/** Problems with the form's state (empty: it can run); `file`: the dataset file picked. */
+/**
+ * Problems with the form's state that are the page's own (empty: it can run): what it
+ * needs filled in, and its caps on what one click may start. The rules between options are
+ * the run spec's, checked on the settings the form makes (`checkBenchOptions` with
+ * `FORM_NAMES`): the page says what the CLI and `bench()` say, in its labels. `file`: the
+ * dataset file picked.
+ */
 export function validate(s: FormState, file?: File): string[] {
   const out: string[] = [];
   const local = s.preset === LOCAL_PRESET;
@@ -417,17 +423,36 @@ export function validate(s: FormState, file?: File): string[] {
   if (!(s.requests >= 1 && s.requests <= LIMITS.requests)) out.push(`Requests per level must be 1 to ${LIMITS.requests.toLocaleString('en-US')}.`);
   if (!(s.warmup >= 0 && s.warmup <= LIMITS.warmup)) out.push(`Warm-up requests must be 0 to ${LIMITS.warmup}.`);
   if (!(Number.isInteger(s.sharedPrefix) && s.sharedPrefix >= 0 && s.sharedPrefix <= LIMITS.inputTokens)) out.push(`Shared prefix must be 0 to ${LIMITS.inputTokens.toLocaleString('en-US')} tokens.`);
-  if (s.sharedPrefix > 0 && !s.uniquePrompts) out.push('A shared prefix needs unique prompts: without them every request shares all of its prompt.');
-  if (s.sharedPrefix > 0 && s.promptKind === 'synthetic' && (inputLengths(s.inputLengths) ?? []).some((n) => n <= s.sharedPrefix)) out.push('Each input length must be above the shared prefix.');
   if (!(Number.isInteger(s.turns) && s.turns >= 1 && s.turns <= 64)) out.push('Turns per conversation must be 1 to 64.');
   if (!(Number.isInteger(s.inputStdev) && s.inputStdev >= 0 && s.inputStdev <= LIMITS.inputTokens)) out.push(`Input length spread must be 0 to ${LIMITS.inputTokens.toLocaleString('en-US')} tokens.`);
   if (!(s.rampUpS >= 0 && s.rampUpS <= LIMITS.rampUpS)) out.push(`Ramp-up must be 0 to ${LIMITS.rampUpS} seconds.`);
-  if (s.findMax && !s.slo) out.push('Finding the knee needs service-level objectives: each level is judged by them (e.g. ttft=500ms,tpot=50ms).');
   if (s.promptKind === 'dataset' && !file && !s.datasetUrl) out.push('Pick a dataset file or enter its URL.');
-  if (s.promptKind === 'dataset' && s.sharedPrefix > 0) out.push('A shared prefix does not go with a dataset: its entries are the prompts.');
   if (s.promptKind === 'synthetic' && !inputLengths(s.inputLengths)) out.push(`Input lengths must be whole numbers of tokens from 1 to ${LIMITS.inputTokens.toLocaleString('en-US')}, comma-separated (e.g. 128,1024), at most ${LIMITS.inputLengths}.`);
   return out;
 }
+
+/** The form's words for the options it sets, for the run spec's messages. */
+export const FORM_NAMES: Record<string, string> = {
+  api: '“Wire format”',
+  url: '“Base URL”',
+  model: '“Model”',
+  concurrency: '“Concurrency levels”',
+  requests: '“Requests per level”',
+  warmup: '“Warm-up requests per level”',
+  maxTokens: '“Max output tokens”',
+  prompt: '“Prompt”',
+  inputTokens: '“Input lengths”',
+  inputTokensStdev: '“Input length spread”',
+  tokenizer: '“Tokenizer”',
+  dataset: '“Dataset”',
+  workload: '“Workload”',
+  slo: '“Service-level objectives”',
+  turns: '“Turns per conversation”',
+  sharedPrefix: '“Shared prefix”',
+  cacheBust: '“A unique prompt per request”',
+  rampUpS: '“Ramp-up”',
+  findMax: '“Find the knee”',
+};
 
 /**
  * Caps on what one click can start: a link can prefill the form, and a remembered key pays

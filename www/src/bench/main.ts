@@ -2,7 +2,7 @@
 
 import { wireThemeSwitch } from '../boot';
 import '../style.css';
-import { bench, type Progress, type RequestRecord } from 'tpsmeter';
+import { bench, checkBenchOptions, type Progress, type RequestRecord } from 'tpsmeter';
 import type { LocalEngine } from 'tpsmeter/engine';
 import { allowOrigin, isAllowed, originOf } from '../common/csp';
 import { download, importFile, levelLabel, runCsv } from '../common/files';
@@ -15,7 +15,7 @@ import { LOCAL_PRESET, SAME_ORIGIN_PRESET, preset } from '../common/presets';
 import { redactUrl } from '../common/files';
 import { deleteRun, getRun, holdRunLock, listRuns, markInterrupted, newId, putRecord, putRun, records, type StoredRun } from '../common/store';
 import { renderCompare } from './compare';
-import { DEFAULTS, RunForm, settingsOf, validate } from './form';
+import { DEFAULTS, FORM_NAMES, RunForm, settingsOf, validate } from './form';
 import type { Chart } from './charts';
 import { headline, headlineOfRecords, headlineOfRows, renderRun, type ResultsView } from './results';
 
@@ -190,6 +190,14 @@ async function run(): Promise<void> {
   form.notices.replaceChildren();
   const file = s.promptKind === 'dataset' ? form.pickedDataset() : undefined;
   const problems = validate(s, file);
+  // Then the run spec's rules, on each run the form makes, in the form's words.
+  for (const settings of problems.length === 0 ? settingsOf(s, file) : []) {
+    const refused = await checkBenchOptions(settings, FORM_NAMES);
+    if (refused !== undefined) {
+      problems.push(`${refused.charAt(0).toUpperCase()}${refused.slice(1)}.`);
+      break;
+    }
+  }
   if (problems.length > 0) {
     form.notices.append(...problems.map((p) => notice(p, 'bad')));
     return;

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
+use tpsmeter_core::spec::{Field, Given};
 use tpsmeter_core::synth::Lengths;
 use tpsmeter_core::workload::Workload;
 use tpsmeter_core::{Api, BenchOptions, CacheBust, FindMaxOptions, Shard};
@@ -42,8 +43,10 @@ Retry-After header is recorded; in closed loop the worker that got it waits that
 /// levels, and report TTFT, ITL, TPOT, end-to-end latency and tokens per second.
 #[derive(Debug, Clone, Args)]
 #[command(after_help = AFTER_HELP)]
-#[command(group(ArgGroup::new("stop").args(["requests", "duration"])))]
-#[command(group(ArgGroup::new("input").args(["prompt", "prompt_file", "input_tokens", "dataset"])))]
+// Two spellings of one option, the CLI's own. Every rule between options is the core's
+// (`tpsmeter_core::spec::rules`), checked in `BenchArgs::options`, so that the CLI and the
+// browser refuse the same option sets with the same sentence.
+#[command(group(ArgGroup::new("prompt_text").args(["prompt", "prompt_file"])))]
 pub struct BenchArgs {
     /// Wire format: openai-chat, openai-completions, openai-responses, anthropic, gemini,
     /// ollama (= ollama-chat), ollama-generate, vercel-ui (a Vercel AI SDK UI message stream;
@@ -65,9 +68,9 @@ pub struct BenchArgs {
     #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
 
-    /// Concurrency levels to sweep, comma-separated. In closed loop (no --rate) each level
-    /// keeps exactly this many requests in flight; with --rate it caps requests in flight.
-    #[arg(long, value_delimiter = ',', default_value = "1", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    /// Concurrency levels to sweep, comma-separated: each level keeps exactly this many
+    /// requests in flight (closed loop). Not with --rate. [default: 1]
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub concurrency: Vec<u32>,
 
     /// Measured requests per level. Default when neither --requests nor --duration is given:
@@ -84,18 +87,13 @@ pub struct BenchArgs {
     /// requests/s whatever the server's state; a comma-separated list sweeps rates. Latency
     /// counts from the actual send; a request delayed by --max-concurrency is recorded with
     /// its scheduled time.
-    #[arg(
-        long,
-        value_name = "R",
-        value_delimiter = ',',
-        conflicts_with = "concurrency"
-    )]
+    #[arg(long, value_name = "R", value_delimiter = ',')]
     pub rate: Vec<f64>,
 
-    /// Open loop: the most requests in flight at once (arrivals beyond it wait).
-    #[arg(long, value_name = "N", default_value_t = 1000, requires = "rate",
-          value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub max_concurrency: u32,
+    /// Open loop: the most requests in flight at once (arrivals beyond it wait). Needs
+    /// --rate. [default: 1000]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_concurrency: Option<u32>,
 
     /// Seed for the Poisson arrival schedule (same seed, same schedule; 0 when absent) and
     /// the prompts' run id (same seed, same request bodies; random when absent).
@@ -151,7 +149,7 @@ pub struct BenchArgs {
     /// reference answer (~4 characters a token), is that request's output cap. Entries are
     /// drawn without replacement, in a fresh shuffle each time round the file, the same for
     /// the same --seed. A malformed entry is an error naming its line. See docs/datasets.md.
-    #[arg(long, value_name = "F", conflicts_with_all = ["shared_prefix", "workload"])]
+    #[arg(long, value_name = "F")]
     pub dataset: Option<PathBuf>,
 
     /// `prefix` (default): each request's prompt starts with a mark of its own
@@ -210,7 +208,7 @@ pub struct BenchArgs {
     /// Search for the highest load that meets --slo instead of running listed levels: from
     /// the one --concurrency (or --rate) given, double until a level misses the SLO or
     /// goodput stops rising, then bisect (the rule is below).
-    #[arg(long, requires = "slo", conflicts_with = "shard")]
+    #[arg(long, conflicts_with = "shard")]
     pub find_max: bool,
 
     /// With --find-max: the highest load tried, streams (or requests/s with --rate).
@@ -325,23 +323,26 @@ fn parse_api(name: &str) -> Result<Api, String> {
 }
 
 impl BenchArgs {
-    /// The run's settings in the form the core shares with the browser, the workload
-    /// applied. The prompt text is not read here (`--prompt-file` is the CLI's own); see
-    /// `setup`.
+    /// The run's settings in the form the core shares with the browser, checked by the
+    /// core's rules (errors name the flags) and the workload applied. The prompt text is not
+    /// read here (`--prompt-file` is the CLI's own); see `setup`.
     pub fn options(&self) -> anyhow::Result<BenchOptions> {
-        let mut options = BenchOptions {
+        let defaults = BenchOptions::default();
+        let options = BenchOptions {
             api: self.api,
             url: self.url.clone(),
             model: self.model.clone(),
-            concurrency: self.concurrency.clone(),
+            concurrency: if self.concurrency.is_empty() {
+                defaults.concurrency
+            } else {
+                self.concurrency.clone()
+            },
             rate: self.rate.clone(),
-            max_concurrency: self.max_concurrency,
+            max_concurrency: self.max_concurrency.unwrap_or(defaults.max_concurrency),
             requests: self.requests,
             duration_s: self.duration,
             seed: self.seed,
-            max_tokens: self
-                .max_tokens
-                .unwrap_or(BenchOptions::default().max_tokens),
+            max_tokens: self.max_tokens.unwrap_or(defaults.max_tokens),
             // The page's own limit; the command line sets no cap on its own runs.
             max_tokens_limit: None,
             prompt: self.prompt.clone(),
@@ -367,17 +368,53 @@ impl BenchArgs {
                 attainment_pct: self.slo_attainment,
             }),
         };
-        if self.workload.is_some() && self.prompt_file.is_some() {
-            anyhow::bail!("--workload sets the input itself: give a workload or --prompt-file");
-        }
-        options.apply_workload(self.max_tokens.is_some())?;
-        Ok(options)
+        let given = self.given(&options);
+        options.resolve(&given).map_err(|e| {
+            // The prompt may have come from a file: name the flag the user typed.
+            let name = |f: Field| match f {
+                Field::Prompt if self.prompt_file.is_some() => "--prompt-file".to_owned(),
+                other => other.flag_name(),
+            };
+            anyhow::anyhow!(e.render(&name))
+        })
     }
 
-    /// Checks every value (the core's rules, shared with the browser).
-    pub fn validate(&self) -> anyhow::Result<()> {
-        self.options()?.validate()?;
-        Ok(())
+    /// Which of the core's options the command line set.
+    fn given(&self, o: &BenchOptions) -> Given {
+        let set = [
+            (Field::Api, true),
+            (Field::Url, true),
+            (Field::Model, true),
+            (Field::ApiKey, self.api_key_env.is_some()),
+            (Field::Concurrency, !self.concurrency.is_empty()),
+            (Field::Rate, !self.rate.is_empty()),
+            (Field::MaxConcurrency, self.max_concurrency.is_some()),
+            (Field::Requests, o.requests.is_some()),
+            (Field::DurationS, o.duration_s.is_some()),
+            (Field::Seed, o.seed.is_some()),
+            (Field::MaxTokens, self.max_tokens.is_some()),
+            (
+                Field::Prompt,
+                self.prompt.is_some() || self.prompt_file.is_some(),
+            ),
+            (Field::InputTokens, o.input_tokens.is_some()),
+            (Field::InputTokensStdev, o.input_tokens_stdev.is_some()),
+            (Field::Tokenizer, o.tokenizer.is_some()),
+            (Field::Dataset, self.dataset.is_some()),
+            (Field::Workload, o.workload.is_some()),
+            (Field::Turns, o.turns.is_some()),
+            (Field::SharedPrefix, o.shared_prefix.is_some()),
+            (Field::System, o.system.is_some()),
+            (Field::Temperature, o.temperature.is_some()),
+            (Field::IgnoreEos, o.ignore_eos),
+            (Field::RampUpS, o.ramp_up_s.is_some()),
+            (Field::Slo, o.slo.is_some()),
+            (Field::FindMax, o.find_max.is_some()),
+        ];
+        set.into_iter()
+            .filter(|&(_, on)| on)
+            .map(|(f, _)| f)
+            .collect()
     }
 
     /// Where per-request JSON lines go: --records, else next to --json.
@@ -433,25 +470,45 @@ mod tests {
         assert_eq!(a.concurrency, vec![1, 10, 25, 50]);
     }
 
+    /// The message `bench` refuses `extra` with: clap's, or the core's rules'.
+    fn refused(extra: &[&str]) -> String {
+        match parse(extra) {
+            Err(e) => e.to_string(),
+            Ok(a) => a.options().unwrap_err().to_string(),
+        }
+    }
+
     #[test]
-    fn requests_and_duration_exclude_each_other() {
-        assert!(parse(&["--requests", "3", "--duration", "2"]).is_err());
-        assert!(parse(&["--prompt", "a", "--input-tokens", "4"]).is_err());
-        for other in [
-            &["--prompt", "a"][..],
-            &["--input-tokens", "4"],
-            &["--shared-prefix", "3"],
-            &["--workload", "chat"],
+    fn the_core_s_rules_name_the_flags() {
+        assert_eq!(
+            refused(&["--requests", "3", "--duration", "2"]),
+            "--requests and --duration conflict: a level runs for a request count or for a \
+             duration; give one"
+        );
+        assert!(
+            refused(&["--prompt", "a", "--input-tokens", "4"])
+                .starts_with("--prompt and --input-tokens conflict")
+        );
+        for (other, flag) in [
+            (&["--prompt", "a"][..], "--prompt"),
+            (&["--input-tokens", "4"], "--input-tokens"),
+            (&["--shared-prefix", "3"], "--shared-prefix"),
+            (&["--workload", "chat"], "--workload"),
+            (&["--prompt-file", "p"], "--prompt-file"),
         ] {
             let mut a = vec!["--dataset", "d.jsonl"];
             a.extend_from_slice(other);
-            let e = parse(&a).unwrap_err().to_string();
+            let e = refused(&a);
             assert!(
-                e.contains("--dataset") && e.contains("cannot be used with"),
+                e.starts_with(&format!("--dataset and {flag} conflict: a dataset gives")),
                 "{e}"
             );
         }
-        assert!(parse(&["--dataset", "d.jsonl", "--prompt-file", "p"]).is_err());
+        assert!(
+            refused(&["--workload", "chat", "--prompt-file", "p"])
+                .starts_with("--workload and --prompt-file conflict")
+        );
+        assert!(refused(&["--prompt", "a", "--prompt-file", "p"]).contains("cannot be used with"));
     }
 
     #[test]
@@ -480,17 +537,20 @@ mod tests {
 
     #[test]
     fn validate_rejects_non_finite_and_zero() {
-        assert!(parse(&["--timeout", "0"]).unwrap().validate().is_err());
-        assert!(parse(&["--rate", "inf"]).unwrap().validate().is_err());
-        assert!(parse(&["--rate", "1", "--concurrency", "2"]).is_err());
-        assert!(parse(&["--max-concurrency", "2"]).is_err());
+        assert!(parse(&["--timeout", "0"]).unwrap().options().is_err());
+        assert!(parse(&["--rate", "inf"]).unwrap().options().is_err());
+        assert!(refused(&["--rate", "1", "--concurrency", "2"]).contains("conflict"));
+        assert_eq!(
+            refused(&["--max-concurrency", "2"]),
+            "--max-concurrency needs --rate: it caps the requests in flight of open-loop levels"
+        );
         let a = parse(&["--rate", "0.5,2"]).unwrap();
         assert_eq!(
             a.options().unwrap().levels(),
             vec![LoadLevel::Rate(0.5), LoadLevel::Rate(2.0)]
         );
-        assert!(parse(&["--requests", "0"]).unwrap().validate().is_err());
-        assert!(parse(&[]).unwrap().validate().is_ok());
+        assert!(parse(&["--requests", "0"]).unwrap().options().is_err());
+        assert!(parse(&[]).unwrap().options().is_ok());
     }
 
     #[test]
@@ -522,13 +582,13 @@ mod tests {
         assert!(ramp("-1s").is_err());
         // The core's rules: closed loop only.
         let with_rate = parse(&["--ramp-up", "2s", "--rate", "5"]).unwrap();
-        let e = with_rate.validate().unwrap_err().to_string();
+        let e = with_rate.options().unwrap_err().to_string();
         assert!(e.contains("ramp-up"), "{e}");
     }
 
     #[test]
     fn find_max_needs_an_slo_and_its_limits_need_it() {
-        assert!(parse(&["--find-max"]).is_err(), "needs --slo");
+        assert!(refused(&["--find-max"]).starts_with("--find-max needs --slo"));
         assert!(parse(&["--max-load", "8"]).is_err(), "needs --find-max");
         assert!(parse(&["--find-max", "--slo", "ttft=1s", "--shard", "0/2"]).is_err());
         let a = parse(&[
@@ -547,10 +607,10 @@ mod tests {
         assert_eq!((cfg.max_load, cfg.attainment_pct), (64.0, 99.0));
         let e = parse(&["--find-max", "--slo", "ttft=1s", "--concurrency", "1,2"])
             .unwrap()
-            .validate()
+            .options()
             .unwrap_err()
             .to_string();
-        assert!(e.contains("give one concurrency"), "{e}");
+        assert!(e.contains("give one --concurrency"), "{e}");
         assert!(parse(&[]).unwrap().options().unwrap().find_max.is_none());
     }
 

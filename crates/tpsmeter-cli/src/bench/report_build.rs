@@ -4,6 +4,8 @@ use tpsmeter_core::report::{
     Environment, LevelReport, PromptSource, Report, RequestRecord, ShardInfo, Warning,
 };
 
+use tpsmeter_core::BenchOptions;
+
 use super::args::BenchArgs;
 use super::setup::Setup;
 
@@ -46,7 +48,10 @@ pub fn build(
     );
     notes.insert("http_versions".into(), http_versions.join(","));
     notes.insert("idle_timeout_s".into(), args.idle_timeout.to_string());
-    if let Some(cap) = (!args.rate.is_empty()).then_some(args.max_concurrency) {
+    if let Some(cap) = (!args.rate.is_empty()).then_some(
+        args.max_concurrency
+            .unwrap_or(BenchOptions::default().max_concurrency),
+    ) {
         notes.insert("max_concurrency".into(), cap.to_string());
     }
     if interrupted {

@@ -34,7 +34,6 @@ impl Setup {
     /// Validates `args`, reads the prompt and the key, builds the request.
     pub fn from_args(args: &BenchArgs) -> anyhow::Result<Setup> {
         let mut options = args.options()?;
-        options.validate()?;
         let slo = options.slo()?;
         let api_key = match &args.api_key_env {
             Some(var) => Some(read_key(var)?),

@@ -17,6 +17,9 @@ use crate::workload::Workload;
 /// panics on huge values natively).
 pub const MAX_SECONDS: f64 = 86_400.0;
 
+/// Most turns a conversation may have: each one resends all before it.
+pub const MAX_TURNS: u32 = 64;
+
 /// The settings of a run. Defaults are the CLI's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]

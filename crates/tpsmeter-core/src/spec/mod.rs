@@ -3,7 +3,10 @@
 //! the benchmark page's form.
 //!
 //! It holds the options as data ([`BenchOptions`], with their defaults), the find-max
-//! limits ([`FindMaxOptions`]) and prompt-cache mode ([`CacheBust`]) they carry. Everything
+//! limits ([`FindMaxOptions`]) and prompt-cache mode ([`CacheBust`]) they carry; every
+//! option's names and kind ([`FIELDS`]); the rules between options ([`rules::RULES`] and
+//! [`BenchOptions::validate`]); and the error that names an option the way each surface
+//! wrote it ([`OptionError`]). Everything
 //! above (the load driver, the prompt and request plans, the report) imports it; it imports
 //! none of them, only the leaf modules that name an API, a workload, a load level or an
 //! error.
@@ -14,8 +17,15 @@
 
 mod bench_options;
 mod cache_bust;
+pub mod field;
 pub mod find_max;
+mod option_error;
+pub mod rules;
+mod validate;
 
-pub use bench_options::{BenchOptions, MAX_SECONDS};
+pub use bench_options::{BenchOptions, MAX_SECONDS, MAX_TURNS};
 pub use cache_bust::CacheBust;
+pub use field::{FIELDS, Field, FieldSpec, Kind};
 pub use find_max::{FindMaxConfig, FindMaxOptions};
+pub use option_error::OptionError;
+pub use validate::Given;

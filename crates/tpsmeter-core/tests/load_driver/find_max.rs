@@ -68,12 +68,9 @@ fn find_max_needs_an_slo_one_start_level_and_no_shards() {
     };
     search(|_| {}).unwrap();
     let cases: [(Mutation, &str); 3] = [
-        (|o| o.slo = None, "needs an SLO"),
-        (|o| o.concurrency = vec![1, 2], "give one concurrency"),
-        (
-            |o| o.rate = vec![1.0, 2.0],
-            "give one concurrency (or rate)",
-        ),
+        (|o| o.slo = None, "`findMax` needs `slo`"),
+        (|o| o.concurrency = vec![1, 2], "give one `concurrency`"),
+        (|o| o.rate = vec![1.0, 2.0], "give one `rate`"),
     ];
     for (f, says) in cases {
         let e = search(f).unwrap_err().to_string();
