@@ -51,6 +51,7 @@ pub fn check_file(root: &Path, file: &Path) -> Result<()> {
         .map_err(|e| anyhow::anyhow!("read {}: {e}", file.display()))?;
     let named = named_paths(&text, &top_level_dirs(root));
     let missing = missing(root, &named);
+    let file = file.strip_prefix(root).unwrap_or(file);
     if missing.is_empty() {
         eprintln!(
             "check-map: all {} repository paths {} names exist",
