@@ -3,10 +3,12 @@
 //! - `setup`: system packages, the wasm32 target, the SmolLM2 model, a llama.cpp build and
 //!   the browser tool chain (Chromium, chromedriver, wasm-bindgen-cli), all cached under
 //!   `$TPSMETER_CACHE` (default `~/.cache/tpsmeter`), never in the repo.
-//! - `ci`: `setup`, then exactly what CI checks: fmt, clippy (native and wasm32) with
-//!   `-D warnings`, rustdoc with `-D warnings`, every test with the real assets required (the
-//!   fuzz targets' checks replayed over their seed corpora among them), and `browser-test`;
-//!   each step timed against its budget, in a table at the end (`<target>/ci-times.json`).
+//! - `ci`: the map's paths (`check-map`), `setup`, then exactly what CI checks: fmt, clippy
+//!   (native and wasm32) with `-D warnings`, rustdoc with `-D warnings`, every test with the
+//!   real assets required (the fuzz targets' checks replayed over their seed corpora among
+//!   them), and `browser-test`; each step timed against its budget, in a table at the end
+//!   (`<target>/ci-times.json`).
+//! - `check-map [FILE]`: every repository path ARCHITECTURE.md (or FILE) names exists.
 //! - `pkg`: the npm package (`pkg/`) built from scratch and packed into `target/npm/`.
 //! - `www`: the package, then the site (`www/`, Vite 7) into `target/www/`.
 //! - `browser-test`: the core's and the kernels' tests in headless Chromium, then the
@@ -43,6 +45,7 @@ mod gpu_pack;
 mod gpu_report;
 mod llama_cuda;
 mod llama_vulkan;
+mod map;
 mod pkg;
 mod serve_bench;
 mod serve_burst;
@@ -65,6 +68,7 @@ fn main() -> Result<()> {
         "assets" => assets::print_env(),
         "fetch-gemma" => assets::fetch_gemma(),
         "ci" => ci::run(rest),
+        "check-map" => map::run(rest),
         "demo" => demo::run(rest),
         "serve-bench" => serve_bench::run(rest),
         "soak" => soak::run(rest),
@@ -91,8 +95,9 @@ const HELP: &str = "\
 commands:
   setup   install system packages, the wasm32 target, the model, llama.cpp and the browser tools (cached)
   assets  print the environment variables that point tests and tools at the cached assets
-  ci      setup + fmt + clippy (native, wasm32) + doc + all tests + browser-test, as CI runs them,
+  ci      check-map + setup + fmt + clippy (native, wasm32) + doc + all tests + browser-test, as CI runs them,
           each step timed against its budget (table at the end, also $CARGO_TARGET_DIR/ci-times.json)
+  check-map [FILE]  every repository path ARCHITECTURE.md (or FILE) names exists (ci's first step)
   pkg     build the npm package from scratch and pack it into target/npm/
   www     build the npm package, then the site (benchmark page + local demo) into target/www/
   browser-test  the core's tests in headless Chromium, then pkg and the end-to-end browser tests

@@ -30,7 +30,7 @@
 //! namespace stored there must stay a namespace); a macro's parameters get the same check
 //! as its body starts, since recursion can grow them a level at a time. What one expression builds from stored
 //! values before it is stored is bounded by the template's text: minijinja offers no hook
-//! on `~` itself (ARCHITECTURE.md says what this leaves open).
+//! on `~` itself (docs/engine.md says what this leaves open).
 
 use std::borrow::Cow;
 

@@ -4,7 +4,7 @@
 //! Real GPUs read weights from storage buffers. CPU-type adapters read them from 2D textures
 //! holding the same bytes: lavapipe turns a texel fetch into a vector gather but a
 //! storage-buffer load with per-invocation addresses into a scalar loop over lanes
-//! (ARCHITECTURE.md, "weights as textures"). Either way the bytes are the repacked file
+//! (docs/performance.md, "Weights as textures"). Either way the bytes are the repacked file
 //! bytes; nothing is expanded.
 
 use crate::error::{GpuError, Result};

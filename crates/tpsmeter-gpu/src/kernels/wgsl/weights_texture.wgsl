@@ -1,7 +1,7 @@
 // Weights in 2D textures of TEX_W texels per row (CPU-type adapters): element i of a flat
 // array lives at texel (i % TEX_W, i / TEX_W). On lavapipe a texel fetch compiles to a
 // vector gather while a storage-buffer load with per-invocation addresses runs a scalar loop
-// over lanes; the same bytes stream 5-7x faster this way (ARCHITECTURE.md, "weights as
+// over lanes; the same bytes stream 5-7x faster this way (docs/performance.md, "Weights as
 // textures").
 @group(0) @binding(2) var wq: texture_2d<u32>;
 @group(0) @binding(3) var ws: texture_2d<u32>;
