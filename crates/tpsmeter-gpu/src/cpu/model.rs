@@ -14,14 +14,14 @@ use super::q8::Activations;
 use super::runtime::{CpuOptions, CpuRuntime, Simd};
 use super::slots::Seq;
 use super::weights::CpuWeights;
-use crate::engine::model::check_tokens;
-use crate::engine::{ModelOptions, PREFILL_CHUNK};
 use crate::error::{GpuError, Result};
 use crate::generate::{CancelToken, TokenStep};
 use crate::gguf::GgufFile;
 use crate::kernels::sample::SamplerConfig;
 use crate::model::config::{Activation, ModelConfig};
 use crate::reference::ops::{gelu_tanh, rms_norm, silu};
+use crate::runtime::gpu_model::check_tokens;
+use crate::runtime::{ModelOptions, PREFILL_CHUNK};
 
 /// Keys and values of every layer, grown as positions fill (so memory follows the
 /// conversation, not the context limit).
