@@ -6,9 +6,9 @@
 //! usable GPU, on the CPU ([`cpu`]) with threads and SIMD, on the same blocks.
 //!
 //! Where things are: [`gguf`] parses the file; [`model`] is what a model is, as loaded (its
-//! hyper-parameters and its weights on the GPU) and its forward graph; [`runtime`] runs it on
-//! the GPU ([`runtime::GpuModel`]: decode and prefill steps, batched slots) with the WGSL
-//! [`kernels`] on the [`gpu`] device; [`cpu`] is the CPU backend; [`engine`] puts a model of
+//! hyper-parameters and its weights on the GPU); [`runtime`] runs it on the GPU
+//! ([`runtime::GpuModel`]: the forward graph, decode and prefill steps, batched slots) with
+//! the WGSL [`kernels`] on the [`gpu`] device; [`cpu`] is the CPU backend; [`engine`] puts a model of
 //! either backend together with its [`tokenizer`] and [`chat`] template behind the
 //! generation loop ([`generate`]); [`reference`](mod@reference) is the plain f32 forward
 //! pass the others are tested against.

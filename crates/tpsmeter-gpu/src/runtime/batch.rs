@@ -25,7 +25,7 @@ use crate::gpu::defines::DType;
 use crate::kernels::{Sampler, SamplerConfig, Tensor, batch_positions, positions};
 
 use super::cost::Phase;
-use crate::model::graph::{self, Activations};
+use super::graph::{self, Activations};
 
 use super::gpu_model::{GpuModel, decode_graph, record, write};
 use super::prompt::Sample;

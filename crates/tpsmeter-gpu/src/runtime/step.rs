@@ -23,7 +23,7 @@ use crate::kernels::{SamplerConfig, batch_positions};
 
 use super::cost::Phase;
 use super::gpu_model::{GpuModel, PREFILL_CHUNK, record, write};
-use crate::model::graph;
+use super::graph;
 
 /// One sequence's part of a mixed step.
 #[derive(Debug, Clone, Copy)]
