@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::gguf::{GgufHeader, TensorInfo};
 use crate::gpu::context::GpuContext;
 use crate::model::config::ModelConfig;
-use crate::model::weights::{GpuWeights, StagedWeights};
+use crate::model::gpu_weights::{GpuWeights, StagedWeights};
 
 use super::session::Backend;
 use crate::runtime::{GpuModel, ModelOptions};

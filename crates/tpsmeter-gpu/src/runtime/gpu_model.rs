@@ -16,7 +16,7 @@ use crate::gpu::defines::DType;
 use crate::kernels::attention::{self, AttentionConfig};
 use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor, positions};
 use crate::model::config::ModelConfig;
-use crate::model::weights::GpuWeights;
+use crate::model::gpu_weights::GpuWeights;
 
 use super::cost::{CostLog, CostMark, CostReport, Phase, PhaseTotals, StepClock};
 use super::graph::{self, Activations, KvCache, Shared};
