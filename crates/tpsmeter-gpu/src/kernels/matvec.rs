@@ -18,9 +18,9 @@ use crate::gpu::context::{AdapterProfile, GpuContext};
 use crate::gpu::defines::{DType, Defines};
 use crate::kernels::dispatch::Dispatch;
 use crate::kernels::elementwise::GluKind;
+use crate::kernels::qweight::{QWeight, WeightPart};
 use crate::kernels::source::{MatVecEntry, MatVecNorm, ShaderId, XSource};
 use crate::kernels::tensor::Tensor;
-use crate::kernels::weights::{QWeight, WeightPart};
 
 /// Kernel shape of a matvec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
