@@ -9,11 +9,11 @@
 use rayon::prelude::*;
 
 use super::attention::{HeadArgs, KvElem, head, rope_apply, rope_table};
+use super::cpu_weights::CpuWeights;
 use super::matrix::{QMatrix, matmul, matmuls};
 use super::q8::Activations;
 use super::runtime::{CpuOptions, CpuRuntime, Simd};
 use super::slots::Seq;
-use super::weights::CpuWeights;
 use crate::error::{GpuError, Result};
 use crate::generate::{CancelToken, TokenStep};
 use crate::gguf::GgufFile;
@@ -430,7 +430,7 @@ fn attention_block<T: KvElem>(
     cfg: &ModelConfig,
     w: &CpuWeights,
     l: usize,
-    lw: &super::weights::CpuLayer,
+    lw: &super::cpu_weights::CpuLayer,
     rows: &[Row],
     x: &mut [f32],
     caches: &mut [Cache<T>],
@@ -523,7 +523,7 @@ fn attention_block<T: KvElem>(
 fn ffn_block(
     rt: &CpuRuntime,
     cfg: &ModelConfig,
-    lw: &super::weights::CpuLayer,
+    lw: &super::cpu_weights::CpuLayer,
     x: &mut [f32],
     s: &mut Scratch,
 ) {

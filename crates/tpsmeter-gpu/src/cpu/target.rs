@@ -2,10 +2,10 @@
 //! bytes are kept as stored ([`StagedTensors`]) and move into the model at the end, so the
 //! model is held once (no whole-file buffer beside it).
 
+use super::cpu_weights::CpuWeights;
 use super::model::CpuModel;
 use super::runtime::CpuOptions;
 use super::tensors::StagedTensors;
-use super::weights::CpuWeights;
 use crate::engine::target::LoadTarget;
 use crate::error::{GpuError, Result};
 use crate::gguf::{GgufHeader, TensorInfo};
