@@ -11,10 +11,11 @@ use anyhow::Context as _;
 use serde::Serialize;
 use tpsmeter_gpu::chat::ChatMessage;
 use tpsmeter_gpu::cpu::{CpuModel, CpuOptions};
-use tpsmeter_gpu::engine::{Backend, Engine, ModelOptions};
+use tpsmeter_gpu::engine::{Backend, Engine};
 use tpsmeter_gpu::generate::{CancelToken, GenerateParams, Generation, StopReason};
 use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
 use tpsmeter_gpu::kernels::SamplerConfig;
+use tpsmeter_gpu::runtime::ModelOptions;
 
 use crate::exit::Status;
 
@@ -60,7 +61,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 0.95)]
     pub top_p: f32,
     /// KV cache positions.
-    #[arg(long, default_value_t = tpsmeter_gpu::engine::DEFAULT_MAX_CONTEXT)]
+    #[arg(long, default_value_t = tpsmeter_gpu::runtime::DEFAULT_MAX_CONTEXT)]
     pub context: usize,
     /// Use the first GPU adapter whose name contains this (implies the GPU backend).
     #[arg(long)]
@@ -91,7 +92,7 @@ pub struct RunArgs {
     /// GPU backend: decode steps kept submitted ahead of the id read back (1 ..= 4), each
     /// step reading its token where the one before sampled it; default: the adapter's
     /// (docs/performance.md, "Steps in flight").
-    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=tpsmeter_gpu::engine::MAX_IN_FLIGHT as i64))]
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=tpsmeter_gpu::runtime::MAX_IN_FLIGHT as i64))]
     pub in_flight: Option<u8>,
 }
 
@@ -193,7 +194,7 @@ impl LoadFigures {
     fn new(
         read_ms: f64,
         load_ms: f64,
-        report: Option<tpsmeter_gpu::engine::CompileReport>,
+        report: Option<tpsmeter_gpu::runtime::CompileReport>,
     ) -> Self {
         let r = report.unwrap_or_default();
         Self {

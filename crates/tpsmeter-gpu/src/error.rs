@@ -304,7 +304,7 @@ impl GpuError {
 }
 
 impl GpuError {
-    /// A load's compilation stopped by its caller (`engine/warm.rs`).
+    /// A load's compilation stopped by its caller (`runtime/warm.rs`).
     pub(crate) fn compile_cancelled() -> Self {
         GpuError::Cancelled {
             what: "compiling the model's kernels",

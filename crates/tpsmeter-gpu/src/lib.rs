@@ -5,6 +5,14 @@
 //! Metal, DX12) and on WebGPU in the browser with the same kernels; or, where there is no
 //! usable GPU, on the CPU ([`cpu`]) with threads and SIMD, on the same blocks.
 //!
+//! Where things are: [`gguf`] parses the file; [`model`] is what a model is, as loaded (its
+//! hyper-parameters and its weights on the GPU); [`runtime`] runs it on the GPU
+//! ([`runtime::GpuModel`]: the forward graph, decode and prefill steps, batched slots) with
+//! the WGSL [`kernels`] on the [`gpu`] device; [`cpu`] is the CPU backend; [`engine`] puts a model of
+//! either backend together with its [`tokenizer`] and [`chat`] template behind the
+//! generation loop ([`generate`]); [`reference`](mod@reference) is the plain f32 forward
+//! pass the others are tested against.
+//!
 //! What it does not do: networking, clocks of its own beyond what the caller supplies for
 //! timestamps, or any UI.
 
@@ -21,6 +29,7 @@ pub mod model;
 pub mod probe;
 pub mod quant;
 pub mod reference;
+pub mod runtime;
 pub mod synthetic;
 pub mod tokenizer;
 

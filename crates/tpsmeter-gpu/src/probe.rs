@@ -11,12 +11,12 @@
 //! `performance.now()` on the web, where the wall clock is all there is (timestamp queries
 //! are an optional feature). Each figure is the median of several trials.
 
-use crate::engine::readback::TokenReadback;
 use crate::error::Result;
 use crate::gpu::context::GpuContext;
 use crate::gpu::defines::Defines;
 use crate::kernels::dispatch::{Dispatch, encode_pass};
 use crate::kernels::source::ShaderId;
+use crate::runtime::readback::TokenReadback;
 
 const WORKGROUP: u32 = 64;
 

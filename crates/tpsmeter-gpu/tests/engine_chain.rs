@@ -12,9 +12,10 @@
 mod model_support;
 
 use model_support::load_slots;
-use tpsmeter_gpu::engine::{CostReport, Engine};
+use tpsmeter_gpu::engine::Engine;
 use tpsmeter_gpu::generate::{CancelToken, GenerateParams, Generation, StopReason};
 use tpsmeter_gpu::kernels::SamplerConfig;
+use tpsmeter_gpu::runtime::CostReport;
 
 fn greedy() -> SamplerConfig {
     SamplerConfig {

@@ -11,7 +11,8 @@ use model_support::{device, model_bytes};
 use sha2::{Digest, Sha256};
 use tpsmeter_gpu::GpuError;
 use tpsmeter_gpu::cpu::{CpuModel, CpuOptions, CpuTarget};
-use tpsmeter_gpu::engine::{Engine, EngineLoader, FileChecks, LoadTarget, ModelOptions};
+use tpsmeter_gpu::engine::{Engine, EngineLoader, FileChecks, LoadTarget};
+use tpsmeter_gpu::runtime::ModelOptions;
 
 const CHUNK: usize = 1 << 20;
 

@@ -1,4 +1,4 @@
-//! The per-step cost counters (`engine/cost.rs`) against what the graphs record: a decoded
+//! The per-step cost counters (`runtime/cost.rs`) against what the graphs record: a decoded
 //! token is the decode graph's dispatches in one compute pass and one submit, writes its
 //! position pair and token id (12 bytes) and reads back one id (4 bytes); a prompt chunk is
 //! one submit. Guards the figures that `tpsmeter run --json`, the engine bench and the
@@ -8,8 +8,8 @@
 mod model_support;
 
 use model_support::{device, model_bytes};
-use tpsmeter_gpu::engine::{GpuModel, ModelOptions, Phase};
 use tpsmeter_gpu::gguf::GgufFile;
+use tpsmeter_gpu::runtime::{GpuModel, ModelOptions, Phase};
 
 #[test]
 fn a_decoded_token_costs_what_its_graph_records() {

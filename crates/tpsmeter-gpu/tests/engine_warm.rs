@@ -1,4 +1,4 @@
-//! Warm from the first answer (`engine/warm.rs`, SmolLM2 on lavapipe): loading compiles every
+//! Warm from the first answer (`runtime/warm.rs`, SmolLM2 on lavapipe): loading compiles every
 //! pipeline generation, every prompt-chunk size and batched steps use, so that running them
 //! compiles nothing more; the priming pass changes no result; progress is reported and a
 //! cancel through it stops the compilation with `AbortError`.
@@ -10,10 +10,11 @@ use std::sync::Arc;
 
 use model_support::{device, generate, model_bytes};
 use tpsmeter_gpu::GpuError;
-use tpsmeter_gpu::engine::{CompileProgress, Engine, GpuModel, ModelOptions, StepPart};
+use tpsmeter_gpu::engine::Engine;
 use tpsmeter_gpu::gguf::GgufFile;
 use tpsmeter_gpu::gpu::GpuContext;
 use tpsmeter_gpu::kernels::SamplerConfig;
+use tpsmeter_gpu::runtime::{CompileProgress, GpuModel, ModelOptions, StepPart};
 
 /// A prompt of exactly `n` tokens.
 fn prompt(engine: &Engine, n: usize) -> Vec<u32> {

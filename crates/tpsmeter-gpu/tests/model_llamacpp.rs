@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 
 use llama_support::{complete, f32_variant, start_server, variants_dir};
 use model_support::{as_qwen2, device, missing, model_bytes_from, top2, with_rope_freqs};
-use tpsmeter_gpu::engine::{GpuModel, ModelOptions};
 use tpsmeter_gpu::gguf::GgufFile;
+use tpsmeter_gpu::runtime::{GpuModel, ModelOptions};
 use tpsmeter_gpu::tokenizer::{Tokenizer, TokenizerSpec};
 
 const N_TOKENS: usize = 64;

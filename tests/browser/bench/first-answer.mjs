@@ -1,4 +1,4 @@
-// Warm from the first answer (`crates/tpsmeter-gpu/src/engine/warm.rs`): a model's first
+// Warm from the first answer (`crates/tpsmeter-gpu/src/runtime/warm.rs`): a model's first
 // answer after its load against its second, each round in a fresh engine, with the load's
 // phases beside them.
 //

@@ -1,4 +1,4 @@
-// Steps in flight (decode chaining, `crates/tpsmeter-gpu/src/engine/chain.rs`): each setting
+// Steps in flight (decode chaining, `crates/tpsmeter-gpu/src/runtime/chain.rs`): each setting
 // of `inFlight` against the others, alternated round by round in one run, in headless
 // Chromium (WebGPU in the engine Worker: SwiftShader here) and natively (`tpsmeter run
 // --in-flight K --backend gpu`: lavapipe here).

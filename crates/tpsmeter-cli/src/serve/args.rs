@@ -31,10 +31,10 @@ pub struct ServeArgs {
     #[arg(long = "allowed-origin", value_name = "ORIGIN", value_parser = super::access::parse_allowed_origin)]
     pub allowed_origins: Vec<String>,
     /// KV cache positions per request.
-    #[arg(long, default_value_t = tpsmeter_gpu::engine::DEFAULT_MAX_CONTEXT)]
+    #[arg(long, default_value_t = tpsmeter_gpu::runtime::DEFAULT_MAX_CONTEXT)]
     pub context: usize,
     /// Requests decoded together (continuous batching); more wait in a queue.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=tpsmeter_gpu::engine::MAX_SLOTS as i64))]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=tpsmeter_gpu::runtime::MAX_SLOTS as i64))]
     pub parallel: u16,
     /// Most MiB the KV cache may take for all requests together: positions per request
     /// shrink to fit it.
@@ -49,7 +49,7 @@ pub struct ServeArgs {
     /// chunks of new prompts, oldest first, up to this many (chunked prefill). Larger steps
     /// prefill a burst of new requests sooner but make the running streams wait longer per
     /// token. At least --parallel + 1.
-    #[arg(long, default_value_t = DEFAULT_STEP_TOKENS, value_parser = clap::value_parser!(u16).range(2..=tpsmeter_gpu::engine::PREFILL_CHUNK as i64))]
+    #[arg(long, default_value_t = DEFAULT_STEP_TOKENS, value_parser = clap::value_parser!(u16).range(2..=tpsmeter_gpu::runtime::PREFILL_CHUNK as i64))]
     pub step_tokens: u16,
     /// Use the first GPU adapter whose name contains this (implies the GPU backend).
     #[arg(long)]
@@ -71,7 +71,7 @@ pub struct ServeArgs {
 /// `--step-tokens` by default: the largest step the prefill graphs hold. Measured on lavapipe
 /// (SmolLM2-135M, 8 new requests at once at --parallel 8), against 32: see `cargo xtask
 /// serve-bench --burst`.
-pub const DEFAULT_STEP_TOKENS: u16 = tpsmeter_gpu::engine::PREFILL_CHUNK as u16;
+pub const DEFAULT_STEP_TOKENS: u16 = tpsmeter_gpu::runtime::PREFILL_CHUNK as u16;
 
 /// `--join-window-ms`: 0 to 1000 ms (a longer wait would stall every running stream).
 fn join_window_ms(s: &str) -> Result<f64, String> {

@@ -18,7 +18,7 @@
 //! its prompt runs, freeing the slot at once.
 //!
 //! A request runs through the same [`Sequence`] rules as `Engine::generate`, and a sequence's
-//! rows in a step do not depend on the other rows (see `tpsmeter_gpu::engine::StepPart`), so
+//! rows in a step do not depend on the other rows (see `tpsmeter_gpu::runtime::StepPart`), so
 //! its tokens equal the same request run alone.
 
 use std::collections::VecDeque;
@@ -26,8 +26,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use tpsmeter_gpu::GpuError;
-use tpsmeter_gpu::engine::{Batched, Prompts, StepPart};
+use tpsmeter_gpu::engine::{Batched, Prompts};
 use tpsmeter_gpu::generate::{Sequence, StopReason, reusable_prefix};
+use tpsmeter_gpu::runtime::StepPart;
 
 use super::worker::{Event, Job, Summary};
 use crate::run::RunFigures;

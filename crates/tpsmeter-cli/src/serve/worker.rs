@@ -10,9 +10,10 @@ use std::time::Instant;
 use tokio::sync::mpsc::UnboundedSender;
 use tpsmeter_gpu::chat::ChatMessage;
 use tpsmeter_gpu::cpu::{CpuModel, CpuOptions};
-use tpsmeter_gpu::engine::{Backend, Batched, Engine, ModelOptions, Prompts, TokenSpan};
+use tpsmeter_gpu::engine::{Backend, Batched, Engine, Prompts, TokenSpan};
 use tpsmeter_gpu::generate::{GenerateParams, StopReason};
 use tpsmeter_gpu::kernels::SamplerConfig;
+use tpsmeter_gpu::runtime::ModelOptions;
 
 use super::api_error::ApiError;
 use super::encode::{LengthBound, check_length, encode_within};
@@ -245,7 +246,7 @@ fn load_for_serving(
     let cfg = tpsmeter_gpu::model::config::ModelConfig::from_header(&file.header)
         .with_context(|| format!("reading {}", path.display()))?;
     drop(file);
-    let slots = plan.slots.clamp(1, tpsmeter_gpu::engine::MAX_SLOTS) as u64;
+    let slots = plan.slots.clamp(1, tpsmeter_gpu::runtime::MAX_SLOTS) as u64;
     let asked = plan.context.min(cfg.context_length).max(1);
     let budget = "the KV budget (--kv-budget-mib)";
     let picked = pick_backend(placement.choice, placement.adapter)?;

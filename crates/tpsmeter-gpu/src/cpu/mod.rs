@@ -16,6 +16,7 @@
 mod attention;
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+pub mod cpu_weights;
 pub mod f16;
 pub mod kernels;
 pub mod matrix;
@@ -27,7 +28,6 @@ mod simd128;
 mod slots;
 pub mod target;
 pub mod tensors;
-pub mod weights;
 
 pub use model::{CpuModel, CpuStats, Pause};
 #[cfg(target_arch = "wasm32")]

@@ -9,19 +9,19 @@
 use rayon::prelude::*;
 
 use super::attention::{HeadArgs, KvElem, head, rope_apply, rope_table};
+use super::cpu_weights::CpuWeights;
 use super::matrix::{QMatrix, matmul, matmuls};
 use super::q8::Activations;
 use super::runtime::{CpuOptions, CpuRuntime, Simd};
 use super::slots::Seq;
-use super::weights::CpuWeights;
-use crate::engine::model::check_tokens;
-use crate::engine::{ModelOptions, PREFILL_CHUNK};
 use crate::error::{GpuError, Result};
 use crate::generate::{CancelToken, TokenStep};
 use crate::gguf::GgufFile;
 use crate::kernels::sample::SamplerConfig;
 use crate::model::config::{Activation, ModelConfig};
 use crate::reference::ops::{gelu_tanh, rms_norm, silu};
+use crate::runtime::gpu_model::check_tokens;
+use crate::runtime::{ModelOptions, PREFILL_CHUNK};
 
 /// Keys and values of every layer, grown as positions fill (so memory follows the
 /// conversation, not the context limit).
@@ -430,7 +430,7 @@ fn attention_block<T: KvElem>(
     cfg: &ModelConfig,
     w: &CpuWeights,
     l: usize,
-    lw: &super::weights::CpuLayer,
+    lw: &super::cpu_weights::CpuLayer,
     rows: &[Row],
     x: &mut [f32],
     caches: &mut [Cache<T>],
@@ -523,7 +523,7 @@ fn attention_block<T: KvElem>(
 fn ffn_block(
     rt: &CpuRuntime,
     cfg: &ModelConfig,
-    lw: &super::weights::CpuLayer,
+    lw: &super::cpu_weights::CpuLayer,
     x: &mut [f32],
     s: &mut Scratch,
 ) {

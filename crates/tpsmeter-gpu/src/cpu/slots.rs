@@ -5,7 +5,7 @@
 //! Why: a decode step reads every weight once whatever the number of tokens it carries, and
 //! on a CPU that read is the step's cost (a 135M model's decode is bound by memory, not
 //! arithmetic), so B sequences in one pass cost little more than one. The API is the GPU
-//! model's (`engine/batch.rs`, `engine/step.rs`) with the same rules and errors, so the
+//! model's (`runtime/batch.rs`, `runtime/step.rs`) with the same rules and errors, so the
 //! server's scheduler drives either.
 //!
 //! A sequence's tokens do not depend on what else is in the step: every matrix kernel sums
@@ -16,12 +16,12 @@
 use std::collections::VecDeque;
 
 use super::model::{CpuModel, Row};
-use crate::engine::StepPart;
-use crate::engine::model::check_tokens;
-use crate::engine::step::{check_rewind, step_tokens};
 use crate::error::{GpuError, Result};
 use crate::kernels::sample::SamplerConfig;
 use crate::kernels::twins::sample;
+use crate::runtime::StepPart;
+use crate::runtime::gpu_model::check_tokens;
+use crate::runtime::step::{check_rewind, step_tokens};
 
 /// One sequence: the tokens its cache holds, and its sampler's state (the GPU sampler's
 /// twin: a step counter, and the recent tokens the repetition penalty sees, oldest first).
@@ -97,7 +97,7 @@ impl Seq {
 }
 
 impl CpuModel {
-    /// Sequences the model holds at once ([`crate::engine::ModelOptions::slots`]); slot 0 is
+    /// Sequences the model holds at once ([`crate::runtime::ModelOptions::slots`]); slot 0 is
     /// also the single-sequence path's.
     pub fn slots(&self) -> usize {
         self.seqs.len()
@@ -153,7 +153,7 @@ impl CpuModel {
     }
 
     /// Runs one step of `parts` (each slot at most once, at most
-    /// [`crate::engine::PREFILL_CHUNK`] tokens in all) in one forward pass and returns the
+    /// [`crate::runtime::PREFILL_CHUNK`] tokens in all) in one forward pass and returns the
     /// sampled ids, in the order of the parts that sample (every `Decode`, and each `Prompt`
     /// with `sample`). Everything is checked before any slot changes, so a refused step
     /// leaves every slot as it was.

@@ -2,15 +2,15 @@
 //! bytes are kept as stored ([`StagedTensors`]) and move into the model at the end, so the
 //! model is held once (no whole-file buffer beside it).
 
+use super::cpu_weights::CpuWeights;
 use super::model::CpuModel;
 use super::runtime::CpuOptions;
 use super::tensors::StagedTensors;
-use super::weights::CpuWeights;
-use crate::engine::ModelOptions;
 use crate::engine::target::LoadTarget;
 use crate::error::{GpuError, Result};
 use crate::gguf::{GgufHeader, TensorInfo};
 use crate::model::config::ModelConfig;
+use crate::runtime::ModelOptions;
 
 /// The most model bytes the CPU backend takes: a wasm32 memory is at most 4 GiB, and the
 /// model shares it with the KV cache, the tokenizer and the activations; natively, what

@@ -6,8 +6,8 @@ use crate::cpu::CpuModel;
 use crate::error::Result;
 use crate::kernels::SamplerConfig;
 
-use super::model::GpuModel;
-use super::step::StepPart;
+use crate::runtime::GpuModel;
+use crate::runtime::StepPart;
 
 /// A model with slots, each a sequence with its own cache and sampler.
 pub trait Batched {

@@ -21,9 +21,9 @@ use crate::gpu::context::GpuContext;
 use crate::model::config::ModelConfig;
 use crate::tokenizer::{Tokenizer, TokenizerSpec};
 
-use super::model::ModelOptions;
 use super::session::Engine;
 use super::target::{GpuTarget, LoadTarget};
+use crate::runtime::ModelOptions;
 
 /// What the caller knows of the file before it arrives, checked while it does.
 #[derive(Debug, Clone, Default)]
@@ -263,8 +263,9 @@ fn hex(bytes: &[u8]) -> String {
 
 impl Engine {
     /// Parses a whole GGUF file held in memory, builds its tokenizer, uploads the model and
-    /// (natively) compiles every pipeline it will run ([`super::GpuModel::compile`]), so the first
-    /// answer is as fast as later ones. On the web, call [`super::GpuModel::compile`] yourself.
+    /// (natively) compiles every pipeline it will run ([`crate::runtime::GpuModel::compile`]),
+    /// so the first answer is as fast as later ones. On the web, call
+    /// [`crate::runtime::GpuModel::compile`] yourself.
     pub fn load(ctx: Arc<GpuContext>, gguf: &[u8], opts: &ModelOptions) -> Result<Self> {
         // The streamed load's one path: a whole file is a download in one chunk (each
         // tensor is then a slice of it, not a copy).

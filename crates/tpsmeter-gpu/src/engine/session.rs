@@ -9,8 +9,8 @@ use crate::generate::{CancelToken, GenerateParams, Generation, Generator, TokenE
 use crate::kernels::SamplerConfig;
 use crate::tokenizer::Tokenizer;
 
-use super::model::GpuModel;
 use super::token_span::TokenSpan;
+use crate::runtime::GpuModel;
 
 /// What the engine needs of a backend's model beyond [`TokenStep`]: the GPU model
 /// ([`GpuModel`]) and the CPU one ([`crate::cpu::CpuModel`]).

@@ -11,10 +11,10 @@ use crate::error::Result;
 use crate::gguf::{GgufHeader, TensorInfo};
 use crate::gpu::context::GpuContext;
 use crate::model::config::ModelConfig;
-use crate::model::weights::{GpuWeights, StagedWeights};
+use crate::model::gpu_weights::{GpuWeights, StagedWeights};
 
-use super::model::{GpuModel, ModelOptions};
 use super::session::Backend;
+use crate::runtime::{GpuModel, ModelOptions};
 
 /// A backend a model can be loaded into as its file arrives.
 pub trait LoadTarget {

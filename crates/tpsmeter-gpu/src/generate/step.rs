@@ -36,7 +36,7 @@ pub trait TokenStep {
     fn context_len(&self) -> usize;
 
     /// Decode steps the loop may keep submitted and unread (chaining, see
-    /// `engine/chain.rs`); 1, the default, runs each step with [`TokenStep::step`] and none
+    /// `runtime/chain.rs`); 1, the default, runs each step with [`TokenStep::step`] and none
     /// of the methods below is called.
     fn in_flight(&self) -> usize {
         1

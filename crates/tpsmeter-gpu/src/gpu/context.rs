@@ -1,6 +1,6 @@
 //! The wgpu device, chosen once: adapter selection, features, limits, and what kind of
 //! adapter it is (a CPU rasteriser like lavapipe or SwiftShader wants different kernel shapes
-//! from a real GPU; see `shared/notes/engine.md`).
+//! from a real GPU; docs/performance.md has the measurements on each kind).
 
 use std::sync::{Arc, Mutex};
 

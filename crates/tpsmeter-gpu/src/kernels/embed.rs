@@ -7,9 +7,9 @@ use crate::gpu::context::GpuContext;
 use crate::gpu::defines::{DType, Defines};
 use crate::kernels::dispatch::Dispatch;
 use crate::kernels::matvec::Params;
+use crate::kernels::qweight::QWeight;
 use crate::kernels::source::ShaderId;
 use crate::kernels::tensor::Tensor;
-use crate::kernels::weights::QWeight;
 
 const WORKGROUP: u32 = 32;
 

@@ -232,7 +232,7 @@ mod tests {
             WeightFormat::Q4_K,
             WeightFormat::Q6_K,
         ] {
-            let back = crate::model::weights::weight_format(f.ggml_type(), "t").ok();
+            let back = crate::model::gpu_weights::weight_format(f.ggml_type(), "t").ok();
             assert_eq!(back, Some(f));
         }
     }

@@ -72,9 +72,9 @@ use crate::gpu::context::{AdapterProfile, GpuContext};
 use crate::gpu::defines::{DType, Defines};
 use crate::kernels::dispatch::Dispatch;
 use crate::kernels::matvec::{Params, lanes_load_inputs};
+use crate::kernels::qweight::{QWeight, WeightPart};
 use crate::kernels::source::ShaderId;
 use crate::kernels::tensor::Tensor;
-use crate::kernels::weights::{QWeight, WeightPart};
 
 /// [`GpuMatMul::Rows`]: rows of W per workgroup (one per invocation).
 const TILE_ROWS: u32 = 64;

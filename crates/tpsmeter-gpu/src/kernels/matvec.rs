@@ -1,7 +1,7 @@
 //! Fused dequantize + matrix-vector product for decode: `y = W x` or `y += W x`, reading
 //! `W` quantized as stored (see [`crate::kernels::format`]) and never expanding it.
 //!
-//! Two kernel shapes live behind this one op (engine.md): CPU-type adapters get several rows
+//! Two kernel shapes live behind this one op: CPU-type adapters get several rows
 //! per invocation with contiguous reads and no barriers; real GPUs get coalesced reads and a
 //! workgroup or subgroup reduction.
 //!
@@ -18,9 +18,9 @@ use crate::gpu::context::{AdapterProfile, GpuContext};
 use crate::gpu::defines::{DType, Defines};
 use crate::kernels::dispatch::Dispatch;
 use crate::kernels::elementwise::GluKind;
+use crate::kernels::qweight::{QWeight, WeightPart};
 use crate::kernels::source::{MatVecEntry, MatVecNorm, ShaderId, XSource};
 use crate::kernels::tensor::Tensor;
-use crate::kernels::weights::{QWeight, WeightPart};
 
 /// Kernel shape of a matvec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -9,7 +9,7 @@ use crate::gpu::defines::Defines;
 use crate::gpu::pipelines::Shader;
 use crate::kernels::format::WeightFormat;
 use crate::kernels::kv::KvStore;
-use crate::kernels::weights::WeightStore;
+use crate::kernels::qweight::WeightStore;
 
 /// Every WGSL file of the crate, by name.
 pub static SOURCES: &[(&str, &str)] = &[

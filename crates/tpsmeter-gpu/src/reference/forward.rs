@@ -2,8 +2,8 @@
 //! returning the logits. It is the oracle the GPU forward pass is tested against, so it
 //! favours obviousness over speed: f32 throughout, no fusion, no threads.
 
+use super::f32_weights::Weights;
 use super::ops::{gelu_tanh, matvec, rms_norm, rope, silu, softmax};
-use super::weights::Weights;
 use crate::error::{GpuError, Result};
 use crate::gguf::GgufFile;
 use crate::model::config::{Activation, ModelConfig};

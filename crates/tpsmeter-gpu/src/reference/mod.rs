@@ -5,9 +5,9 @@
 //! with a KV cache, returning logits per position. What it does not do: anything fast
 //! (no threads, no SIMD intrinsics, no batching); it is for tests.
 
+pub mod f32_weights;
 pub mod forward;
 pub mod ops;
-pub mod weights;
 
+pub use f32_weights::Weights;
 pub use forward::{KvCache, ReferenceModel, argmax};
-pub use weights::Weights;

@@ -7,9 +7,10 @@
 use serde::Serialize;
 #[cfg(feature = "cpu")]
 use tpsmeter_gpu::cpu::CpuModel;
-use tpsmeter_gpu::engine::{Engine, StepCost};
+use tpsmeter_gpu::engine::Engine;
+use tpsmeter_gpu::runtime::StepCost;
 #[cfg(feature = "gpu")]
-use tpsmeter_gpu::{GpuError, engine::GpuModel, engine::StepStats, gpu::context::AdapterProfile};
+use tpsmeter_gpu::{GpuError, gpu::context::AdapterProfile, runtime::GpuModel, runtime::StepStats};
 
 /// A loaded engine.
 #[derive(Debug)]
@@ -40,7 +41,7 @@ pub(crate) use with_engine;
 pub(crate) enum Mark {
     /// The counters, the cost log's mark, and the pipelines built so far.
     #[cfg(feature = "gpu")]
-    Gpu(StepStats, tpsmeter_gpu::engine::CostMark, usize),
+    Gpu(StepStats, tpsmeter_gpu::runtime::CostMark, usize),
     #[cfg(feature = "cpu")]
     Cpu(tpsmeter_gpu::cpu::CpuStats),
 }

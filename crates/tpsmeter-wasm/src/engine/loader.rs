@@ -9,12 +9,13 @@ use serde::Deserialize;
 use tpsmeter_gpu::cpu::{CpuOptions, CpuTarget};
 #[cfg(feature = "gpu")]
 use tpsmeter_gpu::engine::GpuTarget;
-use tpsmeter_gpu::engine::{EngineLoader, FileChecks, LoadTarget, ModelOptions};
+use tpsmeter_gpu::engine::{EngineLoader, FileChecks, LoadTarget};
 use tpsmeter_gpu::generate::CancelToken;
 #[cfg(feature = "gpu")]
 use tpsmeter_gpu::gpu::context::{AdapterProfile, ContextOptions, GpuContext};
 #[cfg(feature = "gpu")]
 use tpsmeter_gpu::probe::{ProbeOptions, probe};
+use tpsmeter_gpu::runtime::ModelOptions;
 use wasm_bindgen::prelude::*;
 
 use super::loaded::{Loaded, with_engine};
@@ -128,7 +129,7 @@ impl JsEngineLoader {
             model.max_context = n;
         }
         if let Some(k) = opts.in_flight {
-            if !(1..=tpsmeter_gpu::engine::MAX_IN_FLIGHT).contains(&k) {
+            if !(1..=tpsmeter_gpu::runtime::MAX_IN_FLIGHT).contains(&k) {
                 return Err(request_err("inFlight must be a whole number from 1 to 4"));
             }
             model.in_flight = Some(k);

@@ -208,7 +208,7 @@ impl JsEngine {
     }
 
     /// Prepares every graph the model can run and compiles and primes their pipelines
-    /// (`tpsmeter_gpu::engine::warm`), so that the first answer is as fast as later ones:
+    /// (`tpsmeter_gpu::runtime::warm`), so that the first answer is as fast as later ones:
     /// call once, right after `EngineLoader.finish`. `on_progress(graphsDone, graphs,
     /// pipelines)` is called before each graph and after each pipeline the browser has
     /// compiled; returning `false` stops the compilation (an `AbortError`). Resolves to JSON
@@ -220,7 +220,7 @@ impl JsEngine {
             #[cfg(feature = "gpu")]
             Loaded::Gpu(e) => {
                 let mut clock = performance_now_ms;
-                let mut progress = |p: tpsmeter_gpu::engine::CompileProgress| {
+                let mut progress = |p: tpsmeter_gpu::runtime::CompileProgress| {
                     let go_on = on_progress.call3(
                         &JsValue::NULL,
                         &JsValue::from(p.graphs_done as f64),
@@ -239,7 +239,7 @@ impl JsEngine {
             #[cfg(feature = "cpu")]
             Loaded::Cpu(_) => {
                 let _ = &on_progress;
-                serde_json::to_string(&tpsmeter_gpu::engine::CompileReport::default())
+                serde_json::to_string(&tpsmeter_gpu::runtime::CompileReport::default())
                     .map_err(request_err)
             }
         };

@@ -1,6 +1,6 @@
 // Entry for CPU-type adapters (lavapipe, SwiftShader): each invocation owns ROWS whole rows,
 // reads each row contiguously, loads every input slice once for all its rows, and never
-// synchronises with its workgroup (barriers cost 5-100x there; see engine.md). The input may
+// synchronises with its workgroup (barriers cost 5-100x there). The input may
 // carry a folded RMSNorm and the outputs a gated unit (matvec_common's epilogues).
 
 @compute @workgroup_size(WG)

@@ -1,7 +1,7 @@
 // The adapter probe's kernels (see probe.rs):
 //   read_contiguous: invocation i folds vec4s [i * p.chunk, (i + 1) * p.chunk) of `data`, four
 //                    per iteration: the pattern CPU rasterisers (SwiftShader, lavapipe) read
-//                    fastest (shared/notes/engine.md).
+//                    fastest.
 //   read_strided:    invocation i folds vec4s i, i + T, i + 2T, ... (T invocations in all):
 //                    coalesced, the pattern real GPUs read fastest.
 //   touch:           one invocation writes one word: the unit of per-dispatch cost.

@@ -22,8 +22,8 @@ use crate::error::{GpuError, Result};
 use crate::kernels::{SamplerConfig, batch_positions};
 
 use super::cost::Phase;
-use super::model::{GpuModel, PREFILL_CHUNK, record, write};
-use crate::model::graph;
+use super::gpu_model::{GpuModel, PREFILL_CHUNK, record, write};
+use super::graph;
 
 /// One sequence's part of a mixed step.
 #[derive(Debug, Clone, Copy)]

@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::kernels::positions;
 
 use super::cost::Phase;
-use super::model::{GpuModel, PREFILL_CHUNK, write};
+use super::gpu_model::{GpuModel, PREFILL_CHUNK, write};
 
 /// Who samples after a prompt's last chunk.
 #[derive(Debug, Clone, Copy)]
@@ -129,7 +129,7 @@ impl GpuModel {
 
 #[cfg(test)]
 mod tests {
-    use crate::engine::GpuModel;
+    use crate::runtime::GpuModel;
 
     #[test]
     fn prompts_split_into_power_of_two_chunks() {

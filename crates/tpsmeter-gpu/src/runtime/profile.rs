@@ -4,7 +4,7 @@
 use crate::error::Result;
 use crate::kernels::{Dispatch, positions};
 
-use super::model::GpuModel;
+use super::gpu_model::GpuModel;
 
 impl GpuModel {
     /// Native, for benchmarks: milliseconds one decoded token spends in each kind of kernel,
@@ -58,7 +58,7 @@ impl GpuModel {
     }
 
     /// Native, for benchmarks: [`GpuModel::profile_decode`]'s per-kernel rows for one
-    /// prefill chunk of `n` tokens (a power of two up to [`crate::engine::PREFILL_CHUNK`]),
+    /// prefill chunk of `n` tokens (a power of two up to [`crate::runtime::PREFILL_CHUNK`]),
     /// in ms per chunk, as the first chunk of a prompt (positions 0..n).
     pub fn profile_prefill(&mut self, n: usize, reps: usize) -> Result<Vec<(String, usize, f64)>> {
         self.prefill_graph(n)?;

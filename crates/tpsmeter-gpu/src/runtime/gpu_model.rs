@@ -16,12 +16,12 @@ use crate::gpu::defines::DType;
 use crate::kernels::attention::{self, AttentionConfig};
 use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor, positions};
 use crate::model::config::ModelConfig;
-use crate::model::weights::GpuWeights;
+use crate::model::gpu_weights::GpuWeights;
 
 use super::cost::{CostLog, CostMark, CostReport, Phase, PhaseTotals, StepClock};
+use super::graph::{self, Activations, KvCache, Shared};
 use super::prompt::Sample;
 use super::readback::TokenReadback;
-use crate::model::graph::{self, Activations, KvCache, Shared};
 
 /// Largest prefill batch: prompts run in power-of-two chunks up to this many tokens, each
 /// chunk size with its own prepared graph (at most log2(64) + 1 = 7 of them).

@@ -31,7 +31,7 @@ use crate::kernels::{
     QWeight, RmsNorm, RopeKv, RopeKvConfig, RopeLayout, Tensor,
 };
 use crate::model::config::{Activation, ModelConfig, RopeLayout as ConfigRope};
-use crate::model::weights::{GateUp, GpuWeights};
+use crate::model::gpu_weights::{GateUp, GpuWeights};
 
 /// Activation buffers for up to `n` tokens.
 #[derive(Debug)]

@@ -25,8 +25,8 @@
 //! them, and the first generation restarts the sampler (its state is reset whenever a step
 //! does not continue the last one).
 //!
-//! [`PREFILL_CHUNK`]: super::model::PREFILL_CHUNK
-//! [`ModelOptions::step_tokens`]: super::model::ModelOptions::step_tokens
+//! [`PREFILL_CHUNK`]: super::gpu_model::PREFILL_CHUNK
+//! [`ModelOptions::step_tokens`]: super::gpu_model::ModelOptions::step_tokens
 
 use std::sync::Arc;
 
@@ -35,7 +35,7 @@ use serde::Serialize;
 use crate::error::{GpuError, Result};
 use crate::kernels::Dispatch;
 
-use super::model::{GpuModel, PREFILL_CHUNK};
+use super::gpu_model::{GpuModel, PREFILL_CHUNK};
 
 /// A graph prepared at load besides the decode step's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

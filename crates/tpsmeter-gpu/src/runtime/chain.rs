@@ -26,7 +26,7 @@ use crate::gpu::context::GpuContext;
 use crate::kernels::positions;
 
 use super::cost::Phase;
-use super::model::{GpuModel, write};
+use super::gpu_model::{GpuModel, write};
 use super::readback::{TOKEN_BYTES, TokenReadback};
 
 /// Most decode steps one sequence keeps submitted and unread.

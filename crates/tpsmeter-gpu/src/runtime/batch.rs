@@ -25,9 +25,9 @@ use crate::gpu::defines::DType;
 use crate::kernels::{Sampler, SamplerConfig, Tensor, batch_positions, positions};
 
 use super::cost::Phase;
-use crate::model::graph::{self, Activations};
+use super::graph::{self, Activations};
 
-use super::model::{GpuModel, decode_graph, record, write};
+use super::gpu_model::{GpuModel, decode_graph, record, write};
 use super::prompt::Sample;
 use super::readback::TOKEN_BYTES;
 use super::slots::{BatchState, Slot};

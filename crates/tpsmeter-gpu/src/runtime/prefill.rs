@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::generate::CancelToken;
 use crate::gpu::context::GpuContext;
 
-use super::model::{GpuModel, PREFILL_CHUNK};
+use super::gpu_model::{GpuModel, PREFILL_CHUNK};
 use super::prompt::Sample;
 
 /// Chunks submitted and not known to have run, counting the one the GPU is on: 1 waits

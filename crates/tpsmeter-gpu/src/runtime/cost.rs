@@ -15,7 +15,7 @@
 
 use serde::Serialize;
 
-use super::model::StepStats;
+use super::gpu_model::StepStats;
 
 /// Milliseconds on a monotonic clock: natively an `Instant` (the default), in the browser
 /// `performance.now()`, which the caller sets (`std::time::Instant` panics on wasm32).

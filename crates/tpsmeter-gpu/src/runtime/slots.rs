@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
+use super::graph::Activations;
 use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor};
-use crate::model::graph::Activations;
 
 /// One sequence's state.
 #[derive(Debug)]
