@@ -59,6 +59,14 @@ export async function checkBenchOptions(options: BenchOptions | (Omit<RunSetting
   }
 }
 
+/**
+ * `url` without credentials (`user:pass@`, query parameters such as `key=` or `sig=`, the
+ * fragment): the redactor the CLI and the reports use, for a URL your page shows or stores.
+ */
+export async function redactUrl(url: string): Promise<string> {
+  return (await loadWasm()).redactUrl(url);
+}
+
 /** The wasm core's version (loads the module if needed). */
 export async function version(): Promise<string> {
   return (await loadWasm()).version();

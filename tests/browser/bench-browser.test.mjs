@@ -96,7 +96,7 @@ test('bench() in the browser', async (t) => {
     assert.deepEqual(out.classes, ['http_4xx']);
   });
 
-  await t.test('options are checked in the package\'s words before anything starts', async () => {
+  await t.test('options are checked by the run spec (the CLI\'s rules, bench()\'s names) before anything starts', async () => {
     const base = { api: 'openai-chat', url: fx.emulator.prefixed('pace/5,2,5'), model: 'emulator', requests: 2 };
     const outcomes = await page.evaluate(async (cases) => {
       const { bench } = await import('/tpsmeter/dist/index.js');
@@ -120,11 +120,11 @@ test('bench() in the browser', async (t) => {
       { ...base, rate: [1], rampUpS: 2 },
     ]);
     const [snake, negative, api, conflict, typo, single, ramp] = outcomes;
-    assert.match(ramp.message, /option `rampUpS` spreads the start of closed-loop streams/);
+    assert.match(ramp.message, /^bench\(\): `rampUpS` spreads the start of closed-loop streams/);
     assert.deepEqual([snake.ran, snake.name], [false, 'TypeError'], JSON.stringify(snake));
     assert.match(snake.message, /unknown option `max_tokens` \(did you mean `maxTokens`\?\)/);
-    assert.match(negative.message, /option `maxTokens` expects a whole number from 1, got -5/);
-    assert.match(api.message, /option `api` expects one of 'openai-chat', .*'ollama-chat'.*got "openai"/);
+    assert.match(negative.message, /`maxTokens` expects a whole number from 0, got -5/);
+    assert.match(api.message, /`api` expects one of 'openai-chat', .*'ollama-chat'.*got "openai"/);
     assert.doesNotMatch(api.message, /'ollama'/);
     assert.match(conflict.message, /`concurrency` and `rate` conflict/);
     assert.match(typo.message, /unknown option `concurrncy` \(did you mean `concurrency`\?\)/);

@@ -332,8 +332,16 @@ test("'Find the knee' searches for the highest concurrency within the SLO and sh
   const page = await site.page('/');
   await ready(page);
   await fillForm(page, { preset: 'custom', url: `${emu.base}/max-streams/2`, model: 'emu', concurrency: '1,8', warmup: 0, maxTokens: 16 });
-  await page.getByLabel('Service-level objectives (optional)').fill('ttft=70ms');
   await page.getByLabel(/Find the knee/).check();
+  // Without an SLO the run spec refuses the search, in the form's words: the CLI's sentence
+  // (tests/fixtures/option-rules.json), before anything is sent.
+  await page.getByRole('button', { name: 'Run benchmark' }).click();
+  await page.locator('#form-notices .notice.bad').first().waitFor();
+  assert.equal(
+    await page.locator('#form-notices').innerText(),
+    '“Find the knee” needs “Service-level objectives”: each level is judged by it, e.g. ttft=500ms,tpot=50ms.',
+  );
+  await page.getByLabel('Service-level objectives (optional)').fill('ttft=70ms');
   await runAndWait(page);
   const verdict = page.locator('#find-max');
   assert.equal(await verdict.getAttribute('data-max-load'), 'c=2', await verdict.innerText());

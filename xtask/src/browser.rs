@@ -70,6 +70,13 @@ fn end_to_end(require_assets: bool, files: &[String], tmp: &PrivateTmp) -> Resul
     let tarball = timed("pkg", pkg::build)?;
     let site = timed("site", www::build_site)?;
     let (emulator, cli) = timed("test binaries", test_binaries)?;
+    // The package's and the page's logic in Node first: seconds, and a failure there names
+    // the function, not a page.
+    if files.is_empty() {
+        timed("package unit tests", || {
+            unit_tests(require_assets, &emulator, &cli, tmp)
+        })?;
+    }
     timed("end-to-end tests", || {
         node_tests(require_assets, files, &tarball, &site, &emulator, &cli, tmp)
     })
@@ -255,6 +262,24 @@ fn test_binaries() -> Result<(PathBuf, PathBuf)> {
     ]))?;
     let dir = target_dir().join("debug");
     Ok((dir.join("tpsmeter-emulator"), dir.join("tpsmeter")))
+}
+
+/// `node --test tests/unit/`: the package's logic (option checks through the wasm,
+/// redaction, the CSV and permalink round trips) in Node's test runner, against the built
+/// `pkg/` and, for a real report, the CLI and the emulator. No browser.
+fn unit_tests(require_assets: bool, emulator: &Path, cli: &Path, tmp: &PrivateTmp) -> Result<()> {
+    let root = repo_root();
+    let mut node = Command::new("node");
+    node.current_dir(&root)
+        .args(["--test", "tests/unit/"])
+        .env("TPSMETER_PKG_DIR", root.join("pkg"))
+        .env("TPSMETER_EMULATOR_BIN", emulator)
+        .env("TPSMETER_CLI_BIN", cli)
+        .env("TMPDIR", tmp.path());
+    if require_assets {
+        node.env("TPSMETER_REQUIRE_ASSETS", "1");
+    }
+    sh::run(&mut node)
 }
 
 /// `node --test tests/browser/` against the packed package and the test binaries.

@@ -33,6 +33,7 @@ pub const BUDGETS: &[(&str, u64)] = &[
     ("pkg", 340),
     ("site", 20),
     ("test binaries", 30),
+    ("package unit tests", 30),
     // 418 s measured before the CPU backend's browser tests (the engine on the CPU against
     // the native one, the demo without WebGPU: about 100 s more on two cores).
     ("end-to-end tests", 540),

@@ -39,9 +39,13 @@ pub enum CoreError {
         input: String,
         reason: String,
     },
-    /// A run's option that cannot be taken, named as `bench()` names it.
-    #[error(transparent)]
-    InvalidOption(#[from] crate::spec::OptionError),
+    /// A run's option that cannot be taken (the run spec's `OptionError`, its options named
+    /// as `bench()` names them); `field` is the option's key.
+    #[error("{message}")]
+    InvalidOption {
+        field: Option<&'static str>,
+        message: String,
+    },
     /// A report handed to `report::merge` that is not a whole shard report of this build.
     #[error("report #{report} cannot be merged: {reason}")]
     NotMergeable { report: usize, reason: String },

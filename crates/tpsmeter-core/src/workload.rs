@@ -8,7 +8,7 @@
 //! | `long-10k` | 10,000            | 256           | Artificial Analysis's 10k-token input          |
 //! | `llmperf`  | 550 (stdev 150)   | 150           | LLMPerf's defaults (`--mean-input-tokens 550 --stddev-input-tokens 150 --mean-output-tokens 150`) |
 //!
-//! Input is synthesised (see [`crate::synth`]): exact with a tokenizer, estimated without.
+//! Input is synthesised (see the `synth` module): exact with a tokenizer, estimated without.
 //! Output is the `max_tokens` cap: a server that stops early (end of sequence) sends less,
 //! which `ignore_eos` prevents where a server supports it. LLMPerf also draws output lengths
 //! (stdev 10); tpsmeter keeps the cap fixed at the mean, and says so here.

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use tpsmeter_core::drive::{Action, LoadDriver, RecordExtras, Ticket};
 use tpsmeter_core::report::{Environment, Report, Warning};
 use tpsmeter_core::request::{HeaderValue, Redactor, RequestPlan, Secret};
-use tpsmeter_core::tokens::TokenCounter;
 use tpsmeter_core::spec::Field;
+use tpsmeter_core::tokens::TokenCounter;
 use tpsmeter_core::{BenchOptions, PromptPlan};
 use wasm_bindgen::prelude::*;
 
@@ -97,8 +97,8 @@ impl BenchRun {
         } else {
             &[]
         };
-        let options = crate::options::resolve(&options, given)
-            .map_err(|e| e.into_js(&JsValue::UNDEFINED))?;
+        let options =
+            crate::options::resolve(&options, given).map_err(|e| e.into_js(&JsValue::UNDEFINED))?;
         let spec = options
             .request_spec(api_key)
             .map_err(|e| JsError::new(&e.to_string()))?;

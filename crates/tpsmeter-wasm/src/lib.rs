@@ -18,11 +18,11 @@ mod convert;
 mod counter;
 #[cfg(feature = "bench")]
 mod dataset;
-#[cfg(feature = "bench")]
-mod options;
 #[cfg(any(feature = "gpu", feature = "cpu"))]
 mod engine;
 mod exchange;
+#[cfg(feature = "bench")]
+mod options;
 
 use wasm_bindgen::prelude::*;
 
@@ -60,6 +60,15 @@ pub fn apis() -> Vec<String> {
         .iter()
         .map(|a| a.name().to_string())
         .collect()
+}
+
+#[cfg(feature = "bench")]
+/// `url` without credentials: no `user:pass@`, no query parameter whose name looks like a
+/// credential (`key`, `sig`, `*_token`, ...), no fragment; the one redactor the CLI, the
+/// package and the page use for a URL shown in a message, a report or a link.
+#[wasm_bindgen(js_name = redactUrl)]
+pub fn redact_url(url: &str) -> String {
+    tpsmeter_core::report::redact_url(url)
 }
 
 #[cfg(feature = "bench")]

@@ -29,13 +29,9 @@ export function corsMessage(url: string): string {
   );
 }
 
-/** How a rejected fetch's error reads (`name: message`), to classify on the page later. */
-export function fetchErrorText(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-}
-
 /**
- * Classifies a rejected fetch (not one this package aborted) from its `fetchErrorText`.
+ * Classifies a rejected fetch (not one this package aborted) from its `fetchErrorText`
+ * (`stream.ts`; kept there so the reader Worker loads nothing of the wasm glue).
  * Runs on the page even when the fetch ran in the reader Worker: the probe must meet the
  * page's own embedder policy, which the report describes. Never rejects.
  */

@@ -5,6 +5,8 @@
 // eight characters of the key, in every encoding): this is the first line, for the page's
 // own messages.
 
+import { redactUrl as coreRedactUrl } from '../raw.js';
+
 /** Query parameters that carry credentials (Gemini's `key=`, signed URLs, tokens). */
 const SECRET_PARAMS = /([?&](?:key|api[-_]?key|access[-_]?token|token|auth|sig|signature)=)[^&#\s"'<>]*/gi;
 
@@ -39,7 +41,15 @@ function base64Forms(secret: string): string[] {
   return forms.filter((f) => f.length >= MIN_SECRET_CHARS);
 }
 
-/** `url` with credential query values replaced (for messages that name the URL). */
+/**
+ * `url` without credentials, for messages that name it: the core's redactor (the CLI's, the
+ * report's), through the bench module, which every caller has loaded (`bench()` loads it
+ * first). Were it not, the URL is left out rather than shown.
+ */
 export function redactUrl(url: string): string {
-  return url.replace(SECRET_PARAMS, '$1REDACTED');
+  try {
+    return coreRedactUrl(url);
+  } catch {
+    return '(the URL)';
+  }
 }

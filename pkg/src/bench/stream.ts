@@ -9,7 +9,6 @@
 // here: whoever feeds them to the exchange does that, in one place.
 
 import type { FailClass } from '../types.js';
-import { fetchErrorText } from './classify.js';
 import { TimingMatcher, type RequestTiming } from './timing.js';
 
 /** Bytes of a non-2xx body kept for the error message. */
@@ -225,4 +224,9 @@ async function takeTiming(matcher: TimingMatcher, url: string, startMs: number):
     await new Promise((r) => setTimeout(r, ms));
   }
   return matcher.take(url, startMs);
+}
+
+/** How a rejected fetch's error reads (`name: message`), to classify on the page later. */
+export function fetchErrorText(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

@@ -423,7 +423,6 @@ export function validate(s: FormState, file?: File): string[] {
   if (!(s.requests >= 1 && s.requests <= LIMITS.requests)) out.push(`Requests per level must be 1 to ${LIMITS.requests.toLocaleString('en-US')}.`);
   if (!(s.warmup >= 0 && s.warmup <= LIMITS.warmup)) out.push(`Warm-up requests must be 0 to ${LIMITS.warmup}.`);
   if (!(Number.isInteger(s.sharedPrefix) && s.sharedPrefix >= 0 && s.sharedPrefix <= LIMITS.inputTokens)) out.push(`Shared prefix must be 0 to ${LIMITS.inputTokens.toLocaleString('en-US')} tokens.`);
-  if (!(Number.isInteger(s.turns) && s.turns >= 1 && s.turns <= 64)) out.push('Turns per conversation must be 1 to 64.');
   if (!(Number.isInteger(s.inputStdev) && s.inputStdev >= 0 && s.inputStdev <= LIMITS.inputTokens)) out.push(`Input length spread must be 0 to ${LIMITS.inputTokens.toLocaleString('en-US')} tokens.`);
   if (!(s.rampUpS >= 0 && s.rampUpS <= LIMITS.rampUpS)) out.push(`Ramp-up must be 0 to ${LIMITS.rampUpS} seconds.`);
   if (s.promptKind === 'dataset' && !file && !s.datasetUrl) out.push('Pick a dataset file or enter its URL.');

@@ -2,7 +2,7 @@
 
 import { wireThemeSwitch } from '../boot';
 import '../style.css';
-import { bench, checkBenchOptions, type Progress, type RequestRecord } from 'tpsmeter';
+import { bench, checkBenchOptions, redactUrl, type Progress, type RequestRecord } from 'tpsmeter';
 import type { LocalEngine } from 'tpsmeter/engine';
 import { allowOrigin, isAllowed, originOf } from '../common/csp';
 import { download, importFile, levelLabel, runCsv } from '../common/files';
@@ -12,7 +12,6 @@ import { short } from '../common/limits';
 import { pinnedSha256, sameOriginModel } from '../common/models';
 import { decodeFragment, encodeReport } from '../common/permalink';
 import { LOCAL_PRESET, SAME_ORIGIN_PRESET, preset } from '../common/presets';
-import { redactUrl } from '../common/files';
 import { deleteRun, getRun, holdRunLock, listRuns, markInterrupted, newId, putRecord, putRun, records, type StoredRun } from '../common/store';
 import { renderCompare } from './compare';
 import { DEFAULTS, FORM_NAMES, RunForm, settingsOf, validate } from './form';
@@ -302,10 +301,11 @@ async function runOne(
     title: `${preset(presetId)?.label ?? presetId} · ${model}${step?.suffix ?? ''}`,
     source: 'browser',
     status: 'running',
-    // Stored without credentials (user:password@, key=... parameters); the report's own
+    // Stored without credentials (user:password@, key=... parameters: the core's redactor,
+    // as the CLI's reports); the report's own
     // config, redacted by the package, replaces it when the run ends. Without a dataset's
     // bytes: the report names it (`config.prompt`).
-    settings: { ...settings, dataset: undefined, url: redactUrl(settings.url), model, preset: presetId },
+    settings: { ...settings, dataset: undefined, url: await redactUrl(settings.url), model, preset: presetId },
   };
   let saving = Promise.resolve();
   let kept = 0;

@@ -24,23 +24,6 @@ export function levelLabel(level: unknown): string {
   return typeof level === 'string' || typeof level === 'number' ? String(level) : '';
 }
 
-/** Query parameter names that carry credentials (as the package redacts them). */
-const SECRET_PARAM = /key|token|secret|password|passwd|auth|sig|credential/i;
-
-/** `url` without `user:password@` and with credential-like query values replaced. */
-export function redactUrl(url: string): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return url;
-  }
-  u.username = '';
-  u.password = '';
-  for (const name of [...u.searchParams.keys()]) if (SECRET_PARAM.test(name)) u.searchParams.set(name, 'REDACTED');
-  return u.href.replace(/\/$/, url.endsWith('/') ? '/' : '');
-}
-
 export function paintOf(r: RequestRecord): { painted_tps?: number | null; ttfp_ms?: number | null; lag_ms?: number[]; tokens_per_frame?: number[]; empty_frames?: number } | undefined {
   return (r.metrics?.paint ?? undefined) as ReturnType<typeof paintOf>;
 }

@@ -1,15 +1,15 @@
 //! [`BenchOptions`]: the settings of one benchmark run as data, with their defaults. What
 //! they may be is checked in [`super::validate`] and [`super::rules`]; what runs them is
-//! built above the floor ([`crate::options`]).
+//! built above the floor (`options`).
 //!
 //! The API key is not part of it: callers keep it apart (in memory only) and hand it to
-//! [`BenchOptions::request_spec`] as a [`crate::request::Secret`], so options can be logged,
+//! `BenchOptions::request_spec` as a `request::Secret`, so options can be logged,
 //! compared and stored without a key in them.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
 use super::CacheBust;
-use super::find_max::{FindMaxOptions, find_max_option};
+use super::find_max::FindMaxOptions;
 use crate::api::Api;
 use crate::workload::Workload;
 
@@ -24,7 +24,6 @@ pub const MAX_TURNS: u32 = 64;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct BenchOptions {
-    #[serde(deserialize_with = "api_by_name")]
     pub api: Api,
     /// Server base URL (see `request::url` for how the API's path is appended).
     pub url: String,
@@ -42,7 +41,7 @@ pub struct BenchOptions {
     /// Seconds per level instead of a request count.
     pub duration_s: Option<f64>,
     /// Seed of the Poisson arrival schedule (0 when not given) and of the prompts' run id
-    /// (random when not given; see [`crate::prompt_plan`]).
+    /// (random when not given; see `prompt_plan`).
     pub seed: Option<u64>,
     pub max_tokens: u32,
     /// The largest output cap any request may ask for: a dataset entry's own (or its
@@ -52,16 +51,16 @@ pub struct BenchOptions {
     pub max_tokens_limit: Option<u32>,
     pub prompt: Option<String>,
     /// Synthesise a prompt of about this many tokens (see [`prompt::synthesize`]); exactly
-    /// this many (the user message) when the run has a tokenizer (see [`crate::synth`]).
+    /// this many (the user message) when the run has a tokenizer (see `synth`).
     pub input_tokens: Option<u32>,
     /// Draw each request's input length around `input_tokens` with this standard deviation.
     pub input_tokens_stdev: Option<u32>,
     /// The tokenizer that counts input (and, without usage, output) tokens, as its source
     /// was named (a file, a URL, a Hugging Face model id); the caller loads it and hands the
-    /// core a [`crate::tokens::TokenCounter`]. Recorded in the report.
+    /// core a `tokens::TokenCounter`. Recorded in the report.
     pub tokenizer: Option<String>,
     /// Whether each request's prompt starts with a mark of its own (see
-    /// [`crate::prompt_plan`]), so that no server answers it from a prompt cache.
+    /// `prompt_plan`), so that no server answers it from a prompt cache.
     pub cache_bust: CacheBust,
     /// Tokens of text every request shares before its mark (measures prefix caching).
     pub shared_prefix: Option<u32>,
@@ -81,14 +80,14 @@ pub struct BenchOptions {
     /// [`BenchOptions::apply_workload`].
     pub workload: Option<Workload>,
     /// Multi-turn: each virtual user holds a conversation of this many turns (see
-    /// [`crate::conversations`]). Closed loop only.
+    /// `conversations`). Closed loop only.
     pub turns: Option<u32>,
     /// Seconds over which each closed-loop phase opens its streams, evenly, instead of all
-    /// at once (see [`crate::ramp`]); 0 or absent: all at once. Closed loop only.
+    /// at once (see `ramp`); 0 or absent: all at once. Closed loop only.
     pub ramp_up_s: Option<f64>,
     /// Search for the highest load that meets `slo`, from the one level given (see
-    /// [`crate::find_max`]); `findMax: true` in `bench()` takes the default limits.
-    #[serde(deserialize_with = "find_max_option")]
+    /// `find_max`). In `bench()`, `findMax: true` is the default limits and `false` no
+    /// search: the spec's reader turns them into `{}` and nothing before serde sees them.
     pub find_max: Option<FindMaxOptions>,
 }
 
@@ -125,16 +124,4 @@ impl Default for BenchOptions {
             find_max: None,
         }
     }
-}
-
-fn api_by_name<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Api, D::Error> {
-    let name = String::deserialize(d)?;
-    Api::from_name(&name).ok_or_else(|| {
-        let names: Vec<&str> = Api::ALL.iter().map(|a| a.name()).collect();
-        serde::de::Error::custom(format!(
-            "unknown api {:?}; expected one of {}, ollama",
-            name.chars().take(40).collect::<String>(),
-            names.join(", ")
-        ))
-    })
 }

@@ -5,7 +5,8 @@
 //! (`spec.json`, see [`super::spec_json`]).
 
 use serde::Serialize;
-use serde_json::Value;
+
+use super::value::OptionValue;
 
 use crate::api::Api;
 use crate::workload::Workload;
@@ -55,23 +56,21 @@ pub enum Field {
 
 /// What values an option takes, as `bench()` receives them (JSON-like values). The CLI's
 /// parser has its own types for the same options; these kinds say what the browser may hand
-/// in and what its error says is expected.
+/// in and what its error says is expected. A kind is a type, not a range: ranges (at least 1,
+/// above 0) are the options' rules ([`super::validate`]), so that a value out of range gets
+/// the same sentence from every surface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Kind {
     Text,
     Boolean,
-    /// A whole number from 0.
+    /// A whole number from 0 (a 32-bit count); its range is the option's rule.
     Count,
-    /// A whole number from 1.
-    PositiveInt,
-    /// A finite number above 0.
-    Positive,
-    /// A finite number from 0.
-    NonNegative,
-    /// A whole number from 1, or a non-empty array of them.
+    /// A finite number; its range is the option's rule.
+    Number,
+    /// A count, or a non-empty array of them (one level each).
     Levels,
-    /// A positive number, or a non-empty array of them.
+    /// A number, or a non-empty array of them (one level each).
     Rates,
     Api,
     CacheBust,
@@ -123,29 +122,19 @@ pub const FIELDS: &[FieldSpec] = &[
         Field::MaxConcurrency,
         "maxConcurrency",
         "--max-concurrency",
-        Kind::PositiveInt,
+        Kind::Count,
     ),
-    f(Field::Requests, "requests", "--requests", Kind::PositiveInt),
-    f(Field::DurationS, "durationS", "--duration", Kind::Positive),
+    f(Field::Requests, "requests", "--requests", Kind::Count),
+    f(Field::DurationS, "durationS", "--duration", Kind::Number),
     f(Field::Seed, "seed", "--seed", Kind::Count),
-    f(
-        Field::MaxTokens,
-        "maxTokens",
-        "--max-tokens",
-        Kind::PositiveInt,
-    ),
-    f(
-        Field::MaxTokensLimit,
-        "maxTokensLimit",
-        "",
-        Kind::PositiveInt,
-    ),
+    f(Field::MaxTokens, "maxTokens", "--max-tokens", Kind::Count),
+    f(Field::MaxTokensLimit, "maxTokensLimit", "", Kind::Count),
     f(Field::Prompt, "prompt", "--prompt", Kind::Text),
     f(
         Field::InputTokens,
         "inputTokens",
         "--input-tokens",
-        Kind::PositiveInt,
+        Kind::Count,
     ),
     f(
         Field::InputTokensStdev,
@@ -156,7 +145,7 @@ pub const FIELDS: &[FieldSpec] = &[
     f(Field::Tokenizer, "tokenizer", "--tokenizer", Kind::Text),
     f(Field::Dataset, "dataset", "--dataset", Kind::External),
     f(Field::Workload, "workload", "--workload", Kind::Workload),
-    f(Field::Turns, "turns", "--turns", Kind::PositiveInt),
+    f(Field::Turns, "turns", "--turns", Kind::Count),
     f(
         Field::CacheBust,
         "cacheBust",
@@ -167,25 +156,25 @@ pub const FIELDS: &[FieldSpec] = &[
         Field::SharedPrefix,
         "sharedPrefix",
         "--shared-prefix",
-        Kind::PositiveInt,
+        Kind::Count,
     ),
     f(Field::System, "system", "--system", Kind::Text),
     f(
         Field::Temperature,
         "temperature",
         "--temperature",
-        Kind::NonNegative,
+        Kind::Number,
     ),
     f(Field::IgnoreEos, "ignoreEos", "--ignore-eos", Kind::Boolean),
     f(Field::Warmup, "warmup", "--warmup", Kind::Count),
-    f(Field::TimeoutS, "timeoutS", "--timeout", Kind::Positive),
+    f(Field::TimeoutS, "timeoutS", "--timeout", Kind::Number),
     f(
         Field::IdleTimeoutS,
         "idleTimeoutS",
         "--idle-timeout",
-        Kind::Positive,
+        Kind::Number,
     ),
-    f(Field::RampUpS, "rampUpS", "--ramp-up", Kind::NonNegative),
+    f(Field::RampUpS, "rampUpS", "--ramp-up", Kind::Number),
     f(Field::Slo, "slo", "--slo", Kind::Text),
     f(Field::FindMax, "findMax", "--find-max", Kind::FindMax),
     f(Field::OnProgress, "onProgress", "", Kind::Browser),
@@ -198,10 +187,10 @@ pub const FIELDS: &[FieldSpec] = &[
 
 /// The limits a `findMax` object may set, with what each takes.
 pub const FIND_MAX_LIMITS: &[(&str, Kind)] = &[
-    ("maxLoad", Kind::Positive),
-    ("maxLevels", Kind::PositiveInt),
-    ("minGainPct", Kind::NonNegative),
-    ("attainmentPct", Kind::Positive),
+    ("maxLoad", Kind::Number),
+    ("maxLevels", Kind::Count),
+    ("minGainPct", Kind::Number),
+    ("attainmentPct", Kind::Number),
 ];
 
 /// The largest whole number a count option takes (the core reads 32-bit counts).
@@ -249,16 +238,12 @@ impl Kind {
             Kind::Text => "a string".into(),
             Kind::Boolean => "true or false".into(),
             Kind::Count => "a whole number from 0".into(),
-            Kind::PositiveInt => "a whole number from 1".into(),
-            Kind::Positive => "a number above 0".into(),
-            Kind::NonNegative => "a number from 0".into(),
+            Kind::Number => "a finite number".into(),
             Kind::Levels => {
-                "a whole number from 1, or an array of them (one level each), such as [1, 4, 16]"
-                    .into()
+                "a whole number, or an array of them (one level each), such as [1, 4, 16]".into()
             }
             Kind::Rates => {
-                "a number of requests per second above 0, or an array of them, such as [0.5, 2]"
-                    .into()
+                "a number of requests per second, or an array of them, such as [0.5, 2]".into()
             }
             Kind::Api => {
                 let names: Vec<String> = Api::ALL
@@ -286,36 +271,32 @@ impl Kind {
     }
 
     /// Whether `v` is a value of this kind.
-    pub fn fits(self, v: &Value) -> bool {
-        let whole = |v: &Value, min: f64| {
-            v.as_f64()
-                .is_some_and(|n| n.fract() == 0.0 && n >= min && n <= MAX_COUNT)
+    pub fn fits<V: OptionValue>(self, v: &V) -> bool {
+        let whole = |v: &V| {
+            v.number()
+                .is_some_and(|n| n.fract() == 0.0 && (0.0..=MAX_COUNT).contains(&n))
         };
-        let number = |v: &Value, ok: &dyn Fn(f64) -> bool| {
-            v.as_f64().is_some_and(|n| n.is_finite() && ok(n))
-        };
-        let list = |v: &Value, one: &dyn Fn(&Value) -> bool| {
+        let number = |v: &V| v.number().is_some_and(f64::is_finite);
+        let list = |v: &V, one: &dyn Fn(&V) -> bool| {
             one(v)
-                || v.as_array()
+                || v.items()
                     .is_some_and(|a| !a.is_empty() && a.iter().all(one))
         };
         match self {
-            Kind::Text => v.is_string(),
-            Kind::Boolean => v.is_boolean(),
-            Kind::Count => whole(v, 0.0),
-            Kind::PositiveInt => whole(v, 1.0),
-            Kind::Positive => number(v, &|n| n > 0.0),
-            Kind::NonNegative => number(v, &|n| n >= 0.0),
-            Kind::Levels => list(v, &|x| whole(x, 1.0)),
-            Kind::Rates => list(v, &|x| number(x, &|n| n > 0.0)),
+            Kind::Text => v.text().is_some(),
+            Kind::Boolean => v.boolean().is_some(),
+            Kind::Count => whole(v),
+            Kind::Number => number(v),
+            Kind::Levels => list(v, &whole),
+            Kind::Rates => list(v, &number),
             Kind::Api => v
-                .as_str()
-                .is_some_and(|s| Api::from_name(s).is_some() && s != "ollama"),
-            Kind::CacheBust => matches!(v.as_str(), Some("prefix" | "off")),
-            Kind::Workload => v.as_str().is_some_and(|s| Workload::parse(s).is_ok()),
+                .text()
+                .is_some_and(|s| Api::from_name(&s).is_some() && s != "ollama"),
+            Kind::CacheBust => v.text().is_some_and(|s| s == "prefix" || s == "off"),
+            Kind::Workload => v.text().is_some_and(|s| Workload::parse(&s).is_ok()),
             Kind::FindMax => {
-                v.is_boolean()
-                    || v.as_object().is_some_and(|o| {
+                v.boolean().is_some()
+                    || v.entries().is_some_and(|o| {
                         o.iter().all(|(k, x)| {
                             x.is_null()
                                 || FIND_MAX_LIMITS
@@ -336,9 +317,10 @@ pub fn suggest(name: &str) -> Option<Field> {
         .trim_start_matches('-')
         .chars()
         .filter(|c| !matches!(c, '_' | '-'))
-        .flat_map(char::to_lowercase)
+        .map(|c| c.to_ascii_lowercase())
         .collect();
-    let normal = |key: &str| key.to_lowercase();
+    // Option names are ASCII: no Unicode case tables in the wasm for them.
+    let normal = |key: &str| key.to_ascii_lowercase();
     if let Some(s) = FIELDS.iter().find(|s| normal(s.key) == lower) {
         return Some(s.field);
     }
@@ -381,6 +363,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_field_fits_in_the_given_set() {
+        // `Given` is one bit per field in a u64.
+        assert!(FIELDS.len() <= 64 && FIELDS.iter().all(|s| (s.field as u32) < 64));
+    }
+
+    #[test]
     fn fields_are_listed_once() {
         for (i, s) in FIELDS.iter().enumerate() {
             assert_eq!(s.field.spec().key, s.key, "{:?}", s.field);
@@ -412,10 +400,11 @@ mod tests {
     #[test]
     fn kinds_take_what_they_say() {
         use serde_json::json;
+        assert!(!Kind::FindMax.fits(&json!([])), "an array is no object");
         assert!(Kind::Levels.fits(&json!(4)) && Kind::Levels.fits(&json!([1, 2])));
         assert!(!Kind::Levels.fits(&json!([])) && !Kind::Levels.fits(&json!([1.5])));
-        assert!(!Kind::PositiveInt.fits(&json!(-5)) && !Kind::Count.fits(&json!(-1)));
-        assert!(!Kind::Positive.fits(&json!(0)) && Kind::NonNegative.fits(&json!(0)));
+        assert!(!Kind::Count.fits(&json!(-5)) && Kind::Count.fits(&json!(0)));
+        assert!(Kind::Number.fits(&json!(-0.5)) && !Kind::Number.fits(&json!("1")));
         assert!(Kind::Api.fits(&json!("local")) && !Kind::Api.fits(&json!("openai")));
         assert!(!Kind::Api.fits(&json!("ollama")), "the alias is the CLI's");
         assert!(Kind::FindMax.fits(&json!({"maxLoad": 64})));

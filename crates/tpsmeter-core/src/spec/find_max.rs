@@ -2,7 +2,7 @@
 //! `--find-max` flags, `bench({ findMax })`), and [`FindMaxConfig`], the same resolved
 //! against the run's first level, as the report's config records it.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
 use crate::error::{CoreError, Result};
 use crate::plan::{LoadLevel, MAX_CONCURRENCY, MAX_LEVELS, MAX_RATE_PER_S};
@@ -114,26 +114,5 @@ impl FindMaxOptions {
             attainment_pct,
             resolution_pct: RESOLUTION_PCT,
         })
-    }
-}
-
-/// `findMax`: `true` (the defaults), `false` or absent (no search), or an object of limits.
-pub(crate) fn find_max_option<'de, D: Deserializer<'de>>(
-    d: D,
-) -> std::result::Result<Option<FindMaxOptions>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Given {
-        Flag(bool),
-        Limits(FindMaxOptions),
-    }
-    // Untagged enums lose the inner error; say what the option takes instead.
-    match Option::<Given>::deserialize(d) {
-        Ok(None | Some(Given::Flag(false))) => Ok(None),
-        Ok(Some(Given::Flag(true))) => Ok(Some(FindMaxOptions::default())),
-        Ok(Some(Given::Limits(o))) => Ok(Some(o)),
-        Err(_) => Err(serde::de::Error::custom(
-            "findMax takes true, false or { maxLoad, maxLevels, minGainPct, attainmentPct }",
-        )),
     }
 }

@@ -13,7 +13,7 @@
 //!
 //! What it does not do: build requests, draw prompts or run anything. The methods that turn
 //! options into those live beside the code they feed (`impl BenchOptions` in
-//! [`crate::options`]).
+//! `options`).
 
 mod bench_options;
 mod cache_bust;
@@ -22,10 +22,12 @@ pub mod find_max;
 mod option_error;
 pub mod rules;
 mod validate;
+mod value;
 
 pub use bench_options::{BenchOptions, MAX_SECONDS, MAX_TURNS};
 pub use cache_bust::CacheBust;
 pub use field::{FIELDS, Field, FieldSpec, Kind};
 pub use find_max::{FindMaxConfig, FindMaxOptions};
 pub use option_error::OptionError;
-pub use validate::Given;
+pub use validate::{Given, is_core, read_given};
+pub use value::OptionValue;

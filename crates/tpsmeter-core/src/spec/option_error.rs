@@ -5,12 +5,12 @@
 
 use super::field::{FIELDS, Field};
 use crate::cap::cap_chars;
+use crate::error::CoreError;
 
 /// Why an option set was refused. Reasons are written with other options as `{key}`
 /// placeholders (`{durationS}`), which [`OptionError::render`] replaces by the surface's name.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-#[error("{}", self.render(&Field::quoted_key))]
 pub enum OptionError {
     /// A name no option has, with the one it most likely meant.
     Unknown {
@@ -106,6 +106,25 @@ impl OptionError {
     /// The message with the command line's flag names.
     pub fn for_cli(&self) -> String {
         self.render(&Field::flag_name)
+    }
+}
+
+/// `bench()`'s wording: options named by their keys.
+impl std::fmt::Display for OptionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render(&Field::quoted_key))
+    }
+}
+
+impl std::error::Error for OptionError {}
+
+/// Where a run's options meet the crate's other errors (the load driver checks them too).
+impl From<OptionError> for CoreError {
+    fn from(e: OptionError) -> CoreError {
+        CoreError::InvalidOption {
+            field: e.field().map(Field::key),
+            message: e.to_string(),
+        }
     }
 }
 

@@ -105,6 +105,7 @@ pub fn check_given(given: &dyn Fn(Field) -> bool) -> Result<(), OptionError> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

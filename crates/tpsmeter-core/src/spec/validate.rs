@@ -4,62 +4,112 @@
 //! ([`BenchOptions::validate`]). The CLI, `bench()` and the benchmark page all come through
 //! [`BenchOptions::resolve`], so they refuse the same option sets with the same sentence.
 
-use std::collections::BTreeSet;
-
 use serde_json::{Map, Value};
 
 use super::field::{Field, Kind, suggest};
 use super::option_error::OptionError;
 use super::rules::check_given;
+use super::value::OptionValue;
 use super::{BenchOptions, CacheBust, FindMaxConfig, MAX_SECONDS, MAX_TURNS};
 use crate::error::{CoreError, Result};
 use crate::plan::{LoadLevel, MAX_CONCURRENCY, MAX_LEVELS, MAX_RATE_PER_S};
 use crate::prompt::{self, MAX_SYNTH_TOKENS};
 use crate::slo::Slo;
 
-/// The options a user set (as opposed to those left at their defaults).
-pub type Given = BTreeSet<Field>;
+/// The options a user set (as opposed to those left at their defaults): a set of
+/// [`Field`]s, one bit each (a small set; no tree code in the wasm for it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Given(u64);
+
+impl Given {
+    pub fn new() -> Given {
+        Given(0)
+    }
+
+    pub fn insert(&mut self, field: Field) {
+        self.0 |= 1 << field as u32;
+    }
+
+    pub fn contains(&self, field: &Field) -> bool {
+        self.0 & (1 << *field as u32) != 0
+    }
+}
+
+impl Extend<Field> for Given {
+    fn extend<I: IntoIterator<Item = Field>>(&mut self, fields: I) {
+        for f in fields {
+            self.insert(f);
+        }
+    }
+}
+
+impl FromIterator<Field> for Given {
+    fn from_iter<I: IntoIterator<Item = Field>>(fields: I) -> Given {
+        let mut given = Given::new();
+        given.extend(fields);
+        given
+    }
+}
 
 type Checked = std::result::Result<(), OptionError>;
 
+/// Checks the names and kinds of `bench()`'s options: every name must be an option (else the
+/// one it most likely meant is suggested), every value of its kind, and the API named.
+/// Returns which options were given; the browser's own options (callbacks, the engine) are
+/// the package's to check and are left out, as is `findMax: false` (no search).
+pub fn read_given<V: OptionValue>(
+    entries: &[(String, V)],
+) -> std::result::Result<Given, OptionError> {
+    let mut given = Given::new();
+    for (name, value) in entries {
+        let Some(field) = Field::from_key(name) else {
+            return Err(OptionError::Unknown {
+                suggestion: suggest(name),
+                name: name.clone(),
+            });
+        };
+        if !field.spec().kind.fits(value) {
+            return Err(OptionError::Expects {
+                field,
+                got: value.describe(),
+            });
+        }
+        let kind = field.spec().kind;
+        if kind != Kind::Browser && !(kind == Kind::FindMax && value.boolean() == Some(false)) {
+            given.insert(field);
+        }
+    }
+    // The browser names its API; the CLI's parser requires `--api` the same way.
+    if !given.contains(&Field::Api) {
+        return Err(OptionError::Missing { field: Field::Api });
+    }
+    Ok(given)
+}
+
+/// Whether `field`'s `value` is one the core's options read (not the key, a dataset's bytes
+/// or a browser object, which the caller holds).
+pub fn is_core(field: Field) -> bool {
+    !matches!(field.spec().kind, Kind::External | Kind::Browser)
+}
+
 impl BenchOptions {
-    /// Reads `bench()`'s options: every name must be an option (else the one it most likely
-    /// meant is suggested), every value of its kind. One level may be given as a number. The
-    /// browser's own options (callbacks, the engine) are ignored: the package checks them;
-    /// `apiKey` and `dataset` only count as given. Returns the options and which were given;
-    /// [`BenchOptions::resolve`] then checks them.
+    /// Reads `bench()`'s options (native callers and tests; the wasm reads its `JsValue`s
+    /// through [`read_given`] and serde itself): every name an option, every value of its
+    /// kind, one level given as a number made a list. Returns the options and which were
+    /// given; [`BenchOptions::resolve`] then checks them.
     pub fn from_json(
         options: Map<String, Value>,
     ) -> std::result::Result<(BenchOptions, Given), OptionError> {
-        let mut given = Given::new();
-        let mut core = Map::new();
-        for (name, value) in options {
-            let Some(field) = Field::from_key(&name) else {
-                return Err(OptionError::Unknown {
-                    suggestion: suggest(&name),
-                    name,
-                });
-            };
-            let kind = field.spec().kind;
-            if !kind.fits(&value) {
-                return Err(OptionError::Expects {
-                    field,
-                    got: describe(&value),
-                });
-            }
-            match kind {
-                Kind::Browser => continue,
-                Kind::External => {
-                    given.insert(field);
-                    continue;
-                }
-                // `findMax: false` is no search.
-                Kind::FindMax if value == Value::Bool(false) => continue,
-                _ => {}
-            }
-            given.insert(field);
-            core.insert(name, normalize(kind, value));
-        }
+        let entries: Vec<(String, Value)> = options.into_iter().collect();
+        let given = read_given(&entries)?;
+        let core: Map<String, Value> = entries
+            .into_iter()
+            .filter_map(|(name, value)| {
+                let field = Field::from_key(&name)?;
+                let no_search = field == Field::FindMax && value == Value::Bool(false);
+                (is_core(field) && !no_search).then(|| (name, normalize(field.spec().kind, value)))
+            })
+            .collect();
         let options =
             serde_json::from_value(Value::Object(core)).map_err(|e| OptionError::Rejected {
                 field: Field::Api,
@@ -335,7 +385,7 @@ impl BenchOptions {
     }
 
     /// The shared prefix against the other options: [`BenchOptions::validate`] and
-    /// [`crate::PromptPlan::new`] both check it.
+    /// `PromptPlan::new` both check it.
     pub fn check_shared_prefix(&self) -> Checked {
         let Some(n) = self.shared_prefix else {
             return Ok(());
@@ -414,12 +464,14 @@ fn normalize(kind: Kind, value: Value) -> Value {
         _ => v,
     };
     match kind {
-        Kind::Count | Kind::PositiveInt => int(value),
+        Kind::Count => int(value),
         Kind::Levels => match value {
             Value::Array(a) => Value::Array(a.into_iter().map(int).collect()),
             one => Value::Array(vec![int(one)]),
         },
         Kind::Rates if !value.is_array() => Value::Array(vec![value]),
+        // `true`: the default limits (`false` never gets here: no search).
+        Kind::FindMax if value == Value::Bool(true) => Value::Object(Map::new()),
         Kind::FindMax => match value {
             Value::Object(o) => Value::Object(
                 o.into_iter()
@@ -433,25 +485,6 @@ fn normalize(kind: Kind, value: Value) -> Value {
             other => other,
         },
         _ => value,
-    }
-}
-
-/// A value as an error message shows it: strings quoted and cut, arrays listed, objects
-/// named.
-fn describe(v: &Value) -> String {
-    match v {
-        Value::String(s) if s.chars().count() > 40 => {
-            format!("\"{}…\"", s.chars().take(40).collect::<String>())
-        }
-        Value::String(s) => format!("{s:?}"),
-        Value::Array(a) => format!(
-            "[{}]",
-            a.iter().map(describe).collect::<Vec<_>>().join(", ")
-        ),
-        Value::Null => "null".into(),
-        Value::Object(_) => "an object".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), |f| f.to_string()),
     }
 }
 
@@ -496,7 +529,12 @@ mod tests {
         );
         assert_eq!(
             with(json!({"maxTokens": -5})).unwrap_err(),
-            "`maxTokens` expects a whole number from 1, got -5"
+            "`maxTokens` expects a whole number from 0, got -5"
+        );
+        assert_eq!(
+            with(json!({"maxTokens": 0})).unwrap_err(),
+            "`maxTokens` must be at least 1, got 0",
+            "a range is the option's rule, the same sentence as the CLI's"
         );
         let api = with(json!({"api": "openai"})).unwrap_err();
         assert!(
@@ -530,9 +568,12 @@ mod tests {
 
     #[test]
     fn camel_case_names_and_defaults() {
-        let o: BenchOptions = serde_json::from_str(
-            r#"{"api":"ollama","url":"http://h","model":"m","concurrency":[1,10],
-                "maxTokens":32,"timeoutS":5,"idleTimeoutS":2,"slo":"ttft=1s"}"#,
+        let (o, _) = BenchOptions::from_json(
+            serde_json::from_str(
+                r#"{"api":"ollama-chat","url":"http://h","model":"m","concurrency":[1,10],
+                    "maxTokens":32,"timeoutS":5,"idleTimeoutS":2,"slo":"ttft=1s"}"#,
+            )
+            .unwrap(),
         )
         .unwrap();
         assert_eq!(o.api, Api::OllamaChat);
@@ -546,25 +587,29 @@ mod tests {
     #[test]
     fn find_max_is_true_false_or_limits() {
         let parse = |v: &str| {
-            serde_json::from_str::<BenchOptions>(&format!(r#"{{"findMax":{v}}}"#))
-                .map(|o| o.find_max)
+            let map = serde_json::from_str(&format!(r#"{{"api":"anthropic","findMax":{v}}}"#));
+            BenchOptions::from_json(map.unwrap())
+                .map(|(o, _)| o.find_max)
+                .map_err(|e| e.to_string())
         };
         assert_eq!(parse("true").unwrap(), Some(FindMaxOptions::default()));
         assert_eq!(parse("false").unwrap(), None);
-        assert_eq!(parse("null").unwrap(), None);
         let limits = parse(r#"{"maxLoad":64,"maxLevels":8,"minGainPct":5,"attainmentPct":99}"#)
             .unwrap()
             .unwrap();
         assert_eq!(limits.max_load, Some(64.0));
         assert_eq!(limits.attainment_pct, Some(99.0));
-        for bad in [r#"{"maxload":64}"#, "1", r#""yes""#] {
-            let e = parse(bad).unwrap_err().to_string();
-            assert!(e.contains("findMax takes true, false or"), "{bad}: {e}");
+        for bad in [r#"{"maxload":64}"#, "1", r#""yes""#, "null"] {
+            let e = parse(bad).unwrap_err();
+            assert!(
+                e.starts_with("`findMax` expects true, false or {"),
+                "{bad}: {e}"
+            );
         }
     }
 
     #[test]
-    fn unknown_fields_and_apis_are_rejected() {
+    fn serde_alone_still_refuses_unknown_fields_and_apis() {
         assert!(serde_json::from_str::<BenchOptions>(r#"{"api":"openai"}"#).is_err());
         assert!(serde_json::from_str::<BenchOptions>(r#"{"concurency":[1]}"#).is_err());
     }
