@@ -236,3 +236,56 @@ async fn a_request_that_timed_out_still_says_where_it_waited() {
     assert!(in_handshake >= 1 && in_backlog >= 1, "{failed:?}");
     assert_eq!(in_handshake + in_backlog, 4, "{failed:?}");
 }
+
+/// `--max-duration`: a level run by request count against a slower server than hoped ends at
+/// its time budget; what was in flight finishes, and the report says the level was cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_duration_ends_a_slow_level_and_the_report_says_so() {
+    // 12 tokens 20 ms apart: ~250 ms a request; 40 requests at c=2 would take ~5 s.
+    let emu = emulator(EmulatorConfig {
+        schedule: schedule(10, 20, 12),
+        ..EmulatorConfig::default()
+    })
+    .await;
+    let url = emu.base_url();
+    let args = argv(
+        "openai-chat",
+        &url,
+        &[
+            "--concurrency",
+            "2",
+            "--requests",
+            "40",
+            "--max-tokens",
+            "12",
+        ],
+    );
+    let mut capped = args.clone();
+    capped.extend_from_slice(&["--max-duration", "0.6"]);
+    let report = bench(&capped).await.report;
+    assert_eq!(report.config.max_duration_s, Some(0.6));
+    let records = measured(&report);
+    assert!(
+        (2..40).contains(&records.len()),
+        "{} requests started within 0.6 s",
+        records.len()
+    );
+    assert!(records.iter().all(|r| r.ok()), "those in flight finished");
+    let last_start = records.iter().map(|r| r.start_ms).fold(f64::MIN, f64::max);
+    let first_start = records.iter().map(|r| r.start_ms).fold(f64::MAX, f64::min);
+    assert!(last_start - first_start < 600.0, "no start past the budget");
+    assert_eq!(report.levels[0].summary.completed, records.len() as u64);
+    let cut: Vec<_> = report
+        .warnings
+        .iter()
+        .filter(|w| w.code == "max_duration")
+        .collect();
+    assert_eq!(cut.len(), 1, "{:?}", report.warnings);
+    assert!(
+        cut[0]
+            .message
+            .starts_with("level c=2 reached its time cap (0.6 s"),
+        "{}",
+        cut[0].message
+    );
+}

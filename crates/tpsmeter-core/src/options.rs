@@ -89,6 +89,7 @@ impl BenchOptions {
             levels: self.levels(),
             requests: self.requests,
             duration_s: self.duration_s,
+            max_duration_s: self.max_duration_s,
             rate_per_s: match self.rate.as_slice() {
                 [r] => Some(*r),
                 _ => None,

@@ -96,6 +96,7 @@ fn report(url: &str) -> Report {
             levels: vec![LoadLevel::Concurrency(4)],
             requests: Some(2),
             duration_s: None,
+            max_duration_s: None,
             rate_per_s: None,
             seed: None,
             max_tokens: Some(64),

@@ -95,6 +95,7 @@ fn config() -> RunConfig {
         levels: LEVELS.to_vec(),
         requests: Some(12),
         duration_s: None,
+        max_duration_s: None,
         rate_per_s: None,
         seed: None,
         max_tokens: Some(16),

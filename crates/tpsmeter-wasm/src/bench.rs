@@ -339,6 +339,7 @@ impl BenchRun {
         warnings.truncate(MAX_WARNINGS);
         // The plan's own (conversations cut short), after the page's.
         warnings.extend(self.plan.warnings());
+        warnings.extend(self.driver.warnings());
         let mut environment = environment;
         environment.notes.insert(
             "http_versions".into(),

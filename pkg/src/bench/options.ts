@@ -24,8 +24,14 @@ export interface RunSettings {
   maxConcurrency?: number;
   /** Measured requests per level. */
   requests?: number;
-  /** Seconds per level. */
+  /** Seconds per level. Not with `requests`. */
   durationS?: number;
+  /**
+   * A time budget for each level run by request count, seconds: after it the level starts
+   * no more requests (those in flight finish), and the report warns (`max_duration`) that
+   * it was cut. Not with `durationS`.
+   */
+  maxDurationS?: number;
   maxTokens?: number;
   /**
    * The largest output cap any request may ask for: a `dataset` entry's own `max_tokens`

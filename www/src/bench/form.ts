@@ -75,6 +75,8 @@ export interface FormState {
   tokenizer: string;
   /** Seconds over which each level opens its streams (0: all at once). */
   rampUpS: number;
+  /** A time budget per level, seconds (`maxDurationS`); 0: none. */
+  maxDurationS: number;
   /** Search for the highest concurrency that meets the SLO (`findMax`), from the first level. */
   findMax: boolean;
   /** A dataset's URL, used when no file is picked (a picked file is not kept over a reload). */
@@ -104,6 +106,7 @@ export const DEFAULTS: FormState = {
   tokenizer: '',
   turns: 1,
   rampUpS: 0,
+  maxDurationS: 0,
   findMax: false,
   datasetUrl: '',
 };
@@ -145,6 +148,7 @@ export class RunForm {
   readonly tokenizer = el('input', { name: 'tokenizer', id: 'f-tokenizer', placeholder: 'HuggingFaceTB/SmolLM2-135M-Instruct or https://…/tokenizer.json', spellcheck: 'false' });
   readonly tokenizerFile = el('input', { type: 'file', id: 'f-tokenizer-file', accept: '.json,.gguf' });
   readonly rampUp = el('input', { name: 'rampUpS', id: 'f-ramp-up', type: 'number', min: 0, max: 600, step: 'any' });
+  readonly maxDuration = el('input', { name: 'maxDurationS', id: 'f-max-duration', type: 'number', min: 0, max: 3600, step: 'any' });
   readonly findMax = el('input', { type: 'checkbox', id: 'f-find-max' });
   readonly run = el('button', { type: 'submit', class: 'primary', id: 'run', text: 'Run benchmark' });
   readonly stop = el('button', { type: 'button', id: 'stop', text: 'Stop', disabled: true });
@@ -209,6 +213,7 @@ export class RunForm {
         field('Turns per conversation', this.turns, 'Above 1: each user holds a chat, each turn sending the conversation so far with the model\'s real answers; TTFT is charted per turn.'),
         field('Shared prefix (tokens, optional)', this.sharedPrefix, 'Every request shares this many tokens before its own mark: measures the server\'s prefix caching on purpose.'),
         field('Ramp-up (seconds, optional)', this.rampUp, 'Open each level\'s requests spread over this time instead of all at once, so a burst does not overflow the server\'s connection backlog.'),
+        field('Max duration per level (seconds, optional)', this.maxDuration, 'A time budget: a level still running after this long starts no more requests (those in flight finish), and the results say it was cut.'),
       ),
       el('label', { class: 'check' }, this.uniquePrompts, 'A unique prompt per request ([run <id> #<n>] before it), so no server answers from its prompt cache; off measures the cached case'),
       el('label', { class: 'check' }, this.render, 'Show the text as it streams and measure when it is painted (perceived TPS)'),
@@ -298,6 +303,7 @@ export class RunForm {
       tokenizer: this.tokenizer.value.trim(),
       turns: Number.isFinite(this.turns.valueAsNumber) ? this.turns.valueAsNumber : 1,
       rampUpS: Number.isFinite(this.rampUp.valueAsNumber) ? this.rampUp.valueAsNumber : 0,
+      maxDurationS: Number.isFinite(this.maxDuration.valueAsNumber) ? this.maxDuration.valueAsNumber : 0,
       findMax: this.findMax.checked,
       datasetUrl: this.datasetUrl.value.trim(),
     };
@@ -364,6 +370,7 @@ export class RunForm {
     this.tokenizer.value = s.tokenizer ?? '';
     this.turns.value = String(s.turns || 1);
     this.rampUp.value = String(s.rampUpS || 0);
+    this.maxDuration.value = String(s.maxDurationS || 0);
     this.findMax.checked = s.findMax === true;
     this.datasetUrl.value = typeof s.datasetUrl === 'string' ? s.datasetUrl : '';
     this.applyPreset(s.preset, false);
@@ -425,6 +432,7 @@ export function validate(s: FormState, file?: File): string[] {
   if (!(Number.isInteger(s.sharedPrefix) && s.sharedPrefix >= 0 && s.sharedPrefix <= LIMITS.inputTokens)) out.push(`Shared prefix must be 0 to ${LIMITS.inputTokens.toLocaleString('en-US')} tokens.`);
   if (!(Number.isInteger(s.inputStdev) && s.inputStdev >= 0 && s.inputStdev <= LIMITS.inputTokens)) out.push(`Input length spread must be 0 to ${LIMITS.inputTokens.toLocaleString('en-US')} tokens.`);
   if (!(s.rampUpS >= 0 && s.rampUpS <= LIMITS.rampUpS)) out.push(`Ramp-up must be 0 to ${LIMITS.rampUpS} seconds.`);
+  if (!(s.maxDurationS >= 0 && s.maxDurationS <= LIMITS.maxDurationS)) out.push(`Max duration must be 0 to ${LIMITS.maxDurationS} seconds.`);
   if (s.promptKind === 'dataset' && !file && !s.datasetUrl) out.push('Pick a dataset file or enter its URL.');
   if (s.promptKind === 'synthetic' && !inputLengths(s.inputLengths)) out.push(`Input lengths must be whole numbers of tokens from 1 to ${LIMITS.inputTokens.toLocaleString('en-US')}, comma-separated (e.g. 128,1024), at most ${LIMITS.inputLengths}.`);
   return out;
@@ -450,6 +458,7 @@ export const FORM_NAMES: Record<string, string> = {
   sharedPrefix: '“Shared prefix”',
   cacheBust: '“A unique prompt per request”',
   rampUpS: '“Ramp-up”',
+  maxDurationS: '“Max duration per level”',
   findMax: '“Find the knee”',
 };
 
@@ -457,7 +466,7 @@ export const FORM_NAMES: Record<string, string> = {
  * Caps on what one click can start: a link can prefill the form, and a remembered key pays
  * for whatever runs, so the page refuses runs larger than these (the CLI is for more).
  */
-export const LIMITS = { maxTokens: 32_768, requests: 1_000, warmup: 100, concurrency: 256, inputTokens: 200_000, inputLengths: 8, rampUpS: 600 };
+export const LIMITS = { maxTokens: 32_768, requests: 1_000, warmup: 100, concurrency: 256, inputTokens: 200_000, inputLengths: 8, rampUpS: 600, maxDurationS: 3600 };
 
 /** The input lengths of a synthetic-input run (one benchmark each). */
 export function inputLengths(text: string): number[] | undefined {
@@ -514,6 +523,7 @@ function oneRun(s: FormState, prompt: Input): Omit<RunSettings, 'apiKey'> {
     ...(s.tokenizer ? { tokenizer: s.tokenizer } : {}),
     ...(s.turns > 1 ? { turns: s.turns } : {}),
     ...(s.rampUpS > 0 ? { rampUpS: s.rampUpS } : {}),
+    ...(s.maxDurationS > 0 ? { maxDurationS: s.maxDurationS } : {}),
   };
   if (s.preset === LOCAL_PRESET) return { ...base, api: 'local', url: 'local:engine', model: '' };
   return { ...base, api: s.api, url: s.url, model: s.model || 'default' };

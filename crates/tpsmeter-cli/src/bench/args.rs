@@ -83,6 +83,12 @@ pub struct BenchArgs {
     #[arg(long, value_name = "S")]
     pub duration: Option<f64>,
 
+    /// A time budget for each level run by request count: after this many seconds it starts
+    /// no more requests (those in flight finish), and the report warns that it was cut
+    /// (max_duration). Not with --duration.
+    #[arg(long, value_name = "S")]
+    pub max_duration: Option<f64>,
+
     /// Open loop instead of --concurrency: start requests as a Poisson process at R
     /// requests/s whatever the server's state; a comma-separated list sweeps rates. Latency
     /// counts from the actual send; a request delayed by --max-concurrency is recorded with
@@ -341,6 +347,7 @@ impl BenchArgs {
             max_concurrency: self.max_concurrency.unwrap_or(defaults.max_concurrency),
             requests: self.requests,
             duration_s: self.duration,
+            max_duration_s: self.max_duration,
             seed: self.seed,
             max_tokens: self.max_tokens.unwrap_or(defaults.max_tokens),
             // The page's own limit; the command line sets no cap on its own runs.
@@ -391,6 +398,7 @@ impl BenchArgs {
             (Field::MaxConcurrency, self.max_concurrency.is_some()),
             (Field::Requests, o.requests.is_some()),
             (Field::DurationS, o.duration_s.is_some()),
+            (Field::MaxDurationS, o.max_duration_s.is_some()),
             (Field::Seed, o.seed.is_some()),
             (Field::MaxTokens, self.max_tokens.is_some()),
             (

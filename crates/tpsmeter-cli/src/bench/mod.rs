@@ -152,9 +152,10 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
     let interrupted = cancel.is_cancelled();
     let http_versions = driver.http_versions().to_vec();
     let search = driver.find_max().cloned();
+    let driver_warnings = driver.warnings();
     let (levels, records) = driver.into_parts();
     let mut warnings = std::mem::take(&mut recorder.warnings);
-    for w in setup.plan.warnings() {
+    for w in setup.plan.warnings().into_iter().chain(driver_warnings) {
         if !args.quiet {
             eprintln!("warning: {}", w.message);
         }

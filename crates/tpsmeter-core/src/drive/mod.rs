@@ -49,7 +49,7 @@ use crate::exchange::Outcome;
 use crate::find_max::FindMax;
 use crate::plan::{LoadLevel, StopCondition};
 use crate::ramp::Ramp;
-use crate::report::{ErrorRecord, LevelReport, Report, RequestRecord};
+use crate::report::{ErrorRecord, LevelReport, Report, RequestRecord, Warning};
 use crate::request::Redactor;
 use crate::shard::{LevelShare, Shard};
 use crate::slo::Slo;
@@ -98,6 +98,10 @@ pub struct LoadDriver {
     /// `--find-max`: the search choosing each next level, and the options each level's
     /// stop condition and warm-up come from.
     find_max: Option<(FindMax, Box<BenchOptions>)>,
+    /// `max_duration_s` in ms: the time cap of each request-count level.
+    max_duration_ms: Option<f64>,
+    /// Levels the cap ended early: their load, requests started and stop condition.
+    capped_levels: Vec<(LoadLevel, u64, StopCondition)>,
 }
 
 impl LoadDriver {
@@ -160,6 +164,8 @@ impl LoadDriver {
             level_reports: Vec::new(),
             http_versions: Vec::new(),
             pending_counts: HashMap::new(),
+            max_duration_ms: options.max_duration_s.map(|s| s * 1000.0),
+            capped_levels: Vec::new(),
         })
     }
 
@@ -337,6 +343,29 @@ impl LoadDriver {
     /// The summaries of the levels whose measured phase is over.
     pub fn level_reports(&self) -> &[LevelReport] {
         &self.level_reports
+    }
+
+    /// What the run itself has to warn about: each level the time cap (`max_duration_s`)
+    /// ended before all its requests had started.
+    pub fn warnings(&self) -> Vec<Warning> {
+        let cap = self.max_duration_ms.unwrap_or(0.0) / 1000.0;
+        self.capped_levels
+            .iter()
+            .map(|&(load, started, stop)| {
+                let planned = match stop {
+                    StopCondition::Requests(n) => n.to_string(),
+                    StopCondition::DurationS(_) => "its".into(),
+                };
+                Warning {
+                    code: "max_duration".into(),
+                    message: format!(
+                        "level {load} reached its time cap ({cap} s, max duration) after \
+                         starting {started} of {planned} requests: its figures cover fewer \
+                         requests than asked for"
+                    ),
+                }
+            })
+            .collect()
     }
 
     /// HTTP versions seen in responses, in order of first appearance.

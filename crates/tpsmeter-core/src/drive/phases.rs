@@ -36,6 +36,10 @@ pub(super) struct Phase {
     /// Index into the driver's records where this phase's records begin.
     pub(super) first_record: usize,
     pub(super) last_end_ms: Option<f64>,
+    /// A request-count phase's time cap (`max_duration_s`), in ms from its start.
+    pub(super) cap_ms: Option<f64>,
+    /// Whether the cap ended it before all its requests had started.
+    pub(super) capped: bool,
 }
 
 impl Phase {
@@ -70,6 +74,19 @@ impl LoadDriver {
         if cancelled {
             return busy;
         }
+        // A capped level starts nothing past its cap; what is in flight finishes.
+        let cap_end = phase.cap_ms.map(|cap| start_ms + cap);
+        if cap_end.is_some_and(|end| now_ms >= end) {
+            let target = match phase.stop {
+                StopCondition::Requests(n) => n,
+                StopCondition::DurationS(_) => u64::MAX,
+            };
+            let scheduled = phase.arrivals.as_ref().map_or(target, |a| a.len() as u64);
+            if phase.started < target.min(scheduled) {
+                phase.capped = true;
+            }
+            return busy;
+        }
         if let Some(arrivals) = &phase.arrivals {
             // Open loop: the schedule decides; the cap only delays.
             let Some(&offset) = arrivals.get(phase.started as usize) else {
@@ -77,7 +94,8 @@ impl LoadDriver {
             };
             let due = start_ms + offset;
             if due > now_ms {
-                return Some(Action::Sleep { until_ms: due });
+                let until_ms = cap_end.map_or(due, |end| due.min(end));
+                return Some(Action::Sleep { until_ms });
             }
             if phase.in_flight >= phase.slots {
                 return Some(Action::Wait);
@@ -123,7 +141,10 @@ impl LoadDriver {
             .reduce(f64::min)
         {
             Some(wake) => {
-                let until_ms = phase.stop_ms().map_or(wake, |end| wake.min(end));
+                let until_ms = [phase.stop_ms(), cap_end]
+                    .into_iter()
+                    .flatten()
+                    .fold(wake, f64::min);
                 Some(Action::Sleep { until_ms })
             }
             None => busy,
@@ -193,6 +214,11 @@ impl LoadDriver {
                 .flatten(),
             first_record: self.records.len(),
             last_end_ms: None,
+            cap_ms: match stop {
+                StopCondition::Requests(_) if !warmup => self.max_duration_ms,
+                _ => None,
+            },
+            capped: false,
         });
         Ok(true)
     }
@@ -216,6 +242,10 @@ impl LoadDriver {
             end_ms,
             self.slo.as_ref(),
         );
+        if phase.capped {
+            self.capped_levels
+                .push((phase.load, phase.started, phase.stop));
+        }
         let report = LevelReport {
             level: phase.load,
             summary,

@@ -210,6 +210,10 @@ pub struct RunConfig {
     pub requests: Option<u64>,
     /// Seconds per level (`--duration`), when the run is time-limited.
     pub duration_s: Option<f64>,
+    /// The most seconds a request-count level could take (`--max-duration`), when capped; a
+    /// level the cap cut short has a `max_duration` warning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_duration_s: Option<f64>,
     /// Open-loop arrival rate (`--rate`), requests per second.
     pub rate_per_s: Option<f64>,
     /// The run's seed: of the arrival schedule when open-loop (0 unless given), and of the

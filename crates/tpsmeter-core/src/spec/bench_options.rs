@@ -40,6 +40,10 @@ pub struct BenchOptions {
     pub requests: Option<u64>,
     /// Seconds per level instead of a request count.
     pub duration_s: Option<f64>,
+    /// The most seconds a level run by request count may take: past it the level starts no
+    /// more requests (those in flight finish) and the report warns that it was cut. A time
+    /// budget for runs against a server that may be slower than hoped. Not with `duration_s`.
+    pub max_duration_s: Option<f64>,
     /// Seed of the Poisson arrival schedule (0 when not given) and of the prompts' run id
     /// (random when not given; see `prompt_plan`).
     pub seed: Option<u64>,
@@ -102,6 +106,7 @@ impl Default for BenchOptions {
             max_concurrency: 1000,
             requests: None,
             duration_s: None,
+            max_duration_s: None,
             seed: None,
             max_tokens: 256,
             max_tokens_limit: None,

@@ -36,6 +36,12 @@ pub const RULES: &[Rule] = &[
         "a level runs for a request count or for a duration; give one",
     ),
     Rule::Conflicts(
+        Field::MaxDurationS,
+        Field::DurationS,
+        "{maxDurationS} caps a level run by request count; a level of {durationS} already \
+         ends on time",
+    ),
+    Rule::Conflicts(
         Field::Dataset,
         Field::Prompt,
         "a dataset gives each request its messages; give one",

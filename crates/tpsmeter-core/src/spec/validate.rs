@@ -167,8 +167,17 @@ impl BenchOptions {
                 why: "a level runs for a request count or for a duration; give one",
             });
         }
+        if self.max_duration_s.is_some() && self.duration_s.is_some() {
+            return Err(OptionError::Conflict {
+                field: Field::MaxDurationS,
+                other: Field::DurationS,
+                why: "{maxDurationS} caps a level run by request count; a level of {durationS} \
+                      already ends on time",
+            });
+        }
         for (field, v) in [
             (Field::DurationS, self.duration_s),
+            (Field::MaxDurationS, self.max_duration_s),
             (Field::TimeoutS, Some(self.timeout_s)),
             (Field::IdleTimeoutS, Some(self.idle_timeout_s)),
         ] {
@@ -312,10 +321,16 @@ impl BenchOptions {
                  ({rate}) are already spread by their rate: start with a lower rate instead",
             ));
         }
-        if let Some(d) = self.duration_s.filter(|&d| r >= d) {
-            return Err(invalid(&format!(
-                "must be shorter than {{durationS}} ({d}), or some streams would never start"
-            )));
+        for (field, limit) in [
+            (Field::DurationS, self.duration_s),
+            (Field::MaxDurationS, self.max_duration_s),
+        ] {
+            if let Some(d) = limit.filter(|&d| r >= d) {
+                return Err(invalid(&format!(
+                    "must be shorter than {{{}}} ({d}), or some streams would never start",
+                    field.key()
+                )));
+            }
         }
         Ok(())
     }

@@ -18,6 +18,7 @@ use tpsmeter_core::request::Redactor;
 use tpsmeter_core::{BenchOptions, Exchange, Outcome, Shard};
 
 mod find_max;
+mod max_duration;
 mod ramp_up;
 mod redaction;
 mod shards;
