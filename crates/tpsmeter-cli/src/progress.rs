@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use tpsmeter_core::plan::StopCondition;
+use tpsmeter_core::load::StopCondition;
 
 /// The bar of one level.
 #[derive(Debug)]

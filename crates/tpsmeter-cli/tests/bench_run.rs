@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use common::{argv, bench, measured, schedule};
 use tpsmeter_core::Api;
+use tpsmeter_core::load::LoadLevel;
 use tpsmeter_core::metrics::TokenCountSource;
-use tpsmeter_core::plan::LoadLevel;
 use tpsmeter_core::report::{ErrorClass, Report};
 use tpsmeter_emulator::{Emulator, EmulatorConfig, Fault};
 

@@ -19,7 +19,7 @@ use serde_json::Value;
 use server_support::{assets, post_chat, serve_model_on};
 use tpsmeter_cli::exit::Status;
 use tpsmeter_core::find_max::FindMaxStop;
-use tpsmeter_core::plan::LoadLevel;
+use tpsmeter_core::load::LoadLevel;
 use tpsmeter_emulator::{Emulator, EmulatorConfig, Schedule};
 
 /// The emulator with `slots` streams at once, each 20 ms to its first token and 12 tokens

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use common::{argv, bench, measured, schedule};
 use tpsmeter_cli::bench::BenchResult;
 use tpsmeter_cli::bench::start_at::now_unix_ms;
-use tpsmeter_core::plan::LoadLevel;
+use tpsmeter_core::load::LoadLevel;
 use tpsmeter_core::report::{Report, RequestRecord, ShardInfo};
 use tpsmeter_core::stats::Summary;
 use tpsmeter_emulator::{Emulator, EmulatorConfig};

@@ -202,7 +202,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::answer::MAX_KEPT_ANSWER_BYTES;
-    use crate::plan::LoadLevel;
+    use crate::load::LoadLevel;
     use crate::request::Role;
 
     fn ticket(id: u64, level_index: usize) -> Ticket {

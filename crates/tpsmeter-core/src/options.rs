@@ -4,7 +4,7 @@
 //! the methods that need what stands above it (requests, prompt plans, the report).
 
 use crate::error::Result;
-use crate::plan::{LoadLevel, StopCondition};
+use crate::load::{LoadLevel, StopCondition};
 use crate::prompt;
 use crate::prompt_plan::PromptPlan;
 use crate::report::{PromptSource, RedactedUrl, RunConfig};

@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::load::LoadLevel;
 use crate::metrics::TokenCountSource;
-use crate::plan::LoadLevel;
 use crate::report::{ErrorClass, LevelReport, RequestRecord};
 use crate::slo::Slo;
 use crate::stats::Summary;

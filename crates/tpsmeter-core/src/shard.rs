@@ -15,7 +15,7 @@
 //! (`report::merge`) into the report of the whole.
 
 use crate::error::{CoreError, Result};
-use crate::plan::{LoadLevel, MAX_CONCURRENCY, StopCondition};
+use crate::load::{LoadLevel, MAX_CONCURRENCY, StopCondition};
 
 /// The most shards of one run: as many as the most streams one level may hold, since a
 /// shard beyond that could only ever be idle.

@@ -151,7 +151,7 @@ impl JsExchange {
         let error = outcome.failure.as_ref().map(|f| f.to_record());
         let mut record = RequestRecord::from_timeline(
             0,
-            tpsmeter_core::plan::LoadLevel::Concurrency(1),
+            tpsmeter_core::load::LoadLevel::Concurrency(1),
             false,
             &outcome.timeline,
             outcome.http_status,

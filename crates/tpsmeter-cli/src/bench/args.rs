@@ -443,7 +443,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use clap::Parser;
-    use tpsmeter_core::plan::{LoadLevel, StopCondition};
+    use tpsmeter_core::load::{LoadLevel, StopCondition};
 
     #[derive(Debug, Parser)]
     struct Wrap {

@@ -195,7 +195,7 @@ fn show(ticket: &Ticket, options: &BenchOptions, shard: Shard, quiet: bool) -> S
     let (label, stop) = if ticket.warmup {
         (
             format!("{} warm-up", ticket.level),
-            tpsmeter_core::plan::StopCondition::Requests(u64::from(share.warmup)),
+            tpsmeter_core::load::StopCondition::Requests(u64::from(share.warmup)),
         )
     } else {
         (ticket.level.to_string(), share.stop)

@@ -27,7 +27,7 @@ pub mod tokenizer;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use tpsmeter_core::plan::{LoadLevel, StopCondition};
+use tpsmeter_core::load::{LoadLevel, StopCondition};
 use tpsmeter_core::report::{IDLE_LEVEL_WARNING, Report, Warning};
 use tpsmeter_core::{BenchOptions, LoadDriver, Shard};
 

@@ -47,7 +47,7 @@ use std::collections::HashMap;
 use crate::error::Result;
 use crate::exchange::Outcome;
 use crate::find_max::FindMax;
-use crate::plan::{LoadLevel, StopCondition};
+use crate::load::{LoadLevel, StopCondition};
 use crate::ramp::Ramp;
 use crate::report::{ErrorRecord, LevelReport, Report, RequestRecord, Warning};
 use crate::request::Redactor;

@@ -4,8 +4,8 @@
 use super::{Action, LoadDriver, Ticket};
 use crate::error::Result;
 use crate::find_max::LevelResult;
+use crate::load::{ArrivalLimit, LoadLevel, StopCondition, poisson_arrivals};
 use crate::phase::PhaseSummary;
-use crate::plan::{ArrivalLimit, LoadLevel, StopCondition, poisson_arrivals};
 use crate::ramp::Ramp;
 use crate::report::LevelReport;
 use crate::shard::LevelShare;
@@ -183,7 +183,7 @@ impl LoadDriver {
                 LoadLevel::Rate(r) => {
                     let limit = match stop {
                         StopCondition::Requests(n) => ArrivalLimit::Count(
-                            usize::try_from(n).unwrap_or(crate::plan::MAX_ARRIVALS),
+                            usize::try_from(n).unwrap_or(crate::load::MAX_ARRIVALS),
                         ),
                         StopCondition::DurationS(s) => ArrivalLimit::HorizonMs(s * 1000.0),
                     };

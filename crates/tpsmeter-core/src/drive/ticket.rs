@@ -1,6 +1,6 @@
 //! What the driver tells its caller to do next.
 
-use crate::plan::LoadLevel;
+use crate::load::LoadLevel;
 
 /// A request the caller is to start now.
 #[derive(Debug, Clone, Copy, PartialEq)]

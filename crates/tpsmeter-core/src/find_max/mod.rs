@@ -48,7 +48,7 @@ pub use crate::spec::find_max::{
 };
 pub use verdict::{FindMaxStep, FindMaxStop, FindMaxVerdict};
 
-use crate::plan::LoadLevel;
+use crate::load::LoadLevel;
 use crate::report::{LevelReport, Report};
 
 /// What the search needs of one finished level.

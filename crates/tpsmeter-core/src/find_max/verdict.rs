@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::LoadLevel;
+use crate::load::LoadLevel;
 
 /// Why the search stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::event::FinishReason;
+use crate::load::LoadLevel;
 use crate::metrics::{RequestMetrics, TokenCountSource};
-use crate::plan::LoadLevel;
 use crate::request::Redactor;
 use crate::timeline::{StreamErrorMark, Timeline};
 

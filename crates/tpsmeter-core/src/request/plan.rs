@@ -274,7 +274,7 @@ mod tests {
         let t = |id| Ticket {
             id,
             level_index: 0,
-            level: crate::plan::LoadLevel::Concurrency(1),
+            level: crate::load::LoadLevel::Concurrency(1),
             warmup: false,
             scheduled_ms: None,
         };

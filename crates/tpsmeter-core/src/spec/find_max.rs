@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{CoreError, Result};
-use crate::plan::{LoadLevel, MAX_CONCURRENCY, MAX_LEVELS, MAX_RATE_PER_S};
+use crate::load::{LoadLevel, MAX_CONCURRENCY, MAX_LEVELS, MAX_RATE_PER_S};
 
 /// Levels a search runs at most, unless told otherwise: doubling from 1 reaches 64 in 7,
 /// which leaves 5 to bisect between the last load that met the SLO and the first that did

@@ -12,7 +12,7 @@ use super::rules::check_given;
 use super::value::OptionValue;
 use super::{BenchOptions, CacheBust, FindMaxConfig, MAX_SECONDS, MAX_TURNS};
 use crate::error::{CoreError, Result};
-use crate::plan::{LoadLevel, MAX_CONCURRENCY, MAX_LEVELS, MAX_RATE_PER_S};
+use crate::load::{LoadLevel, MAX_CONCURRENCY, MAX_LEVELS, MAX_RATE_PER_S};
 use crate::prompt::{self, MAX_SYNTH_TOKENS};
 use crate::slo::Slo;
 

@@ -13,7 +13,7 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 use tpsmeter_core::drive::{Action, LoadDriver, RecordExtras, Ticket};
 use tpsmeter_core::failure::Failure;
-use tpsmeter_core::plan::LoadLevel;
+use tpsmeter_core::load::LoadLevel;
 use tpsmeter_core::request::Redactor;
 use tpsmeter_core::{BenchOptions, Exchange, Outcome, Shard};
 
@@ -142,9 +142,9 @@ fn open_loop_follows_the_schedule_and_queues_behind_the_cap() {
     let (starts, max_inflight) = simulate(&mut d, |_, t| stream(t, 20));
     assert_eq!(max_inflight, 2);
     assert_eq!(starts.len(), 50);
-    let arrivals = tpsmeter_core::plan::poisson_arrivals(
+    let arrivals = tpsmeter_core::load::poisson_arrivals(
         1000.0,
-        tpsmeter_core::plan::ArrivalLimit::Count(50),
+        tpsmeter_core::load::ArrivalLimit::Count(50),
         7,
     )
     .unwrap();
