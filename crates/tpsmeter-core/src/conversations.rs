@@ -25,7 +25,7 @@ use std::collections::HashMap;
 
 use crate::answer::KeptAnswer;
 use crate::drive::Ticket;
-use crate::prompt_plan::RequestInput;
+use crate::prompts::RequestInput;
 use crate::request::Message;
 
 pub use crate::spec::MAX_TURNS;

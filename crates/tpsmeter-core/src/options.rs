@@ -6,7 +6,7 @@
 use crate::error::Result;
 use crate::load::{LoadLevel, StopCondition};
 use crate::prompt;
-use crate::prompt_plan::PromptPlan;
+use crate::prompts::PromptPlan;
 use crate::report::{PromptSource, RedactedUrl, RunConfig};
 use crate::request::{RequestSpec, Secret};
 use crate::spec::BenchOptions;

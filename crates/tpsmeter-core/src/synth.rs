@@ -7,7 +7,7 @@
 //! before merging (byte-level BPE's pre-tokenizer, SentencePiece's whitespace split), so a
 //! text of N such words is N tokens, and a request's text is cut to its length by words: a
 //! prefix of one long text, so every request's cut costs no tokenizer call. What does cost
-//! one per request is the mark (`[run 3f9a1c2b #17]`, see the `prompt_plan` module): its
+//! one per request is the mark (`[run 3f9a1c2b #17]`, see the `prompts` module): its
 //! digits tokenise differently from one vocabulary to the next, so it is counted, and the
 //! words after it fill the rest.
 //!

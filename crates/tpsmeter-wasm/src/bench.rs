@@ -104,7 +104,7 @@ impl BenchRun {
             .map_err(|e| JsError::new(&e.to_string()))?;
         let driver = LoadDriver::new(&options, Redactor::for_spec(&spec))
             .map_err(|e| JsError::new(&e.to_string()))?;
-        // The run id of the prompts' marks when no seed fixes it (see `prompt_plan`).
+        // The run id of the prompts' marks when no seed fixes it (see `prompts`).
         let entropy = (js_sys::Math::random() * 2f64.powi(53)) as u64;
         let counter: Option<Rc<dyn TokenCounter>> = count.map(|f| {
             let name = options
@@ -159,7 +159,7 @@ impl BenchRun {
         })
     }
 
-    /// The body of request `ticket`: its own prompt, marked (see `prompt_plan` in the core);
+    /// The body of request `ticket`: its own prompt, marked (see `prompts` in the core);
     /// `undefined` when every request sends `request().body` (cache busting off). Call it
     /// once per ticket, before [`BenchRun::begin`]: in a multi-turn run it takes the
     /// conversation's next turn.

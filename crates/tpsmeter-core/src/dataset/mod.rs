@@ -56,7 +56,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{CoreError, Result};
-use crate::prompt_plan::RequestInput;
+use crate::prompts::RequestInput;
 use crate::report::{PromptSource, redact_url};
 use crate::request::Message;
 use crate::shard::Shard;

@@ -1,5 +1,5 @@
 //! The requests of a run: one URL and set of headers, and a body per request, each with its
-//! own prompt (see [`crate::prompt_plan`]).
+//! own prompt (see [`crate::prompts`]).
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -9,7 +9,7 @@ use crate::conversations::{Conversations, MAX_CONVERSATION_BYTES, Turn};
 use crate::drive::Ticket;
 use crate::error::Result;
 use crate::exchange::Outcome;
-use crate::prompt_plan::{PromptPlan, RequestInput};
+use crate::prompts::{PromptPlan, RequestInput};
 use crate::report::Warning;
 use crate::tokens::TokenCounter;
 

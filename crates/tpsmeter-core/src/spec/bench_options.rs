@@ -45,7 +45,7 @@ pub struct BenchOptions {
     /// budget for runs against a server that may be slower than hoped. Not with `duration_s`.
     pub max_duration_s: Option<f64>,
     /// Seed of the Poisson arrival schedule (0 when not given) and of the prompts' run id
-    /// (random when not given; see `prompt_plan`).
+    /// (random when not given; see `prompts`).
     pub seed: Option<u64>,
     pub max_tokens: u32,
     /// The largest output cap any request may ask for: a dataset entry's own (or its
@@ -64,7 +64,7 @@ pub struct BenchOptions {
     /// core a `tokens::TokenCounter`. Recorded in the report.
     pub tokenizer: Option<String>,
     /// Whether each request's prompt starts with a mark of its own (see
-    /// `prompt_plan`), so that no server answers it from a prompt cache.
+    /// `prompts`), so that no server answers it from a prompt cache.
     pub cache_bust: CacheBust,
     /// Tokens of text every request shares before its mark (measures prefix caching).
     pub shared_prefix: Option<u32>,

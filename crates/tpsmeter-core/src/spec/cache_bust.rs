@@ -1,5 +1,5 @@
 //! [`CacheBust`]: whether each request's prompt is made unique, so that no server answers it
-//! from a prompt cache (the marks themselves are made by `prompt_plan`).
+//! from a prompt cache (the marks themselves are made by `prompts`).
 
 use serde::{Deserialize, Serialize};
 

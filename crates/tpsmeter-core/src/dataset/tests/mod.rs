@@ -7,7 +7,7 @@ mod plan;
 mod reading;
 
 use super::*;
-use crate::prompt_plan::PromptPlan;
+use crate::prompts::PromptPlan;
 use crate::request::Role;
 use crate::spec::CacheBust;
 
