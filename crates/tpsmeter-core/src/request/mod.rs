@@ -15,7 +15,7 @@ mod gemini;
 mod message;
 mod ollama;
 mod openai;
-mod plan;
+mod per_request;
 mod redactor;
 mod secret;
 mod secret_forms;
@@ -24,7 +24,7 @@ mod vercel;
 
 pub use message::{Message, Role, transcript};
 pub use openai::LOCAL_URL;
-pub use plan::{PlannedRequest, RequestPlan};
+pub use per_request::{PlannedRequest, RequestPlan};
 pub use redactor::{MIN_SECRET_CHARS, REDACTED, Redactor};
 pub use secret::{HeaderValue, Secret};
 
