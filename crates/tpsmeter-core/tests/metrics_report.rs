@@ -12,7 +12,7 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 use std::collections::BTreeMap;
 
 use tpsmeter_core::event::{FinishReason, StreamEvent, Usage};
-use tpsmeter_core::phase::PhaseSummary;
+use tpsmeter_core::level_summary::PhaseSummary;
 use tpsmeter_core::report::csv::{COLUMNS, to_csv, write_table};
 use tpsmeter_core::report::{
     Environment, ErrorClass, ErrorRecord, LevelReport, MAX_ERROR_MESSAGE_CHARS, PromptSource,

@@ -11,11 +11,11 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 use proptest::prelude::*;
 use tpsmeter_core::event::StreamEvent;
+use tpsmeter_core::level_summary::{PhaseSummary, per_user_tps_degradation};
 use tpsmeter_core::load::{
     ArrivalLimit, StopCondition, parse_concurrency_levels, parse_rates, poisson_arrivals,
 };
 use tpsmeter_core::metrics::TokenCountSource;
-use tpsmeter_core::phase::{PhaseSummary, per_user_tps_degradation};
 use tpsmeter_core::report::{ErrorClass, ErrorRecord, LevelReport, RequestRecord};
 use tpsmeter_core::{CoreError, LoadLevel, LoadPlan, Slo, Summary, Timeline};
 

@@ -13,7 +13,7 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 use std::collections::BTreeMap;
 
 use tpsmeter_core::event::StreamEvent;
-use tpsmeter_core::phase::PhaseSummary;
+use tpsmeter_core::level_summary::PhaseSummary;
 use tpsmeter_core::report::{
     Environment, ErrorClass, ErrorRecord, IDLE_LEVEL_WARNING, LevelReport, PromptSource,
     RedactedUrl, RunConfig, ShardInfo, Warning, merge,

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
+use tpsmeter_core::level_summary::per_user_tps_degradation;
 use tpsmeter_core::metrics::TokenCountSource;
-use tpsmeter_core::phase::per_user_tps_degradation;
 use tpsmeter_core::report::{ErrorClass, LevelReport, Report};
 use tpsmeter_core::stats::Summary;
 

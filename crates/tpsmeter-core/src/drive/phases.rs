@@ -4,8 +4,8 @@
 use super::{Action, LoadDriver, Ticket};
 use crate::error::Result;
 use crate::find_max::LevelResult;
+use crate::level_summary::PhaseSummary;
 use crate::load::{ArrivalLimit, LoadLevel, StopCondition, poisson_arrivals};
-use crate::phase::PhaseSummary;
 use crate::ramp::Ramp;
 use crate::report::LevelReport;
 use crate::shard::LevelShare;

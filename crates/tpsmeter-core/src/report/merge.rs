@@ -30,7 +30,7 @@ use serde::Serialize;
 
 use super::{Environment, LevelReport, Report, RequestRecord, ShardInfo, Warning};
 use crate::error::{CoreError, Result};
-use crate::phase::PhaseSummary;
+use crate::level_summary::PhaseSummary;
 use crate::shard::MAX_SHARDS;
 
 /// Largest spread of the shards' starts of a level, as a fraction of the level's merged

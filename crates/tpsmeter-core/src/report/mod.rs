@@ -23,8 +23,8 @@ use crate::api::Api;
 use crate::dataset::DatasetFormat;
 use crate::error::{CoreError, Result};
 use crate::find_max::{FindMaxConfig, FindMaxVerdict};
+use crate::level_summary::PhaseSummary;
 use crate::load::LoadLevel;
-use crate::phase::PhaseSummary;
 use crate::slo::Slo;
 use crate::spec::CacheBust;
 
