@@ -54,7 +54,7 @@ pub struct BenchOptions {
     /// names cannot ask a remembered key to pay for more than the form allows.
     pub max_tokens_limit: Option<u32>,
     pub prompt: Option<String>,
-    /// Synthesise a prompt of about this many tokens (see [`prompt::synthesize`]); exactly
+    /// Synthesise a prompt of about this many tokens (see [`crate::prompt::synthesize`]); exactly
     /// this many (the user message) when the run has a tokenizer (see `synth`).
     pub input_tokens: Option<u32>,
     /// Draw each request's input length around `input_tokens` with this standard deviation.
@@ -78,10 +78,10 @@ pub struct BenchOptions {
     pub timeout_s: f64,
     /// Seconds without a body byte, once the stream started, before it fails as `stall`.
     pub idle_timeout_s: f64,
-    /// Service-level objectives, e.g. `ttft=500ms,tpot=50ms` (see [`Slo::parse`]).
+    /// Service-level objectives, e.g. `ttft=500ms,tpot=50ms` (see [`crate::slo::Slo::parse`]).
     pub slo: Option<String>,
     /// A named workload (see [`crate::workload`]): its input and output sizes, applied by
-    /// [`BenchOptions::apply_workload`].
+    /// [`BenchOptions::resolve`].
     pub workload: Option<Workload>,
     /// Multi-turn: each virtual user holds a conversation of this many turns (see
     /// `conversations`). Closed loop only.

@@ -1,8 +1,8 @@
 //! [`Field`]: every option a run takes, under the name each surface gives it (`maxTokens` in
 //! `bench()`, `--max-tokens` on the command line), with the kind of value it takes. The
 //! table [`FIELDS`] is the one list of option names: unknown names are matched against it,
-//! errors name options through it, and the package's TypeScript table is generated from it
-//! (`spec.json`, see [`super::spec_json`]).
+//! errors name options through it, and the browser's options are checked against it (the
+//! wasm's `checkOptions`, which `bench()` and the benchmark page call).
 
 use serde::Serialize;
 
@@ -58,7 +58,7 @@ pub enum Field {
 /// What values an option takes, as `bench()` receives them (JSON-like values). The CLI's
 /// parser has its own types for the same options; these kinds say what the browser may hand
 /// in and what its error says is expected. A kind is a type, not a range: ranges (at least 1,
-/// above 0) are the options' rules ([`super::validate`]), so that a value out of range gets
+/// above 0) are the options' rules ([`BenchOptions::validate`](super::BenchOptions::validate)), so that a value out of range gets
 /// the same sentence from every surface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

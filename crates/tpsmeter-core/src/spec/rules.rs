@@ -2,7 +2,7 @@
 //! which need another. Written once here as data; the CLI, `bench()` and the benchmark page
 //! all check a run against this table ([`check_given`]) and say the same sentence, each with
 //! its own names for the options. Rules on values (a ramp-up shorter than the level's
-//! duration, a shared prefix below the input length) are in [`super::validate`].
+//! duration, a shared prefix below the input length) are in [`BenchOptions::validate`](super::BenchOptions::validate).
 
 use super::field::Field;
 use super::option_error::OptionError;
