@@ -25,8 +25,8 @@ use std::collections::HashMap;
 
 use crate::answer::KeptAnswer;
 use crate::drive::Ticket;
+use crate::message::Message;
 use crate::prompts::RequestInput;
-use crate::request::Message;
 
 pub use crate::spec::MAX_TURNS;
 
@@ -203,7 +203,7 @@ mod tests {
     use super::*;
     use crate::answer::MAX_KEPT_ANSWER_BYTES;
     use crate::load::LoadLevel;
-    use crate::request::Role;
+    use crate::message::Role;
 
     fn ticket(id: u64, level_index: usize) -> Ticket {
         Ticket {

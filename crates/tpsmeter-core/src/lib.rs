@@ -27,6 +27,7 @@ pub mod failure;
 pub mod find_max;
 pub mod level_summary;
 pub mod load;
+pub mod message;
 pub mod metrics;
 pub mod options;
 pub mod paint;

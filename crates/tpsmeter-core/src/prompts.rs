@@ -30,8 +30,8 @@
 
 use crate::dataset::{Dataset, Draw};
 use crate::error::{CoreError, Result};
+use crate::message::Message;
 use crate::prompt;
-use crate::request::Message;
 use crate::seed::mix;
 use crate::shard::Shard;
 use crate::spec::BenchOptions;

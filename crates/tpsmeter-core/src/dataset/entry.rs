@@ -7,7 +7,7 @@ use super::{
     At, Entry, MAX_COUNTED_ANSWER_BYTES, MAX_MESSAGES, MAX_OUTPUT_TOKENS, estimate_tokens,
 };
 use crate::error::Result;
-use crate::request::Message;
+use crate::message::Message;
 
 /// The keys that say an entry's shape.
 const SHAPES: [&str; 3] = ["prompt", "messages", "conversations"];
@@ -165,9 +165,9 @@ fn messages(value: &Value, at: At) -> Result<Parsed> {
         .iter()
         .map(|(w, text)| Message {
             role: if *w == Who::User {
-                crate::request::Role::User
+                crate::message::Role::User
             } else {
-                crate::request::Role::Assistant
+                crate::message::Role::Assistant
             },
             content: text.clone(),
         })

@@ -56,9 +56,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{CoreError, Result};
+use crate::message::Message;
 use crate::prompts::RequestInput;
 use crate::report::{PromptSource, redact_url};
-use crate::request::Message;
 use crate::shard::Shard;
 use crate::spec::BenchOptions;
 use crate::tokens::TokenCounter;

@@ -12,7 +12,6 @@
 
 mod anthropic;
 mod gemini;
-mod message;
 mod ollama;
 mod openai;
 mod per_request;
@@ -22,7 +21,7 @@ mod secret_forms;
 pub mod url;
 mod vercel;
 
-pub use message::{Message, Role, transcript};
+pub use crate::message::{Message, Role, transcript};
 pub use openai::LOCAL_URL;
 pub use per_request::{PlannedRequest, RequestPlan};
 pub use redactor::{MIN_SECRET_CHARS, REDACTED, Redactor};

@@ -7,8 +7,8 @@ mod plan;
 mod reading;
 
 use super::*;
+use crate::message::Role;
 use crate::prompts::PromptPlan;
-use crate::request::Role;
 use crate::spec::CacheBust;
 
 pub(super) fn parse(text: &str) -> Result<Dataset> {

@@ -2,7 +2,7 @@
 //!
 //! One user message is the common case (a prompt); datasets and multi-turn runs send
 //! whole conversations. A system text is not a message here: it rides in
-//! [`RequestSpec::system`](super::RequestSpec::system), because half the APIs take it apart
+//! `RequestSpec::system` (in `request`), because half the APIs take it apart
 //! from the turns (Anthropic's `system`, Gemini's `systemInstruction`, Responses'
 //! `instructions`).
 
