@@ -24,9 +24,9 @@
 use std::collections::HashMap;
 
 use crate::answer::KeptAnswer;
-use crate::drive::Ticket;
 use crate::message::Message;
 use crate::prompts::RequestInput;
+use crate::spec::Ticket;
 
 pub use crate::spec::MAX_TURNS;
 

@@ -59,11 +59,10 @@ use crate::timeline::Timeline;
 mod extras;
 mod phases;
 mod progress;
-mod ticket;
 
+pub use crate::spec::{Action, Ticket};
 pub use extras::RecordExtras;
 pub use progress::Progress;
-pub use ticket::{Action, Ticket};
 
 use extras::set_timing_parts;
 use phases::Phase;

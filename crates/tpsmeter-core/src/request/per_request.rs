@@ -6,11 +6,11 @@ use std::rc::Rc;
 
 use crate::answer::{KeptAnswer, answer_cap, answer_to_count, count_answer};
 use crate::conversations::{Conversations, MAX_CONVERSATION_BYTES, Turn};
-use crate::drive::Ticket;
 use crate::error::Result;
 use crate::exchange::Outcome;
 use crate::prompts::{PromptPlan, RequestInput};
 use crate::report::Warning;
+use crate::spec::Ticket;
 use crate::tokens::TokenCounter;
 
 use super::{HttpRequest, RequestSpec, build_browser_request, build_request};

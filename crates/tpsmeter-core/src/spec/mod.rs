@@ -21,6 +21,7 @@ pub mod field;
 pub mod find_max;
 mod option_error;
 pub mod rules;
+mod ticket;
 mod validate;
 mod value;
 
@@ -29,5 +30,6 @@ pub use cache_bust::CacheBust;
 pub use field::{FIELDS, Field, FieldSpec, Kind};
 pub use find_max::{FindMaxConfig, FindMaxOptions};
 pub use option_error::OptionError;
+pub use ticket::{Action, Ticket};
 pub use validate::{Given, is_core, read_given};
 pub use value::OptionValue;

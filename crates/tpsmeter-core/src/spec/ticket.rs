@@ -1,4 +1,7 @@
-//! What the driver tells its caller to do next.
+//! What the load driver tells its caller to do next ([`Action`]), and the request it hands
+//! out ([`Ticket`]): the run's protocol between the driver and whoever sends requests (the
+//! CLI's HTTP loop, the page's `fetch` loop), on the floor so that the request and
+//! conversation code that reads a ticket does not import the driver.
 
 use crate::load::LoadLevel;
 
