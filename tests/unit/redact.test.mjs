@@ -1,4 +1,4 @@
-// One URL redactor: the core's (crates/tpsmeter-core/src/report/redact.rs), which the CLI's
+// One URL redactor: the core's (crates/tpsmeter-core/src/redact/url.rs), which the CLI's
 // reports use, reached by the package (`redactUrl`, and its own messages) and the page.
 
 import test from 'node:test';

@@ -9,8 +9,9 @@
 
 use crate::cap::cap_chars;
 use crate::error::CoreError;
-use crate::report::{ErrorClass, ErrorRecord, redact_url};
-use crate::request::Redactor;
+use crate::redact::Redactor;
+use crate::redact::redact_url;
+use crate::report::{ErrorClass, ErrorRecord};
 
 /// Cap on the response-body excerpt kept with an HTTP error: enough for a provider's JSON
 /// error message, small enough that a server returning megabytes of HTML cannot bloat the

@@ -36,6 +36,7 @@ pub mod prompts;
 pub mod protocol;
 pub mod quoted;
 pub mod ramp;
+pub mod redact;
 pub mod report;
 pub mod request;
 mod seed;

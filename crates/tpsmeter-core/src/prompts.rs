@@ -219,7 +219,7 @@ impl PromptPlan {
         Ok(out)
     }
 
-    /// A later turn's user message in a multi-turn run (see [`crate::conversations`]):
+    /// A later turn's user message in a multi-turn run (see the `conversations` module):
     /// synthesised words of a length drawn as the first message's are (no mark: the
     /// conversation's first message has it), or, for a given prompt, a plain follow-up.
     pub fn follow_up(&self, conversation: u64, turn: u32) -> String {

@@ -68,7 +68,7 @@ pub fn apis() -> Vec<String> {
 /// package and the page use for a URL shown in a message, a report or a link.
 #[wasm_bindgen(js_name = redactUrl)]
 pub fn redact_url(url: &str) -> String {
-    tpsmeter_core::report::redact_url(url)
+    tpsmeter_core::redact::redact_url(url)
 }
 
 #[cfg(feature = "bench")]

@@ -52,13 +52,14 @@ mod sample;
 use std::fmt;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{CoreError, Result};
 use crate::message::Message;
 use crate::prompts::RequestInput;
-use crate::report::{PromptSource, redact_url};
+use crate::redact::redact_url;
+pub use crate::report::DatasetFormat;
+use crate::report::PromptSource;
 use crate::shard::Shard;
 use crate::spec::BenchOptions;
 use crate::tokens::TokenCounter;
@@ -87,16 +88,8 @@ pub const MAX_COUNTED_ANSWER_BYTES: usize = 64 << 10;
 /// Cap on the dataset's name as the report keeps it (a path or URL).
 const MAX_NAME_CHARS: usize = 1000;
 
-/// The container of a dataset file (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum DatasetFormat {
-    /// JSON Lines: one entry per line.
-    Jsonl,
-    /// One JSON array of entries (ShareGPT's file).
-    Json,
-}
-
+/// How a dataset's bytes say which container they are (the format itself is the report's
+/// data: [`DatasetFormat`]).
 impl DatasetFormat {
     /// The container of `bytes`: an array when the first byte that is not whitespace is `[`.
     pub fn detect(bytes: &[u8]) -> DatasetFormat {

@@ -11,7 +11,6 @@
 pub mod csv;
 mod merge;
 mod record;
-pub(crate) mod redact;
 pub mod schema;
 pub mod turns;
 
@@ -20,7 +19,6 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::api::Api;
-use crate::dataset::DatasetFormat;
 use crate::error::{CoreError, Result};
 use crate::find_max::{FindMaxConfig, FindMaxVerdict};
 use crate::level_summary::PhaseSummary;
@@ -28,9 +26,9 @@ use crate::load::LoadLevel;
 use crate::slo::Slo;
 use crate::spec::CacheBust;
 
+pub use crate::redact::{RedactedUrl, redact_url};
 pub use merge::{IDLE_LEVEL_WARNING, MAX_START_SPREAD, merge};
 pub use record::{ErrorClass, ErrorRecord, MAX_ERROR_MESSAGE_CHARS, RequestRecord};
-pub use redact::{RedactedUrl, redact_url};
 pub use schema::SCHEMA_JSON;
 
 /// The schema version this crate writes and reads.
@@ -152,6 +150,17 @@ impl Report {
 pub struct ToolInfo {
     pub name: String,
     pub version: String,
+}
+
+/// The container of a dataset file: JSON Lines or one JSON array (how its bytes say which
+/// is `DatasetFormat::detect`, in `dataset`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DatasetFormat {
+    /// JSON Lines: one entry per line.
+    Jsonl,
+    /// One JSON array of entries (ShareGPT's file).
+    Json,
 }
 
 /// Where the prompt came from. The prompt text itself is not stored: it can be large and

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::event::FinishReason;
 use crate::load::LoadLevel;
 use crate::metrics::{RequestMetrics, TokenCountSource};
-use crate::request::Redactor;
+use crate::redact::Redactor;
 use crate::timeline::{StreamErrorMark, Timeline};
 
 /// Cap on a stored error message (characters). Messages may quote a server's body; a

@@ -15,17 +15,13 @@ mod gemini;
 mod ollama;
 mod openai;
 mod per_request;
-mod redactor;
-mod secret;
-mod secret_forms;
 pub mod url;
 mod vercel;
 
 pub use crate::message::{Message, Role, transcript};
+pub use crate::redact::{HeaderValue, MIN_SECRET_CHARS, REDACTED, Redactor, Secret};
 pub use openai::LOCAL_URL;
 pub use per_request::{PlannedRequest, RequestPlan};
-pub use redactor::{MIN_SECRET_CHARS, REDACTED, Redactor};
-pub use secret::{HeaderValue, Secret};
 
 use crate::api::Api;
 use crate::error::Result;
@@ -162,6 +158,18 @@ fn temperature(t: f32) -> serde_json::Value {
 }
 
 const SSE_ACCEPT: &str = "text/event-stream";
+
+impl Redactor {
+    /// A redactor for every credential of `spec`: its key, and the userinfo (as written and
+    /// as basic auth sends it) and secret-looking query values of its URL (Gemini's `?key=`).
+    pub fn for_spec(spec: &RequestSpec) -> Redactor {
+        let mut r = Redactor::new(spec.api_key.as_ref());
+        for secret in crate::redact::url_secrets(&spec.base_url) {
+            r.add(&secret);
+        }
+        r
+    }
+}
 
 #[cfg(test)]
 mod tests;

@@ -60,16 +60,6 @@ impl Redactor {
         r
     }
 
-    /// A redactor for every credential of `spec`: its key, and the userinfo (as written and
-    /// as basic auth sends it) and secret-looking query values of its URL (Gemini's `?key=`).
-    pub fn for_spec(spec: &super::RequestSpec) -> Redactor {
-        let mut r = Redactor::new(spec.api_key.as_ref());
-        for secret in crate::report::redact::url_secrets(&spec.base_url) {
-            r.add(&secret);
-        }
-        r
-    }
-
     /// Also redacts `secret` (another credential of the same run).
     pub fn add(&mut self, secret: &str) {
         let secret = secret.trim();
@@ -194,7 +184,7 @@ mod tests {
     /// base64(user:key)`, and a server quoting that header put it in every output.
     #[test]
     fn base64_of_the_key_is_redacted_wherever_it_starts() {
-        use crate::request::secret_forms::base64;
+        use crate::redact::secret_forms::base64;
         for before in ["", "u:", "alice:", "Basic "] {
             let mut plain = before.as_bytes().to_vec();
             plain.extend_from_slice(KEY.as_bytes());

@@ -61,7 +61,7 @@ pub fn redact_url(url: &str) -> String {
     out
 }
 
-/// The credentials [`redact_url`] removes from `url`, for a [`crate::request::Redactor`] to
+/// The credentials [`redact_url`] removes from `url`, for a [`Redactor`](super::Redactor) to
 /// look for in what a server sends back: the userinfo (`user:pass`) and the values of
 /// secret-looking query parameters, each as written and percent-decoded, and the userinfo as
 /// an HTTP client sends it in basic auth (`user:pass` decoded; `user:` with no password).
