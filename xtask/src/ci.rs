@@ -59,7 +59,8 @@ fn run_steps(skip_setup: bool) -> Result<()> {
     // behind fails in milliseconds, not after half an hour of tests.
     timed("map paths", || {
         let root = repo_root();
-        crate::map::check_file(&root, &root.join("ARCHITECTURE.md"))
+        crate::map::check_file(&root, &root.join("ARCHITECTURE.md"))?;
+        crate::layers::check(&root)
     })?;
     if !skip_setup {
         timed("setup", assets::setup_all)?;

@@ -43,6 +43,7 @@ mod fuzz;
 mod fuzz_seeds;
 mod gpu_pack;
 mod gpu_report;
+mod layers;
 mod llama_cuda;
 mod llama_vulkan;
 mod map;

@@ -42,7 +42,8 @@ pub fn run(args: &[String]) -> Result<()> {
         Some(f) => std::path::PathBuf::from(f),
         None => root.join("ARCHITECTURE.md"),
     };
-    check_file(&root, &file)
+    check_file(&root, &file)?;
+    crate::layers::check(&root)
 }
 
 /// Fails with one line per path of `file` that does not exist under `root`.
