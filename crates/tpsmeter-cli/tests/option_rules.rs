@@ -60,3 +60,36 @@ fn the_cli_refuses_each_rule_case_with_the_same_sentence() {
         assert_eq!(stderr.trim_end(), format!("error: {want}"), "{argv:?}");
     }
 }
+
+#[test]
+fn a_misspelt_flag_gets_the_spec_s_suggestion() {
+    for (typed, says) in [
+        (
+            "--max_tokens",
+            "unknown option `--max_tokens` (did you mean --max-tokens?)",
+        ),
+        (
+            "--concurency",
+            "unknown option `--concurency` (did you mean --concurrency?)",
+        ),
+        (
+            "--duration-s",
+            "unknown option `--duration-s` (did you mean --duration?)",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_tpsmeter"))
+            .args([
+                "bench",
+                "--api",
+                "openai-chat",
+                "--url",
+                "http://127.0.0.1:9",
+            ])
+            .args(["--model", "m", typed, "5"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{typed}: {stderr}");
+        assert_eq!(stderr.trim_end(), format!("error: {says}"), "{typed}");
+    }
+}
