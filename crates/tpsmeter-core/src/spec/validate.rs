@@ -206,7 +206,7 @@ impl BenchOptions {
                 return Err(invalid(
                     Field::MaxTokens,
                     self.max_tokens.to_string(),
-                    &format!("must be at most {{maxTokensLimit}}, {limit}"),
+                    &format!("must be at most {{maxTokensLimit}} ({limit})"),
                 ));
             }
             _ => {}
