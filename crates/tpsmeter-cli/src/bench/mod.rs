@@ -19,6 +19,7 @@ pub mod count;
 pub mod dataset;
 pub mod drive;
 pub mod http;
+mod options;
 pub mod report_build;
 pub mod setup;
 pub mod start_at;
