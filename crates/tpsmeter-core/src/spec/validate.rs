@@ -5,6 +5,7 @@
 
 use super::field::Field;
 use super::option_error::OptionError;
+use super::rules::check_given;
 use super::{BenchOptions, CacheBust, FindMaxConfig, MAX_SECONDS, MAX_TURNS};
 use crate::error::{CoreError, Result};
 use crate::load::{LoadLevel, MAX_CONCURRENCY, MAX_LEVELS, MAX_RATE_PER_S};
@@ -40,21 +41,14 @@ impl BenchOptions {
         if self.requests == Some(0) {
             return Err(invalid(Field::Requests, "0".into(), "must be at least 1"));
         }
-        if self.requests.is_some() && self.duration_s.is_some() {
-            return Err(OptionError::Conflict {
-                field: Field::Requests,
-                other: Field::DurationS,
-                why: "a level runs for a request count or for a duration; give one",
-            });
-        }
-        if self.max_duration_s.is_some() && self.duration_s.is_some() {
-            return Err(OptionError::Conflict {
-                field: Field::MaxDurationS,
-                other: Field::DurationS,
-                why: "{maxDurationS} caps a level run by request count; a level of {durationS} \
-                      already ends on time",
-            });
-        }
+        // The rules on given options, for callers that hold options but no `Given` (the
+        // load driver): for these fields the options themselves say what was given.
+        check_given(&|f| match f {
+            Field::Requests => self.requests.is_some(),
+            Field::DurationS => self.duration_s.is_some(),
+            Field::MaxDurationS => self.max_duration_s.is_some(),
+            _ => false,
+        })?;
         for (field, v) in [
             (Field::DurationS, self.duration_s),
             (Field::MaxDurationS, self.max_duration_s),
@@ -360,8 +354,23 @@ mod tests {
 
     #[test]
     fn validation_names_the_option() {
-        let cases: [(Mutation, &str); 9] = [
+        let cases: [(Mutation, &str); 11] = [
             (|o| o.concurrency = vec![0], "`concurrency` each level"),
+            // Rules on given options hold for callers without a `Given` (the driver).
+            (
+                |o| {
+                    o.requests = Some(3);
+                    o.duration_s = Some(2.0);
+                },
+                "`requests` and `durationS` conflict",
+            ),
+            (
+                |o| {
+                    o.max_duration_s = Some(9.0);
+                    o.duration_s = Some(2.0);
+                },
+                "`maxDurationS` and `durationS` conflict",
+            ),
             (|o| o.requests = Some(0), "requests"),
             (|o| o.timeout_s = f64::INFINITY, "`timeoutS` must be"),
             (|o| o.rate = vec![-1.0], "rate"),
