@@ -6,6 +6,7 @@
 // that exist only on the JavaScript side.
 
 import type * as schema from './generated/report.js';
+import type * as spec from './generated/spec.js';
 
 export type {
   FindMaxConfig,
@@ -59,21 +60,8 @@ export type Report = schema.Report;
 /** Where the run ran (`report.environment`). */
 export type Environment = schema.Environment;
 
-/** What the load driver asks for next (`BenchRun.next`). */
-export type Action =
-  | { kind: 'start'; ticket: number; level: number; warmup: boolean; scheduledMs?: number }
-  | { kind: 'sleep'; untilMs: number }
-  | { kind: 'wait' }
-  | { kind: 'done' };
+/** What the load driver asks for next (`BenchRun.next`): the core's `Action`, generated. */
+export type Action = spec.Action;
 
-/** Browser facts about one request, passed to `BenchRun.complete`. */
-export interface RecordExtras {
-  queueMs?: number;
-  httpVersion?: string;
-  tabHidden?: boolean;
-  /** The wait before the response, split (Resource Timing; see `RequestRecord`'s fields). */
-  dnsMs?: number;
-  connectMs?: number;
-  tlsMs?: number;
-  waitMs?: number;
-}
+/** Browser facts about one request, passed to `BenchRun.complete`: the core's `RecordExtras`, generated. */
+export type RecordExtras = spec.RecordExtras;

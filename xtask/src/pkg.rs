@@ -9,8 +9,9 @@
 //! 3. `npm ci` in `pkg/` (TypeScript, esbuild and binaryen's `wasm-opt` come from npm,
 //!    binaryen because Debian's is too old for what rustc emits);
 //! 4. `wasm-opt -Oz` on the glue's `.wasm` and `esbuild --minify` on its `.js`, in place;
-//! 5. the report's TypeScript types, generated from `crates/tpsmeter-core/report.schema.json`
-//!    into `pkg/src/generated/report.ts` (`pkg/scripts/report-types.mjs`);
+//! 5. the report's and the run spec's TypeScript types, generated from
+//!    `crates/tpsmeter-core/report.schema.json` and `spec.schema.json` into
+//!    `pkg/src/generated/` (`pkg/scripts/report-types.mjs`);
 //! 6. `npm run build` (tsc into `pkg/dist/`);
 //! 7. `npm pack` into `target/npm/` under the repository root.
 //!
@@ -270,20 +271,21 @@ fn gzip_len(path: &Path) -> Result<usize> {
     Ok(out.stdout.len())
 }
 
-/// The report's types for the package, from the JSON Schema the core generates (schemars), by
-/// json-schema-to-typescript (pinned in `pkg/package.json`): a report field added in Rust
-/// reaches the package's `Report` without anyone copying it into `types.ts`. The output is
-/// not committed (`.gitignore`); like `pkg/wasm/`, it is rebuilt from its source every time.
+/// The report's and the run spec's types for the package, from the JSON Schemas the core
+/// generates (schemars), by json-schema-to-typescript (pinned in `pkg/package.json`): a
+/// report field or an option added in Rust reaches the package's `Report` or `RunSettings`
+/// without anyone copying it into TypeScript. The output is not committed (`.gitignore`);
+/// like `pkg/wasm/`, it is rebuilt from its source every time.
 fn report_types(root: &Path, pkg: &Path) -> Result<()> {
-    let schema = root
-        .join("crates")
-        .join("tpsmeter-core")
-        .join("report.schema.json");
+    let core = root.join("crates").join("tpsmeter-core");
+    let generated = pkg.join("src").join("generated");
     run(Command::new("node")
         .current_dir(pkg)
         .arg("scripts/report-types.mjs")
-        .arg(&schema)
-        .arg(pkg.join("src").join("generated").join("report.ts")))
+        .arg(core.join("report.schema.json"))
+        .arg(generated.join("report.ts"))
+        .arg(core.join("spec.schema.json"))
+        .arg(generated.join("spec.ts")))
 }
 
 /// wasm-bindgen's `.d.ts` declares `[Symbol.dispose]()` on its classes, which TypeScript

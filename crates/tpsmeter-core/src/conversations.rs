@@ -28,6 +28,8 @@ use crate::message::Message;
 use crate::prompts::RequestInput;
 use crate::spec::Ticket;
 
+pub use crate::spec::Turn;
+
 pub use crate::spec::MAX_TURNS;
 
 /// Most text a conversation holds before it is cut, in bytes as JSON writes it (a control
@@ -67,15 +69,6 @@ impl Conversation {
         self.bytes = self.bytes.saturating_add(json_len(&message.content));
         self.messages.push(message);
     }
-}
-
-/// Where a request stands in its conversation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Turn {
-    /// The conversation's id (the ticket id of its first turn).
-    pub conversation: u64,
-    /// From 1.
-    pub turn: u32,
 }
 
 /// The conversations of a run.

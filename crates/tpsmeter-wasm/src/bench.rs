@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tpsmeter_core::drive::{Action, LoadDriver, RecordExtras, Ticket};
 use tpsmeter_core::report::{Environment, Report, Warning};
 use tpsmeter_core::request::{HeaderValue, Redactor, RequestPlan, Secret};
@@ -43,41 +43,6 @@ struct JsRequest<'a> {
     url: &'a str,
     headers: Vec<(&'a str, &'a str)>,
     body: &'a str,
-}
-
-/// An action as the page's loop reads it.
-#[derive(Serialize)]
-#[serde(tag = "kind", rename_all = "camelCase")]
-enum JsAction {
-    #[serde(rename_all = "camelCase")]
-    Start {
-        ticket: u64,
-        level: usize,
-        warmup: bool,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        scheduled_ms: Option<f64>,
-    },
-    #[serde(rename_all = "camelCase")]
-    Sleep {
-        until_ms: f64,
-    },
-    Wait,
-    Done,
-}
-
-/// What the page knows about a request beyond its exchange.
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", default)]
-struct JsExtras {
-    queue_ms: Option<f64>,
-    http_version: Option<String>,
-    tab_hidden: Option<bool>,
-    /// The parts of the wait before the first byte, from Resource Timing (the core drops
-    /// values that are not finite or negative).
-    dns_ms: Option<f64>,
-    connect_ms: Option<f64>,
-    tls_ms: Option<f64>,
-    wait_ms: Option<f64>,
 }
 
 #[wasm_bindgen]
@@ -187,26 +152,16 @@ impl BenchRun {
             .driver
             .next(now_ms)
             .map_err(|e| JsError::new(&e.to_string()))?;
-        let js = match action {
-            Action::Start(t) => {
-                if u32::try_from(t.id).is_err() {
-                    return Err(JsError::new("more than 2^32 requests in one run"));
-                }
-                // Until its body says otherwise, a request keeps what one with the run's
-                // output cap keeps.
-                self.tickets.insert(t.id, (t, self.plan.keep_answer(None)));
-                JsAction::Start {
-                    ticket: t.id,
-                    level: t.level_index,
-                    warmup: t.warmup,
-                    scheduled_ms: t.scheduled_ms,
-                }
+        if let Action::Start(t) = action {
+            if u32::try_from(t.id).is_err() {
+                return Err(JsError::new("more than 2^32 requests in one run"));
             }
-            Action::Sleep { until_ms } => JsAction::Sleep { until_ms },
-            Action::Wait => JsAction::Wait,
-            Action::Done => JsAction::Done,
-        };
-        to_js(&js)
+            // Until its body says otherwise, a request keeps what one with the run's output
+            // cap keeps.
+            self.tickets.insert(t.id, (t, self.plan.keep_answer(None)));
+        }
+        // The core's `Action` serializes as the page's loop reads it (`spec/ticket.rs`).
+        to_js(&action)
     }
 
     /// The exchange of a started ticket, its request sent at `start_ms`. Tickets cross as
@@ -240,15 +195,14 @@ impl BenchRun {
             .tickets
             .remove(&ticket)
             .ok_or_else(|| JsError::new(&format!("ticket {ticket} is not in flight")))?;
-        let extras: JsExtras = if extras.is_undefined() || extras.is_null() {
-            JsExtras::default()
+        // The transport's facts, as the core defines them (`spec/record_extras.rs`); the
+        // fields the page has no say in are skipped by their serde attributes.
+        let extras: RecordExtras = if extras.is_undefined() || extras.is_null() {
+            RecordExtras::default()
         } else {
             from_js(extras, "invalid record extras")?
         };
-        let mut inner = exchange.inner;
-        if let Some(v) = &extras.http_version {
-            inner.set_http_version(v);
-        }
+        let inner = exchange.inner;
         let outcome = inner.into_outcome();
         let now = outcome.timeline.end_ms().unwrap_or(0.0);
         let output_tokens_counted = self
@@ -260,16 +214,11 @@ impl BenchRun {
             &t,
             outcome,
             RecordExtras {
-                queue_ms: extras.queue_ms.filter(|q| q.is_finite() && *q >= 0.0),
-                tab_hidden: extras.tab_hidden,
-                dns_ms: extras.dns_ms,
-                connect_ms: extras.connect_ms,
-                tls_ms: extras.tls_ms,
-                wait_ms: extras.wait_ms,
                 output_tokens_counted,
                 turn,
                 // Counted above, on the page's thread: the text is bounded.
                 count_pending: false,
+                ..extras
             },
             now,
         );

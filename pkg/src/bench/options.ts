@@ -1,6 +1,7 @@
 // `bench()` options: the run's settings (passed to the wasm `BenchRun` as they are) and the
 // browser-side callbacks, which stay in JavaScript.
 
+import type * as spec from '../generated/spec.js';
 import type { RenderTarget } from '../paint.js';
 import type { Api, RequestRecord } from '../types.js';
 import type { DatasetInput } from './dataset.js';
@@ -8,58 +9,12 @@ import type { BenchEngine } from './local.js';
 import { tokenizerName, type TokenizerSource } from './tokenizer.js';
 import { levelList, validate } from './validate.js';
 
-/** The run's settings: the CLI's `bench` options, camelCase. */
-export interface RunSettings {
-  api: Api;
-  /** Base URL or full endpoint URL of the API. */
-  url: string;
-  model: string;
-  /** Sent in the API's header (or query for Gemini); kept in memory only, never in a report or message. */
-  apiKey?: string;
-  /** Closed-loop levels: requests kept in flight (one number is one level). Not with `rate`. */
-  concurrency?: number | number[];
-  /** Open-loop levels: Poisson arrivals per second (one number is one level). Not with `concurrency`. */
-  rate?: number | number[];
-  /** Cap on requests in flight in open-loop levels. */
-  maxConcurrency?: number;
-  /** Measured requests per level. */
-  requests?: number;
-  /** Seconds per level. Not with `requests`. */
-  durationS?: number;
-  /**
-   * A time budget for each level run by request count, seconds: after it the level starts
-   * no more requests (those in flight finish), and the report warns (`max_duration`) that
-   * it was cut. Not with `durationS`.
-   */
-  maxDurationS?: number;
-  maxTokens?: number;
-  /**
-   * The largest output cap any request may ask for: a `dataset` entry's own `max_tokens`
-   * (or its answer's length) above it is lowered to it, and a `maxTokens` above it is
-   * refused. The benchmark page passes its form's limit, so a dataset a link names cannot
-   * ask for more than the form allows.
-   */
-  maxTokensLimit?: number;
-  prompt?: string;
-  /**
-   * A generated prompt of this many tokens (instead of `prompt`): exactly, mark included,
-   * with `tokenizer`; about (one token per common English word) without.
-   */
-  inputTokens?: number;
-  /**
-   * A named workload: `'chat'` (128 input / 256 output tokens), `'rag-1k'` (1,000 / 256),
-   * `'long-10k'` (10,000 / 256), `'llmperf'` (550±150 / 150). Sets the input size and the
-   * output cap (an explicit `maxTokens` wins); not with `prompt` or `inputTokens`.
-   */
-  workload?: 'chat' | 'rag-1k' | 'long-10k' | 'llmperf';
-  /**
-   * Multi-turn chats: each virtual user holds one conversation of this many turns; each turn
-   * sends the conversation so far (the model's real answers included) and a new user
-   * message. Records carry `turn` and the report `turns` (TTFT per turn). Not with `rate`.
-   */
-  turns?: number;
-  /** Draw each request's input length around `inputTokens` with this standard deviation. */
-  inputTokensStdev?: number;
+/**
+ * The run's settings: the CLI's `bench` options, camelCase. Generated from the core's run
+ * spec (`crates/tpsmeter-core/spec.schema.json`, the Rust `BenchOptions` and its docs); only
+ * the two that take JavaScript objects are typed here.
+ */
+export interface RunSettings extends Omit<spec.RunSettings, 'tokenizer' | 'dataset'> {
   /**
    * The model's tokenizer, to count input tokens exactly and answers without usage: a URL of
    * a `tokenizer.json` or GGUF, a Hugging Face model id (`ORG/NAME`, fetched from the Hub), a
@@ -68,41 +23,6 @@ export interface RunSettings {
    * outside the known models' patterns) with `UnsafeTokenizer`.
    */
   tokenizer?: TokenizerSource;
-  /**
-   * `'prefix'` (default): each request's prompt starts with a mark of its own
-   * (`[run <id> #<n>] `), so that no server answers it from a prompt cache; `'off'`: every
-   * request sends the same prompt (measures the cached case).
-   */
-  cacheBust?: 'prefix' | 'off';
-  /** Every request shares this many tokens of text before its mark (measures prefix caching). */
-  sharedPrefix?: number;
-  system?: string;
-  temperature?: number;
-  /** Warm-up requests per level, excluded from summaries. */
-  warmup?: number;
-  /** No byte of the response within this many seconds → `timeout_first_byte` (default 60). */
-  timeoutS?: number;
-  /** The stream silent for this many seconds → `stall` (default 30). */
-  idleTimeoutS?: number;
-  /** Service-level objectives, e.g. `"ttft=500ms,tpot=50ms"`. */
-  slo?: string;
-  /** Seed of the open-loop arrival schedule and of the prompts' run id (same seed, same request bodies as the CLI's). */
-  seed?: number;
-  ignoreEos?: boolean;
-  /**
-   * Seconds over which each closed-loop level (its warm-up and its measured phase alike)
-   * opens its streams, evenly, instead of all at once: a burst of new connections can
-   * overflow a server's listen backlog. Counts inside `durationS`. Not with `rate`.
-   */
-  rampUpS?: number;
-  /**
-   * Search for the highest load that meets `slo` instead of running listed levels: from the
-   * one `concurrency` (default 1) or `rate` given, double until a level misses the SLO or
-   * goodput stops rising, then bisect (the CLI's `--find-max`; the rule is in docs/metrics.md,
-   * "Finding the knee"). `true` takes the default limits. The report's `find_max` says the
-   * highest load that met the SLO and why the search stopped. Needs `slo`.
-   */
-  findMax?: boolean | FindMaxLimits;
   /**
    * Draw each request's messages from a dataset instead of one prompt: JSON Lines with a
    * `prompt` or an OpenAI `messages` array per line (and optionally `max_tokens` or
@@ -120,16 +40,7 @@ export interface RunSettings {
 }
 
 /** The limits of a `findMax` search; each left out takes its default. */
-export interface FindMaxLimits {
-  /** The highest load tried: streams, or requests/s with `rate` (default 1024). */
-  maxLoad?: number;
-  /** Levels run at most, every level counted (default 12, at most 64). */
-  maxLevels?: number;
-  /** Goodput must rise by more than this percentage for the load to keep doubling (default 10). */
-  minGainPct?: number;
-  /** Percentage of a level's requests that must meet every SLO for the level to meet it (default 95). */
-  attainmentPct?: number;
-}
+export type FindMaxLimits = spec.FindMaxLimits;
 
 /** Where the run stands, after each finished request (the load driver's own counts). */
 export interface Progress {
@@ -184,6 +95,13 @@ export type LocalBenchOptions = Omit<RunSettings, 'api' | 'url' | 'model' | 'api
   RunHooks & { api: 'local'; engine: BenchEngine; url?: string; model?: string };
 
 export type BenchOptions = RemoteBenchOptions | LocalBenchOptions;
+
+// `bench()` takes exactly the options the core's table lists (`spec.OptionKey`, generated from
+// `FIELDS`): an option added there and not here, or here and not there, fails to compile.
+// Types only: nothing of it reaches the bundle.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Holds<T extends true> = T;
+export type OptionKeysMatchTheSpec = Holds<Same<keyof RunSettings | keyof RunHooks | 'engine', spec.OptionKey>>;
 
 /** The `url` of a local run (the core's `LOCAL_URL`). */
 export const LOCAL_URL = 'local:engine';

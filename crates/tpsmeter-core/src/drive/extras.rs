@@ -1,31 +1,8 @@
-//! What a transport knows of a request beyond its outcome, and how it lands on the record.
+//! How what a transport knows of a request beyond its outcome ([`RecordExtras`], on the
+//! floor) lands on the record.
 
 use crate::report::RequestRecord;
-
-/// Extra facts a transport knows about one request beyond its outcome.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RecordExtras {
-    /// Time the request waited inside the client before going out (the browser's
-    /// connections-per-host limit), from the transport's own timing.
-    pub queue_ms: Option<f64>,
-    /// The page was hidden at some time while the request ran (browser).
-    pub tab_hidden: Option<bool>,
-    /// The parts of the wait before the first byte that the transport could time (see the
-    /// record's fields of the same names); `None` where it could not.
-    pub dns_ms: Option<f64>,
-    pub connect_ms: Option<f64>,
-    pub tls_ms: Option<f64>,
-    pub wait_ms: Option<f64>,
-    /// The run's tokenizer's count of the answer text: the output token count when the
-    /// server reported no usage.
-    pub output_tokens_counted: Option<u64>,
-    /// Multi-turn runs: the request's place in its conversation.
-    pub turn: Option<crate::conversations::Turn>,
-    /// The caller is counting the answer's tokens off its loop and hands the count in
-    /// later ([`super::LoadDriver::counted`]): the request's slot is free at once, and its
-    /// phase's summary waits for the count.
-    pub count_pending: bool,
-}
+use crate::spec::RecordExtras;
 
 /// The transport's split of the wait before the first byte, onto `record`. Values that are
 /// not finite or negative are dropped (they come from JavaScript too). A `queue_ms` from the

@@ -44,6 +44,7 @@
 
 use std::collections::HashMap;
 
+use crate::cap::cap_chars;
 use crate::error::Result;
 use crate::exchange::Outcome;
 use crate::find_max::FindMax;
@@ -60,8 +61,7 @@ mod extras;
 mod phases;
 mod progress;
 
-pub use crate::spec::{Action, Ticket};
-pub use extras::RecordExtras;
+pub use crate::spec::{Action, RecordExtras, Ticket};
 pub use progress::Progress;
 
 use extras::set_timing_parts;
@@ -232,7 +232,10 @@ impl LoadDriver {
         }
         // Set before the redaction below: in the browser the version comes from the page's
         // Resource Timing, which the server's answer shapes.
-        record.http_version.clone_from(&outcome.http_version);
+        record.http_version = match &extras.http_version {
+            Some(v) => Some(cap_chars(v, 32)),
+            None => outcome.http_version.clone(),
+        };
         record.redact(&self.redactor);
         record.scheduled_ms = ticket.scheduled_ms;
         record.level_index = u32::try_from(ticket.level_index).ok();

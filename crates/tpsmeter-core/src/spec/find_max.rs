@@ -27,16 +27,20 @@ const MAX_GAIN_PCT: f64 = 1000.0;
 
 /// `--find-max` / `findMax`: the search's limits; unset ones take the defaults above. In
 /// `bench()`, `findMax: true` is all defaults and `false` is no search.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+// `bench()`'s name for them (`findMax: { ... }`), in the generated TypeScript.
+#[schemars(rename = "FindMaxLimits")]
 pub struct FindMaxOptions {
-    /// The highest load tried: concurrency, or requests/s with `rate`.
+    /// The highest load tried: streams, or requests/s with `rate` (default 1024).
     pub max_load: Option<f64>,
-    /// Levels run at most, every level counted.
+    /// Levels run at most, every level counted (default 12, at most 64).
     pub max_levels: Option<u32>,
-    /// Percent by which goodput must keep rising.
+    /// Goodput must rise by more than this percentage for the load to keep doubling
+    /// (default 10).
     pub min_gain_pct: Option<f64>,
-    /// Percent of a level's requests that must meet every SLO.
+    /// Percentage of a level's requests that must meet every SLO for the level to meet it
+    /// (default 95).
     pub attainment_pct: Option<f64>,
 }
 
