@@ -14,7 +14,7 @@ use candle_core::quantized::k_quants::{
 };
 use tpsmeter_gpu::cpu::matrix::{QMatrix, matmul};
 use tpsmeter_gpu::cpu::q8::Activations;
-use tpsmeter_gpu::cpu::runtime::{CpuOptions, CpuRuntime};
+use tpsmeter_gpu::cpu::cpu_runtime::{CpuOptions, CpuRuntime};
 use tpsmeter_gpu::quant::GgmlType;
 
 /// splitmix64: deterministic, no dependency.

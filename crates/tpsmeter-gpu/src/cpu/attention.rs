@@ -1,9 +1,9 @@
 //! Attention of one query head over the cached keys and values, and RoPE by a per-token
 //! table of angles: the two parts of a layer that are not matrix products.
 
+use super::cpu_runtime::Simd;
 use super::f16;
 use super::q8::round_f16;
-use super::runtime::Simd;
 
 /// How the cache stores a key or value: f32, or f16 (as bits), which halves its memory and
 /// is llama.cpp's default.

@@ -3,9 +3,9 @@
 
 use rayon::prelude::*;
 
+use super::cpu_runtime::{CpuRuntime, Simd};
 use super::kernels::{self, RowDot};
 use super::q8::Activations;
-use super::runtime::{CpuRuntime, Simd};
 use super::tensors::TensorSource;
 use crate::error::{GpuError, Result};
 use crate::quant::{self, GgmlType};

@@ -16,21 +16,21 @@
 mod attention;
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+pub mod cpu_model;
+pub mod cpu_runtime;
 pub mod cpu_weights;
 pub mod f16;
 pub mod kernels;
 pub mod matrix;
-pub mod model;
 pub mod q8;
-pub mod runtime;
 #[cfg(target_arch = "wasm32")]
 mod simd128;
 mod slots;
 pub mod target;
 pub mod tensors;
 
-pub use model::{CpuModel, CpuStats, Pause};
+pub use cpu_model::{CpuModel, CpuStats, Pause};
 #[cfg(target_arch = "wasm32")]
-pub use runtime::set_web_pool;
-pub use runtime::{CpuOptions, CpuRuntime, Simd};
+pub use cpu_runtime::set_web_pool;
+pub use cpu_runtime::{CpuOptions, CpuRuntime, Simd};
 pub use target::CpuTarget;

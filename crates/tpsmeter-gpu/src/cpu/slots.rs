@@ -5,7 +5,7 @@
 //! Why: a decode step reads every weight once whatever the number of tokens it carries, and
 //! on a CPU that read is the step's cost (a 135M model's decode is bound by memory, not
 //! arithmetic), so B sequences in one pass cost little more than one. The API is the GPU
-//! model's (`runtime/batch.rs`, `runtime/step.rs`) with the same rules and errors, so the
+//! model's (`runtime/batch.rs`, `runtime/mixed_step.rs`) with the same rules and errors, so the
 //! server's scheduler drives either.
 //!
 //! A sequence's tokens do not depend on what else is in the step: every matrix kernel sums
@@ -15,13 +15,13 @@
 
 use std::collections::VecDeque;
 
-use super::model::{CpuModel, Row};
+use super::cpu_model::{CpuModel, Row};
 use crate::error::{GpuError, Result};
 use crate::kernels::sample::SamplerConfig;
 use crate::kernels::twins::sample;
 use crate::runtime::StepPart;
 use crate::runtime::gpu_model::check_tokens;
-use crate::runtime::step::{check_rewind, step_tokens};
+use crate::runtime::mixed_step::{check_rewind, step_tokens};
 
 /// One sequence: the tokens its cache holds, and its sampler's state (the GPU sampler's
 /// twin: a step counter, and the recent tokens the repetition penalty sees, oldest first).

@@ -2,9 +2,9 @@
 //! bytes are kept as stored ([`StagedTensors`]) and move into the model at the end, so the
 //! model is held once (no whole-file buffer beside it).
 
+use super::cpu_model::CpuModel;
+use super::cpu_runtime::CpuOptions;
 use super::cpu_weights::CpuWeights;
-use super::model::CpuModel;
-use super::runtime::CpuOptions;
 use super::tensors::StagedTensors;
 use crate::engine::target::LoadTarget;
 use crate::error::{GpuError, Result};

@@ -3,7 +3,7 @@
 use super::cancel::CancelToken;
 use super::prefix::reusable_prefix;
 use super::sequence::Sequence;
-use super::step::TokenStep;
+use super::token_step::TokenStep;
 use crate::tokenizer::Tokenizer;
 use crate::{GpuError, Result};
 

@@ -13,12 +13,12 @@ mod cancel;
 mod controller;
 mod prefix;
 mod sequence;
-mod step;
 mod stop;
+mod token_step;
 
 pub use cancel::CancelToken;
 pub use controller::{GenerateParams, Generation, Generator, StopReason, TokenEvent};
 pub use prefix::reusable_prefix;
 pub use sequence::Sequence;
-pub use step::TokenStep;
 pub use stop::StopMatcher;
+pub use token_step::TokenStep;

@@ -148,7 +148,7 @@ impl GpuModel {
         sampling: &SamplerConfig,
     ) -> Result<()> {
         self.check_slot(slot)?;
-        super::step::check_rewind(start, self.slot_history(slot).len())?;
+        super::mixed_step::check_rewind(start, self.slot_history(slot).len())?;
         self.claim_slot(slot, start, sampling)?;
         Ok(())
     }

@@ -11,7 +11,7 @@
 //!
 //! It also decodes several sequences as one batch, each in its own slot of the KV cache
 //! (`batch.rs`, `slots.rs`), with prompt chunks of new sequences in the same step
-//! (`step.rs`), for a server to schedule.
+//! (`mixed_step.rs`), for a server to schedule.
 //!
 //! What it does not do: parse GGUF metadata or upload weights ([`crate::model`]), tokenize,
 //! apply chat templates or drive the generation loop ([`crate::engine`]), read a clock of its
@@ -22,20 +22,20 @@ mod chain;
 pub mod cost;
 pub mod gpu_model;
 pub mod graph;
+pub(crate) mod mixed_step;
+mod model_options;
 mod prefill;
 #[cfg(not(target_arch = "wasm32"))]
 mod profile;
 mod prompt;
 pub(crate) mod readback;
 mod slots;
-pub(crate) mod step;
 pub mod warm;
 
 pub use chain::{MAX_IN_FLIGHT, default_in_flight};
 pub use cost::{CostMark, CostReport, Phase, PhaseTotals, StepClock, StepCost};
-pub use gpu_model::{
-    DEFAULT_MAX_CONTEXT, GpuModel, MAX_SLOTS, ModelOptions, PREFILL_CHUNK, StepStats,
-};
+pub use gpu_model::{GpuModel, PREFILL_CHUNK, StepStats};
+pub use mixed_step::StepPart;
+pub use model_options::{DEFAULT_MAX_CONTEXT, MAX_SLOTS, ModelOptions};
 pub use readback::TOKEN_BYTES;
-pub use step::StepPart;
 pub use warm::{CompileProgress, CompileReport};

@@ -64,12 +64,12 @@ pub fn run_thread() -> Result<(), JsValue> {
 /// be run by Workers already blocked in [`run_thread`] (one each). Call it once.
 #[wasm_bindgen(js_name = startThreadPool)]
 pub fn start_thread_pool(threads: usize) -> Result<(), JsValue> {
-    if threads == 0 || threads > tpsmeter_gpu::cpu::runtime::MAX_THREADS {
+    if threads == 0 || threads > tpsmeter_gpu::cpu::cpu_runtime::MAX_THREADS {
         return Err(named(
             "InvalidRequest",
             &format!(
                 "threads must be 1 to {}, not {threads}",
-                tpsmeter_gpu::cpu::runtime::MAX_THREADS
+                tpsmeter_gpu::cpu::cpu_runtime::MAX_THREADS
             ),
         ));
     }

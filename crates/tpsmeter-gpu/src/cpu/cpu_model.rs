@@ -9,10 +9,10 @@
 use rayon::prelude::*;
 
 use super::attention::{HeadArgs, KvElem, head, rope_apply, rope_table};
+use super::cpu_runtime::{CpuOptions, CpuRuntime, Simd};
 use super::cpu_weights::CpuWeights;
 use super::matrix::{QMatrix, matmul, matmuls};
 use super::q8::Activations;
-use super::runtime::{CpuOptions, CpuRuntime, Simd};
 use super::slots::Seq;
 use crate::error::{GpuError, Result};
 use crate::generate::{CancelToken, TokenStep};
