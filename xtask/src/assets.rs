@@ -17,11 +17,16 @@ const LLAMA_SDIST: &str = "llama-cpp-python==0.3.36";
 pub const LLAMA_DIR: &str = "llama-cpp-python-0.3.36";
 const LLAMA_TARGETS: &[&str] = &[
     "llama-server",
-    "llama-bench",
     "llama-tokenize",
     "llama-quantize",
+    "llama-bench",
     "llama-completion",
 ];
+
+/// What the tests run (the server, the tokenizer and the quantizer): CI builds these only.
+/// `llama-bench` (the benchmarks' peer) and `llama-completion` are for people at a machine,
+/// 25 s of a fresh CI machine's cores for nothing a test runs.
+const LLAMA_TEST_TARGETS: &[&str] = &["llama-server", "llama-tokenize", "llama-quantize"];
 
 /// CMake flags of every llama.cpp build: no network or TLS, no web UI, static, and portable
 /// code (the binary may be reused from the cache on another x86-64 host).
@@ -65,8 +70,155 @@ pub fn setup_all() -> Result<()> {
     crate::tools::setup()?;
     fetch_model()?;
     fetch_gemma()?;
-    build_llama()?;
+    build_llama(LLAMA_TARGETS, None)?;
     print_env()
+}
+
+/// CI's set-up in the foreground: what is downloaded or installed (packages, the wasm
+/// target, the models, llama.cpp's source and its build tools). What is compiled (the
+/// wasm-bindgen CLI and llama.cpp) is [`Background`]'s, on the cores the Rust builds leave
+/// idle.
+pub fn setup_downloads() -> Result<()> {
+    system_packages()?;
+    wasm_target()?;
+    crate::tools::system_packages()?;
+    fetch_model()?;
+    fetch_gemma()?;
+    llama_source()?;
+    build_tools().map(|_| ())
+}
+
+/// CI's two long set-up builds (the wasm-bindgen CLI, ~2 min on two cores; llama.cpp's
+/// test binaries, ~5 min), run one after the other in a thread at the lowest priority
+/// (`nice -n 19`) while the foreground checks and compiles the workspace: a Rust build
+/// leaves a core idle whenever one crate is all that can compile, and these fill it.
+/// Their output goes to `<target>/setup-builds.log` (its tail is in the error when one
+/// fails). [`Background::join`] waits for them; dropped unjoined (the run failed before),
+/// it stops the one running.
+#[derive(Debug)]
+pub struct Background {
+    thread: Option<std::thread::JoinHandle<Result<()>>>,
+    running: std::sync::Arc<std::sync::Mutex<Option<std::process::Child>>>,
+}
+
+impl Background {
+    pub fn spawn() -> Result<Background> {
+        let log = crate::tools::target_dir().join("setup-builds.log");
+        if let Some(dir) = log.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&log, "")?;
+        let running = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let slot = running.clone();
+        let thread = std::thread::spawn(move || -> Result<()> {
+            let bg = Niced { log, running: slot };
+            crate::tools::wasm_bindgen_cli(Some(&bg))?;
+            build_llama(LLAMA_TEST_TARGETS, Some(&bg))
+        });
+        Ok(Background {
+            thread: Some(thread),
+            running,
+        })
+    }
+
+    pub fn join(mut self) -> Result<()> {
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => bail!("the set-up builds' thread panicked"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if self.thread.is_some()
+            && let Ok(mut child) = self.running.lock()
+            && let Some(child) = child.as_mut()
+        {
+            let _ = child.kill();
+        }
+    }
+}
+
+/// How a background build runs a command: at the lowest priority, its output appended to
+/// `log`, the child reachable for [`Background`]'s drop to stop.
+#[derive(Debug)]
+pub struct Niced {
+    log: PathBuf,
+    running: std::sync::Arc<std::sync::Mutex<Option<std::process::Child>>>,
+}
+
+impl Niced {
+    /// Runs `program args...` as `nice -n 19 program args...` with `cmd`'s environment.
+    pub fn run(&self, cmd: &Command) -> Result<()> {
+        let mut niced = Command::new("nice");
+        niced
+            .args(["-n", "19"])
+            .arg(cmd.get_program())
+            .args(cmd.get_args());
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => niced.env(k, v),
+                None => niced.env_remove(k),
+            };
+        }
+        if let Some(dir) = cmd.get_current_dir() {
+            niced.current_dir(dir);
+        }
+        let out = std::fs::OpenOptions::new().append(true).open(&self.log)?;
+        let line = format!("$ {}\n", crate::sh::describe(&niced));
+        std::io::Write::write_all(&mut &out, line.as_bytes())?;
+        eprint!("background {line}");
+        let child = niced
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .spawn()
+            .with_context(|| format!("could not start {}", crate::sh::describe(&niced)))?;
+        let pid = child.id();
+        *self
+            .running
+            .lock()
+            .map_err(|_| anyhow::anyhow!("poisoned"))? = Some(child);
+        // Wait without holding the lock, so that a drop on the main thread can kill it.
+        let status = loop {
+            let mut guard = self
+                .running
+                .lock()
+                .map_err(|_| anyhow::anyhow!("poisoned"))?;
+            match guard.as_mut().map(std::process::Child::try_wait) {
+                Some(Ok(Some(status))) => {
+                    *guard = None;
+                    break status;
+                }
+                Some(Ok(None)) => {}
+                Some(Err(e)) => return Err(e.into()),
+                None => bail!("process {pid} was stopped"),
+            }
+            drop(guard);
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        };
+        if !status.success() {
+            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(40).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            bail!(
+                "{} failed with {status} ({}):\n{}",
+                crate::sh::describe(&niced),
+                self.log.display(),
+                tail.join("\n")
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Runs `cmd` in the foreground, or through `bg` when given.
+fn run_on(cmd: &mut Command, bg: Option<&Niced>) -> Result<()> {
+    match bg {
+        Some(bg) => bg.run(cmd),
+        None => run(cmd),
+    }
 }
 
 /// Prints `export` lines for the cached assets (`eval "$(cargo xtask assets)"`).
@@ -216,10 +368,38 @@ fn fetch_model() -> Result<()> {
     Ok(())
 }
 
-fn build_llama() -> Result<()> {
-    if LLAMA_TARGETS.iter().all(|t| llama_bin(t).exists()) {
+/// llama.cpp's `targets` built into the cache (the source fetched first when missing);
+/// through `bg` (niced, logged) when given.
+fn build_llama(targets: &[&str], bg: Option<&Niced>) -> Result<()> {
+    if targets.iter().all(|t| llama_bin(t).exists()) {
         return Ok(());
     }
+    llama_source()?;
+    let (cmake, ninja) = build_tools()?;
+    let root = cache_dir().join(LLAMA_DIR).join("vendor/llama.cpp");
+    run_on(
+        Command::new(&cmake)
+            .arg("-S")
+            .arg(&root)
+            .arg("-B")
+            .arg(root.join("build"))
+            .args(["-G", "Ninja"])
+            .arg(format!("-DCMAKE_MAKE_PROGRAM={}", ninja.display()))
+            .args(LLAMA_CMAKE_FLAGS),
+        bg,
+    )?;
+    run_on(
+        Command::new(&cmake)
+            .arg("--build")
+            .arg(root.join("build"))
+            .arg("--target")
+            .args(targets),
+        bg,
+    )
+}
+
+/// llama.cpp's source, from the llama-cpp-python sdist, unpacked into the cache.
+fn llama_source() -> Result<()> {
     let cache = cache_dir();
     let src = cache.join(LLAMA_DIR);
     if !src.join("vendor/llama.cpp/CMakeLists.txt").exists() {
@@ -257,21 +437,7 @@ fn build_llama() -> Result<()> {
         std::fs::rename(&inner, &src)?;
         let _ = std::fs::remove_dir_all(&tmp);
     }
-    let (cmake, ninja) = build_tools()?;
-    let root = src.join("vendor/llama.cpp");
-    run(Command::new(&cmake)
-        .arg("-S")
-        .arg(&root)
-        .arg("-B")
-        .arg(root.join("build"))
-        .args(["-G", "Ninja"])
-        .arg(format!("-DCMAKE_MAKE_PROGRAM={}", ninja.display()))
-        .args(LLAMA_CMAKE_FLAGS))?;
-    run(Command::new(&cmake)
-        .arg("--build")
-        .arg(root.join("build"))
-        .arg("--target")
-        .args(LLAMA_TARGETS))
+    Ok(())
 }
 
 /// Configures the cached llama.cpp source into `build` with [`LLAMA_CMAKE_FLAGS`] and `extra`

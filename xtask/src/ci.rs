@@ -62,9 +62,14 @@ fn run_steps(skip_setup: bool) -> Result<()> {
         crate::map::check_file(&root, &root.join("ARCHITECTURE.md"))?;
         crate::layers::check(&root)
     })?;
-    if !skip_setup {
-        timed("setup", assets::setup_all)?;
-    }
+    // Downloads in the foreground; the two long set-up builds in the background, on the cores
+    // the workspace's builds leave idle, joined before anything needs them.
+    let builds = if skip_setup {
+        None
+    } else {
+        timed("setup", assets::setup_downloads)?;
+        Some(assets::Background::spawn()?)
+    };
     let root = repo_root();
     let cargo = || {
         let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
@@ -120,17 +125,26 @@ fn run_steps(skip_setup: bool) -> Result<()> {
     let corpus = timed("fuzz seeds", crate::fuzz_seeds::write_replay_corpus)?;
     // With TPSMETER_REQUIRE_ASSETS=1 a test that needs the model, llama-server or a GPU
     // adapter fails instead of skipping: CI must never pass because an asset was missing.
-    let mut test = cargo();
-    test.env("TPSMETER_REQUIRE_ASSETS", "1");
-    for (k, v) in assets::asset_env() {
-        test.env(k, v);
-    }
-    test.env("TPSMETER_FUZZ_CORPUS", &corpus);
+    let native_test = || {
+        let mut test = cargo();
+        test.env("TPSMETER_REQUIRE_ASSETS", "1");
+        for (k, v) in assets::asset_env() {
+            test.env(k, v);
+        }
+        test.env("TPSMETER_FUZZ_CORPUS", &corpus);
+        test
+    };
     // Not `--all-targets`: the benches are `harness = false` programs that would run their
-    // full measurements here. Clippy above already compiles them.
-    timed("tests (native)", || {
-        sh::run(test.args(["test", "--workspace", "--lib", "--bins", "--tests"]))
+    // full measurements here. Clippy above already compiles them. Built first (`--no-run`),
+    // while the set-up builds still have idle cores to use, then run once those are done.
+    const TEST_ARGS: &[&str] = &["test", "--workspace", "--lib", "--bins", "--tests"];
+    timed("tests (native): build", || {
+        sh::run(native_test().args(TEST_ARGS).arg("--no-run"))
     })?;
+    if let Some(builds) = builds {
+        timed("setup builds (wait)", || builds.join())?;
+    }
+    timed("tests (native)", || sh::run(native_test().args(TEST_ARGS)))?;
     timed("doc tests", || {
         sh::run(cargo().args(["test", "--workspace", "--doc"]))
     })?;

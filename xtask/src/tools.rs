@@ -16,8 +16,13 @@ const APT_PACKAGES: &[&str] = &["chromium", "chromium-driver"];
 
 /// Installs the browser tool chain (part of `setup`).
 pub fn setup() -> Result<()> {
-    apt_install(APT_PACKAGES)?;
-    wasm_bindgen_cli()
+    system_packages()?;
+    wasm_bindgen_cli(None)
+}
+
+/// Debian's Chromium and its WebDriver.
+pub fn system_packages() -> Result<()> {
+    apt_install(APT_PACKAGES)
 }
 
 /// Where `cargo install --root` puts the CLIs.
@@ -54,8 +59,9 @@ pub fn locked_wasm_bindgen_version() -> Result<String> {
 }
 
 /// `wasm-bindgen-cli` (`wasm-bindgen` and `wasm-bindgen-test-runner`) at the lock's version,
-/// built once into the cache (about 3 minutes on two cores).
-fn wasm_bindgen_cli() -> Result<()> {
+/// built once into the cache (about 2 minutes on two cores); through `bg` (niced, logged)
+/// when given.
+pub fn wasm_bindgen_cli(bg: Option<&crate::assets::Niced>) -> Result<()> {
     let want = locked_wasm_bindgen_version()?;
     let installed = Command::new(wasm_bindgen())
         .arg("--version")
@@ -70,11 +76,19 @@ fn wasm_bindgen_cli() -> Result<()> {
     }
     // Not `--locked`: the CLI's own lock pins versions that no longer build with today's
     // compiler; the version of the CLI itself is what must match.
-    run(Command::new(cargo())
+    let mut install = Command::new(cargo());
+    // Its own temporary target directory: in the workspace's, it would wait for the lock of
+    // whatever cargo builds beside it (CI runs it in the background).
+    install
+        .env_remove("CARGO_TARGET_DIR")
         .args(["install", "wasm-bindgen-cli", "--force", "--version"])
         .arg(&want)
         .arg("--root")
-        .arg(cache_dir().join("tools")))
+        .arg(cache_dir().join("tools"));
+    match bg {
+        Some(bg) => bg.run(&install),
+        None => run(&mut install),
+    }
 }
 
 pub fn cargo() -> String {
