@@ -1,6 +1,6 @@
 // The JSON shapes that cross the wasm boundary, as the package's users see them. The report
 // is the same JSON the CLI writes with `--json`: its types are generated from the one JSON
-// Schema (crates/tpsmeter-core/report.schema.json, also `raw.reportSchema()`) by
+// Schema (crates/tpsmeter-core/report.schema.json, shipped as `tpsmeter/report.schema.json`) by
 // `cargo xtask pkg` into `./generated/report.ts` (by hand: `node scripts/report-types.mjs` in
 // pkg/); this file names them as the package has always exported them and adds the shapes
 // that exist only on the JavaScript side.

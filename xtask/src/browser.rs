@@ -74,7 +74,7 @@ fn end_to_end(require_assets: bool, files: &[String], tmp: &PrivateTmp) -> Resul
     // the function, not a page.
     if files.is_empty() {
         timed("package unit tests", || {
-            unit_tests(require_assets, &emulator, &cli, tmp)
+            unit_tests(require_assets, &tarball, &emulator, &cli, tmp)
         })?;
     }
     timed("end-to-end tests", || {
@@ -267,12 +267,19 @@ fn test_binaries() -> Result<(PathBuf, PathBuf)> {
 /// `node --test tests/unit/`: the package's logic (option checks through the wasm,
 /// redaction, the CSV and permalink round trips) in Node's test runner, against the built
 /// `pkg/` and, for a real report, the CLI and the emulator. No browser.
-fn unit_tests(require_assets: bool, emulator: &Path, cli: &Path, tmp: &PrivateTmp) -> Result<()> {
+fn unit_tests(
+    require_assets: bool,
+    tarball: &Path,
+    emulator: &Path,
+    cli: &Path,
+    tmp: &PrivateTmp,
+) -> Result<()> {
     let root = repo_root();
     let mut node = Command::new("node");
     node.current_dir(&root)
         .args(["--test", "tests/unit/"])
         .env("TPSMETER_PKG_DIR", root.join("pkg"))
+        .env("TPSMETER_PKG_TARBALL", tarball)
         .env("TPSMETER_EMULATOR_BIN", emulator)
         .env("TPSMETER_CLI_BIN", cli)
         .env("TMPDIR", tmp.path());

@@ -72,13 +72,6 @@ pub fn redact_url(url: &str) -> String {
 }
 
 #[cfg(feature = "bench")]
-/// The JSON Schema every report (CLI `--json`, browser `bench()`) validates against.
-#[wasm_bindgen(js_name = reportSchema)]
-pub fn report_schema() -> String {
-    tpsmeter_core::report::SCHEMA_JSON.to_string()
-}
-
-#[cfg(feature = "bench")]
 /// Checks that `report` is a report of the schema version this build writes: it must
 /// read back into the Rust types the schema is generated from. Throws an `Error` naming
 /// the first field that does not fit.
