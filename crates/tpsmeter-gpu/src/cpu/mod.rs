@@ -4,7 +4,7 @@
 //! What it does: keeps every weight matrix in its GGUF block format ([`matrix::QMatrix`]:
 //! Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, F16, BF16, F32 and anything else the crate
 //! dequantizes), multiplies them with activations quantized to 8 bits as llama.cpp's CPU
-//! backend does ([`kernels`]), splits every product over a thread pool ([`runtime`]), and
+//! backend does ([`kernels`]), splits every product over a thread pool ([`cpu_runtime`]), and
 //! samples with the GPU sampler's CPU twin, so the same seed gives the same stream.
 //!
 //! It also runs several sequences at once for serving ([`CpuModel::step_parts`], `slots.rs`),
