@@ -76,7 +76,7 @@ fn run_steps(skip_setup: bool) -> Result<()> {
         None
     } else {
         timed("setup", assets::setup_downloads)?;
-        Some(assets::Background::spawn()?)
+        Some(crate::background::Background::spawn()?)
     };
     let root = repo_root();
     let cargo = || {

@@ -36,6 +36,7 @@
 //! runs `ci` in the time the checks themselves take.
 
 mod assets;
+mod background;
 mod browser;
 mod ci;
 mod demo;

@@ -61,7 +61,7 @@ pub fn locked_wasm_bindgen_version() -> Result<String> {
 /// `wasm-bindgen-cli` (`wasm-bindgen` and `wasm-bindgen-test-runner`) at the lock's version,
 /// built once into the cache (about 2 minutes on two cores); through `bg` (niced, logged)
 /// when given.
-pub fn wasm_bindgen_cli(bg: Option<&crate::assets::Niced>) -> Result<()> {
+pub fn wasm_bindgen_cli(bg: Option<&crate::background::Niced>) -> Result<()> {
     let want = locked_wasm_bindgen_version()?;
     let installed = Command::new(wasm_bindgen())
         .arg("--version")
@@ -85,10 +85,7 @@ pub fn wasm_bindgen_cli(bg: Option<&crate::assets::Niced>) -> Result<()> {
         .arg(&want)
         .arg("--root")
         .arg(cache_dir().join("tools"));
-    match bg {
-        Some(bg) => bg.run(&install),
-        None => run(&mut install),
-    }
+    crate::background::run_on(&mut install, bg)
 }
 
 pub fn cargo() -> String {
