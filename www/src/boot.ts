@@ -1,8 +1,11 @@
-// First module of every page: the connect-src policy (before anything can fetch), the
+// First module of every page: a language tag Intl accepts, the connect-src policy (before anything can fetch), the
 // colour theme (before first paint of the app), the theme switch and the service worker.
 
 import { installConnectPolicy } from './common/csp';
+import { guardLocale } from './common/locale';
 
+// Before any module formats a number with the browser's language (the charts do at load).
+guardLocale();
 installConnectPolicy();
 
 const THEME_KEY = 'tpsmeter.theme';

@@ -25,7 +25,7 @@ import { streamHost, type StreamHost } from './reader.js';
 import { runRequest, type HttpRequest } from './request.js';
 import { loadTokenizer } from './tokenizer.js';
 import { VisibilityLog } from './visibility.js';
-import { setupParts } from './timing.js';
+import { setupParts, type OpaqueReason } from './timing.js';
 import { runWarnings } from './warnings.js';
 
 /**
@@ -72,7 +72,8 @@ export async function bench(options: BenchOptions): Promise<Report> {
   const httpVersions = new Set<string>();
   let minQueueMs = Infinity;
   let maxQueueMs = 0;
-  let opaqueTimings = 0;
+  // Requests whose Resource Timing gave no phases, by why (see timing.ts).
+  const opaqueTimings = new Map<OpaqueReason, number>();
   let renderError: unknown;
   let host: StreamHost | undefined;
 
@@ -102,7 +103,7 @@ export async function bench(options: BenchOptions): Promise<Report> {
       }
       const rt = await out.timing;
       if (rt?.httpVersion) httpVersions.add(rt.httpVersion);
-      if (rt?.opaque) opaqueTimings++;
+      if (rt?.opaque) opaqueTimings.set(rt.reason ?? 'no_phases', (opaqueTimings.get(rt.reason ?? 'no_phases') ?? 0) + 1);
       if (rt?.queueMs !== undefined) {
         minQueueMs = Math.min(minQueueMs, rt.queueMs);
         maxQueueMs = Math.max(maxQueueMs, rt.queueMs);

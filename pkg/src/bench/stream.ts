@@ -216,14 +216,17 @@ export class StreamRead {
   }
 }
 
-/** The request's Resource Timing entry, waiting briefly for one the browser is about to add. */
-async function takeTiming(matcher: TimingMatcher, url: string, startMs: number): Promise<RequestTiming | undefined> {
+/**
+ * The request's Resource Timing entry, waiting briefly for one the browser is about to add;
+ * a request that got a response but no entry has unknown phases (`no_entry`), not none.
+ */
+async function takeTiming(matcher: TimingMatcher, url: string, startMs: number): Promise<RequestTiming> {
   for (const ms of TIMING_RETRY_MS) {
     const rt = matcher.take(url, startMs);
     if (rt) return rt;
     await new Promise((r) => setTimeout(r, ms));
   }
-  return matcher.take(url, startMs);
+  return matcher.take(url, startMs) ?? { opaque: true, reason: 'no_entry' };
 }
 
 /** How a rejected fetch's error reads (`name: message`), to classify on the page later. */

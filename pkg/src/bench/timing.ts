@@ -9,6 +9,9 @@
 //
 // Cross-origin entries read 0 for every detailed timestamp unless the server sends
 // `Timing-Allow-Origin`; then the queueing is unknown (undefined) and the run is flagged.
+// Firefox gives a Worker's fetch on a page with an active service worker an entry whose
+// stamps all equal `startTime`: no phase there was measured either, so it is unknown too
+// (reading it as phases gave 0 ms queue, connect and server wait).
 
 /** Entries the buffer keeps (the default 250 fills up within one run). */
 const TIMING_BUFFER_SIZE = 10_000;
@@ -28,9 +31,18 @@ export interface RequestTiming {
   tlsMs?: number;
   /** The server's wait: `responseStart − requestStart`. */
   waitMs?: number;
-  /** The entry exists but its detailed timestamps are zero (no Timing-Allow-Origin). */
+  /** The entry exists but gives no phases: its detailed timestamps are zero or all `startTime`. */
   opaque: boolean;
+  /** Why an opaque entry gave no phases. */
+  reason?: OpaqueReason;
 }
+
+/**
+ * Why an entry gave no phases: `no_timing_allow_origin` (cross-origin, its detailed stamps
+ * zeroed), `no_phases` (every stamp equals `startTime`: Firefox under a service worker),
+ * `no_entry` (the browser recorded none for a request that got a response).
+ */
+export type OpaqueReason = 'no_timing_allow_origin' | 'no_phases' | 'no_entry';
 
 /** Matches each request with its own Resource Timing entry, each entry used once. */
 export class TimingMatcher {
@@ -58,10 +70,14 @@ export class TimingMatcher {
   }
 }
 
-function timingOf(e: PerformanceResourceTiming): RequestTiming {
+/** An entry's phases, or why it has none. Exported for the unit tests. */
+export function timingOf(e: Pick<PerformanceResourceTiming, 'startTime' | 'domainLookupStart' | 'domainLookupEnd' | 'connectStart' | 'connectEnd' | 'secureConnectionStart' | 'requestStart' | 'responseStart' | 'nextHopProtocol'>): RequestTiming {
   const httpVersion = e.nextHopProtocol || undefined;
   const sent = e.requestStart || e.connectStart;
-  if (!sent) return { httpVersion, opaque: true };
+  if (!sent) return { httpVersion, opaque: true, reason: 'no_timing_allow_origin' };
+  // A response cannot start when its request did: stamps that all equal startTime are no
+  // measurement (a real exchange takes at least the timer's step of 5 to 100 µs).
+  if (e.responseStart <= e.startTime && e.requestStart <= e.startTime) return { httpVersion, opaque: true, reason: 'no_phases' };
   const connect = e.connectEnd - e.connectStart;
   const dns = e.domainLookupEnd - e.domainLookupStart;
   const queueMs = Math.max(0, sent - e.startTime - connect - dns);

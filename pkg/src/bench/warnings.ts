@@ -24,7 +24,8 @@ export interface RunFacts {
   minQueueMs: number;
   maxQueueMs: number;
   /** Requests whose Resource Timing entry had zeroed timestamps. */
-  opaqueTimings: number;
+  /** Requests whose Resource Timing gave no phases, by why (timing.ts's reasons). */
+  opaqueTimings: ReadonlyMap<string, number>;
   hiddenMs: number;
   wasHidden: boolean;
   interrupted: boolean;
@@ -80,11 +81,22 @@ export function runWarnings(f: RunFacts): Warning[] {
         'are not what a user would see (records carry tab_hidden).',
     });
   }
-  if (f.opaqueTimings > 0) {
+  const unrecorded = (f.opaqueTimings.get('no_phases') ?? 0) + (f.opaqueTimings.get('no_entry') ?? 0);
+  if (unrecorded > 0) {
+    out.push({
+      code: 'timing_unrecorded',
+      message:
+        `The browser recorded no Resource Timing phases for ${unrecorded} request(s) (Firefox does not ` +
+        'for fetches under a service worker): their queue, connect and server-wait times are unknown, ' +
+        'not 0 ms. TTFT and the token timings are measured all the same.',
+    });
+  }
+  const zeroed = f.opaqueTimings.get('no_timing_allow_origin') ?? 0;
+  if (zeroed > 0) {
     out.push({
       code: 'timing_opaque',
       message:
-        `Resource Timing gave zeroed timestamps for ${f.opaqueTimings} request(s): the server sends ` +
+        `Resource Timing gave zeroed timestamps for ${zeroed} request(s): the server sends ` +
         'no Timing-Allow-Origin header, so browser queueing and connection setup cannot be told ' +
         'apart from server latency. Send Timing-Allow-Origin: <page origin> (or *) for that detail.',
     });

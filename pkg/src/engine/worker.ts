@@ -3,8 +3,15 @@
 // and on into GPU buffers or CPU memory, then generates. Started by `createEngine`
 // (./index.ts); speaks the messages of ./protocol.ts. The page's main thread never waits on
 // the GPU or the CPU kernels.
+//
+// Every wasm glue module is imported dynamically, the WebGPU one too: a static import would
+// put what the glue modules share (../load.js) into this entry's chunk, and a bundler's glue
+// chunks would then import this entry back. WebKit evaluates a module Worker's entry a
+// second time when a module it loads imports it (the second copy took the messages, with
+// no model: the demo's first Send failed), so the graph must not loop; the entry is also
+// idempotent (INSTALLED) for a bundler that makes the loop anyway.
 
-import { loadEngineWasm, type EngineModule } from '../raw-engine.js';
+import type { EngineModule } from '../raw-engine.js';
 import type { CpuEngineModule } from '../raw-engine-cpu.js';
 import { beginCacheWrite, deleteCachedModel, openCached, type CacheWriter, type CachedModel } from './cache.js';
 import { openModel } from './download.js';
@@ -25,6 +32,9 @@ let engine: Engine | undefined;
 let loadAbort: AbortController | undefined;
 
 const post = (m: FromWorker): void => scope.postMessage(m);
+
+/** The WebGPU build's glue, fetched when it is needed (see the note at the top). */
+const loadEngineWasm = async (): Promise<EngineModule> => (await import('../raw-engine.js')).loadEngineWasm();
 
 /** Errors cross to the page by name and message (an `Error` does not survive cloning). */
 function fail(id: number, e: unknown): void {
@@ -155,7 +165,19 @@ function threadsMissing(): string | undefined {
   if (!self.crossOriginIsolated) {
     return 'the page is not cross-origin isolated (served without the COOP and COEP headers), which WebAssembly threads need';
   }
-  if (typeof SharedArrayBuffer === 'undefined') return 'this browser has no SharedArrayBuffer';
+  // Threads need shared wasm memory sent to other Workers, not the SharedArrayBuffer global
+  // (WebKitGTK has none, yet makes shared memory): so the test is to make and clone one.
+  let memory: WebAssembly.Memory;
+  try {
+    memory = new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true });
+  } catch (e) {
+    return `this browser cannot make shared WebAssembly memory (${messageOf(e)})`;
+  }
+  try {
+    structuredClone(memory);
+  } catch (e) {
+    return `this browser makes shared WebAssembly memory but cannot send it to another Worker (${messageOf(e)})`;
+  }
   return undefined;
 }
 
@@ -217,16 +239,18 @@ interface ThreadJoin {
 /**
  * How this Worker's script runs: a module, or a classic script where a bundler made it one
  * (webpack 5 drops `type: 'module'` and loads chunks with `importScripts`). Its threads must
- * run it the same way. `importScripts()` with no URL does nothing in a classic Worker and
- * throws in a module one.
+ * run it the same way. `importScripts` throws a TypeError in a module Worker whatever it is
+ * given; in a classic one, a URL that cannot parse throws a SyntaxError before anything
+ * loads. (`importScripts()` with no URL, the earlier test, does nothing in a module Worker
+ * in Firefox: its threads were then started as classic scripts and failed to parse.)
  */
 const OWN_TYPE: WorkerType = (() => {
   try {
-    (self as unknown as { importScripts(): void }).importScripts();
-    return 'classic';
-  } catch {
-    return 'module';
+    (self as unknown as { importScripts(url: string): void }).importScripts('http://[');
+  } catch (e) {
+    return e instanceof TypeError ? 'module' : 'classic';
   }
+  return 'classic';
 })();
 
 /** Starts thread `i`'s Worker and resolves once it waits for its rayon thread. */
@@ -473,7 +497,12 @@ async function generate(id: number, request: string): Promise<unknown> {
   return JSON.parse(result) as unknown;
 }
 
-scope.onmessage = (e: MessageEvent<ToWorker | ThreadJoin>): void => {
+/** Set once this script has installed its handler in this Worker (see the note at the top). */
+const INSTALLED = '__tpsmeterEngineWorker';
+const installed = (self as unknown as Record<string, unknown>)[INSTALLED] === true;
+(self as unknown as Record<string, unknown>)[INSTALLED] = true;
+
+if (!installed) scope.onmessage = (e: MessageEvent<ToWorker | ThreadJoin>): void => {
   if (e.data.kind === 'cpu-thread') {
     // One of a CPU pool's threads (see `startCpuThreads`), not an engine.
     scope.onmessage = null;

@@ -240,6 +240,7 @@ function rowsTable(rows: CsvRow[]): HTMLElement {
 const WARNING_HINTS: Record<string, string> = {
   tab_hidden: 'The tab was hidden during the run: browsers throttle hidden tabs, so paint times (and possibly timers) are not what a reader would see. Keep the tab visible while it runs.',
   http1_queueing: 'Requests waited inside the browser for one of HTTP/1.1\'s ~6 connections per host; that wait is in their TTFT. Use an HTTP/2 endpoint for higher concurrency.',
+  timing_unrecorded: 'This browser recorded no connection phases for some requests (Firefox does not under a service worker): their queue, connect and server-wait columns are unknown, not zero. TTFT and token times are unaffected.',
   local_serial: 'The local engine runs one generation at a time: at concurrency above 1 the queueing is part of TTFT.',
 };
 

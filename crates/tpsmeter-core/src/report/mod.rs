@@ -82,8 +82,8 @@ pub struct ShardInfo {
 /// Something the reader of a report must know to trust its figures.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Warning {
-    /// Stable, snake_case: `http1_queueing`, `tab_hidden`, `timing_opaque`, `interrupted`,
-    /// `warmup_failed`, ...
+    /// Stable, snake_case: `http1_queueing`, `tab_hidden`, `timing_opaque`,
+    /// `timing_unrecorded`, `interrupted`, `warmup_failed`, ...
     pub code: String,
     pub message: String,
 }
