@@ -11,7 +11,10 @@ export type { DatasetInput } from './bench/dataset.js';
 export type { RenderCallback, RenderInfo, RenderTarget } from './paint.js';
 export type {
   Api,
+  BrowserEnvironment,
   Environment,
+  OpaqueTiming,
+  StampContext,
   ErrorClass,
   ErrorRecord,
   FailClass,

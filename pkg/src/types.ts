@@ -60,6 +60,15 @@ export type Report = schema.Report;
 /** Where the run ran (`report.environment`). */
 export type Environment = schema.Environment;
 
+/** What the browser a run was measured in could measure (`report.environment.browser`). */
+export type BrowserEnvironment = schema.BrowserEnvironment;
+
+/** Where chunk arrivals were stamped (`BrowserEnvironment.arrivals_stamped_in`). */
+export type StampContext = schema.StampContext;
+
+/** Requests whose Resource Timing gave no phases, and why (`BrowserEnvironment.opaque`). */
+export type OpaqueTiming = schema.OpaqueTiming;
+
 /** What the load driver asks for next (`BenchRun.next`): the core's `Action`, generated. */
 export type Action = spec.Action;
 

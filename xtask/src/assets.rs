@@ -64,11 +64,12 @@ pub fn llama_bin(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Everything a test run or the demo needs.
-pub fn setup_all() -> Result<()> {
+/// Everything the demo needs, and with `engines` everything a test run needs (Firefox and
+/// WebKitGTK besides Chromium).
+pub fn setup_all(engines: bool) -> Result<()> {
     system_packages()?;
     wasm_target()?;
-    crate::tools::setup()?;
+    crate::tools::setup(engines)?;
     fetch_model()?;
     fetch_gemma()?;
     build_llama(LLAMA_TARGETS, None)?;
@@ -80,9 +81,10 @@ pub fn setup_all() -> Result<()> {
 /// wasm-bindgen CLI and llama.cpp) is [`crate::background::Background`]'s, on the cores the Rust builds leave
 /// idle.
 pub fn setup_downloads() -> Result<()> {
-    system_packages()?;
+    // One apt transaction for all of them: each costs an index read and a dpkg run.
+    let tools = crate::tools::CHROMIUM_PACKAGES.iter().chain(crate::tools::ENGINE_PACKAGES);
+    apt_install(&APT_PACKAGES.iter().chain(tools).copied().collect::<Vec<_>>())?;
     wasm_target()?;
-    crate::tools::system_packages()?;
     fetch_model()?;
     fetch_gemma()?;
     llama_source()?;

@@ -8,12 +8,21 @@
 //! 2. `cargo xtask pkg` (the npm package, packed), then the site (`www/`, built against it);
 //! 3. the `tpsmeter-emulator` and `tpsmeter` binaries (dev profile) the end-to-end tests talk to;
 //! 4. `npm ci` and `node --test` in `tests/browser/`, which drive Debian's Chromium through
-//!    playwright-core (never a browser of its own) against the packed package.
+//!    playwright-core, and (engines.test.mjs) Firefox ESR through puppeteer-core and WebKitGTK
+//!    through WebKitWebDriver, never a browser of their own, against the packed package.
+//!
+//! The CPU backend's kernels also run in Firefox (the relaxed-SIMD build) and WebKitGTK (the
+//! plain one: WebKit has no relaxed SIMD), through `tests/browser/support/wasm-runner.mjs`.
+//! WebKitGTK's MiniBrowser opens a window: a private Xvfb is started when `DISPLAY` is unset
+//! (`display.rs`).
 
 use crate::assets::{self, cache_dir};
+use crate::display::Display;
 use crate::sh::{self, repo_root};
 use crate::steps::timed;
-use crate::tools::{self, CHROMEDRIVER, CHROMIUM, cargo, npm_install, target_dir};
+use crate::tools::{
+    self, CHROMEDRIVER, CHROMIUM, FIREFOX, WEBKIT_DRIVER, cargo, npm_install, target_dir,
+};
 use crate::{pkg, www};
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
@@ -59,14 +68,64 @@ const WASM_TEST_TIMEOUT_S: u32 = 600;
 pub fn run_browser_tests(require_assets: bool) -> Result<()> {
     let _lock = sh::exclusive("pkg-build")?;
     let tmp = PrivateTmp::new()?;
+    let display = Display::get()?;
     timed("core tests in Chromium", || wasm_tests(&tmp))?;
     timed("kernel tests in Chromium (WebGPU)", || gpu_wasm_tests(&tmp))?;
-    end_to_end(require_assets, &[], &tmp)
+    timed("CPU kernels in Firefox and WebKit", || {
+        engine_kernel_tests(&tmp, &display)
+    })?;
+    end_to_end(require_assets, &[], &tmp, &display)
+}
+
+/// The CPU backend's kernels against their oracle in the other two engines' wasm: Firefox
+/// validates relaxed SIMD (its build, as the page loads it there), WebKit does not (the
+/// plain build). Chromium ran both in [`gpu_wasm_tests`]; these binaries are built already.
+fn engine_kernel_tests(tmp: &PrivateTmp, display: &Display) -> Result<()> {
+    browser_npm()?;
+    let script = repo_root().join("tests/browser/support/wasm-runner.mjs");
+    for (engine, features) in [("firefox", Some("relaxed-simd")), ("webkit", None)] {
+        let mut cmd = wasm_test_command(tmp)?;
+        cmd.env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", &script)
+            .env("WASM_BINDGEN_TEST_RUNNER", tools::wasm_bindgen_test_runner())
+            .env("TPSMETER_WASM_ENGINE", engine)
+            .env("TPSMETER_FIREFOX", FIREFOX)
+            .env("TPSMETER_WEBKIT_DRIVER", WEBKIT_DRIVER)
+            .env("DISPLAY", &display.name)
+            .args([
+                "test",
+                "-p",
+                "tpsmeter-gpu",
+                "--target",
+                "wasm32-unknown-unknown",
+            ]);
+        if let Some(f) = features {
+            cmd.args(["--features", f]);
+        }
+        sh::run(cmd.args(["--test", "cpu_kernels"]))?;
+    }
+    Ok(())
+}
+
+/// `npm ci` in `tests/browser/`, once per run (the kernel step and the end-to-end step both
+/// need its packages; a second `npm ci` would delete and reinstall them).
+fn browser_npm() -> Result<()> {
+    static DONE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    if DONE.get().is_some() {
+        return Ok(());
+    }
+    npm_install(&repo_root().join("tests").join("browser"))?;
+    let _ = DONE.set(());
+    Ok(())
 }
 
 /// Step 2 to 4: the package, the site, the binaries and `node --test` over `files` (every
 /// `tests/browser/*.test.mjs` when empty).
-fn end_to_end(require_assets: bool, files: &[String], tmp: &PrivateTmp) -> Result<()> {
+fn end_to_end(
+    require_assets: bool,
+    files: &[String],
+    tmp: &PrivateTmp,
+    display: &Display,
+) -> Result<()> {
     let tarball = timed("pkg", pkg::build)?;
     let site = timed("site", www::build_site)?;
     let (emulator, cli) = timed("test binaries", test_binaries)?;
@@ -78,7 +137,13 @@ fn end_to_end(require_assets: bool, files: &[String], tmp: &PrivateTmp) -> Resul
         })?;
     }
     timed("end-to-end tests", || {
-        node_tests(require_assets, files, &tarball, &site, &emulator, &cli, tmp)
+        let built = Built {
+            tarball: &tarball,
+            site: &site,
+            emulator: &emulator,
+            cli: &cli,
+        };
+        node_tests(require_assets, files, &built, tmp, display)
     })
 }
 
@@ -132,8 +197,9 @@ pub fn run(args: &[String]) -> Result<()> {
             .cloned()
             .collect();
         let tmp = PrivateTmp::new()?;
+        let display = Display::get()?;
         let require = args.iter().any(|a| a == "--require-assets");
-        return end_to_end(require, &files, &tmp);
+        return end_to_end(require, &files, &tmp, &display);
     }
     run_browser_tests(args.iter().any(|a| a == "--require-assets"))
 }
@@ -289,15 +355,22 @@ fn unit_tests(
     sh::run(&mut node)
 }
 
-/// `node --test tests/browser/` against the packed package and the test binaries.
+/// What the end-to-end tests test: the packed package, the site, the test binaries.
+struct Built<'a> {
+    tarball: &'a Path,
+    site: &'a Path,
+    emulator: &'a Path,
+    cli: &'a Path,
+}
+
+/// `node --test tests/browser/` against the packed package and the test binaries, in the
+/// three engines (WebKit's window on `display`).
 fn node_tests(
     require_assets: bool,
     files: &[String],
-    tarball: &Path,
-    site: &Path,
-    emulator: &Path,
-    cli: &Path,
+    built: &Built<'_>,
     tmp: &PrivateTmp,
+    display: &Display,
 ) -> Result<()> {
     let root = repo_root();
     let dir = root.join("tests").join("browser");
@@ -308,7 +381,7 @@ fn node_tests(
         );
         return Ok(());
     }
-    npm_install(&dir)?;
+    browser_npm()?;
     let mut node = Command::new("node");
     node.current_dir(&root).arg("--test");
     // node's own flags first, wherever they were given: after a file name node takes them
@@ -322,13 +395,16 @@ fn node_tests(
         node.args(names);
     }
     node.env("TPSMETER_CHROMIUM", CHROMIUM)
-        .env("TPSMETER_PKG_TARBALL", tarball)
+        .env("TPSMETER_FIREFOX", FIREFOX)
+        .env("TPSMETER_WEBKIT_DRIVER", WEBKIT_DRIVER)
+        .env("DISPLAY", &display.name)
+        .env("TPSMETER_PKG_TARBALL", built.tarball)
         .env("TPSMETER_PKG_DIR", root.join("pkg"))
-        .env("TPSMETER_WWW_DIR", site)
+        .env("TPSMETER_WWW_DIR", built.site)
         // The site's screenshots (every view, desktop and phone, light and dark).
         .env("TPSMETER_ARTIFACTS", root.join("target").join("artifacts"))
-        .env("TPSMETER_EMULATOR_BIN", emulator)
-        .env("TPSMETER_CLI_BIN", cli)
+        .env("TPSMETER_EMULATOR_BIN", built.emulator)
+        .env("TPSMETER_CLI_BIN", built.cli)
         .env("TMPDIR", tmp.path());
     for (k, v) in assets::asset_env() {
         node.env(k, v);

@@ -55,7 +55,7 @@ pub fn run(args: &[String]) -> Result<()> {
         .filter(|a| *a != "--headless")
         .cloned()
         .collect();
-    assets::setup_all()?;
+    assets::setup_all(false)?;
     let root = repo_root();
     let tpsmeter = release_cli()?;
     let model = assets::model_path();

@@ -198,7 +198,7 @@ fn vulkan_loader() -> Result<PathBuf> {
 fn llama_source(out: &Path) -> Result<()> {
     let src = cache_dir().join(LLAMA_DIR).join("vendor/llama.cpp");
     if !src.join("CMakeLists.txt").exists() {
-        assets::setup_all()?;
+        assets::setup_all(false)?;
     }
     let stage = out.with_extension("stage");
     if stage.exists() {

@@ -40,6 +40,7 @@ mod background;
 mod browser;
 mod ci;
 mod demo;
+mod display;
 mod fuzz;
 mod fuzz_seeds;
 mod gpu_pack;
@@ -66,7 +67,7 @@ fn main() -> Result<()> {
     };
     let rest = &args[1..];
     match cmd.as_str() {
-        "setup" => assets::setup_all(),
+        "setup" => assets::setup_all(true),
         "assets" => assets::print_env(),
         "fetch-gemma" => assets::fetch_gemma(),
         "ci" => ci::run(rest),

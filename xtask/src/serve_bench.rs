@@ -38,7 +38,7 @@ pub fn run(args: &[String]) -> Result<()> {
         [flag, value, rest @ ..] if flag == "--backend" => (value.as_str(), rest),
         _ => ("auto", args),
     };
-    assets::setup_all()?;
+    assets::setup_all(false)?;
     let tpsmeter = release_cli()?;
     let model = assets::model_path();
     let bench_args: Vec<String> = if args.is_empty() {

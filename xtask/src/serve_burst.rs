@@ -35,7 +35,7 @@ struct Figures {
 }
 
 pub fn run(args: &[String]) -> Result<()> {
-    assets::setup_all()?;
+    assets::setup_all(false)?;
     let mut trials = 5usize;
     let mut variants = Vec::new();
     let mut it = args.iter();

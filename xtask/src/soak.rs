@@ -58,7 +58,7 @@ pub fn run(args: &[String]) -> Result<()> {
         minutes > 0.0 && clients > 0,
         "--minutes and --clients must be positive"
     );
-    assets::setup_all()?;
+    assets::setup_all(false)?;
     let tpsmeter = release_cli()?;
     let port = free_port()?;
     let server = start(

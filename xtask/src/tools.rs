@@ -12,17 +12,25 @@ use std::process::Command;
 /// Debian's Chromium and the chromedriver built from the same sources (versions always match).
 pub const CHROMIUM: &str = "/usr/bin/chromium";
 pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
-const APT_PACKAGES: &[&str] = &["chromium", "chromium-driver"];
+pub const CHROMIUM_PACKAGES: &[&str] = &["chromium", "chromium-driver"];
 
-/// Installs the browser tool chain (part of `setup`).
-pub fn setup() -> Result<()> {
-    system_packages()?;
+/// Debian's Firefox ESR (driven over WebDriver BiDi by puppeteer-core), WebKitGTK's
+/// WebDriver with its MiniBrowser, and Xvfb for MiniBrowser's window: the other two engines
+/// of the cross-engine tests. Debian packages no geckodriver; puppeteer-core speaks BiDi to
+/// Firefox itself.
+pub const FIREFOX: &str = "/usr/bin/firefox-esr";
+pub const WEBKIT_DRIVER: &str = "/usr/bin/WebKitWebDriver";
+pub const ENGINE_PACKAGES: &[&str] = &["firefox-esr", "webkit2gtk-driver", "xvfb"];
+
+/// Installs the browser tool chain (part of `setup`): Chromium, and with `engines` Firefox
+/// and WebKitGTK too (the tests need them; the demo does not).
+pub fn setup(engines: bool) -> Result<()> {
+    if engines {
+        apt_install(&[CHROMIUM_PACKAGES, ENGINE_PACKAGES].concat())?;
+    } else {
+        apt_install(CHROMIUM_PACKAGES)?;
+    }
     wasm_bindgen_cli(None)
-}
-
-/// Debian's Chromium and its WebDriver.
-pub fn system_packages() -> Result<()> {
-    apt_install(APT_PACKAGES)
 }
 
 /// Where `cargo install --root` puts the CLIs.
@@ -107,13 +115,14 @@ pub fn target_dir() -> PathBuf {
 }
 
 /// `npm <args>` in `dir`, with its download cache in the cache directory, no audit or funding
-/// requests (registry traffic CI does not need), and Playwright told never to fetch a browser
+/// requests (registry traffic CI does not need), and Playwright and Puppeteer told never to fetch a browser
 /// (the tests drive Debian's Chromium; `playwright-core` has no download step, but a package
 /// that pulls in `playwright` would).
 pub fn npm(dir: &Path) -> Command {
     let mut cmd = Command::new("npm");
     cmd.current_dir(dir)
         .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+        .env("PUPPETEER_SKIP_DOWNLOAD", "1")
         .arg("--cache")
         .arg(cache_dir().join("npm"))
         .args(["--no-audit", "--no-fund", "--prefer-offline"]);

@@ -122,6 +122,7 @@ fn report(url: &str) -> Report {
             cpu_count: Some(2),
             tool_version: "0.1.0".into(),
             notes: BTreeMap::from([("http".to_string(), "HTTP/1.1".to_string())]),
+            browser: None,
         },
         levels: vec![LevelReport {
             level: LoadLevel::Concurrency(4),

@@ -181,6 +181,7 @@ fn shard_report(index: usize) -> Report {
         cpu_count: Some(4),
         tool_version: "0.1.0".into(),
         notes: BTreeMap::from([("http_versions".into(), "HTTP/1.1".into())]),
+        browser: None,
     };
     let mut report = Report::new(config(), environment, levels, records, warnings);
     report.clock_origin_unix_ms = Some(ORIGINS[index]);

@@ -1,7 +1,7 @@
 // The report's `environment` for a browser run: what a reader needs to judge the numbers
 // (timer resolution, cross-origin isolation, HTTP versions, hidden time).
 
-import type { Environment } from '../types.js';
+import type { BrowserEnvironment, Environment } from '../types.js';
 import type { BenchEngine } from './local.js';
 
 /** Samples taken to find the timer's resolution. */
@@ -30,6 +30,29 @@ export interface EnvironmentFacts {
   engine?: BenchEngine;
   /** Where the streams were read and stamped (`StreamHost.notes`). */
   stampNotes?: Record<string, string> | undefined;
+  /** Requests whose Resource Timing gave no phases, by why (timing.ts's reasons). */
+  opaque?: ReadonlyMap<string, number>;
+}
+
+/** The browser's engine, name and version, read from a user agent string. */
+export function browserIdentity(ua: string): Pick<BrowserEnvironment, 'engine' | 'browser' | 'version'> {
+  const v = (re: RegExp): string | undefined => re.exec(ua)?.[1];
+  let m: string | undefined;
+  if ((m = v(/Firefox\/([\d.]+)/))) return { engine: 'gecko', browser: 'Firefox', version: m };
+  if ((m = v(/Edg\/([\d.]+)/))) return { engine: 'blink', browser: 'Edge', version: m };
+  if ((m = v(/HeadlessChrome\/([\d.]+)/))) return { engine: 'blink', browser: 'Chrome (headless)', version: m };
+  if ((m = v(/Chromium\/([\d.]+)/))) return { engine: 'blink', browser: 'Chromium', version: m };
+  if ((m = v(/Chrome\/([\d.]+)/))) return { engine: 'blink', browser: 'Chrome', version: m };
+  if ((m = v(/AppleWebKit\/([\d.]+)/))) {
+    // Safari runs on Apple's systems only: elsewhere WebKit is WebKitGTK or WPE (Epiphany,
+    // MiniBrowser), whose `Version/` is no release of theirs, so the engine's build is given.
+    const apple = /Macintosh|iPhone|iPad|iPod/.test(ua);
+    const safari = v(/Version\/([\d.]+)/);
+    if (apple && safari) return { engine: 'webkit', browser: 'Safari', version: safari };
+    const epiphany = v(/Epiphany\/([\d.]+)/);
+    return epiphany ? { engine: 'webkit', browser: 'Epiphany', version: epiphany } : { engine: 'webkit', browser: 'WebKit', version: m };
+  }
+  return { engine: 'unknown', browser: 'unknown', version: '0' };
 }
 
 export function browserEnvironment(facts: EnvironmentFacts): Environment {
@@ -57,11 +80,23 @@ export function browserEnvironment(facts: EnvironmentFacts): Environment {
     if (engine.info?.adapter) notes.engine_adapter = engine.info.adapter;
     if (engine.info?.profile) notes.engine_kernel_profile = engine.info.profile;
   }
+  const thread = facts.stampNotes?.stamp_thread ?? '';
+  const browser: BrowserEnvironment = {
+    ...browserIdentity(nav?.userAgent ?? ''),
+    timer_resolution_ms: Number.isFinite(resolution) ? resolution : 0,
+    cross_origin_isolated: typeof crossOriginIsolated !== 'undefined' && crossOriginIsolated,
+    arrivals_stamped_in: engine ? 'engine' : thread.startsWith('main') ? 'main' : 'worker',
+    opaque: [...(facts.opaque ?? new Map<string, number>())]
+      .filter(([, n]) => n > 0)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([reason, requests]) => ({ reason, requests })),
+  };
   return {
     os: 'browser',
     arch: 'wasm32',
     cpu_count: nav?.hardwareConcurrency ?? null,
     tool_version: facts.toolVersion,
     notes,
+    browser,
   };
 }

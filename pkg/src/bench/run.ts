@@ -170,6 +170,7 @@ export async function bench(options: BenchOptions): Promise<Report> {
       httpVersions,
       engine,
       stampNotes: engine ? undefined : reader.notes,
+      opaque: opaqueTimings,
     });
     const warnings = runWarnings({
       url: request.url,

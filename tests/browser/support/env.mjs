@@ -6,6 +6,7 @@ import fs from 'node:fs';
 
 export const env = {
   chromium: process.env.TPSMETER_CHROMIUM || '/usr/bin/chromium',
+  firefox: process.env.TPSMETER_FIREFOX || '/usr/bin/firefox-esr',
   pkgTarball: process.env.TPSMETER_PKG_TARBALL,
   pkgDir: process.env.TPSMETER_PKG_DIR,
   emulatorBin: process.env.TPSMETER_EMULATOR_BIN,

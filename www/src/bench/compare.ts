@@ -2,6 +2,7 @@
 // a CLI report. One column per run; the headline figures, then the degradation curves of the
 // runs that have levels, on one chart.
 
+import { browserName } from './measured';
 import type { RequestRecord } from 'tpsmeter';
 import { el, tableWrap } from '../common/dom';
 import { date, NONE, num } from '../common/format';
@@ -33,6 +34,7 @@ export function renderCompare(container: HTMLElement, runs: { run: StoredRun; pa
   const rows: [string, (h: Headline, r: StoredRun) => string][] = [
     ['source', (_h, r) => origin(r)],
     ['when', (_h, r) => date(r.createdAt)],
+    ['browser', (_h, r) => (r.report ? (browserName(r.report.environment?.browser) ?? (r.report.environment?.os === 'browser' ? 'not recorded' : 'none (native)')) : NONE)],
     ['TTFT ms', (h) => num(h.ttftMs)],
     ['output tok/s per user', (h) => num(h.outputTps)],
     ['painted tok/s', (h) => num(h.paintedTps)],

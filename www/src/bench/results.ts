@@ -2,6 +2,7 @@
 // warnings, charts, the error table, and the export / permalink actions. It renders a full
 // report, or (a run cut short by a reload, a CSV import) the per-request rows that exist.
 
+import { measuredIn } from './measured';
 import type { Report, RequestRecord } from 'tpsmeter';
 import { el, tableWrap } from '../common/dom';
 import { answerSeconds, date, duration, median, ms, NONE, num, readingBand } from '../common/format';
@@ -354,6 +355,8 @@ export function renderRun(run: StoredRun, partial: RequestRecord[] = []): Result
   }
   root.append(cards(h));
   if (report) {
+    const where = measuredIn(report);
+    if (where) root.append(el('p', { class: 'hint', id: 'measured-in', text: where }));
     const notes = report.environment?.notes ?? {};
     const env = [short(notes.user_agent), notes.cross_origin_isolated !== undefined ? `cross-origin isolated: ${short(notes.cross_origin_isolated)}` : '', notes.timer_resolution_ms && Number.isFinite(Number(notes.timer_resolution_ms)) ? `timer resolution ${num(Number(notes.timer_resolution_ms) * 1000)} µs` : '', notes.engine_adapter ? `adapter ${short(notes.engine_adapter)}` : '', stampedOn(notes.stamp_thread)]
       .filter(Boolean)

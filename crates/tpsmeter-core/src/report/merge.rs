@@ -394,6 +394,8 @@ fn environment(parts: &[Part<'_>]) -> Environment {
         cpu_count,
         tool_version: distinct(parts, |r| r.environment.tool_version.as_str()),
         notes,
+        // Shards run natively (the CLI's --shard): no browser to describe.
+        browser: None,
     }
 }
 

@@ -8,6 +8,7 @@
 //!
 //! This module does no I/O: the caller fills [`Environment`] and writes the strings out.
 
+mod browser;
 pub mod csv;
 mod merge;
 mod record;
@@ -27,6 +28,7 @@ use crate::slo::Slo;
 use crate::spec::CacheBust;
 
 pub use crate::redact::{RedactedUrl, redact_url};
+pub use browser::{BrowserEnvironment, OpaqueTiming, StampContext};
 pub use merge::{IDLE_LEVEL_WARNING, MAX_START_SPREAD, merge};
 pub use record::{ErrorClass, ErrorRecord, MAX_ERROR_MESSAGE_CHARS, RequestRecord};
 pub use schema::SCHEMA_JSON;
@@ -275,6 +277,9 @@ pub struct Environment {
     /// Free-form facts (user agent, visibility state, HTTP version, hostname, ...).
     #[serde(default)]
     pub notes: BTreeMap<String, String>,
+    /// What the browser could measure, for a run in one (none natively).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser: Option<BrowserEnvironment>,
 }
 
 /// The summary of one load level.
