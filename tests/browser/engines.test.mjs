@@ -153,7 +153,10 @@ test('the package, the page and the demo in each browser engine', async (t) => {
         // WebKitGTK under LANG=C.UTF-8 says "C": the page made it a tag Intl takes.
         const language = await page.evaluate(() => navigator.language);
         assert.doesNotThrow(() => new Intl.NumberFormat(language), `navigator.language ${language}`);
-        await fill(page, { css: '#f-preset' }, 'this-server');
+        // A fresh profile on tpsmeter serve's page starts on that server, with its model.
+        assert.equal(await valueOf(page, { css: '#f-preset' }), 'this-server');
+        assert.equal(await valueOf(page, { css: '#f-model' }), path.basename(s.model, '.gguf'));
+        assert.equal(await page.evaluate(() => crossOriginIsolated), true);
         await fill(page, { css: '#f-concurrency' }, '1');
         await fill(page, { css: '#f-requests' }, '2');
         await fill(page, { css: '#f-warmup' }, '0');

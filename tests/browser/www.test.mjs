@@ -513,26 +513,6 @@ test('the site keeps working offline after the first load', async (t) => {
   }
 });
 
-test('the benchmark page served by tpsmeter serve --www measures that server, cross-origin isolated', async (t) => {
-  const served = await servedSite(t);
-  if (!served) return;
-  const { model, server, browser } = served;
-  const page = await browser.newPage(`${server.base}/`);
-  await ready(page);
-  // A fresh profile on tpsmeter serve's page starts on that server, with its model.
-  assert.equal(await page.getByLabel('Provider').inputValue(), 'this-server');
-  assert.equal(await page.getByLabel('Model', { exact: true }).inputValue(), path.basename(model, '.gguf'));
-  await fillForm(page, { concurrency: '1', requests: 2, warmup: 0, maxTokens: 8 });
-  await runAndWait(page, 300_000);
-  const summary = await cards(page);
-  assert.ok(figure(summary['output-tps'].value) > 0, JSON.stringify(summary));
-  assert.match(summary.e2e.detail, /2 ok, 0 failed/);
-  assert.match(await page.locator('#results .hint').nth(1).innerText(), /cross-origin isolated: true/);
-  assert.ok(await page.evaluate(() => crossOriginIsolated));
-  assertNoConsoleErrors(page);
-  await assertClean(page);
-});
-
 test('every view of the benchmark page: accessible, responsive, light and dark (screenshots saved)', async (t) => {
   const site = await staticSite(t);
   if (!site) return;
