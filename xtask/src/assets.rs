@@ -82,8 +82,8 @@ pub fn setup_all(engines: bool) -> Result<()> {
 /// idle.
 pub fn setup_downloads() -> Result<()> {
     // One apt transaction for all of them: each costs an index read and a dpkg run.
-    let tools = crate::tools::CHROMIUM_PACKAGES.iter().chain(crate::tools::ENGINE_PACKAGES);
-    apt_install(&APT_PACKAGES.iter().chain(tools).copied().collect::<Vec<_>>())?;
+    use crate::tools::{CHROMIUM_PACKAGES, ENGINE_PACKAGES};
+    apt_install(&[APT_PACKAGES, CHROMIUM_PACKAGES, ENGINE_PACKAGES].concat())?;
     wasm_target()?;
     fetch_model()?;
     fetch_gemma()?;

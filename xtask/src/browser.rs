@@ -86,7 +86,10 @@ fn engine_kernel_tests(tmp: &PrivateTmp, display: &Display) -> Result<()> {
     for (engine, features) in [("firefox", Some("relaxed-simd")), ("webkit", None)] {
         let mut cmd = wasm_test_command(tmp)?;
         cmd.env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", &script)
-            .env("WASM_BINDGEN_TEST_RUNNER", tools::wasm_bindgen_test_runner())
+            .env(
+                "WASM_BINDGEN_TEST_RUNNER",
+                tools::wasm_bindgen_test_runner(),
+            )
             .env("TPSMETER_WASM_ENGINE", engine)
             .env("TPSMETER_FIREFOX", FIREFOX)
             .env("TPSMETER_WEBKIT_DRIVER", WEBKIT_DRIVER)
