@@ -5,6 +5,7 @@
 // lighter entry `tpsmeter/meter`; the generated wasm bindings are `tpsmeter/raw`.
 
 export { bench } from './bench/run.js';
+export { setPackageBase } from './package-base.js';
 export type { BenchOptions, FindMaxLimits, LocalBenchOptions, Progress, RemoteBenchOptions, RunHooks, RunSettings } from './bench/options.js';
 export type { BenchChatRequest, BenchEngine } from './bench/local.js';
 export type { DatasetInput } from './bench/dataset.js';

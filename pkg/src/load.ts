@@ -3,6 +3,7 @@
 // lazily loaded chunk. Also where the package finds its own files (the wasm, the engine's
 // Worker) when a dev server has moved its modules.
 
+import { packageBase } from './package-base.js';
 import { WasmLoadError } from './wasm-error.js';
 
 /** The one line that turns off Vite's dependency pre-bundling for the package. */
@@ -19,6 +20,9 @@ const VITE_HINT = "in vite.config, `optimizeDeps: { exclude: ['tpsmeter'] }`";
  * `node_modules/tpsmeter/`, beside that cache directory, so the file is taken from there.
  */
 export function packageFile(url: URL, file: string): URL {
+  // Told by the app (a bundler that copies nothing of ours: see package-base.ts).
+  const base = packageBase();
+  if (base) return new URL(file, base);
   const marker = '/node_modules/.vite/';
   const at = url.pathname.indexOf(marker);
   if (at < 0) return url;

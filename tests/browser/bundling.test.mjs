@@ -1,8 +1,10 @@
 // The package as apps load it: unbundled from a plain <script type="module"> page (an
 // import map names the package), bundled by Vite 7 (the wasm emitted as an asset), and
 // under Vite's dev server with no configuration (which pre-bundles the package into
-// node_modules/.vite/deps/, away from its wasm and its Worker), Vite 7 and 8 alike, and
-// bundled by webpack 5 (its Worker built as a chunk).
+// node_modules/.vite/deps/, away from its wasm and its Worker), Vite 7 and 8 alike,
+// bundled by webpack 5 (its Worker built as a chunk), and bundled by esbuild, which emits
+// neither the wasm nor the Workers: the app serves the package's files and says where
+// (setPackageBase, as pkg/README.md's esbuild section has it).
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -222,6 +224,33 @@ test('the package loads', async (t) => {
     assert.equal(record.error ?? null, null, JSON.stringify(record.error));
     assert.equal(record.output_tokens, 8);
     assert.ok(record.metrics.ttft_ms > 0, 'TTFT measured from the request');
+    await assertClean(page);
+  });
+
+  await t.test('from an esbuild bundle, the package files served beside it (setPackageBase)', async (st) => {
+    const project = fx.pkg.project;
+    if (!project) {
+      st.skip('needs the packed package installed into a project (TPSMETER_PKG_TARBALL)');
+      return;
+    }
+    const esbuild = (await import('esbuild')).default;
+    const app = path.join(project, 'esbuild-app');
+    const outDir = path.join(app, 'public');
+    fs.rmSync(app, { recursive: true, force: true });
+    fs.mkdirSync(outDir, { recursive: true });
+    // As the README says: the package's dist/ and wasm/ copied where the app serves them.
+    for (const sub of ['dist', 'wasm']) fs.cpSync(path.join(fx.pkg.dir, sub), path.join(outDir, 'tpsmeter', sub), { recursive: true });
+    const base = "import { setPackageBase } from 'tpsmeter';\nsetPackageBase('/tpsmeter/');\n";
+    fs.writeFileSync(path.join(app, 'main.js'), base + APP_JS + DEV_ENGINE_JS);
+    await esbuild.build({ entryPoints: [path.join(app, 'main.js')], bundle: true, format: 'esm', outdir: outDir, logLevel: 'silent', absWorkingDir: project });
+    fs.writeFileSync(path.join(outDir, 'index.html'), APP_HTML);
+    const server = await serveStatic({ '/': outDir });
+    st.after(() => server.close());
+    const page = await fx.browser.newPage(`${server.origin}/index.html?api=${encodeURIComponent(fx.emulator.base)}`);
+    const result = await page.evaluate(() => window.__result);
+    // The reader Worker (checkResult) and the engine's Worker (WORKER_RAN) started from the base.
+    checkResult(result);
+    assert.ok(WORKER_RAN.includes(result.engine.name), JSON.stringify(result.engine));
     await assertClean(page);
   });
 

@@ -173,6 +173,15 @@ const oneOtel = {
  */
 const RUNS = [
   {
+    name: 'esbuild: setPackageBase',
+    marker: "setPackageBase('/tpsmeter/')",
+    subs: (ctx) => [["'http://127.0.0.1:8080'", at(ctx, '')]],
+    done: () => window.__logs.length > 0,
+    check({ logs }) {
+      assert.deepEqual(logs, [['worker']], 'the reader Worker started from the base');
+    },
+  },
+  {
     name: 'bench() from a page (HTML, as written)',
     marker: "const key = prompt('API key (optional)')",
     subs: (ctx) => [

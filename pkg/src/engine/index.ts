@@ -12,6 +12,7 @@ export type { BackendChoice, CompileProgress, DownloadProgress, LoadProgress, Sy
 export { cacheEstimate, deleteCachedModel, listCachedModels, type CachedModel } from './cache.js';
 export { EngineError } from './error.js';
 export { wasmSimdSupported } from './simd.js';
+export { setPackageBase } from '../package-base.js';
 export type * from './types.js';
 
 export interface CreateEngineOptions {

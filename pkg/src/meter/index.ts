@@ -11,6 +11,7 @@ import { tapIterable, tapStream } from './tap.js';
 import type { MeterOptions, MeterReport, MeterStream } from './types.js';
 
 export type { MeterOptions, MeterRecord, MeterReport, MeterStream, OtelData, OtelMetric } from './types.js';
+export { setPackageBase } from '../package-base.js';
 
 /** After a stream ends, how long to wait for the app's last paint before reporting. */
 const SETTLE_MS = 500;
