@@ -36,6 +36,8 @@ pub const BUDGETS: &[(&str, u64)] = &[
     ("core without json-error-detail", 60),
     ("core tests in Chromium", 100),
     ("kernel tests in Chromium (WebGPU)", 300),
+    // Two browser launches and the cpu_kernels binaries Chromium's step built.
+    ("CPU kernels in Firefox and WebKit", 60),
     // Seven wasm-release builds, two with a std built from source, from nothing: 522 s
     // (325 s with the dependencies already built).
     ("pkg", 560),
@@ -43,8 +45,9 @@ pub const BUDGETS: &[(&str, u64)] = &[
     ("test binaries", 30),
     ("package unit tests", 30),
     // 418 s measured before the CPU backend's browser tests (the engine on the CPU against
-    // the native one, the demo without WebGPU: about 100 s more on two cores).
-    ("end-to-end tests", 540),
+    // the native one, the demo without WebGPU: about 100 s more on two cores); the
+    // engines suite runs the package, the page and the CPU demo in three engines.
+    ("end-to-end tests", 720),
 ];
 
 pub fn run_ci(skip_setup: bool) -> Result<()> {
