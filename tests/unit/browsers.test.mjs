@@ -54,3 +54,18 @@ test('a Resource Timing entry with no real phases is unknown, never 0 ms', async
   assert.equal(real.connectMs, 1);
   assert.equal(real.httpVersion, 'http/1.1');
 });
+
+test("a user agent names its engine, browser and version; WebKit off Apple's systems is not Safari", async () => {
+  const { browserIdentity } = await pkgModule('bench/environment.js');
+  const cases = [
+    ['Mozilla/5.0 (X11; Linux x86_64; rv:153.0) Gecko/20100101 Firefox/153.0', { engine: 'gecko', browser: 'Firefox', version: '153.0' }],
+    ['Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/156.0.0.0 Safari/537.36', { engine: 'blink', browser: 'Chrome (headless)', version: '156.0.0.0' }],
+    ['Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36 Edg/156.0.0.0', { engine: 'blink', browser: 'Edge', version: '156.0.0.0' }],
+    ['Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36', { engine: 'blink', browser: 'Chrome', version: '156.0.0.0' }],
+    ['Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/26.1 Safari/605.1.15', { engine: 'webkit', browser: 'Safari', version: '26.1' }],
+    // WebKitGTK's MiniBrowser: its Version/60.5 is no release of anything.
+    ['Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/60.5 Safari/605.1.15', { engine: 'webkit', browser: 'WebKit', version: '605.1.15' }],
+    ['curl/8.0', { engine: 'unknown', browser: 'unknown', version: '0' }],
+  ];
+  for (const [ua, want] of cases) assert.deepEqual(browserIdentity(ua), want, ua);
+});

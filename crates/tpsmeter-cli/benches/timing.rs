@@ -186,7 +186,7 @@ fn main() -> anyhow::Result<()> {
             args.get(2).and_then(|r| r.parse().ok()).unwrap_or(0),
         ),
         other => anyhow::bail!(
-            "unknown mode {other}: accuracy | capacity | levels L1,L2 ROUNDS | peer L1,L2 | browser [L1,L2 [ROUNDS [VARIANTS]]]"
+            "unknown mode {other}: accuracy | capacity | levels L1,L2 ROUNDS | peer L1,L2 | browser [L1,L2 [ROUNDS [VARIANTS [ENGINES]]]]"
         ),
     };
     let server = Server::start(EmulatorConfig {
@@ -229,7 +229,9 @@ fn main() -> anyhow::Result<()> {
         }
         if mode == "browser" {
             let variants = browser::variants(args.get(3).map(String::as_str))?;
-            return browser::compare(&server, &workers, &levels, rounds, &variants).await;
+            let engines = browser::engines(args.get(4).map(String::as_str))?;
+            return browser::compare(&server, &workers, &levels, rounds, &variants, &engines)
+                .await;
         }
         header();
         let mut best = None;

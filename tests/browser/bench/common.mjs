@@ -51,7 +51,8 @@ export function log(...args) {
  * Installs the package (as a user gets it), serves it with the test pages (cross-origin
  * isolated), launches Chromium and opens the blank page. Resolves to
  * { page, pkgDir, source, close() }. opts.mounts: more { prefix: dir } to serve; opts.webgpu:
- * Chromium with WebGPU (SwiftShader here); opts.args: Chromium's flags, replacing the default set.
+ * Chromium with WebGPU (SwiftShader here); opts.args: Chromium's flags, replacing the default set;
+ * opts.engine: 'firefox' or 'webkit' instead of Chromium (support/engines.mjs; WebKit needs DISPLAY).
  */
 export async function isolatedPage(opts = {}) {
   choosePackage();
@@ -65,7 +66,13 @@ export async function isolatedPage(opts = {}) {
   const server = await serveStatic({ '/tpsmeter/': pkg.dir, '/': PAGES_DIR, ...(opts.mounts ?? {}) });
   let browser;
   try {
-    browser = await launchBrowser(scriptT, { webgpu: opts.webgpu, args: opts.args });
+    if (opts.engine && opts.engine !== 'chromium') {
+      // Firefox or WebKit (support/engines.mjs): the same page interface for evaluate().
+      const { launchEngine } = await import('../support/engines.mjs');
+      browser = await launchEngine(scriptT, opts.engine);
+    } else {
+      browser = await launchBrowser(scriptT, { webgpu: opts.webgpu, args: opts.args });
+    }
   } catch (e) {
     await server.close();
     throw e;
@@ -120,8 +127,8 @@ export function pct(values, p) {
   return v[Math.max(1, Math.ceil((p / 100) * v.length)) - 1];
 }
 
-/** Measures `performance.now()`'s step in the page: { min, median } of non-zero steps, ms. */
-export const TIMER_RESOLUTION_IN_PAGE = `(() => {
+/** The same probe as a function (every engine's evaluate takes one). */
+export function timerResolutionInPage() {
   const steps = [];
   let last = performance.now();
   const deadline = last + 200;
@@ -135,4 +142,7 @@ export const TIMER_RESOLUTION_IN_PAGE = `(() => {
   }
   steps.sort((a, b) => a - b);
   return { min: steps[0], median: steps[steps.length >> 1], samples: steps.length };
-})()`;
+}
+
+/** Measures `performance.now()`'s step in the page: { min, median } of non-zero steps, ms (an expression). */
+export const TIMER_RESOLUTION_IN_PAGE = `(${timerResolutionInPage})()`;

@@ -2,7 +2,7 @@
 // `cargo bench -p tpsmeter-cli --bench timing -- browser`, which starts the emulator with
 // send records and compares; see crates/tpsmeter-cli/benches/timing/browser.rs):
 //
-//   node tests/browser/bench/timing.mjs <emulator base url> <concurrency> <requests> [render] [page]
+//   node tests/browser/bench/timing.mjs <emulator base url> <concurrency> <requests> [render] [page] [floor] [engine=NAME]
 //
 // Opens a cross-origin-isolated page (COOP same-origin + COEP require-corp), runs the packed
 // package's `bench()` there against the emulator (openai-chat, `concurrency` requests in
@@ -16,6 +16,10 @@
 // page's main thread lays out and paints while the streams run, as a chat UI's does.
 // `page`: the streams are read and stamped on the page's main thread (`worker: false`)
 // instead of bench()'s reader Worker. `notes` is the report's `environment.notes`.
+// `floor`: no library at all, the floor any client in this page has: the same requests made
+// with fetch() and read with a plain reader loop on the main thread, each read stamped with
+// performance.now() at once, records of the same shape. `engine=firefox|webkit`: that
+// browser instead of Chromium (support/engines.mjs).
 //
 // `records` are the RequestRecords `onRecord` received (warm-ups included, flagged), times
 // in ms on the page's performance.now() clock. `clock` maps that clock onto the emulator's
@@ -24,24 +28,27 @@
 // over its events (performance.now() − CLOCK_MONOTONIC, up to the smallest delivery delay).
 // Progress goes to stderr. The package is found as common.mjs says.
 
-import { isolatedPage, loadAverage, log, TIMER_RESOLUTION_IN_PAGE } from './common.mjs';
+import { isolatedPage, loadAverage, log, timerResolutionInPage } from './common.mjs';
 
 const [base, concurrencyArg, requestsArg, ...flags] = process.argv.slice(2);
 const concurrency = Number(concurrencyArg);
 const requests = Number(requestsArg);
 const render = flags.includes('render');
 const worker = !flags.includes('page');
-if (!base || !(concurrency >= 1) || !(requests >= 1) || flags.some((f) => f !== 'render' && f !== 'page')) {
-  console.error('usage: node tests/browser/bench/timing.mjs <emulator base url> <concurrency> <requests> [render] [page]');
+const floor = flags.includes('floor');
+const engine = flags.find((f) => f.startsWith('engine='))?.slice('engine='.length) ?? 'chromium';
+const known = (f) => ['render', 'page', 'floor'].includes(f) || /^engine=(chromium|firefox|webkit)$/.test(f);
+if (!base || !(concurrency >= 1) || !(requests >= 1) || !flags.every(known)) {
+  console.error('usage: node tests/browser/bench/timing.mjs <emulator base url> <concurrency> <requests> [render] [page] [floor] [engine=chromium|firefox|webkit]');
   process.exit(2);
 }
 
-const ctx = await isolatedPage();
+const ctx = await isolatedPage({ engine });
 try {
-  log(`  package: ${ctx.source}; load average ${loadAverage()}`);
-  const resolution = await ctx.page.evaluate(TIMER_RESOLUTION_IN_PAGE);
+  log(`  package: ${ctx.source}; ${engine}; load average ${loadAverage()}`);
+  const resolution = await ctx.page.evaluate(timerResolutionInPage);
   const out = await ctx.page.evaluate(
-    async ({ base, concurrency, requests, resolution, render, worker }) => {
+    async ({ base, concurrency, requests, resolution, render, worker, floor }) => {
       // The clock map: a stream of 64 one-token chunks 1 ms apart, each event stamped with
       // its CLOCK_MONOTONIC send time by the emulator.
       const clockSync = async () => {
@@ -77,16 +84,48 @@ try {
         return { best, reads };
       };
 
+      // The floor: `concurrency` plain reader loops, `requests` measured after as many
+      // warm-ups as loops; a record per request with a stamp per read that carried text.
+      const plain = async () => {
+        const out = [];
+        const body = JSON.stringify({ model: 'emu', stream: true, max_tokens: 64, messages: [{ role: 'user', content: 'floor' }] });
+        let next = 0;
+        const total = requests + concurrency;
+        const one = async (warmup) => {
+          const start_ms = performance.now();
+          const res = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, cache: 'no-store' });
+          const reader = res.body.getReader();
+          const decoder = new TextDecoder();
+          const chunk_times_ms = [];
+          for (;;) {
+            const r = await reader.read();
+            const t = performance.now();
+            if (r.done) break;
+            if (/"content":"[^"]/.test(decoder.decode(r.value, { stream: true }))) chunk_times_ms.push(t);
+          }
+          out.push({ warmup, error: null, start_ms, chunk_times_ms });
+        };
+        await Promise.all(Array.from({ length: concurrency }, async () => {
+          while (next < total) {
+            const i = next++;
+            await one(i < concurrency);
+          }
+        }));
+        return { records: out, report: { warnings: [], environment: { notes: { stamp_thread: 'main (no library)' } } } };
+      };
+
       const { bench } = await import('/tpsmeter/dist/index.js');
       const before = await clockSync();
-      const records = [];
+      let records = [];
       let view;
       if (render) {
         view = document.createElement('div');
         view.style.cssText = 'white-space: pre-wrap; font: 14px/1.4 sans-serif; width: 40em';
         document.body.append(view);
       }
-      const report = await bench({
+      const floorRun = floor ? await plain() : undefined;
+      if (floorRun) records = floorRun.records;
+      const report = floorRun?.report ?? await bench({
         api: 'openai-chat',
         url: base,
         model: 'emu',
@@ -116,12 +155,12 @@ try {
         records,
       };
     },
-    { base, concurrency, requests, resolution, render, worker },
+    { base, concurrency, requests, resolution, render, worker, floor },
   );
   const measured = out.records.filter((r) => !r.warmup);
   const failed = measured.filter((r) => r.error).length;
   log(
-    `  browser c=${concurrency}${render ? ' render' : ''} read on ${out.notes.stamp_thread}: ${measured.length} measured records (${failed} failed), crossOriginIsolated=${out.crossOriginIsolated}, load average ${loadAverage()}`,
+    `  ${engine} c=${concurrency}${render ? ' render' : ''}${floor ? ' floor' : ''} read on ${out.notes.stamp_thread}: ${measured.length} measured records (${failed} failed), crossOriginIsolated=${out.crossOriginIsolated}, load average ${loadAverage()}`,
   );
   process.stdout.write(`${JSON.stringify(out)}\n`);
 } finally {
