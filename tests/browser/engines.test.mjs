@@ -149,7 +149,7 @@ test('the package, the page and the demo in each browser engine', async (t) => {
 
       await t.test('the benchmark page: renders, runs, exports, keeps its history, opens a permalink and an import', async () => {
         const page = await browser.newPage(`${s.serve.base}/`);
-        await page.waitFor(() => document.body.dataset.ready === 'true' && document.querySelector('#f-preset'), null, { what: 'the page to be ready with its form' });
+        await page.waitFor(() => document.body.dataset.ready === 'true' && !!document.querySelector('#f-preset'), null, { what: 'the page to be ready with its form' });
         // WebKitGTK under LANG=C.UTF-8 says "C": the page made it a tag Intl takes.
         const language = await page.evaluate(() => navigator.language);
         assert.doesNotThrow(() => new Intl.NumberFormat(language), `navigator.language ${language}`);
@@ -162,7 +162,7 @@ test('the package, the page and the demo in each browser engine', async (t) => {
         await fill(page, { css: '#f-warmup' }, '0');
         await fill(page, { css: '#f-max-tokens' }, '8');
         await click(page, { button: 'Run benchmark' });
-        await page.waitFor(() => document.querySelector('#results-body [data-status=done]') && document.querySelector('#summary-cards [data-summary=e2e]'), null, { timeout: 180_000, what: 'the run to finish' });
+        await page.waitFor(() => !!(document.querySelector('#results-body [data-status=done]') && document.querySelector('#summary-cards [data-summary=e2e]')), null, { timeout: 180_000, what: 'the run to finish' });
         const cards = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll('#summary-cards [data-summary]')].map((c) => [c.dataset.summary, c.innerText])));
         assert.match(cards.e2e, /2 ok, 0 failed/, JSON.stringify(cards));
         assert.ok(Number.parseFloat(cards['output-tps'].split('\n').find((l) => /\d/.test(l))) > 0, cards['output-tps']);
@@ -189,7 +189,7 @@ test('the package, the page and the demo in each browser engine', async (t) => {
 
         // The permalink opens the same run.
         const opened = await browser.newPage(link);
-        await opened.waitFor(() => document.body.dataset.ready === 'true' && document.querySelector('#summary-cards [data-summary=e2e]'), null, { what: 'the permalink view' });
+        await opened.waitFor(() => document.body.dataset.ready === 'true' && !!document.querySelector('#summary-cards [data-summary=e2e]'), null, { what: 'the permalink view' });
         assert.match(await opened.evaluate(() => document.querySelector('#summary-cards [data-summary=e2e]').innerText), /2 ok, 0 failed/);
         await assertNoErrors(opened);
 

@@ -127,7 +127,7 @@ export function pct(values, p) {
   return v[Math.max(1, Math.ceil((p / 100) * v.length)) - 1];
 }
 
-/** The same probe as a function (every engine's evaluate takes one). */
+/** Measures `performance.now()`'s step in the page: { min, median } of non-zero steps, ms (a page function: every engine's evaluate takes one). */
 export function timerResolutionInPage() {
   const steps = [];
   let last = performance.now();
@@ -144,5 +144,5 @@ export function timerResolutionInPage() {
   return { min: steps[0], median: steps[steps.length >> 1], samples: steps.length };
 }
 
-/** Measures `performance.now()`'s step in the page: { min, median } of non-zero steps, ms (an expression). */
+/** The same probe as an expression (Playwright's evaluate of a string). */
 export const TIMER_RESOLUTION_IN_PAGE = `(${timerResolutionInPage})()`;

@@ -162,7 +162,8 @@ async function wrap(transport, url) {
     },
     /**
      * Polls `fn(arg)` in the page every 100 ms until it returns something truthy, which it
-     * resolves to. Fails after `timeout` ms naming `what` and the last value seen.
+     * resolves to. Fails after `timeout` ms naming `what` and the last value seen. Return
+     * plain values, never a DOM node: puppeteer gives a node back as undefined.
      */
     async waitFor(fn, arg, { timeout = 60_000, what = 'the condition' } = {}) {
       const deadline = Date.now() + timeout;
