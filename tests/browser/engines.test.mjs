@@ -28,7 +28,7 @@ import { startEmulator } from './support/emulator.mjs';
 import { asset } from './support/env.mjs';
 import { assertForced, FORCED_PROMPTS, FORCED_TOKENS, nativeTokens } from './support/engine.mjs';
 import { engines, launchEngine } from './support/engines.mjs';
-import { PAGES_DIR } from './support/fixture.mjs';
+import { benchInPage, PAGES_DIR } from './support/fixture.mjs';
 import { captureDownloads, check, click, fill, setFiles, takeDownload, text, valueOf } from './support/page-actions.mjs';
 import { installPackage } from './support/pkg.mjs';
 import { serveStatic } from './support/server.mjs';
@@ -65,16 +65,6 @@ async function sharedServers(t) {
 /** Fails on uncaught errors or unhandled rejections the page had. */
 async function assertNoErrors(page) {
   assert.deepEqual(await page.errors(), [], 'uncaught errors or unhandled rejections in the page');
-}
-
-function benchInPage(page, opts) {
-  return page.evaluate(async (opts) => {
-    const { bench } = await import('/tpsmeter/dist/index.js');
-    const { loadWasm } = await import('/tpsmeter/dist/raw.js');
-    const report = await bench(opts);
-    (await loadWasm()).validateReport(report);
-    return report;
-  }, opts);
 }
 
 const measured = (report) => report.requests.filter((r) => !r.warmup);

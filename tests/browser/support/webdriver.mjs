@@ -3,9 +3,7 @@
 // tests use: sessions, navigation, scripts, windows. Playwright drives only its own WebKit
 // builds and puppeteer none, so Debian's WebKit is reached through its own driver.
 
-import { spawn } from 'node:child_process';
-import { freePort } from './servers.mjs';
-import { stopChild } from './emulator.mjs';
+import { freePort, startServer } from './servers.mjs';
 
 export const WEBKIT_DRIVER = process.env.TPSMETER_WEBKIT_DRIVER || '/usr/bin/WebKitWebDriver';
 export const MINIBROWSER = process.env.TPSMETER_MINIBROWSER || '/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser';
@@ -24,30 +22,9 @@ export class WebDriverError extends Error {
 /** Starts WebKitWebDriver and a MiniBrowser session. Resolves to a `WebDriverSession`. */
 export async function startWebKit() {
   const port = await freePort();
-  // LANG as a user's machine has it (the page must render under a POSIX locale too).
-  const child = spawn(WEBKIT_DRIVER, [`--port=${port}`], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LANG: process.env.LANG || 'C.UTF-8' } });
-  let log = '';
-  const keep = (d) => {
-    log = (log + d).slice(-4000);
-  };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`${WEBKIT_DRIVER} exited (${child.exitCode}): ${log}`);
-    try {
-      const r = await fetch(`${base}/status`);
-      if (r.ok && (await r.json()).value?.ready) break;
-    } catch {
-      // Not listening yet.
-    }
-    if (Date.now() > deadline) {
-      await stopChild(child);
-      throw new Error(`${WEBKIT_DRIVER} did not answer /status within 30 s: ${log}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  // The driver answers /status with 200 once it listens. MiniBrowser runs under this
+  // process's LANG, as a user's machine has it (C.UTF-8 here: the page must render under it).
+  const driver = await startServer(WEBKIT_DRIVER, [`--port=${port}`], port, '/status', 30_000);
   const caps = {
     capabilities: {
       alwaysMatch: {
@@ -58,12 +35,12 @@ export async function startWebKit() {
   };
   let created;
   try {
-    created = await call(base, 'POST', '/session', caps);
+    created = await call(driver.base, 'POST', '/session', caps);
   } catch (e) {
-    await stopChild(child);
-    throw new Error(`${e.message} (${log.trim()})`);
+    await driver.stop();
+    throw new Error(`${e.message} (${driver.log().trim()})`);
   }
-  return new WebDriverSession(base, created.sessionId, created.capabilities, child);
+  return new WebDriverSession(driver.base, created.sessionId, created.capabilities, driver);
 }
 
 async function call(base, method, path, body) {
@@ -79,11 +56,11 @@ async function call(base, method, path, body) {
 }
 
 export class WebDriverSession {
-  constructor(base, id, capabilities, child) {
+  constructor(base, id, capabilities, driver) {
     this.base = base;
     this.id = id;
     this.capabilities = capabilities;
-    this.child = child;
+    this.driver = driver;
   }
 
   cmd(method, path, body) {
@@ -140,6 +117,6 @@ export class WebDriverSession {
 
   async quit() {
     await this.cmd('DELETE', '').catch(() => {});
-    await stopChild(this.child);
+    await this.driver.stop();
   }
 }
