@@ -5,6 +5,9 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { asset } from './env.mjs';
 import { fixture } from './fixture.mjs';
@@ -60,12 +63,23 @@ export const TIE_GAP = 0.1;
  * kernels as the browser's; `auto` would take the CPU backend on a software adapter).
  */
 export function nativeTokens(cli, model, prompt, maxTokens = MAX_TOKENS, backend = ['--backend', 'gpu']) {
-  const r = spawnSync(cli, ['run', ...backend, '--model', model, '--prompt', prompt, '--max-tokens', String(maxTokens), '--json'], {
-    encoding: 'utf8',
-    timeout: 300_000,
-  });
+  // Several test files ask for the same ids (engine-cpu and engines both teacher-force the
+  // portable kernels' run): kept in the run's TMPDIR, keyed by everything that decides them,
+  // the binary's identity included.
+  const args = ['run', ...backend, '--model', model, '--prompt', prompt, '--max-tokens', String(maxTokens), '--json'];
+  const id = (f) => {
+    const st = fs.statSync(f);
+    return `${f}:${st.size}:${st.mtimeMs}`;
+  };
+  const key = createHash('sha256').update(JSON.stringify([id(cli), id(model), args])).digest('hex').slice(0, 32);
+  const file = path.join(os.tmpdir(), 'tpsmeter-native-tokens', `${key}.json`);
+  if (fs.existsSync(file)) return JSON.parse(fs.readFileSync(file, 'utf8'));
+  const r = spawnSync(cli, args, { encoding: 'utf8', timeout: 300_000 });
   assert.equal(r.status, 0, `tpsmeter run failed: ${r.stderr}`);
-  return JSON.parse(r.stdout).tokens;
+  const tokens = JSON.parse(r.stdout).tokens;
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, JSON.stringify(tokens));
+  return tokens;
 }
 
 /**
