@@ -547,9 +547,8 @@ pub(crate) async fn compare(
             let base = server.emu().base_url();
             let requests = c * r;
             let before = server.emu().stats();
-            let out =
-                tokio::task::spawn_blocking(move || run_page(&base, c, requests, v, engine))
-                    .await?;
+            let out = tokio::task::spawn_blocking(move || run_page(&base, c, requests, v, engine))
+                .await?;
             settle(server).await;
             let recs = server.emu().take_records();
             let after = server.emu().stats();
