@@ -69,10 +69,11 @@ mod tests {
                 requests: 3,
             }],
         };
-        let json = serde_json::to_value(&b).unwrap();
+        let json = serde_json::to_value(&b).expect("a BrowserEnvironment serialises");
         assert_eq!(json["arrivals_stamped_in"], "worker");
         assert_eq!(json["opaque"][0]["requests"], 3);
-        let back: BrowserEnvironment = serde_json::from_value(json).unwrap();
+        let back: BrowserEnvironment =
+            serde_json::from_value(json).expect("its own JSON reads back");
         assert_eq!(back, b);
     }
 }
