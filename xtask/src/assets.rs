@@ -81,9 +81,10 @@ pub fn setup_all(engines: bool) -> Result<()> {
 /// wasm-bindgen CLI and llama.cpp) is [`crate::background::Background`]'s, on the cores the Rust builds leave
 /// idle.
 pub fn setup_downloads() -> Result<()> {
-    // One apt transaction for all of them: each costs an index read and a dpkg run.
-    use crate::tools::{CHROMIUM_PACKAGES, ENGINE_PACKAGES};
-    apt_install(&[APT_PACKAGES, CHROMIUM_PACKAGES, ENGINE_PACKAGES].concat())?;
+    // One apt transaction for these: each costs an index read and a dpkg run. Firefox and
+    // WebKitGTK (~45 s of a fresh machine, mostly download and unpacking) are installed by
+    // the background set-up instead, beside clippy: nothing needs them before the browser steps.
+    apt_install(&[APT_PACKAGES, crate::tools::CHROMIUM_PACKAGES].concat())?;
     wasm_target()?;
     fetch_model()?;
     fetch_gemma()?;
@@ -121,6 +122,11 @@ fn system_packages() -> Result<()> {
 
 /// Installs the Debian packages of `packages` that are missing (with sudo when not root).
 pub fn apt_install(packages: &[&str]) -> Result<()> {
+    apt_install_on(packages, None)
+}
+
+/// [`apt_install`] through `bg` (niced, logged) when given.
+pub fn apt_install_on(packages: &[&str], bg: Option<&Niced>) -> Result<()> {
     let missing: Vec<&str> = packages
         .iter()
         .copied()
@@ -143,7 +149,7 @@ pub fn apt_install(packages: &[&str]) -> Result<()> {
     if !sudo.is_empty() {
         update.arg("apt-get");
     }
-    run(update.args(["update", "-qq"]))?;
+    run_on(update.args(["update", "-qq"]), bg)?;
     let mut install = Command::new(sudo.first().copied().unwrap_or("apt-get"));
     if !sudo.is_empty() {
         install.arg("apt-get");
@@ -152,7 +158,7 @@ pub fn apt_install(packages: &[&str]) -> Result<()> {
         .env("DEBIAN_FRONTEND", "noninteractive")
         .args(["install", "-y", "-qq"])
         .args(&missing);
-    run(&mut install)
+    run_on(&mut install, bg)
 }
 
 fn is_root() -> bool {

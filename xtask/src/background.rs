@@ -1,6 +1,7 @@
-//! CI's set-up builds in the background ([`Background`]): the wasm-bindgen CLI and
-//! llama.cpp compiled at the lowest priority beside the workspace's own builds, each command
-//! run through [`Niced`] (niced, logged, stoppable).
+//! CI's set-up builds in the background ([`Background`]): Firefox ESR and WebKitGTK's
+//! packages installed, then the wasm-bindgen CLI and llama.cpp compiled, at the lowest
+//! priority beside the workspace's own builds, each command run through [`Niced`] (niced,
+//! logged, stoppable).
 
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
@@ -36,6 +37,8 @@ impl Background {
         let slot = running.clone();
         let thread = std::thread::spawn(move || -> Result<()> {
             let bg = Niced { log, running: slot };
+            // The other two browser engines first: downloads and unpacking, little CPU.
+            crate::assets::apt_install_on(crate::tools::ENGINE_PACKAGES, Some(&bg))?;
             crate::tools::wasm_bindgen_cli(Some(&bg))?;
             crate::assets::build_test_llama(Some(&bg))
         });
