@@ -90,7 +90,8 @@ export async function isolatedPage(opts = {}) {
     async close() {
       await browser.close();
       await server.close();
-      if (pkg.project) fs.rmSync(pkg.project, { recursive: true, force: true });
+      // The installed package stays for a next isolatedPage of this process (installPackage
+      // keeps it); pkg.mjs removes it when the process exits.
     },
   };
 }

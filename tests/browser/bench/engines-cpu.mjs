@@ -51,8 +51,9 @@ async function theirs({ url, rounds, prompts, threads }) {
     const res = await w.createCompletion({ prompt: prompts[(r + 3) % prompts.length], max_tokens: 32, temperature: 0, ignore_eos: true });
     runs.push({ decode: res.timings.predicted_per_second, prefill: res.timings.prompt_per_second });
   }
+  const single = w.isMultithread?.() === false;
   await w.exit();
-  return { runs, threads: w.isMultithread?.() === false ? 1 : threads, why: lines.find((l) => /multithread/i.test(l)) ?? '' };
+  return { runs, threads: single ? 1 : threads, why: lines.find((l) => /multithread/i.test(l)) ?? '' };
 }
 
 const fig = (r) => ({ decode: median(r.runs.map((x) => x.decode)), prefill: median(r.runs.map((x) => x.prefill)) });
