@@ -36,8 +36,8 @@ pub const BUDGETS: &[(&str, u64)] = &[
     ("core without json-error-detail", 60),
     ("core tests in Chromium", 100),
     ("kernel tests in Chromium (WebGPU)", 300),
-    // Two browser launches and the cpu_kernels binaries Chromium's step built.
-    ("CPU kernels in Firefox and WebKit", 60),
+    // Two browser launches and the cpu_kernels binaries Chromium's step built: 8 + 4 s.
+    ("CPU kernels in Firefox and WebKit", 30),
     // Seven wasm-release builds, two with a std built from source, from nothing: 522 s
     // (325 s with the dependencies already built).
     ("pkg", 560),
@@ -47,7 +47,7 @@ pub const BUDGETS: &[(&str, u64)] = &[
     // 418 s measured before the CPU backend's browser tests (the engine on the CPU against
     // the native one, the demo without WebGPU: about 100 s more on two cores); the
     // engines suite runs the package, the page and the CPU demo in three engines.
-    ("end-to-end tests", 720),
+    ("end-to-end tests", 640),
 ];
 
 pub fn run_ci(skip_setup: bool) -> Result<()> {
