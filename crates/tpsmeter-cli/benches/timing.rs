@@ -151,6 +151,8 @@ mod peer;
 
 #[path = "timing/browser.rs"]
 mod browser;
+#[path = "timing/floor.rs"]
+mod floor;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args()
@@ -229,7 +231,7 @@ fn main() -> anyhow::Result<()> {
         }
         if mode == "browser" {
             let variants = browser::variants(args.get(3).map(String::as_str))?;
-            let engines = browser::engines(args.get(4).map(String::as_str))?;
+            let engines = floor::engines(args.get(4).map(String::as_str))?;
             return browser::compare(&server, &workers, &levels, rounds, &variants, &engines)
                 .await;
         }

@@ -48,7 +48,7 @@
 //! default `chromium`) the `floor` variant makes the same requests with no library at all
 //! (fetch() and a plain reader loop on the main thread, each read stamped at once): the best
 //! any client in that page can do. The summary gives each variant's ITL error p99 over its
-//! engine's floor at the same level, against [`OVER_FLOOR_MS`]:
+//! engine's floor at the same level, against `floor.rs`'s `OVER_FLOOR_MS`:
 //!
 //!   cargo bench -p tpsmeter-cli --bench timing -- browser 1,4 20 worker,floor chromium,firefox,webkit
 
@@ -61,6 +61,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tpsmeter_emulator::RequestRecord;
 
+use super::floor::over_floor;
 use super::{Samples, Server, Stamps, abs, compare_stamps, level, pair_by, pct, settle};
 
 /// How far the page-to-CLOCK_MONOTONIC mapping may be off when pairing (its error is at most
@@ -76,11 +77,6 @@ const NODE_GRACE: Duration = Duration::from_secs(120);
 /// 2 ms). TTFT error is printed beside it, not judged: in the browser it includes fetch()
 /// dispatch (Resource Timing's queue), which users pay too.
 const TARGET_P99_MS: f64 = 1.0;
-/// The per-engine target (issue 51): the package's chunk-arrival (ITL) error p99 at most the
-/// no-library floor's in the same engine, at the same level, plus this, ms.
-const OVER_FLOOR_MS: f64 = 0.5;
-/// The engines `timing.mjs` drives (`engine=NAME`; WebKit needs a display).
-pub(crate) const ENGINES: [&str; 3] = ["chromium", "firefox", "webkit"];
 
 fn repo_root() -> PathBuf {
     let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -465,54 +461,6 @@ fn row(client: &str, concurrency: usize, s: &Samples, coi: &str, resolution: &st
     );
 }
 
-/// The engines named in `list` (comma-separated), or Chromium alone.
-pub(crate) fn engines(list: Option<&str>) -> anyhow::Result<Vec<&'static str>> {
-    let Some(list) = list else {
-        return Ok(vec![ENGINES[0]]);
-    };
-    list.split(',')
-        .map(|name| {
-            ENGINES
-                .iter()
-                .find(|e| **e == name)
-                .copied()
-                .ok_or_else(|| anyhow::anyhow!("unknown engine {name}: {}", ENGINES.join(", ")))
-        })
-        .collect()
-}
-
-/// Each variant's ITL error p99 over its engine's floor at the same level, against
-/// [`OVER_FLOOR_MS`].
-fn over_floor(rows: &[(usize, &str, Variant, PageRun, String)]) {
-    let p99 = |s: &Samples| pct(&mut abs(&s.itl_sent), 99.0);
-    let mut printed = false;
-    for (c, engine, v, p, _) in rows {
-        if v.label == "floor" {
-            continue;
-        }
-        let Some((_, _, _, floor, _)) = rows
-            .iter()
-            .find(|(fc, fe, fv, _, _)| fc == c && fe == engine && fv.label == "floor")
-        else {
-            continue;
-        };
-        if !printed {
-            println!();
-            println!(
-                "ITL error p99 over the no-library floor in the same engine (target: <= {OVER_FLOOR_MS} ms)"
-            );
-            printed = true;
-        }
-        let (mine, base) = (p99(&p.samples), p99(&floor.samples));
-        let over = mine - base;
-        let met = if over <= OVER_FLOOR_MS { "yes" } else { "NO" };
-        println!(
-            "{engine:>9} {:>8} c={c}: {mine:.3} ms vs floor {base:.3} ms: {over:+.3} ms ({met})",
-            v.label
-        );
-    }
-}
-
 pub(crate) async fn compare(
     server: &Server,
     workers: &super::Workers,
@@ -624,7 +572,11 @@ pub(crate) async fn compare(
             println!("{label} c={c}: {n}");
         }
     }
-    over_floor(&page_rows);
+    over_floor(
+        page_rows
+            .iter()
+            .map(|(c, engine, v, p, _)| (*c, *engine, v.label, &p.samples)),
+    );
     println!("load average (1, 5, 15 min) at end: {}", load_average());
     if !errors.is_empty() {
         for e in &errors {
