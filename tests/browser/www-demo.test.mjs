@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { assertClean } from './support/browser.mjs';
-import { assertNoConsoleErrors, cards, checkView, fillForm, runAndWait, servedSite, staticSite } from './support/site.mjs';
+import { assertNoConsoleErrors, cards, checkView, fillForm, runAndWait, servedSite } from './support/site.mjs';
 
 function metric(page, name) {
   return page.locator(`[data-metric="${name}"]`).first().innerText();

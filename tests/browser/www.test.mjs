@@ -13,7 +13,7 @@ import test from 'node:test';
 import { assertClean } from './support/browser.mjs';
 import { startEmulator } from './support/emulator.mjs';
 import { asset } from './support/env.mjs';
-import { assertNoConsoleErrors, cards, checkView, chartInk, downloadText, fillForm, ready, runAndWait, servedSite, siteDir, staticSite } from './support/site.mjs';
+import { assertNoConsoleErrors, cards, checkView, chartInk, downloadText, fillForm, ready, runAndWait, siteDir, staticSite } from './support/site.mjs';
 
 const SECRET = 'sk-tpsmeter-test-SECRET-0123456789';
 const run = promisify(execFile);
