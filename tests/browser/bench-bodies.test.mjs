@@ -301,6 +301,38 @@ test("bench() sends the CLI's request bodies and loads tokenizer files within bo
     assert.equal(report.requests[0].token_source, 'tokenizer');
   });
 
+  // Issue 52: a tokenizer.json of a type whose counting is superlinear (WordPiece: ~L^2.75
+  // in one word's length) or with more added tokens than the limit is refused as it loads,
+  // in the page as in the CLI, before any request goes out.
+  await t.test('WordPiece and 300,000 added tokens are refused: UnsupportedModel, LimitExceeded', async (st) => {
+    const wordPiece = Buffer.from(JSON.stringify({
+      version: '1.0', truncation: null, padding: null, added_tokens: [], normalizer: null,
+      pre_tokenizer: null, post_processor: null, decoder: null,
+      model: { type: 'WordPiece', unk_token: '[UNK]', continuing_subword_prefix: '##',
+        max_input_chars_per_word: 1e12, vocab: { '[UNK]': 0, a: 1, '##a': 2 } },
+    }));
+    const added = JSON.parse(tokenizerJson('\\s+|\\S+').toString());
+    added.added_tokens = Array.from({ length: 300_000 }, (_, i) => ({
+      id: i + 4, content: `<t${i}>`, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true,
+    }));
+    const files = await tokenizerFileServer({
+      'wordpiece.json': wordPiece,
+      'added.json': Buffer.from(JSON.stringify(added)),
+    });
+    const capture = await captureServer();
+    st.after(() => Promise.all([files.close(), capture.close()]));
+    const opts = { api: 'openai-chat', url: capture.url, model: 'm', requests: 1, concurrency: 1 };
+    for (const [file, name, pattern] of [
+      ['wordpiece.json', 'UnsupportedModel', /WordPiece.*BPE, Unigram/],
+      ['added.json', 'LimitExceeded', /added_tokens count is 300000, above the limit of 65536/],
+    ]) {
+      const { error } = await benchSettled(page, { ...opts, tokenizer: `${files.url}/ranged/${file}` });
+      assert.equal(error?.name, name, JSON.stringify(error));
+      assert.match(error.message, pattern);
+    }
+    assert.equal(capture.take().length, 0, 'no request went out');
+  });
+
   // Issue 35: a tokenizer.json over the first 16 MiB read (Gemma's is ~33 MB) was cut there
   // and failed to parse; it is read in full, up to the CLI's cap.
   await t.test('a tokenizer.json over 16 MiB loads in full, by ranges or not', async (st) => {

@@ -358,3 +358,57 @@ fn a_tokenizer_json_with_a_backtracking_pattern_is_refused() {
     assert_eq!(counter.count("ab ab a").unwrap(), 5);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 52: a GGUF whose vocabulary holds 100,000 control tokens took 38 s to load for
+/// `bench --tokenizer X.gguf` (every one becomes an added token). It is refused at once, by
+/// path, naming the limit; the review's WordPiece `tokenizer.json` likewise, by its type.
+#[test]
+fn a_gguf_of_100k_control_tokens_and_a_wordpiece_file_are_refused() {
+    use tpsmeter_gpu::gguf::{GgufWriter, MetadataArray, MetadataValue};
+    let dir = std::env::temp_dir().join(format!("tpsmeter-hostile-vocab-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut tokens: Vec<String> = (0x21u8..0x7f).map(|b| char::from(b).to_string()).collect();
+    let normal = tokens.len();
+    tokens.extend((0..100_000).map(|i| format!("<|ctrl_{i}|>")));
+    let types: Vec<i32> = (0..tokens.len())
+        .map(|i| if i < normal { 1 } else { 3 })
+        .collect();
+    let mut w = GgufWriter::new();
+    w.metadata("tokenizer.ggml.model", MetadataValue::String("gpt2".into()))
+        .metadata(
+            "tokenizer.ggml.tokens",
+            MetadataValue::Array(MetadataArray::String(tokens)),
+        )
+        .metadata(
+            "tokenizer.ggml.token_type",
+            MetadataValue::Array(MetadataArray::I32(types)),
+        )
+        .metadata(
+            "tokenizer.ggml.merges",
+            MetadataValue::Array(MetadataArray::String(Vec::new())),
+        );
+    let gguf = dir.join("control.gguf");
+    std::fs::write(&gguf, w.to_bytes()).unwrap();
+    let e = format!("{:#}", tokenizer::load(gguf.to_str().unwrap()).unwrap_err());
+    assert!(
+        e.contains("control and user-defined tokens count is 100000, above the limit of 65536"),
+        "{e}"
+    );
+    let wordpiece = dir.join("tokenizer.json");
+    std::fs::write(
+        &wordpiece,
+        serde_json::json!({"version": "1.0", "added_tokens": [], "normalizer": null,
+            "pre_tokenizer": null, "post_processor": null, "decoder": null,
+            "model": {"type": "WordPiece", "unk_token": "[UNK]",
+                      "continuing_subword_prefix": "##", "max_input_chars_per_word": 100,
+                      "vocab": {"[UNK]": 0, "a": 1, "##a": 2}}})
+        .to_string(),
+    )
+    .unwrap();
+    let e = format!(
+        "{:#}",
+        tokenizer::load(wordpiece.to_str().unwrap()).unwrap_err()
+    );
+    assert!(e.contains("\"WordPiece\" is not accepted"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

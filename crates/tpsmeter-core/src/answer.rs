@@ -107,10 +107,57 @@ pub fn count_answer(counter: &dyn TokenCounter, answer: &KeptAnswer) -> Result<u
     Ok(u64::try_from(scaled).unwrap_or(u64::MAX))
 }
 
+/// Answers the tokenizer could not count (a count over its time budget): each keeps the
+/// stream's own estimate, and the run goes on; the report says how many, and why.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CountFailures {
+    count: u64,
+    first: Option<String>,
+}
+
+impl CountFailures {
+    /// Notes one failure; `true` for the first (worth a line on stderr).
+    pub fn note(&mut self, error: &str) -> bool {
+        self.count += 1;
+        let first = self.first.is_none();
+        if first {
+            self.first = Some(error.to_owned());
+        }
+        first
+    }
+
+    /// The report's `count_failed` warning, if any answer failed.
+    pub fn warning(&self) -> Option<crate::report::Warning> {
+        let first = self.first.as_deref()?;
+        let n = self.count;
+        Some(crate::report::Warning {
+            code: "count_failed".into(),
+            message: format!(
+                "{n} answer{} kept the stream's own token estimate, as the tokenizer could not \
+                 count {}; the first: {first}",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "it" } else { "them" }
+            ),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn count_failures_make_one_warning_naming_the_first() {
+        let mut f = CountFailures::default();
+        assert_eq!(f.warning(), None);
+        assert!(f.note("too slow"));
+        assert!(!f.note("also slow"));
+        let w = f.warning().unwrap();
+        assert_eq!(w.code, "count_failed");
+        assert!(w.message.starts_with("2 answers kept"), "{}", w.message);
+        assert!(w.message.ends_with("the first: too slow"), "{}", w.message);
+    }
 
     #[test]
     fn the_cap_follows_max_tokens_within_its_bounds() {

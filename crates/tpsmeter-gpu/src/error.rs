@@ -231,6 +231,25 @@ pub enum GpuError {
     /// nothing submitted): a bug in the caller's scheduling.
     #[error("batched decoding: {reason}")]
     BatchState { reason: &'static str },
+    /// A `tokenizer.json` of a model type this crate does not load (`tokenizer/admit.rs`
+    /// says which it does, and why).
+    #[error(
+        "tokenizer.json: the model type {model:?} is not accepted (only {accepted}, the types \
+         of text-generating models)"
+    )]
+    UnsupportedTokenizerJson { model: String, accepted: String },
+    /// A count took longer than its time budget
+    /// ([`crate::tokenizer::count_budget_ms`]).
+    #[error(
+        "counting {bytes} bytes of text went over its time budget of {budget_ms} ms \
+         ({elapsed_ms} ms for the first {done} bytes): this tokenizer is too slow for it"
+    )]
+    CountTooSlow {
+        bytes: u64,
+        done: u64,
+        elapsed_ms: u64,
+        budget_ms: u64,
+    },
     /// An option this crate cannot honour (a synthetic model's name or type).
     #[error("{option}: {reason}")]
     InvalidOption {
@@ -278,14 +297,16 @@ impl GpuError {
             UnsupportedFormat { .. }
             | UnsupportedGgmlType { .. }
             | UnsupportedArchitecture { .. }
-            | UnsupportedTokenizer { .. } => "UnsupportedModel",
+            | UnsupportedTokenizer { .. }
+            | UnsupportedTokenizerJson { .. } => "UnsupportedModel",
             UnsafeTokenizer { .. } => "UnsafeTokenizer",
             NoAdapter { .. } => "NoAdapter",
             RequestDevice { .. } => "RequestDeviceError",
             MissingFeature { .. } => "MissingFeature",
-            LimitExceeded { .. } | BindingTooLarge { .. } | TensorTooLarge { .. } => {
-                "LimitExceeded"
-            }
+            LimitExceeded { .. }
+            | BindingTooLarge { .. }
+            | TensorTooLarge { .. }
+            | CountTooSlow { .. } => "LimitExceeded",
             OutOfMemory { .. } | HostOutOfMemory { .. } => "OutOfMemory",
             ChecksumMismatch { .. } => "ChecksumMismatch",
             DeviceLost { .. } => "DeviceLost",

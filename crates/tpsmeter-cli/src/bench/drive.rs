@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tpsmeter_core::answer::answer_to_count;
+use tpsmeter_core::answer::{CountFailures, answer_to_count};
 use tpsmeter_core::drive::{Action, LoadDriver, RecordExtras, Ticket};
 use tpsmeter_core::report::{RequestRecord, Warning};
 use tpsmeter_core::request::RequestPlan;
@@ -36,6 +36,8 @@ pub struct Recorder {
     pub quiet: bool,
     /// Conditions found while running (a warm-up that failed entirely).
     pub warnings: Vec<Warning>,
+    /// Answers the tokenizer could not count.
+    pub count_failures: CountFailures,
 }
 
 /// The phase whose progress bar is showing.
@@ -117,8 +119,11 @@ pub async fn run(
                     Some(Err(e)) => anyhow::bail!("counting an answer failed: {e}"),
                     None => continue,
                 };
-                // The record is final now: its count is in.
-                if let Some(record) = driver.counted(&ticket, &timeline, Some(count?)) {
+                // The record is final now: its count is in. A count that failed (a
+                // tokenizer over its time budget) leaves the stream's own estimate, and the
+                // report says so; the run goes on.
+                let count = count.map_err(|e| count_failed(&e, recorder)).ok();
+                if let Some(record) = driver.counted(&ticket, &timeline, count) {
                     write_line(record, recorder);
                 }
                 continue;
@@ -222,6 +227,17 @@ fn finish(shown: Shown, recorder: &mut Recorder) {
                 message: format!("every warm-up request failed ({e})"),
             });
         }
+    }
+}
+
+/// Notes an answer the tokenizer could not count (the first on stderr); the report's
+/// `count_failed` warning is made of these at the end.
+fn count_failed(e: &anyhow::Error, recorder: &mut Recorder) {
+    if recorder.count_failures.note(&format!("{e:#}")) {
+        eprintln!(
+            "warning: an answer could not be counted ({e:#}); its output tokens are the \
+             stream's own estimate"
+        );
     }
 }
 

@@ -138,6 +138,7 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
         sink_error: None,
         quiet: args.quiet,
         warnings,
+        count_failures: Default::default(),
     };
     drive::run(
         &runner,
@@ -156,6 +157,7 @@ pub async fn run_bench(args: &BenchArgs, cancel: CancellationToken) -> anyhow::R
     let driver_warnings = driver.warnings();
     let (levels, records) = driver.into_parts();
     let mut warnings = std::mem::take(&mut recorder.warnings);
+    warnings.extend(recorder.count_failures.warning());
     for w in setup.plan.warnings().into_iter().chain(driver_warnings) {
         if !args.quiet {
             eprintln!("warning: {}", w.message);

@@ -11,11 +11,13 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use anyhow::{Context, bail};
 use tpsmeter_core::tokens::TokenCounter;
 use tpsmeter_gpu::GpuError;
-use tpsmeter_gpu::tokenizer::{MAX_TOKENIZER_JSON_BYTES, Tokenizer, is_gguf};
+use tpsmeter_gpu::tokenizer::{MAX_TOKENIZER_JSON_BYTES, Tokenizer, count_budget_ms, is_gguf};
 
 /// Cap on a `tokenizer.json`: the engine's, checked here before the file is read.
 const MAX_JSON_BYTES: u64 = MAX_TOKENIZER_JSON_BYTES as u64;
@@ -27,17 +29,34 @@ const MAX_GGUF_HEADER_BYTES: u64 = 256 << 20;
 pub struct CliTokenizer {
     tokenizer: Tokenizer,
     name: String,
+    /// Set once a count has gone over its time budget: every later count fails at once
+    /// instead of paying that time again (a run's answers are alike, so the next would be
+    /// as slow).
+    too_slow: AtomicBool,
 }
 
 impl TokenCounter for CliTokenizer {
+    /// The tokenizer's count within its time budget ([`count_budget_ms`]).
     fn count(&self, text: &str) -> tpsmeter_core::Result<u32> {
-        self.tokenizer
-            .count(text)
-            .map_err(|e| tpsmeter_core::CoreError::InvalidSpec {
-                what: "tokenizer",
-                input: self.name.clone(),
-                reason: e.to_string(),
-            })
+        let bad = |reason: String| tpsmeter_core::CoreError::InvalidSpec {
+            what: "tokenizer",
+            input: self.name.clone(),
+            reason,
+        };
+        if self.too_slow.load(Ordering::Relaxed) {
+            return Err(bad(
+                "an earlier count went over its time budget, so this one was not tried".into(),
+            ));
+        }
+        let start = Instant::now();
+        let mut now_ms = || start.elapsed().as_secs_f64() * 1000.0;
+        let counted = self
+            .tokenizer
+            .count_within(text, count_budget_ms(text.len()), &mut now_ms);
+        if matches!(counted, Err(GpuError::CountTooSlow { .. })) {
+            self.too_slow.store(true, Ordering::Relaxed);
+        }
+        counted.map_err(|e| bad(e.to_string()))
     }
 
     fn name(&self) -> &str {
@@ -73,6 +92,7 @@ pub fn load_with(arg: &str, caches: &[PathBuf]) -> anyhow::Result<CliTokenizer> 
     Ok(CliTokenizer {
         tokenizer,
         name: arg.to_owned(),
+        too_slow: AtomicBool::new(false),
     })
 }
 

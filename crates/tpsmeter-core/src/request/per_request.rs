@@ -4,7 +4,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use crate::answer::{KeptAnswer, answer_cap, answer_to_count, count_answer};
+use crate::answer::{CountFailures, KeptAnswer, answer_cap, answer_to_count, count_answer};
 use crate::conversations::{Conversations, MAX_CONVERSATION_BYTES, Turn};
 use crate::error::Result;
 use crate::exchange::Outcome;
@@ -39,6 +39,8 @@ pub struct RequestPlan {
     conversations: Option<RefCell<Conversations>>,
     /// Answers that ran past what their requests kept (see [`crate::answer`]).
     answers_cut: Cell<u64>,
+    /// Answers the tokenizer could not count.
+    count_failures: RefCell<CountFailures>,
     /// Request 0, whose URL and headers every request shares.
     template: HttpRequest,
 }
@@ -68,6 +70,7 @@ impl RequestPlan {
             browser,
             conversations: None,
             answers_cut: Cell::new(0),
+            count_failures: RefCell::default(),
             template,
         })
     }
@@ -125,7 +128,15 @@ impl RequestPlan {
     /// counts on another thread instead, with the same functions.
     pub fn count(&self, outcome: &Outcome) -> Result<Option<u64>> {
         match (self.counter(), answer_to_count(outcome)) {
-            (Some(counter), Some(answer)) => count_answer(counter, answer).map(Some),
+            (Some(counter), Some(answer)) => match count_answer(counter, answer) {
+                Ok(n) => Ok(Some(n)),
+                // A count that failed (over its time budget) leaves the stream's estimate;
+                // `warnings` says so, and the run goes on.
+                Err(e) => {
+                    self.count_failures.borrow_mut().note(&e.to_string());
+                    Ok(None)
+                }
+            },
             _ => Ok(None),
         }
     }
@@ -153,10 +164,11 @@ impl RequestPlan {
         self.conversations.is_some() || self.counter.is_some()
     }
 
-    /// What the report should say about what the plan saw: answers that ran past what
-    /// their requests keep, and conversations cut short (see [`crate::conversations`]).
+    /// What the report should say about what the plan saw: answers the tokenizer could not
+    /// count, answers that ran past what their requests keep, and conversations cut short
+    /// (see [`crate::conversations`]).
     pub fn warnings(&self) -> Vec<Warning> {
-        let mut out = Vec::new();
+        let mut out: Vec<Warning> = self.count_failures.borrow().warning().into_iter().collect();
         let long = self.answers_cut.get();
         if long > 0 {
             out.push(Warning {

@@ -126,6 +126,13 @@ pub(crate) fn build_gpt2(spec: &TokenizerSpec) -> Result<tokenizers::Tokenizer> 
     Ok(finish(tok, spec))
 }
 
+/// Longest SentencePiece piece, in bytes, whose merges are recovered from scores: each of
+/// a piece's cuts hashes both halves, so the work grows with the square of its length (one
+/// 100,000-character token took 1 s). SentencePiece trains with pieces of at most 16
+/// characters (Gemma's longest, a run of 31 `▁`, is 93 bytes); longer normal ones are
+/// refused.
+pub const MAX_SPM_PIECE_BYTES: usize = 256;
+
 /// SentencePiece merges recovered from scores, the way Hugging Face's converter does it: every
 /// way of splitting a vocabulary piece into two vocabulary pieces is a merge, ranked by the
 /// piece's score (higher first), ties in vocabulary order.
@@ -146,6 +153,21 @@ fn merges_from_scores(spec: &TokenizerSpec, vocab: &Vocab) -> Result<Merges> {
     for (id, piece) in spec.tokens.iter().enumerate() {
         if matches!(spec.token_type(id), TokenType::Byte) {
             continue;
+        }
+        if piece.len() > MAX_SPM_PIECE_BYTES {
+            // A long control or user-defined token is matched in the text before the model
+            // sees it, so no merge needs to make it; a long normal piece is refused.
+            if matches!(
+                spec.token_type(id),
+                TokenType::Control | TokenType::UserDefined | TokenType::Unknown
+            ) {
+                continue;
+            }
+            return Err(GpuError::FileLimit {
+                what: format!("SentencePiece token {id}'s length (bytes)"),
+                value: piece.len() as u64,
+                limit: MAX_SPM_PIECE_BYTES as u64,
+            });
         }
         for (cut, _) in piece.char_indices().skip(1) {
             let (l, r) = piece.split_at(cut);

@@ -19,6 +19,21 @@ pub const MAX_COUNT_BYTES: usize = 16 << 20;
 /// took 1.78 GB), so a longer text is counted in pieces of this size (~30 MB each).
 pub const COUNT_PIECE_BYTES: usize = 64 << 10;
 
+/// A count's time budget, fixed part: see [`count_budget_ms`].
+pub const COUNT_BUDGET_BASE_MS: f64 = 2000.0;
+
+/// A count's time budget per MiB of text: see [`count_budget_ms`].
+pub const COUNT_BUDGET_MS_PER_MIB: f64 = 4000.0;
+
+/// How long counting `bytes` of text may take before [`Tokenizer::count_within`] gives up:
+/// 2 s plus 4 s per MiB. Real tokenizers count ~3 MB/s on one core of a 2-core laptop (a
+/// 4 KiB answer in ~1 ms, a 12 MB prompt prefix in ~4 s), so this is over ten times what a
+/// real text takes; a tokenizer that needs more is one the limits of `admit.rs` did not
+/// foresee, and its count becomes a clear error instead of a stalled run.
+pub fn count_budget_ms(bytes: usize) -> f64 {
+    COUNT_BUDGET_BASE_MS + bytes as f64 / f64::from(1u32 << 20) * COUNT_BUDGET_MS_PER_MIB
+}
+
 /// Whether `bytes` start like a GGUF file.
 pub fn is_gguf(bytes: &[u8]) -> bool {
     bytes.starts_with(&GGUF_MAGIC)
@@ -43,8 +58,23 @@ impl Tokenizer {
     }
 
     /// Tokens in `text`, without special tokens: exact up to [`COUNT_PIECE_BYTES`], then
-    /// counted a piece at a time (cut before a space, see `pieces` below); over [`MAX_COUNT_BYTES`] an error.
+    /// counted a piece at a time (cut before a space, see `pieces` below); over
+    /// [`MAX_COUNT_BYTES`] an error. No time budget: see [`Tokenizer::count_within`].
     pub fn count(&self, text: &str) -> Result<u32> {
+        self.count_within(text, f64::INFINITY, &mut || 0.0)
+    }
+
+    /// [`Tokenizer::count`] that fails with [`GpuError::CountTooSlow`] once it has taken
+    /// more than `budget_ms` ([`count_budget_ms`] is the one callers use) by `now_ms`, the
+    /// caller's clock (this crate has none: `std`'s panics on the web). The clock is read
+    /// between pieces, which `admit.rs`'s limits keep short; a count over its budget is an
+    /// error even when its last piece finished, since the next one would be as slow.
+    pub fn count_within(
+        &self,
+        text: &str,
+        budget_ms: f64,
+        now_ms: &mut dyn FnMut() -> f64,
+    ) -> Result<u32> {
         if text.len() > MAX_COUNT_BYTES {
             return Err(GpuError::LimitExceeded {
                 what: "text to count (bytes)".to_owned(),
@@ -52,9 +82,20 @@ impl Tokenizer {
                 limit: MAX_COUNT_BYTES as u64,
             });
         }
-        let mut total = 0usize;
+        let start = now_ms();
+        let (mut total, mut done) = (0usize, 0usize);
         for piece in pieces(text, COUNT_PIECE_BYTES) {
             total += self.encode(piece, false)?.len();
+            done += piece.len();
+            let elapsed = now_ms() - start;
+            if elapsed > budget_ms {
+                return Err(GpuError::CountTooSlow {
+                    bytes: text.len() as u64,
+                    done: done as u64,
+                    elapsed_ms: elapsed as u64,
+                    budget_ms: budget_ms as u64,
+                });
+            }
         }
         Ok(u32::try_from(total).unwrap_or(u32::MAX))
     }
@@ -123,7 +164,8 @@ mod tests {
             "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
             "normalizer": null, "pre_tokenizer": {"type": "Whitespace"},
             "post_processor": null, "decoder": null,
-            "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"},
+            "model": {"type": "BPE", "vocab": {"[UNK]": 0}, "merges": [],
+                      "unk_token": "[UNK]", "fuse_unk": true},
         });
         Tokenizer::from_file_bytes(json.to_string().as_bytes()).unwrap()
     }
@@ -137,6 +179,44 @@ mod tests {
         let whole = tok.encode(&text, false).unwrap().len();
         assert_eq!(whole, 5 * COUNT_PIECE_BYTES / 4);
         assert_eq!(tok.count(&text).unwrap() as usize, whole);
+    }
+
+    #[test]
+    fn a_count_over_its_budget_is_an_error_and_one_within_it_is_not() {
+        let tok = word_tokenizer();
+        let text = "alpha beta, gamma. ".repeat(COUNT_PIECE_BYTES / 4);
+        let pieces = pieces(&text, COUNT_PIECE_BYTES).count() as f64;
+        // A clock that advances 1 s a reading: a count reads it once, then once a piece.
+        let mut t = 0.0;
+        let mut tick = || {
+            t += 1000.0;
+            t
+        };
+        let within = tok.count_within(&text, pieces * 1000.0, &mut tick).unwrap();
+        assert_eq!(within, tok.count(&text).unwrap());
+        let mut t = 0.0;
+        let mut tick = || {
+            t += 1000.0;
+            t
+        };
+        match tok.count_within(&text, 2500.0, &mut tick) {
+            Err(GpuError::CountTooSlow {
+                bytes,
+                done,
+                elapsed_ms,
+                budget_ms,
+            }) => {
+                assert_eq!(bytes, text.len() as u64);
+                assert!(done > 0 && done < bytes, "{done} of {bytes}");
+                assert_eq!((elapsed_ms, budget_ms), (3000, 2500));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(count_budget_ms(0), COUNT_BUDGET_BASE_MS);
+        assert_eq!(
+            count_budget_ms(1 << 20),
+            COUNT_BUDGET_BASE_MS + COUNT_BUDGET_MS_PER_MIB
+        );
     }
 
     #[test]

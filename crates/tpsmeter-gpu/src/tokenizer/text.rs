@@ -1,5 +1,6 @@
 //! [`Tokenizer`]: encoding through `tokenizers`, decoding through a per-token byte table.
 
+use super::admit::{Len, MAX_VOCAB, Tally, admit, check_added};
 use super::build::{SPM_SPACE, build_gpt2, build_spm};
 use super::byte_level::ByteDecoder;
 use super::spec::{TokenType, TokenizerSpec, VocabKind};
@@ -9,9 +10,6 @@ use crate::{GpuError, Result};
 /// Largest `tokenizer.json` accepted: the largest real ones, 256k vocabularies (Gemma's),
 /// are ~35 MB. The CLI refuses a bigger file before reading it, the browser stops reading.
 pub const MAX_TOKENIZER_JSON_BYTES: usize = 128 << 20;
-
-/// Largest vocabulary accepted (Gemma 3 has 262,144 entries; a few million is already absurd).
-const MAX_VOCAB: usize = 4_000_000;
 
 /// Texts of control tokens that end a turn in the chat formats of the field. llama.cpp keeps
 /// a similar list because GGUF files often name only one of them as EOS.
@@ -80,6 +78,19 @@ impl Tokenizer {
                 reason: format!("{} types for {} tokens", types.len(), spec.tokens.len()),
             });
         }
+        // The control, unknown and user-defined tokens become added tokens (`build.rs`),
+        // whose matcher takes time out of proportion to their number: `admit.rs`'s limits.
+        let mut added = Tally::default();
+        for (id, text) in spec.tokens.iter().enumerate() {
+            if matches!(
+                spec.token_type(id),
+                TokenType::Control | TokenType::Unknown | TokenType::UserDefined
+            ) && !text.is_empty()
+            {
+                added.add(Len::of(text));
+            }
+        }
+        check_added(&added, "GGUF control and user-defined tokens")?;
         let vocab = spec.tokens.len();
         for (name, id) in [
             ("bos", spec.bos),
@@ -156,11 +167,21 @@ impl Tokenizer {
                 limit: MAX_TOKENIZER_JSON_BYTES as u64,
             });
         }
-        // Before `tokenizers` compiles a single regex.
+        // Before `tokenizers` builds any of it: the model type and sizes, then every regex.
+        admit(json)?;
         let pipeline = Pipeline::vetted(json)?;
-        let inner = tokenizers::Tokenizer::from_bytes(json).map_err(|e| GpuError::Tokenizer {
-            reason: format!("tokenizer.json: {e}"),
-        })?;
+        let mut inner =
+            tokenizers::Tokenizer::from_bytes(json).map_err(|e| GpuError::Tokenizer {
+                reason: format!("tokenizer.json: {e}"),
+            })?;
+        // A count is of the whole text: truncation would cap it at the file's `max_length`,
+        // and a fixed padding length (10^12, say) is an allocation of that many tokens.
+        inner.with_padding(None);
+        inner
+            .with_truncation(None)
+            .map_err(|e| GpuError::Tokenizer {
+                reason: format!("tokenizer.json: {e}"),
+            })?;
         let (kind, space_prefix) = decoder_kind(&pipeline.decoder);
         let size = inner.get_vocab_size(true);
         if size > MAX_VOCAB {

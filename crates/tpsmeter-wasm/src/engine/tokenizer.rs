@@ -2,7 +2,9 @@
 //! `tokenizer.json`, counting tokens for `bench()` (exact input lengths, output counts when
 //! a server sends no usage). The same `tokenizers` code as the CLI's `--tokenizer`.
 
-use tpsmeter_gpu::tokenizer::{MAX_TOKENIZER_JSON_BYTES, Tokenizer};
+use std::cell::Cell;
+
+use tpsmeter_gpu::tokenizer::{MAX_TOKENIZER_JSON_BYTES, Tokenizer, count_budget_ms};
 use wasm_bindgen::prelude::*;
 
 use tpsmeter_gpu::GpuError;
@@ -14,6 +16,8 @@ use super::{gpu_err, named};
 #[derive(Debug)]
 pub struct JsTokenCounter {
     tokenizer: Tokenizer,
+    /// Set once a count has gone over its time budget.
+    too_slow: Cell<bool>,
 }
 
 #[wasm_bindgen(js_class = TokenCounter)]
@@ -28,7 +32,10 @@ impl JsTokenCounter {
             GpuError::Truncated { .. } => named("Truncated", &e.to_string()),
             e => gpu_err(e),
         })?;
-        Ok(JsTokenCounter { tokenizer })
+        Ok(JsTokenCounter {
+            tokenizer,
+            too_slow: Cell::new(false),
+        })
     }
 
     /// The largest `tokenizer.json` accepted, in bytes (the CLI's cap too): the page stops
@@ -38,8 +45,23 @@ impl JsTokenCounter {
         u32::try_from(MAX_TOKENIZER_JSON_BYTES).unwrap_or(u32::MAX)
     }
 
-    /// Tokens in `text`, without special tokens.
+    /// Tokens in `text`, without special tokens, within the CLI's time budget
+    /// (`count_budget_ms`, on `Date.now()`): a count over it throws `LimitExceeded`, and
+    /// so does every later one, at once, since the next would be as slow (the CLI does the
+    /// same).
     pub fn count(&self, text: &str) -> Result<u32, JsValue> {
-        self.tokenizer.count(text).map_err(gpu_err)
+        if self.too_slow.get() {
+            return Err(named(
+                "LimitExceeded",
+                "an earlier count went over its time budget, so this one was not tried",
+            ));
+        }
+        let counted =
+            self.tokenizer
+                .count_within(text, count_budget_ms(text.len()), &mut js_sys::Date::now);
+        if matches!(counted, Err(GpuError::CountTooSlow { .. })) {
+            self.too_slow.set(true);
+        }
+        counted.map_err(gpu_err)
     }
 }
