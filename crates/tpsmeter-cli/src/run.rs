@@ -70,9 +70,9 @@ pub struct RunArgs {
     /// is there, else the CPU: no adapter, or only a software one such as lavapipe).
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
-    /// CPU backend threads (default: one per core).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    /// CPU backend threads, 1 to 256 (default: one per core).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: Option<u16>,
     /// CPU backend: the portable kernels instead of this machine's hand-written SIMD ones
     /// (AVX2): the arithmetic of the browser's CPU backend, step for step, to compare with
     /// it; and the SIMD kernels' gain, measured.
@@ -300,7 +300,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
         }
         Picked::Cpu(why) => {
             let cpu = CpuOptions {
-                threads: args.threads,
+                threads: args.threads.map(usize::from),
                 portable: args.portable_kernels,
                 ..Default::default()
             };

@@ -156,11 +156,17 @@ fn a_bad_thread_count_is_a_clear_error() {
     let Some([model]) = assets("a_bad_thread_count_is_a_clear_error", ["TPSMETER_MODEL"]) else {
         return;
     };
-    for n in ["0", "100000"] {
+    // Refused as the flag is read, with the range that is allowed (0 used to be "above the
+    // limit of 256").
+    for n in ["0", "257", "100000"] {
         let out = run(&model, &["--backend", "cpu", "--threads", n]);
         assert!(!out.status.success());
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("CPU threads"), "{err}");
+        assert!(
+            err.contains("--threads") && err.contains("1..=256"),
+            "{err}"
+        );
+        assert!(!err.contains("above the limit"), "{err}");
         assert!(!err.contains("panicked"), "{err}");
     }
 }

@@ -229,10 +229,14 @@ fn product(rt: &CpuRuntime, w: &QMatrix, xs: &[Vec<f32>]) -> Vec<f32> {
 }
 
 fn check_format(ty: GgmlType, seed: u64, tokens: usize) {
+    // Two blocks of 256 per row (every format's rows hold whole blocks).
+    check_shape(ty, seed, tokens, 512);
+}
+
+/// [`check_format`] on rows of `cols` weights, and enough rows to be split over both threads.
+fn check_shape(ty: GgmlType, seed: u64, tokens: usize, cols: usize) {
     let mut rng = Rng(seed | 1);
-    // Two blocks of 256 per row (every format's rows hold whole blocks), and enough rows
-    // to be split over both threads.
-    let (rows, cols) = (70, 512);
+    let rows = 70;
     let w = random_matrix(ty, rows, cols, &mut rng);
     let xs: Vec<Vec<f32>> = (0..tokens)
         .map(|_| {
@@ -301,6 +305,20 @@ proptest! {
     }
 }
 
+/// Float rows of any width (their GGML block is one weight, so a 48-wide F32 model is
+/// valid): the kernels take them 32 at a time and must count the short last group too. They
+/// once dropped it, and such a model gave all-zero logits on the CPU.
+#[test]
+fn float_rows_of_any_width_count_every_weight() {
+    for ty in [GgmlType::F32, GgmlType::F16, GgmlType::BF16] {
+        for cols in [1, 17, 48, 100] {
+            for tokens in [1, 3] {
+                check_shape(ty, 0x5eed + cols as u64, tokens, cols);
+            }
+        }
+    }
+}
+
 #[test]
 fn the_simd_build_is_taken_where_the_cpu_has_it() {
     let simd = runtime(false).simd();
@@ -339,12 +357,16 @@ fn a_matrix_of_the_wrong_size_is_a_typed_error() {
         ),
         "{err}"
     );
+    let zero = CpuRuntime::new(CpuOptions {
+        threads: Some(0),
+        ..Default::default()
+    })
+    .map(|_| ())
+    .unwrap_err()
+    .to_string();
     assert!(
-        CpuRuntime::new(CpuOptions {
-            threads: Some(0),
-            ..Default::default()
-        })
-        .is_err()
+        zero.contains("0 threads") && !zero.contains("above the limit"),
+        "{zero}"
     );
     assert!(
         CpuRuntime::new(CpuOptions {

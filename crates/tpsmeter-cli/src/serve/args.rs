@@ -59,8 +59,8 @@ pub struct ServeArgs {
     /// the requests in flight the same way.
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
-    /// CPU backend threads (default: one per core).
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    /// CPU backend threads, 1 to 256 (default: one per core).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
     /// Also serve this built web site (a directory with an index.html), and the model file
     /// under /models/ by its file name, on the API's origin, cross-origin isolated.

@@ -80,10 +80,12 @@ impl CpuRuntime {
     pub fn new(opts: CpuOptions) -> Result<Self> {
         let threads = match opts.threads {
             Some(0) => {
-                return Err(GpuError::LimitExceeded {
-                    what: "CPU threads (0)".into(),
-                    value: 0,
-                    limit: MAX_THREADS as u64,
+                return Err(GpuError::InvalidOption {
+                    option: "CPU threads",
+                    reason: format!(
+                        "0 threads cannot run anything; give 1 to {MAX_THREADS}, or leave it \
+                         unset for one per core"
+                    ),
                 });
             }
             Some(n) if n > MAX_THREADS => {

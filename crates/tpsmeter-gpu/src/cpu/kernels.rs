@@ -24,6 +24,11 @@ pub trait RowDot {
     /// Bytes and weights per block.
     const BLOCK_BYTES: usize;
     const BLOCK_LEN: usize;
+    /// Whether a row may end in a partial block: the float formats, whose GGML block is one
+    /// weight (a matrix of any width is valid), though these kernels take them 32 at a time.
+    /// Their `unpack` and `dot` then take a short last block; quantized rows are whole
+    /// blocks ([`super::matrix::QMatrix::new`] checks), so theirs never see one.
+    const PARTIAL: bool = false;
     /// A block ready to multiply: integer codes and f32 scales.
     type Block;
     fn unpack(b: &[u8]) -> Self::Block;
@@ -35,10 +40,18 @@ pub trait RowDot {
 #[inline(always)]
 pub fn dot_tokens<K: RowDot>(row: &[u8], acts: &[Activations], out: &mut [f32]) {
     out.fill(0.0);
-    for (i, b) in row.chunks_exact(K::BLOCK_BYTES).enumerate() {
+    let blocks = row.chunks_exact(K::BLOCK_BYTES);
+    let (tail, whole) = (blocks.remainder(), blocks.len());
+    for (i, b) in blocks.enumerate() {
         let w = K::unpack(b);
         for (o, a) in out.iter_mut().zip(acts) {
             *o += K::dot(&w, a, i);
+        }
+    }
+    if K::PARTIAL && !tail.is_empty() {
+        let w = K::unpack(tail);
+        for (o, a) in out.iter_mut().zip(acts) {
+            *o += K::dot(&w, a, whole);
         }
     }
 }
@@ -47,8 +60,13 @@ pub fn dot_tokens<K: RowDot>(row: &[u8], acts: &[Activations], out: &mut [f32]) 
 #[inline(always)]
 pub fn dot_one<K: RowDot>(row: &[u8], act: &Activations) -> f32 {
     let mut acc = 0f32;
-    for (i, b) in row.chunks_exact(K::BLOCK_BYTES).enumerate() {
+    let blocks = row.chunks_exact(K::BLOCK_BYTES);
+    let (tail, whole) = (blocks.remainder(), blocks.len());
+    for (i, b) in blocks.enumerate() {
         acc += K::dot(&K::unpack(b), act, i);
+    }
+    if K::PARTIAL && !tail.is_empty() {
+        acc += K::dot(&K::unpack(tail), act, whole);
     }
     acc
 }
@@ -380,9 +398,17 @@ impl RowDot for Q6K {
     }
 }
 
-/// 32 float weights.
+/// 32 float weights (a short last block of a row: the rest zero).
 #[derive(Debug)]
 pub struct Floats([f32; 32]);
+
+/// The activations block `i` of a float row multiplies: 32, or fewer at the end of a row
+/// whose width is not a multiple of 32 (`fdot` stops at the shorter side).
+#[inline(always)]
+fn floats_of(a: &Activations, i: usize) -> &[f32] {
+    let start = (32 * i).min(a.x.len());
+    &a.x[start..(start + 32).min(a.x.len())]
+}
 
 /// Σ w·round(x) in eight partial sums (which lets LLVM keep them in one vector register),
 /// `round` giving the activation as the format's dot product sees it.
@@ -401,6 +427,7 @@ pub struct F32;
 impl RowDot for F32 {
     const BLOCK_BYTES: usize = 128;
     const BLOCK_LEN: usize = 32;
+    const PARTIAL: bool = true;
     type Block = Floats;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Floats {
@@ -412,7 +439,7 @@ impl RowDot for F32 {
     }
     #[inline(always)]
     fn dot(w: &Floats, a: &Activations, i: usize) -> f32 {
-        fdot(&w.0, &a.x[32 * i..32 * i + 32], |x| x)
+        fdot(&w.0, floats_of(a, i), |x| x)
     }
 }
 
@@ -422,6 +449,7 @@ pub struct F16;
 impl RowDot for F16 {
     const BLOCK_BYTES: usize = 64;
     const BLOCK_LEN: usize = 32;
+    const PARTIAL: bool = true;
     type Block = Floats;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Floats {
@@ -434,7 +462,7 @@ impl RowDot for F16 {
     /// llama.cpp multiplies F16 weights with activations rounded to f16.
     #[inline(always)]
     fn dot(w: &Floats, a: &Activations, i: usize) -> f32 {
-        fdot(&w.0, &a.x[32 * i..32 * i + 32], round_f16)
+        fdot(&w.0, floats_of(a, i), round_f16)
     }
 }
 
@@ -444,6 +472,7 @@ pub struct Bf16;
 impl RowDot for Bf16 {
     const BLOCK_BYTES: usize = 64;
     const BLOCK_LEN: usize = 32;
+    const PARTIAL: bool = true;
     type Block = Floats;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Floats {
@@ -456,8 +485,6 @@ impl RowDot for Bf16 {
     /// llama.cpp multiplies BF16 weights with activations rounded to bf16.
     #[inline(always)]
     fn dot(w: &Floats, a: &Activations, i: usize) -> f32 {
-        fdot(&w.0, &a.x[32 * i..32 * i + 32], |x| {
-            half::bf16::from_f32(x).to_f32()
-        })
+        fdot(&w.0, floats_of(a, i), |x| half::bf16::from_f32(x).to_f32())
     }
 }
