@@ -61,6 +61,15 @@ impl Access {
     /// Checks a request's `Host` and `Origin`; the refusal is a 400 (no `Host` on HTTP/1.1)
     /// or a 403 whose message says which flag would allow it.
     pub fn check(&self, uri: &Uri, headers: &HeaderMap, http11: bool) -> Result<Allowed, ApiError> {
+        // RFC 9112 §3.2: a request with more than one Host is a 400. Taking one of them would
+        // let `Host: localhost` vouch for a second, rebinding `Host: attacker.example` that a
+        // proxy in front may have read instead.
+        if headers.get_all(header::HOST).iter().nth(1).is_some() {
+            return Err(ApiError::invalid(
+                "the request has more than one Host header; it must have exactly one",
+            )
+            .with_code("host_duplicated"));
+        }
         // An absolute-form request line (`GET http://name/ HTTP/1.1`) names the host there.
         let host = match uri.authority() {
             Some(a) => Some(a.as_str().to_owned()),

@@ -82,6 +82,19 @@ fn loopback_names_and_addresses_are_answered_and_other_names_refused() {
             .check(&Uri::from_static("/"), &HeaderMap::new(), false)
             .is_ok()
     );
+    // Two Host headers are a 400 whichever comes first (RFC 9112 §3.2): the first used to
+    // be taken, so `localhost` then `attacker.example` was answered.
+    for pair in [
+        [("host", "localhost"), ("host", "evil.example")],
+        [("host", "evil.example"), ("host", "localhost")],
+        [("host", "localhost"), ("host", "localhost")],
+    ] {
+        assert_eq!(
+            check(&access, &pair),
+            Err((StatusCode::BAD_REQUEST, "host_duplicated".to_owned())),
+            "{pair:?}"
+        );
+    }
     // An absolute-form target names the host instead.
     let e = access
         .check(

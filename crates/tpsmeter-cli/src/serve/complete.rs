@@ -3,7 +3,9 @@
 //! the GPU worker, then stream its events as SSE (or collect them for a non-streamed
 //! answer).
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::body::Incoming;
@@ -16,12 +18,22 @@ use super::body::ChannelBody;
 use super::http::{error, json, read_body, refuse, response};
 use super::openai::{self, Api, Meta, SSE_DONE, sse};
 use super::worker::{Event, Job};
+use super::write_timeout::WriteStall;
+
+/// A stream whose connection has had a write waiting this long (its client does not read)
+/// stops generating, and its slot goes to the next request: a client that holds a slot
+/// must read. Short next to the connection's own [`super::listen::WRITE_TIMEOUT`] (30 s),
+/// which then closes it; long next to any wait a reading client causes, as a stream's
+/// pieces are small and a live client's socket drains in milliseconds.
+pub const STREAM_STALL: Duration = Duration::from_secs(2);
 
 pub(super) async fn complete(
     api: Api,
     req: Request<Incoming>,
     shared: &Shared,
 ) -> Response<ChannelBody> {
+    // Set by the connection loop; absent only where a test calls this directly.
+    let stall = req.extensions().get::<Arc<WriteStall>>().cloned();
     let body = match read_body(req).await {
         Ok(b) => b,
         Err(e) => return refuse(&e),
@@ -135,8 +147,9 @@ pub(super) async fn complete(
                     return;
                 }
             };
-            // A closed body (client gone) drops `rx`, which the worker sees as a cancel.
-            if !ok {
+            // A closed body (client gone) drops `rx`, which the worker sees as a cancel; so
+            // does a client that has left a write waiting past `STREAM_STALL`.
+            if !ok || stall.as_ref().is_some_and(|s| s.waited() > STREAM_STALL) {
                 return;
             }
         }

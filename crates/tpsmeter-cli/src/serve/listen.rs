@@ -25,6 +25,11 @@ use crate::exit::Status;
 /// the queue, which this bounds too.
 pub const MAX_CONNECTIONS: usize = 256;
 
+/// Most bytes a connection's socket queues unsent before a write waits (Linux's
+/// `TCP_NOTSENT_LOWAT`; 16 KiB, the value Apple and Cloudflare serve HTTP with).
+#[cfg(target_os = "linux")]
+const NOTSENT_LOWAT: u32 = 16 << 10;
+
 /// A client has this long to send its request headers (slow-header clients hold a
 /// connection for nothing) and, separately, its body.
 pub const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -66,6 +71,13 @@ where
             Err(e) => return Err(e.into()),
         };
         let _ = stream.set_nodelay(true);
+        // Writes wait once this much is queued unsent (what is in flight does not count, so
+        // a reading client's throughput is untouched): the kernel holds tens of KiB for a
+        // client that does not read rather than its whole autotuned buffer (116 KB of a
+        // stream after a minute, still growing, on loopback), so the write timeout and a
+        // stream's stall (`complete.rs`) see such a client within seconds.
+        #[cfg(target_os = "linux")]
+        let _ = socket2::SockRef::from(&stream).set_tcp_notsent_lowat(NOTSENT_LOWAT);
         let Ok(permit) = open.clone().try_acquire_owned() else {
             // Answered without reading the request: the client learns why, the server spends
             // nothing more on it.
@@ -108,11 +120,18 @@ where
         tokio::spawn(async move {
             // A client that stops reading fails the write hyper waits in, which ends the
             // connection and gives its permit back.
-            let io = TokioIo::new(WriteTimeout::new(stream, write_timeout));
+            let io = WriteTimeout::new(stream, write_timeout);
+            // Each request learns whether its connection's writes are waiting (a stream
+            // stops generating for a client that does not read: `complete.rs`).
+            let stall = io.stall();
+            let service = service_fn(move |mut req: Request<Incoming>| {
+                req.extensions_mut().insert(Arc::clone(&stall));
+                handle(req)
+            });
             let _ = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(READ_TIMEOUT)
-                .serve_connection(io, service_fn(handle))
+                .serve_connection(TokioIo::new(io), service)
                 .await;
             drop(permit);
         });

@@ -24,6 +24,8 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -31,11 +33,51 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 
+/// Whether a connection's write is waiting for its peer, and since when: shared with the
+/// requests on the connection, so a stream can stop generating for a client that does not
+/// read long before the connection's own [`WriteTimeout`] closes it (`complete.rs`).
+#[derive(Debug)]
+pub struct WriteStall {
+    epoch: std::time::Instant,
+    /// Microseconds from `epoch` to the start of the wait, plus one; 0 while none waits.
+    since_us: AtomicU64,
+}
+
+impl WriteStall {
+    fn new() -> Self {
+        Self {
+            epoch: std::time::Instant::now(),
+            since_us: AtomicU64::new(0),
+        }
+    }
+
+    fn start(&self) {
+        let us = u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX - 1);
+        self.since_us.store(us + 1, Ordering::Relaxed);
+    }
+
+    fn clear(&self) {
+        self.since_us.store(0, Ordering::Relaxed);
+    }
+
+    /// How long the write that is waiting has waited; zero when none waits.
+    pub fn waited(&self) -> Duration {
+        match self.since_us.load(Ordering::Relaxed) {
+            0 => Duration::ZERO,
+            at => self
+                .epoch
+                .elapsed()
+                .saturating_sub(Duration::from_micros(at - 1)),
+        }
+    }
+}
+
 /// A connection's socket on which no write waits for the peer longer than `timeout`.
 #[derive(Debug)]
 pub struct WriteTimeout {
     io: TcpStream,
     timeout: Duration,
+    stall: Arc<WriteStall>,
     /// When the write that is waiting fails; set at the first `Pending` since a write last
     /// went through.
     deadline: Pin<Box<Sleep>>,
@@ -47,9 +89,15 @@ impl WriteTimeout {
         Self {
             io,
             timeout,
+            stall: Arc::new(WriteStall::new()),
             deadline: Box::pin(tokio::time::sleep(timeout)),
             waiting: false,
         }
+    }
+
+    /// The connection's wait state, for its requests.
+    pub fn stall(&self) -> Arc<WriteStall> {
+        Arc::clone(&self.stall)
     }
 
     /// Passes a write's result through, keeping the clock: progress stops it, a wait starts
@@ -63,6 +111,7 @@ impl WriteTimeout {
             Poll::Pending => {
                 if !self.waiting {
                     self.waiting = true;
+                    self.stall.start();
                     let at = Instant::now() + self.timeout;
                     self.deadline.as_mut().reset(at);
                 }
@@ -83,6 +132,7 @@ impl WriteTimeout {
             }
             done => {
                 self.waiting = false;
+                self.stall.clear();
                 done
             }
         }

@@ -175,3 +175,69 @@ fn a_whole_answer_whose_client_left_stops_generating() {
     );
     assert_alive(&mut server, &log);
 }
+
+/// A stream whose client never reads (a 1 KiB receive buffer, nothing read) used to hold
+/// its slot until the connection's write timeout (30 s) cut it: a normal request behind it
+/// waited 38 s. Its generation must stop once its writes have waited a short while
+/// (`STREAM_STALL`, 2 s), and the slot go to the next request.
+#[test]
+fn a_stream_whose_client_never_reads_gives_its_slot_back() {
+    let test = "a_stream_whose_client_never_reads_gives_its_slot_back";
+    let Some([model]) = assets(test, ["TPSMETER_MODEL"]) else {
+        return;
+    };
+    let (mut server, port, log) = serve_with(&model, "1", 4096, test);
+    let body = serde_json::json!({
+        "messages": [{"role": "user", "content": "Tell me a long story."}],
+        "max_tokens": 4000,
+        "ignore_eos": true,
+        "temperature": 0,
+        "stream": true,
+    })
+    .to_string();
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.set_recv_buffer_size(1024).unwrap();
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+    socket.connect(&addr.into()).unwrap();
+    let mut stalled: TcpStream = socket.into();
+    write!(
+        stalled,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    // Its head read (the stream has the only slot), nothing more from here on; the next
+    // request queues behind it.
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(
+            stalled.read(&mut byte).unwrap(),
+            1,
+            "the stream ended in its head"
+        );
+        head.push(byte[0]);
+    }
+    assert!(
+        head.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    let start = Instant::now();
+    let (status, _, got) = chat(port, &good_body(false, 2));
+    assert_eq!(status, 200, "{got}");
+    let v: Value = serde_json::from_str(&got).unwrap();
+    let queued_s = v["timings"]["queue_ms"].as_f64().unwrap() / 1000.0;
+    // Filling what the socket queues (16 KiB unsent: `NOTSENT_LOWAT`, at a few KiB/s of
+    // tokens) and the 2 s bound take seconds; the 4,000 tokens would take minutes, the
+    // write timeout 30 s more.
+    assert!(
+        queued_s < 20.0,
+        "the next request queued {queued_s:.1} s behind a stream nobody reads (answered after \
+         {:.1} s)",
+        start.elapsed().as_secs_f64()
+    );
+    drop(stalled);
+    assert_alive(&mut server, &log);
+}

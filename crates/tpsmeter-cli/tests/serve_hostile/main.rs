@@ -54,6 +54,11 @@ impl Drop for Log {
 
 /// The server, its port and the file its stderr goes to.
 fn serve(model: &Path, parallel: &str, test: &str) -> (Server, u16, Log) {
+    serve_with(model, parallel, CONTEXT, test)
+}
+
+/// [`serve`] with a context of `context` tokens.
+fn serve_with(model: &Path, parallel: &str, context: usize, test: &str) -> (Server, u16, Log) {
     let port = free_port();
     let log = std::env::temp_dir().join(format!("{test}-{port}.stderr"));
     let server = start(
@@ -62,7 +67,7 @@ fn serve(model: &Path, parallel: &str, test: &str) -> (Server, u16, Log) {
             .arg("--model")
             .arg(model)
             .args(["--parallel", parallel])
-            .args(["--context", &CONTEXT.to_string()])
+            .args(["--context", &context.to_string()])
             .args(["--port", &port.to_string()])
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap()),

@@ -109,6 +109,15 @@ fn malformed_and_absurd_requests_get_openai_errors() {
     );
     assert_eq!(status, 200, "no content type: {got}");
 
+    // Two Host headers, the first a name the server answers to: a 400, not the first taken.
+    let (status, _, got) = request(
+        port,
+        "GET /v1/models HTTP/1.1\r\nHost: localhost\r\nHost: evil.example",
+        b"",
+    );
+    assert_eq!(status, 400, "two Host headers: {got}");
+    assert_eq!(error_object(&got)["code"], "host_duplicated", "{got}");
+
     // Unknown routes and methods.
     let (status, _, got) = request(port, "GET /v1/nothing HTTP/1.1\r\nHost: 127.0.0.1", b"");
     assert_eq!(status, 404);
