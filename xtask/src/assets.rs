@@ -67,13 +67,24 @@ pub fn llama_bin(name: &str) -> PathBuf {
 /// Everything the demo needs, and with `engines` everything a test run needs (Firefox and
 /// WebKitGTK besides Chromium).
 pub fn setup_all(engines: bool) -> Result<()> {
+    setup_for_page(engines)?;
+    build_llama(LLAMA_TARGETS, None)?;
+    print_env()
+}
+
+/// [`setup_all`] but llama.cpp: what the site and its server need (the demo builds llama.cpp
+/// in the background with [`build_demo_llama`], for its last comparison alone).
+pub fn setup_for_page(engines: bool) -> Result<()> {
     system_packages()?;
     wasm_target()?;
     crate::tools::setup(engines)?;
     fetch_model()?;
-    fetch_gemma()?;
-    build_llama(LLAMA_TARGETS, None)?;
-    print_env()
+    fetch_gemma()
+}
+
+/// Every llama.cpp binary the project uses, through `bg`.
+pub fn build_demo_llama(bg: &Niced) -> Result<()> {
+    build_llama(LLAMA_TARGETS, Some(bg))
 }
 
 /// CI's set-up in the foreground: what is downloaded or installed (packages, the wasm

@@ -1,7 +1,7 @@
-//! CI's set-up builds in the background ([`Background`]): Firefox ESR and WebKitGTK's
-//! packages installed, then the wasm-bindgen CLI and llama.cpp compiled, at the lowest
-//! priority beside the workspace's own builds, each command run through [`Niced`] (niced,
-//! logged, stoppable).
+//! Set-up builds in the background ([`Background`]), at the lowest priority beside the
+//! workspace's own builds, each command run through [`Niced`] (niced, logged, stoppable):
+//! CI's (Firefox ESR and WebKitGTK's packages installed, then the wasm-bindgen CLI and
+//! llama.cpp compiled) and the demo's (llama.cpp, which only its last comparison needs).
 
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
@@ -27,25 +27,41 @@ pub struct Background {
 }
 
 impl Background {
+    /// CI's set-up builds.
     pub fn spawn() -> Result<Background> {
-        let log = crate::tools::target_dir().join("setup-builds.log");
+        Self::spawn_job("setup-builds.log", |bg| {
+            // The other two browser engines first: downloads and unpacking, little CPU.
+            crate::assets::apt_install_on(crate::tools::ENGINE_PACKAGES, Some(bg))?;
+            crate::tools::wasm_bindgen_cli(Some(bg))?;
+            crate::assets::build_test_llama(Some(bg))
+        })
+    }
+
+    /// `job` in a thread of its own, its commands niced and logged to `<target>/<log>`.
+    pub fn spawn_job(
+        log: &str,
+        job: impl FnOnce(&Niced) -> Result<()> + Send + 'static,
+    ) -> Result<Background> {
+        let log = crate::tools::target_dir().join(log);
         if let Some(dir) = log.parent() {
             std::fs::create_dir_all(dir)?;
         }
         std::fs::write(&log, "")?;
         let running = Arc::new(Mutex::new(None));
         let slot = running.clone();
-        let thread = std::thread::spawn(move || -> Result<()> {
-            let bg = Niced { log, running: slot };
-            // The other two browser engines first: downloads and unpacking, little CPU.
-            crate::assets::apt_install_on(crate::tools::ENGINE_PACKAGES, Some(&bg))?;
-            crate::tools::wasm_bindgen_cli(Some(&bg))?;
-            crate::assets::build_test_llama(Some(&bg))
-        });
+        let thread =
+            std::thread::spawn(move || -> Result<()> { job(&Niced { log, running: slot }) });
         Ok(Background {
             thread: Some(thread),
             running,
         })
+    }
+
+    /// Whether the job has ended (successfully or not); [`Background::join`] says which.
+    pub fn is_finished(&self) -> bool {
+        self.thread
+            .as_ref()
+            .is_none_or(std::thread::JoinHandle::is_finished)
     }
 
     pub fn join(mut self) -> Result<()> {

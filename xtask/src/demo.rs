@@ -9,7 +9,12 @@
 //! `tpsmeter bench` with the same settings against the same server, then against a real
 //! llama.cpp `llama-server` on the same model as the peer. Extra arguments replace the bench
 //! settings (e.g. `--concurrency 1,4 --requests 8`); the page takes the ones its form has.
+//!
+//! The first run builds what the page needs first and prints the URL as soon as the server
+//! answers; llama.cpp, which only the headless comparison needs, builds in the background
+//! (niced) meanwhile, and the comparison waits for it.
 
+use crate::background::Background;
 use crate::sh::{self, repo_root};
 use crate::{assets, pkg, www};
 use anyhow::{Context, Result, bail};
@@ -55,7 +60,14 @@ pub fn run(args: &[String]) -> Result<()> {
         .filter(|a| *a != "--headless")
         .cloned()
         .collect();
-    assets::setup_all(false)?;
+    let started = Instant::now();
+    assets::setup_for_page(false)?;
+    // llama.cpp is the last comparison's peer and nothing else's: headless, it builds at the
+    // lowest priority while the site is built and run (a few % of a core once the Rust
+    // builds are done); with a display there is no comparison, so it is not built at all.
+    let llama = headless
+        .then(|| Background::spawn_job("demo-llama.log", assets::build_demo_llama))
+        .transpose()?;
     let root = repo_root();
     let tpsmeter = release_cli()?;
     let model = assets::model_path();
@@ -82,6 +94,10 @@ pub fn run(args: &[String]) -> Result<()> {
     println!("   benchmark page: {url}");
     println!("   local-inference demo (in your browser: WebGPU, else the CPU): {url}demo.html");
     println!("   OpenAI-compatible API: {url}v1/chat/completions");
+    println!(
+        "   (ready {:.0} s after `cargo xtask demo` started)",
+        started.elapsed().as_secs_f64()
+    );
     if !headless {
         println!("\nOpen the page in a browser; Ctrl-C stops the server.");
         let mut ours = ours;
@@ -108,11 +124,23 @@ pub fn run(args: &[String]) -> Result<()> {
     page?;
     result?;
 
+    if let Some(build) = llama {
+        if !build.is_finished() {
+            println!("\n(waiting for llama.cpp's build to finish: see its log in demo-llama.log)");
+        }
+        build
+            .join()
+            .context("building llama.cpp for the comparison")?;
+    }
     println!("\n== peer: llama.cpp llama-server (CPU, 2 threads) on the same GGUF");
     let port = free_port()?;
     let llama = llama_server(&model, port, 8, 1024)?;
     let result = bench(&tpsmeter, port, &extra);
     drop(llama);
+    println!(
+        "\n(the demo took {:.0} s in all)",
+        started.elapsed().as_secs_f64()
+    );
     result
 }
 

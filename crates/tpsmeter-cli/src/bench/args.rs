@@ -143,8 +143,10 @@ pub struct BenchArgs {
     /// The model's tokenizer, to count input tokens exactly (and output tokens when the
     /// server sends no usage): a tokenizer.json, a GGUF file (its embedded vocabulary), or a
     /// Hugging Face model id (ORG/NAME) found in the local Hugging Face cache
-    /// ($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub). A tokenizer.json whose
-    /// regexes could backtrack (look-around outside the known models' patterns) is refused.
+    /// ($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub). A tokenizer.json must be
+    /// BPE or Unigram, within size limits (docs/workloads.md), and one whose regexes could
+    /// backtrack (look-around outside the known models' patterns) is refused. A count over
+    /// its time budget (2 s + 4 s/MiB) keeps the stream's estimate (warning count_failed).
     #[arg(long, value_name = "FILE|ORG/NAME")]
     pub tokenizer: Option<String>,
 
