@@ -9,7 +9,7 @@
 //! that make loading or counting superlinear are checked before it is built (`admit.rs`:
 //! BPE and Unigram only, Unigram pieces, added tokens), its regexes are vetted before they
 //! are compiled ([`vet_pattern`]), and counting reads at most [`MAX_COUNT_BYTES`], in pieces,
-//! within a time budget ([`count_budget`]), so neither a hostile file nor a long text pins
+//! within a time budget ([`count_budget_ms`]), so neither a hostile file nor a long text pins
 //! the CPU or memory. A GGUF vocabulary's added tokens and SentencePiece pieces are held to
 //! limits of the same kind.
 //!
