@@ -20,7 +20,10 @@ export interface RunSettings extends Omit<spec.RunSettings, 'tokenizer' | 'datas
    * a `tokenizer.json` or GGUF, a Hugging Face model id (`ORG/NAME`, fetched from the Hub), a
    * `File`, or bytes. Loads the engine's wasm (~1 MB) on first use. A `tokenizer.json` over
    * 128 MiB rejects with `LimitExceeded`, one with a regex that could pin the CPU (look-around
-   * outside the known models' patterns) with `UnsafeTokenizer`.
+   * outside the known models' patterns) with `UnsafeTokenizer`, a model other than BPE or
+   * Unigram with `UnsupportedModel`, and one past the limits on added tokens or Unigram
+   * pieces with `LimitExceeded`. An answer the tokenizer cannot count within its time budget
+   * keeps the stream's estimate (warning `count_failed`).
    */
   tokenizer?: TokenizerSource;
   /**

@@ -46,7 +46,9 @@ export function tokenizerName(source: TokenizerSource): string {
  * the server allows), a Hugging Face model id (its `tokenizer.json` from the Hub), a
  * `File`/`Blob`, or bytes. A `tokenizer.json` is read whole, up to the engine's cap (the
  * CLI's, 128 MiB: `LimitExceeded` past it), and its regexes are vetted before they run
- * (`UnsafeTokenizer`: a pattern that could pin the CPU).
+ * (`UnsafeTokenizer`: a pattern that could pin the CPU). Only BPE and Unigram models load
+ * (`UnsupportedModel`), within the limits on added tokens and Unigram pieces
+ * (`LimitExceeded`); a count over its time budget throws `LimitExceeded` (docs/workloads.md).
  */
 export async function loadTokenizer(source: TokenizerSource, signal?: AbortSignal): Promise<LoadedTokenizer> {
   const { loadEngineWasm } = await import('../raw-engine.js');

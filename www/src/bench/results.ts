@@ -243,6 +243,7 @@ const WARNING_HINTS: Record<string, string> = {
   http1_queueing: 'Requests waited inside the browser for one of HTTP/1.1\'s ~6 connections per host; that wait is in their TTFT. Use an HTTP/2 endpoint for higher concurrency.',
   timing_unrecorded: 'This browser recorded no connection phases for some requests (Firefox does not under a service worker): their queue, connect and server-wait columns are unknown, not zero. TTFT and token times are unaffected.',
   local_serial: 'The local engine runs one generation at a time: at concurrency above 1 the queueing is part of TTFT.',
+  count_failed: 'The tokenizer went over its time budget counting an answer, so those answers keep the stream\'s own token estimate. Pass the model\'s own tokenizer, or use a server that sends usage, so that no count is needed.',
 };
 
 function warnings(report: Report): HTMLElement | undefined {
