@@ -34,6 +34,11 @@ pub trait RowDot {
     fn unpack(b: &[u8]) -> Self::Block;
     /// The dot product of block `i` of a row with the same columns of `a`.
     fn dot(w: &Self::Block, a: &Activations, i: usize) -> f32;
+    /// [`RowDot::dot`] of a row's short last block (only where [`RowDot::PARTIAL`]): kept
+    /// apart so that `dot` keeps its fixed 32 lanes on the hot path.
+    fn dot_partial(w: &Self::Block, a: &Activations, i: usize) -> f32 {
+        Self::dot(w, a, i)
+    }
 }
 
 /// `out[t] = row · acts[t]` for every token: each block unpacked once.
@@ -51,7 +56,7 @@ pub fn dot_tokens<K: RowDot>(row: &[u8], acts: &[Activations], out: &mut [f32]) 
     if K::PARTIAL && !tail.is_empty() {
         let w = K::unpack(tail);
         for (o, a) in out.iter_mut().zip(acts) {
-            *o += K::dot(&w, a, whole);
+            *o += K::dot_partial(&w, a, whole);
         }
     }
 }
@@ -66,7 +71,7 @@ pub fn dot_one<K: RowDot>(row: &[u8], act: &Activations) -> f32 {
         acc += K::dot(&K::unpack(b), act, i);
     }
     if K::PARTIAL && !tail.is_empty() {
-        acc += K::dot(&K::unpack(tail), act, whole);
+        acc += K::dot_partial(&K::unpack(tail), act, whole);
     }
     acc
 }
@@ -439,6 +444,10 @@ impl RowDot for F32 {
     }
     #[inline(always)]
     fn dot(w: &Floats, a: &Activations, i: usize) -> f32 {
+        fdot(&w.0, &a.x[32 * i..32 * i + 32], |x| x)
+    }
+    #[inline(always)]
+    fn dot_partial(w: &Floats, a: &Activations, i: usize) -> f32 {
         fdot(&w.0, floats_of(a, i), |x| x)
     }
 }
@@ -462,6 +471,10 @@ impl RowDot for F16 {
     /// llama.cpp multiplies F16 weights with activations rounded to f16.
     #[inline(always)]
     fn dot(w: &Floats, a: &Activations, i: usize) -> f32 {
+        fdot(&w.0, &a.x[32 * i..32 * i + 32], round_f16)
+    }
+    #[inline(always)]
+    fn dot_partial(w: &Floats, a: &Activations, i: usize) -> f32 {
         fdot(&w.0, floats_of(a, i), round_f16)
     }
 }
@@ -485,6 +498,12 @@ impl RowDot for Bf16 {
     /// llama.cpp multiplies BF16 weights with activations rounded to bf16.
     #[inline(always)]
     fn dot(w: &Floats, a: &Activations, i: usize) -> f32 {
+        fdot(&w.0, &a.x[32 * i..32 * i + 32], |x| {
+            half::bf16::from_f32(x).to_f32()
+        })
+    }
+    #[inline(always)]
+    fn dot_partial(w: &Floats, a: &Activations, i: usize) -> f32 {
         fdot(&w.0, floats_of(a, i), |x| half::bf16::from_f32(x).to_f32())
     }
 }
