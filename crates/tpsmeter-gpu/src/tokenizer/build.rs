@@ -24,6 +24,7 @@ use tokenizers::pre_tokenizers::sequence::Sequence as PreSequence;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 use tokenizers::{AddedToken, SplitDelimiterBehavior};
 
+use super::admit::{Len, Tally, check_added};
 use super::pre::PreTokenizerRecipe;
 use super::spec::{TokenType, TokenizerSpec};
 use crate::{GpuError, Result};
@@ -72,11 +73,18 @@ fn added_tokens(spec: &TokenizerSpec) -> (Vec<AddedToken>, Vec<AddedToken>) {
     (special, plain)
 }
 
-fn finish(mut tok: tokenizers::Tokenizer, spec: &TokenizerSpec) -> tokenizers::Tokenizer {
+/// Adds the spec's control, unknown and user-defined tokens, once they are within
+/// `admit.rs`'s limits: their matcher takes time out of proportion to their number.
+fn finish(mut tok: tokenizers::Tokenizer, spec: &TokenizerSpec) -> Result<tokenizers::Tokenizer> {
     let (special, plain) = added_tokens(spec);
+    let mut added = Tally::default();
+    for t in special.iter().chain(&plain) {
+        added.add(Len::of(&t.content));
+    }
+    check_added(&added, "GGUF control and user-defined tokens")?;
     tok.add_special_tokens(&special);
     tok.add_tokens(&plain);
-    tok
+    Ok(tok)
 }
 
 /// Byte-level BPE (`tokenizer.ggml.model = gpt2`).
@@ -123,7 +131,7 @@ pub(crate) fn build_gpt2(spec: &TokenizerSpec) -> Result<tokenizers::Tokenizer> 
     let mut tok = tokenizers::Tokenizer::new(bpe);
     tok.with_pre_tokenizer(Some(PreSequence::new(steps)));
     tok.with_decoder(Some(ByteLevelDecoder::default()));
-    Ok(finish(tok, spec))
+    finish(tok, spec)
 }
 
 /// Longest SentencePiece piece, in bytes, whose merges are recovered from scores: each of
@@ -240,5 +248,5 @@ pub(crate) fn build_spm(
     let mut tok = tokenizers::Tokenizer::new(bpe);
     tok.with_normalizer(Some(normalizer));
     tok.with_decoder(Some(DecoderSequence::new(decoders)));
-    Ok(finish(tok, spec))
+    finish(tok, spec)
 }

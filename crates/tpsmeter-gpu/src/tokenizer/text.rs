@@ -1,6 +1,6 @@
 //! [`Tokenizer`]: encoding through `tokenizers`, decoding through a per-token byte table.
 
-use super::admit::{Len, MAX_VOCAB, Tally, admit, check_added};
+use super::admit::{MAX_VOCAB, admit};
 use super::build::{SPM_SPACE, build_gpt2, build_spm};
 use super::byte_level::ByteDecoder;
 use super::spec::{TokenType, TokenizerSpec, VocabKind};
@@ -78,19 +78,6 @@ impl Tokenizer {
                 reason: format!("{} types for {} tokens", types.len(), spec.tokens.len()),
             });
         }
-        // The control, unknown and user-defined tokens become added tokens (`build.rs`),
-        // whose matcher takes time out of proportion to their number: `admit.rs`'s limits.
-        let mut added = Tally::default();
-        for (id, text) in spec.tokens.iter().enumerate() {
-            if matches!(
-                spec.token_type(id),
-                TokenType::Control | TokenType::Unknown | TokenType::UserDefined
-            ) && !text.is_empty()
-            {
-                added.add(Len::of(text));
-            }
-        }
-        check_added(&added, "GGUF control and user-defined tokens")?;
         let vocab = spec.tokens.len();
         for (name, id) in [
             ("bos", spec.bos),
