@@ -118,6 +118,12 @@ pub fn asset_env() -> Vec<(&'static str, PathBuf)> {
         ("TPSMETER_GEMMA_MODEL", gemma_path()),
         ("TPSMETER_LLAMA_SERVER", llama_bin("llama-server")),
         ("TPSMETER_LLAMA_BIN", llama_bin("")),
+        // The source tree alone (its vocabularies and chat templates), there from the set-up's
+        // downloads on, before llama.cpp is built.
+        (
+            "TPSMETER_LLAMA_SRC",
+            cache_dir().join(LLAMA_DIR).join("vendor/llama.cpp"),
+        ),
     ];
     // Optional: llama.cpp's Vulkan build, for the engine benchmark only.
     let vulkan = crate::llama_vulkan::bin_dir();

@@ -6,35 +6,74 @@
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 use std::process::{Child, Command};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use crate::sh::run;
 
 /// The command a background build is running now, for a drop to stop.
 type Running = Arc<Mutex<Option<Child>>>;
 
+/// The milestones a job has passed ([`Niced::reached`]), and whether it has ended, with a
+/// condition variable for [`Background::wait_for`].
+type Milestones = Arc<(Mutex<(Vec<&'static str>, bool)>, Condvar)>;
+
 /// CI's two long set-up builds (the wasm-bindgen CLI, ~2 min on two cores; llama.cpp's
 /// test binaries, ~5 min), run one after the other in a thread at the lowest priority
-/// (`nice -n 19`) while the foreground checks and compiles the workspace: a Rust build
-/// leaves a core idle whenever one crate is all that can compile, and these fill it.
-/// Their output goes to `<target>/setup-builds.log` (its tail is in the error when one
-/// fails). [`Background::join`] waits for them; dropped unjoined (the run failed before),
-/// it stops the one running.
+/// (`nice -n 19`) while the foreground checks, compiles and tests the workspace: a Rust
+/// build leaves a core idle whenever one crate is all that can compile, and a test binary
+/// whenever one test is all that is left, and these fill it. Their output goes to
+/// `<target>/setup-builds.log` (its tail is in the error when one fails).
+/// [`Background::wait_for`] waits for one milestone ([`WASM_BINDGEN`], [`ENGINES`]),
+/// [`Background::join`] for all of them; dropped unjoined (the run failed before), it stops
+/// the one running.
 #[derive(Debug)]
 pub struct Background {
     thread: Option<std::thread::JoinHandle<Result<()>>>,
     running: Running,
+    milestones: Milestones,
 }
 
+/// CI's milestone: Firefox ESR, WebKitGTK's WebDriver and Xvfb are installed.
+pub const ENGINES: &str = "the other browser engines";
+/// CI's milestone: the wasm-bindgen CLI (and its test runner) is built.
+pub const WASM_BINDGEN: &str = "the wasm-bindgen CLI";
+
 impl Background {
-    /// CI's set-up builds.
+    /// CI's set-up builds: the browser engines, the wasm-bindgen CLI, then llama.cpp, in the
+    /// order the run needs them (the browsers' wasm tests need the CLI; only the tests that
+    /// compare with llama.cpp, the last native ones and the end-to-end tests, need it).
     pub fn spawn() -> Result<Background> {
         Self::spawn_job("setup-builds.log", |bg| {
             // The other two browser engines first: downloads and unpacking, little CPU.
             crate::assets::apt_install_on(crate::tools::ENGINE_PACKAGES, Some(bg))?;
+            bg.reached(ENGINES);
             crate::tools::wasm_bindgen_cli(Some(bg))?;
+            bg.reached(WASM_BINDGEN);
             crate::assets::build_test_llama(Some(bg))
         })
+    }
+
+    /// Waits until the job has passed `milestone`. Returns the job's error if it failed
+    /// before (the job is then over, and a later [`Background::join`] returns `Ok`).
+    pub fn wait_for(&mut self, milestone: &'static str) -> Result<()> {
+        let (lock, changed) = &*self.milestones;
+        {
+            let mut state = lock.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+            while !state.0.contains(&milestone) && !state.1 {
+                state = changed
+                    .wait(state)
+                    .map_err(|_| anyhow::anyhow!("poisoned"))?;
+            }
+            if state.0.contains(&milestone) {
+                return Ok(());
+            }
+        }
+        // Over without the milestone: the job's own error says why.
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(Err(e))) => Err(e),
+            Some(Err(_)) => bail!("the set-up builds' thread panicked"),
+            _ => bail!("the set-up builds ended without reaching {milestone}"),
+        }
     }
 
     /// `job` in a thread of its own, its commands niced and logged to `<target>/<log>`.
@@ -48,12 +87,22 @@ impl Background {
         }
         std::fs::write(&log, "")?;
         let running = Arc::new(Mutex::new(None));
-        let slot = running.clone();
-        let thread =
-            std::thread::spawn(move || -> Result<()> { job(&Niced { log, running: slot }) });
+        let milestones: Milestones = Arc::new((Mutex::new((Vec::new(), false)), Condvar::new()));
+        let niced = Niced {
+            log,
+            running: running.clone(),
+            milestones: milestones.clone(),
+        };
+        let thread = std::thread::spawn(move || -> Result<()> {
+            let result = job(&niced);
+            // Ended, passed or failed: wake whoever waits for a milestone it never reached.
+            niced.set(|state| state.1 = true);
+            result
+        });
         Ok(Background {
             thread: Some(thread),
             running,
+            milestones,
         })
     }
 
@@ -90,9 +139,23 @@ impl Drop for Background {
 pub struct Niced {
     log: PathBuf,
     running: Running,
+    milestones: Milestones,
 }
 
 impl Niced {
+    /// Marks `milestone` as passed, for [`Background::wait_for`].
+    pub fn reached(&self, milestone: &'static str) {
+        self.set(|state| state.0.push(milestone));
+    }
+
+    fn set(&self, change: impl FnOnce(&mut (Vec<&'static str>, bool))) {
+        let (lock, changed) = &*self.milestones;
+        if let Ok(mut state) = lock.lock() {
+            change(&mut state);
+        }
+        changed.notify_all();
+    }
+
     /// Runs `program args...` as `nice -n 19 program args...` with `cmd`'s environment.
     pub fn run(&self, cmd: &Command) -> Result<()> {
         let mut niced = Command::new("nice");

@@ -65,7 +65,12 @@ const GPU_BROWSER_TESTS: &[&str] = &[
 /// loaded CI machine should fail on a result, never on this timer.
 const WASM_TEST_TIMEOUT_S: u32 = 600;
 
-pub fn run_browser_tests(require_assets: bool) -> Result<()> {
+/// Every browser step; `before_e2e` runs just before the end-to-end tests (CI waits there for
+/// llama.cpp, which only they and the last native tests need).
+pub fn run_browser_tests(
+    require_assets: bool,
+    before_e2e: impl FnOnce() -> Result<()>,
+) -> Result<()> {
     let _lock = sh::exclusive("pkg-build")?;
     let tmp = PrivateTmp::new()?;
     let display = Display::get()?;
@@ -74,7 +79,7 @@ pub fn run_browser_tests(require_assets: bool) -> Result<()> {
     timed("CPU kernels in Firefox and WebKit", || {
         engine_kernel_tests(&tmp, &display)
     })?;
-    end_to_end(require_assets, &[], &tmp, &display)
+    end_to_end(require_assets, &[], &tmp, &display, before_e2e)
 }
 
 /// The CPU backend's kernels against their oracle in the other two engines' wasm: Firefox
@@ -128,6 +133,7 @@ fn end_to_end(
     files: &[String],
     tmp: &PrivateTmp,
     display: &Display,
+    before_e2e: impl FnOnce() -> Result<()>,
 ) -> Result<()> {
     let tarball = timed("pkg", pkg::build)?;
     let site = timed("site", www::build_site)?;
@@ -139,6 +145,7 @@ fn end_to_end(
             unit_tests(require_assets, &tarball, &emulator, &cli, tmp)
         })?;
     }
+    before_e2e()?;
     timed("end-to-end tests", || {
         let built = Built {
             tarball: &tarball,
@@ -202,9 +209,9 @@ pub fn run(args: &[String]) -> Result<()> {
         let tmp = PrivateTmp::new()?;
         let display = Display::get()?;
         let require = args.iter().any(|a| a == "--require-assets");
-        return end_to_end(require, &files, &tmp, &display);
+        return end_to_end(require, &files, &tmp, &display, || Ok(()));
     }
-    run_browser_tests(args.iter().any(|a| a == "--require-assets"))
+    run_browser_tests(args.iter().any(|a| a == "--require-assets"), || Ok(()))
 }
 
 /// `cargo test -p tpsmeter-core --target wasm32-unknown-unknown --tests` in headless Chromium.

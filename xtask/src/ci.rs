@@ -26,14 +26,14 @@ pub const BUDGETS: &[(&str, u64)] = &[
     // 790 s before dependencies lost their debug info (and incremental caches went); 421 s
     // after, with the set-up builds beside it.
     ("tests (native): build", 480),
-    // llama.cpp at full speed once the test build is done: the background thread gets few
-    // idle cycles before (the wasm-bindgen CLI, not much more).
-    ("setup builds (wait)", 360),
-    // Most of it is lavapipe compiling shaders with Mesa's cache cold (kernel_attention and
-    // kernel_matvec, ~400 s).
-    ("tests (native)", 1100),
+    // lavapipe compiling shaders with Mesa's cache cold, unoptimised (GALLIVM_PERF=nopt).
+    ("tests (native): kernels", 400),
+    // Everything else but llama.cpp's comparisons; llama.cpp builds in its idle cycles.
+    ("tests (native)", 500),
     ("doc tests", 60),
     ("core without json-error-detail", 60),
+    // The wasm-bindgen CLI was built beside the test build: nothing left to wait for.
+    ("setup builds (wait): wasm-bindgen", 30),
     ("core tests in Chromium", 100),
     ("kernel tests in Chromium (WebGPU)", 300),
     // Two browser launches and the cpu_kernels binaries Chromium's step built: 8 + 4 s.
@@ -44,6 +44,11 @@ pub const BUDGETS: &[(&str, u64)] = &[
     ("site", 20),
     ("test binaries", 30),
     ("package unit tests", 30),
+    // llama.cpp (~630 core-seconds) in the idle cycles of everything above; what is left.
+    ("setup builds (wait): llama.cpp", 120),
+    // The comparisons with llama.cpp (model_llamacpp ~280 s, reference_llamacpp,
+    // cpu_llamacpp, quant_variants, the tokenizer and llama-server tests).
+    ("tests (native, llama.cpp)", 500),
     // 418 s measured before the CPU backend's browser tests (the engine on the CPU against
     // the native one, the demo without WebGPU: about 100 s more on two cores); the
     // engines suite runs the package, the page and the CPU demo in three engines.
@@ -147,15 +152,41 @@ fn run_steps(skip_setup: bool) -> Result<()> {
     };
     // Not `--all-targets`: the benches are `harness = false` programs that would run their
     // full measurements here. Clippy above already compiles them. Built first (`--no-run`),
-    // while the set-up builds still have idle cores to use, then run once those are done.
+    // while the set-up builds still have idle cores to use.
     const TEST_ARGS: &[&str] = &["test", "--workspace", "--lib", "--bins", "--tests"];
     timed("tests (native): build", || {
         sh::run(native_test().args(TEST_ARGS).arg("--no-run"))
     })?;
-    if let Some(builds) = builds {
-        timed("setup builds (wait)", || builds.join())?;
-    }
-    timed("tests (native)", || sh::run(native_test().args(TEST_ARGS)))?;
+    // Every test binary but llama.cpp's comparisons runs now, while llama.cpp builds in the
+    // idle cycles they leave (a binary's last slow test, a model load on one thread); before,
+    // the run waited ~320 s for that build here. Without llama.cpp's variables: a test that
+    // needs it and is missing from `LLAMA_TESTS` fails (`TPSMETER_REQUIRE_ASSETS=1`), never
+    // runs a half-linked binary.
+    let tests = test_targets()?;
+    // The kernel binaries first, on a lavapipe that does not optimise (`GALLIVM_PERF=nopt`):
+    // each compares small dispatches of many shader variants with their CPU twins, so their
+    // time is Mesa compiling shaders (cold on a fresh machine) and LLVM's optimiser is most
+    // of that. Measured on `kernel_attention`: 214 s against ~490 s of CPU. What they check
+    // (a kernel's results against its twin) does not depend on how lavapipe compiles. The
+    // model and engine binaries run long dispatches, where unoptimised shaders lose.
+    timed("tests (native): kernels", || {
+        let mut test = native_test();
+        for var in LLAMA_VARS {
+            test.env_remove(var);
+        }
+        test.env("GALLIVM_PERF", "nopt");
+        sh::run(test.args(["test", "--workspace"]).args(&tests.kernels))
+    })?;
+    timed("tests (native)", || {
+        let mut test = native_test();
+        for var in LLAMA_VARS {
+            test.env_remove(var);
+        }
+        sh::run(
+            test.args(["test", "--workspace", "--lib", "--bins"])
+                .args(&tests.other),
+        )
+    })?;
     timed("doc tests", || {
         sh::run(cargo().args(["test", "--workspace", "--doc"]))
     })?;
@@ -169,9 +200,137 @@ fn run_steps(skip_setup: bool) -> Result<()> {
             "--lib",
         ]))
     })?;
-    browser::run_browser_tests(true)
+    let mut builds = builds;
+    if let Some(builds) = builds.as_mut() {
+        timed("setup builds (wait): wasm-bindgen", || {
+            builds.wait_for(crate::background::WASM_BINDGEN)
+        })?;
+    }
+    browser::run_browser_tests(true, || {
+        if let Some(builds) = builds {
+            timed("setup builds (wait): llama.cpp", || builds.join())?;
+        }
+        timed("tests (native, llama.cpp)", || {
+            sh::run(
+                native_test()
+                    .args(["test", "--workspace"])
+                    .args(&tests.llama),
+            )
+        })
+    })
+}
+
+/// The integration-test binaries that run llama.cpp's own binaries (the comparisons, the
+/// tokenizer's and llama-server's tests): they run once the set-up builds have built it.
+/// Every other test binary runs while it builds.
+const LLAMA_TESTS: &[&str] = &[
+    "cpu_llamacpp",
+    "llama_server",
+    "model_llamacpp",
+    "quant_variants",
+    "reference_llamacpp",
+    "tokenizer",
+    "tokenizer_llama_cpp",
+];
+
+/// The variables that point the tests at llama.cpp's build ([`assets::asset_env`]); its
+/// source (`TPSMETER_LLAMA_SRC`) is there from the set-up's downloads on.
+const LLAMA_VARS: &[&str] = &["TPSMETER_LLAMA_BIN", "TPSMETER_LLAMA_SERVER"];
+
+/// The workspace's integration tests as `--test NAME` arguments, in the three groups CI runs
+/// them in.
+#[derive(Debug)]
+struct TestGroups {
+    /// `kernel_*`: one kernel against its CPU twin, on lavapipe.
+    kernels: Vec<String>,
+    /// [`LLAMA_TESTS`].
+    llama: Vec<String>,
+    /// The rest.
+    other: Vec<String>,
+}
+
+/// The workspace's integration tests (from `cargo metadata`) in their [`TestGroups`]. A
+/// name in [`LLAMA_TESTS`] that no crate has is an error, so a renamed test cannot drop out
+/// of the run unseen.
+fn test_targets() -> Result<TestGroups> {
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(repo_root())
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .output()?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let mut names: Vec<String> = meta["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|p| p["targets"].as_array().into_iter().flatten())
+        .filter(|t| {
+            t["kind"]
+                .as_array()
+                .is_some_and(|k| k.iter().any(|k| k == "test"))
+        })
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect();
+    names.sort();
+    names.dedup();
+    split_tests(&names)
+}
+
+fn split_tests(names: &[String]) -> Result<TestGroups> {
+    if let Some(missing) = LLAMA_TESTS.iter().find(|l| !names.iter().any(|n| n == *l)) {
+        anyhow::bail!(
+            "LLAMA_TESTS names `{missing}`, which is no integration test of the workspace"
+        );
+    }
+    let mut groups = TestGroups {
+        kernels: Vec::new(),
+        llama: Vec::new(),
+        other: Vec::new(),
+    };
+    for name in names {
+        let group = if LLAMA_TESTS.contains(&name.as_str()) {
+            &mut groups.llama
+        } else if name.starts_with("kernel_") {
+            &mut groups.kernels
+        } else {
+            &mut groups.other
+        };
+        group.extend(["--test".to_owned(), name.clone()]);
+    }
+    Ok(groups)
 }
 
 pub fn run(args: &[String]) -> Result<()> {
     run_ci(args.iter().any(|a| a == "--skip-setup"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_test_runs_in_exactly_one_group() -> Result<()> {
+        let mut names: Vec<String> = LLAMA_TESTS.iter().map(|s| (*s).to_owned()).collect();
+        names.push("kernel_matvec".to_owned());
+        names.push("engine_chain".to_owned());
+        let groups = split_tests(&names)?;
+        assert_eq!(groups.kernels, ["--test", "kernel_matvec"]);
+        assert_eq!(groups.other, ["--test", "engine_chain"]);
+        assert_eq!(groups.llama.len(), 2 * LLAMA_TESTS.len());
+        for name in LLAMA_TESTS {
+            assert!(groups.llama.iter().any(|a| a == name));
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_llama_test_that_is_gone_is_an_error() {
+        let names = vec!["kernel_matvec".to_owned()];
+        assert!(split_tests(&names).is_err());
+    }
 }

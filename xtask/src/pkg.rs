@@ -1,13 +1,14 @@
 //! `cargo xtask pkg`: the npm package, built from scratch.
 //!
-//! 1. `tpsmeter-wasm` for wasm32 in the `wasm-release` profile, once per [`VARIANTS`]: the
+//! 1. `npm ci` in `pkg/` (TypeScript, esbuild and binaryen's `wasm-opt` come from npm,
+//!    binaryen because Debian's is too old for what rustc emits);
+//! 2. `tpsmeter-wasm` for wasm32 in the `wasm-release` profile, once per [`VARIANTS`]: the
 //!    benchmark build (default features), the real-user meter's lazy parser
 //!    (`--no-default-features`: `Exchange` only, about half the size, because apps load it on
-//!    their users' pages), and the local engine on WebGPU and on the CPU;
-//! 2. `wasm-bindgen --target web` into `pkg/wasm/` (`tpsmeter_wasm*`, `tpsmeter_meter*`,
-//!    `tpsmeter_engine*`; the package's `raw*` modules wrap them);
-//! 3. `npm ci` in `pkg/` (TypeScript, esbuild and binaryen's `wasm-opt` come from npm,
-//!    binaryen because Debian's is too old for what rustc emits);
+//!    their users' pages), and the local engine on WebGPU and on the CPU; the two threaded
+//!    builds beside the other five (a target directory of their own);
+//! 3. each build through `wasm-bindgen --target web` into `pkg/wasm/` (`tpsmeter_wasm*`,
+//!    `tpsmeter_meter*`, `tpsmeter_engine*`; the package's `raw*` modules wrap them);
 //! 4. `wasm-opt -Oz` on the glue's `.wasm` and `esbuild --minify` on its `.js`, in place;
 //! 5. the report's and the run spec's TypeScript types, generated from
 //!    `crates/tpsmeter-core/report.schema.json` and `spec.schema.json` into
@@ -120,81 +121,37 @@ pub fn build() -> Result<PathBuf> {
     if !bindgen.exists() {
         bail!("{} is missing: run `cargo xtask setup`", bindgen.display());
     }
-    for (out_name, features) in VARIANTS {
-        let mut build = Command::new(cargo());
-        build.current_dir(&root).args([
-            "build",
-            "--profile",
-            "wasm-release",
-            "--target",
-            WASM_TARGET,
-            "-p",
-            "tpsmeter-wasm",
-        ]);
-        build.args(*features);
-        // Its own target directory: other flags would rebuild every crate each time.
-        let dir = if THREADS_VARIANTS.contains(out_name) {
-            let dir = target_dir().join("wasm-threads");
-            build
-                .env("RUSTC_BOOTSTRAP", "1")
-                .env("RUSTFLAGS", THREADS_RUSTFLAGS)
-                .env_remove("CARGO_ENCODED_RUSTFLAGS")
-                .args(["-Z", "build-std=panic_abort,std", "--target-dir"])
-                .arg(&dir);
-            dir
-        } else {
-            target_dir()
-        };
-        run(&mut build)?;
-        let wasm = dir
-            .join(WASM_TARGET)
-            .join("wasm-release")
-            .join("tpsmeter_wasm.wasm");
-        run(Command::new(&bindgen)
-            .args(["--target", "web", "--out-dir"])
-            .arg(pkg.join("wasm"))
-            .args(["--out-name", out_name])
-            .arg(&wasm))?;
-    }
-
+    // Before the builds: the wasm-opt and esbuild that finish each variant come from npm.
     npm_install(&pkg)?;
+    // The two threaded variants build in a target directory of their own (other flags, a std
+    // of their own), so they build beside the other five rather than after them: each
+    // `wasm-release` build ends in a fat LTO on one codegen unit, one core for a minute while
+    // the other idles, and wasm-opt is mostly one core too.
+    let (threaded, plain): (Vec<_>, Vec<_>) = VARIANTS
+        .iter()
+        .partition(|(name, _)| THREADS_VARIANTS.contains(name));
+    type Built = Result<Vec<(&'static str, Vec<PathBuf>)>>;
+    let build_all = |variants: Vec<&(&'static str, &'static [&'static str])>| -> Built {
+        variants
+            .into_iter()
+            .map(|(name, features)| Ok((*name, variant(&root, &bindgen, name, features)?)))
+            .collect()
+    };
+    let (plain, threaded) = std::thread::scope(|scope| {
+        let threaded = scope.spawn(|| build_all(threaded));
+        let plain = build_all(plain);
+        let threaded = threaded
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the threaded builds' thread panicked")));
+        (plain, threaded)
+    });
+    let (plain, threaded) = (plain?, threaded?);
+    // The report lists the files in VARIANTS' order, whichever build finished first.
     let mut shipped = Vec::new();
-    for (out_name, _) in VARIANTS {
-        let glue_wasm = pkg.join("wasm").join(format!("{out_name}_bg.wasm"));
-        let before = file_len(&glue_wasm)?;
-        run(Command::new(pkg.join("node_modules/.bin/wasm-opt"))
-            .arg("-Oz")
-            .args(WASM_OPT_FEATURES)
-            .arg(&glue_wasm)
-            .arg("-o")
-            .arg(&glue_wasm))?;
-        eprintln!(
-            "wasm-opt -Oz {out_name}: {} -> {} bytes",
-            before,
-            file_len(&glue_wasm)?
-        );
-        // The generated glue is minified (esbuild, as Vite would): it is code nobody reads
-        // (its types and docs are in the `.d.ts` beside it), and pages that load it without
-        // a bundler, the real-user meter's lazy load above all, download half the bytes.
-        let glue_js = pkg.join("wasm").join(format!("{out_name}.js"));
-        let before = file_len(&glue_js)?;
-        run(Command::new(pkg.join("node_modules/.bin/esbuild"))
-            .arg(&glue_js)
-            .args([
-                "--minify",
-                "--format=esm",
-                "--allow-overwrite",
-                "--log-level=warning",
-            ])
-            .arg(format!("--outfile={}", glue_js.display())))?;
-        eprintln!(
-            "esbuild --minify {out_name}.js: {} -> {} bytes",
-            before,
-            file_len(&glue_js)?
-        );
-        disposable_lib(&pkg.join("wasm").join(format!("{out_name}.d.ts")))?;
-        shipped.push(glue_wasm);
-        shipped.push(glue_js);
+    for (name, _) in VARIANTS {
+        if let Some((_, files)) = plain.iter().chain(&threaded).find(|(n, _)| n == name) {
+            shipped.extend(files.iter().cloned());
+        }
     }
     report_types(&root, &pkg)?;
     schemas(&root, &pkg)?;
@@ -219,6 +176,80 @@ pub fn build() -> Result<PathBuf> {
         );
     }
     Ok(tarball)
+}
+
+/// One of [`VARIANTS`]: the cargo build, wasm-bindgen into `pkg/wasm/`, then `wasm-opt -Oz`
+/// and `esbuild --minify` on its output. Returns the two files a page downloads.
+fn variant(root: &Path, bindgen: &Path, out_name: &str, features: &[&str]) -> Result<Vec<PathBuf>> {
+    let pkg = root.join("pkg");
+    let mut build = Command::new(cargo());
+    build.current_dir(root).args([
+        "build",
+        "--profile",
+        "wasm-release",
+        "--target",
+        WASM_TARGET,
+        "-p",
+        "tpsmeter-wasm",
+    ]);
+    build.args(features);
+    // Its own target directory: other flags would rebuild every crate each time.
+    let dir = if THREADS_VARIANTS.contains(&out_name) {
+        let dir = target_dir().join("wasm-threads");
+        build
+            .env("RUSTC_BOOTSTRAP", "1")
+            .env("RUSTFLAGS", THREADS_RUSTFLAGS)
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .args(["-Z", "build-std=panic_abort,std", "--target-dir"])
+            .arg(&dir);
+        dir
+    } else {
+        target_dir()
+    };
+    run(&mut build)?;
+    let wasm = dir
+        .join(WASM_TARGET)
+        .join("wasm-release")
+        .join("tpsmeter_wasm.wasm");
+    run(Command::new(bindgen)
+        .args(["--target", "web", "--out-dir"])
+        .arg(pkg.join("wasm"))
+        .args(["--out-name", out_name])
+        .arg(&wasm))?;
+    let glue_wasm = pkg.join("wasm").join(format!("{out_name}_bg.wasm"));
+    let before = file_len(&glue_wasm)?;
+    run(Command::new(pkg.join("node_modules/.bin/wasm-opt"))
+        .arg("-Oz")
+        .args(WASM_OPT_FEATURES)
+        .arg(&glue_wasm)
+        .arg("-o")
+        .arg(&glue_wasm))?;
+    eprintln!(
+        "wasm-opt -Oz {out_name}: {} -> {} bytes",
+        before,
+        file_len(&glue_wasm)?
+    );
+    // The generated glue is minified (esbuild, as Vite would): it is code nobody reads (its
+    // types and docs are in the `.d.ts` beside it), and pages that load it without a
+    // bundler, the real-user meter's lazy load above all, download half the bytes.
+    let glue_js = pkg.join("wasm").join(format!("{out_name}.js"));
+    let before = file_len(&glue_js)?;
+    run(Command::new(pkg.join("node_modules/.bin/esbuild"))
+        .arg(&glue_js)
+        .args([
+            "--minify",
+            "--format=esm",
+            "--allow-overwrite",
+            "--log-level=warning",
+        ])
+        .arg(format!("--outfile={}", glue_js.display())))?;
+    eprintln!(
+        "esbuild --minify {out_name}.js: {} -> {} bytes",
+        before,
+        file_len(&glue_js)?
+    );
+    disposable_lib(&pkg.join("wasm").join(format!("{out_name}.d.ts")))?;
+    Ok(vec![glue_wasm, glue_js])
 }
 
 fn remove_dir(dir: &Path) -> Result<()> {

@@ -29,8 +29,19 @@ pub fn model_path() -> Option<PathBuf> {
     asset("TPSMETER_MODEL", "the SmolLM2 GGUF model")
 }
 
-/// llama.cpp's source tree, found from its `build/bin` directory (`TPSMETER_LLAMA_BIN`).
+/// llama.cpp's source tree: `TPSMETER_LLAMA_SRC` (CI sets it, so these tests run before
+/// llama.cpp is built), else found from its `build/bin` directory (`TPSMETER_LLAMA_BIN`).
 pub fn llama_cpp_root() -> Option<PathBuf> {
+    if let Some(src) = std::env::var_os("TPSMETER_LLAMA_SRC") {
+        return asset("TPSMETER_LLAMA_SRC", "llama.cpp's source tree")
+            .filter(|root| root.join("models").is_dir())
+            .or_else(|| {
+                asset(
+                    "TPSMETER_LLAMA_SRC_MISSING",
+                    &format!("llama.cpp's models/ in {}", PathBuf::from(src).display()),
+                )
+            });
+    }
     let bin = asset("TPSMETER_LLAMA_BIN", "llama.cpp's bin directory")?;
     let root = bin.join("../..");
     if root.join("models").is_dir() {
