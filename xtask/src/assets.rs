@@ -64,6 +64,15 @@ pub fn llama_bin(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// What `cargo xtask demo` downloads or installs before it builds: Debian's packages
+/// (Chromium among them), the wasm32 target and the SmolLM2 model; not the Gemma model,
+/// which only tests read.
+pub fn demo_downloads() -> Result<()> {
+    apt_install(&[APT_PACKAGES, crate::tools::CHROMIUM_PACKAGES].concat())?;
+    wasm_target()?;
+    fetch_model()
+}
+
 /// Everything the demo needs, and with `engines` everything a test run needs (Firefox and
 /// WebKitGTK besides Chromium).
 pub fn setup_all(engines: bool) -> Result<()> {
@@ -72,9 +81,8 @@ pub fn setup_all(engines: bool) -> Result<()> {
     print_env()
 }
 
-/// [`setup_all`] but llama.cpp: what the site and its server need (the demo builds llama.cpp
-/// in the background with [`build_demo_llama`], for its last comparison alone).
-pub fn setup_for_page(engines: bool) -> Result<()> {
+/// [`setup_all`] but llama.cpp: the packages, the wasm-bindgen CLI and both models.
+fn setup_for_page(engines: bool) -> Result<()> {
     system_packages()?;
     wasm_target()?;
     crate::tools::setup(engines)?;

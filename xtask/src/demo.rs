@@ -10,7 +10,8 @@
 //! llama.cpp `llama-server` on the same model as the peer. Extra arguments replace the bench
 //! settings (e.g. `--concurrency 1,4 --requests 8`); the page takes the ones its form has.
 //!
-//! The first run builds what the page needs first and prints the URL as soon as the server
+//! The first run builds what the page needs first, its three builds at once (the release CLI,
+//! the wasm-bindgen CLI, the package's wasm), and prints the URL as soon as the server
 //! answers; llama.cpp, which only the headless comparison needs, builds in the background
 //! (niced) meanwhile, and the comparison waits for it.
 
@@ -61,17 +62,31 @@ pub fn run(args: &[String]) -> Result<()> {
         .cloned()
         .collect();
     let started = Instant::now();
-    assets::setup_for_page(false)?;
+    assets::demo_downloads()?;
     // llama.cpp is the last comparison's peer and nothing else's: headless, it builds at the
     // lowest priority while the site is built and run (a few % of a core once the Rust
     // builds are done); with a display there is no comparison, so it is not built at all.
     let llama = headless
         .then(|| Background::spawn_job("demo-llama.log", assets::build_demo_llama))
         .transpose()?;
-    let root = repo_root();
-    let tpsmeter = release_cli()?;
     let model = assets::model_path();
-    pkg::build()?;
+    // The page's three builds at once, each in a target directory of its own: the release
+    // CLI (which serves it), the wasm-bindgen CLI, and the package's seven wasm builds (in
+    // two lanes). One after the other, each left a core idle through its serial tail (a
+    // crate's codegen, a fat LTO, a link); together they keep both busy.
+    let (tpsmeter, compiled) = std::thread::scope(|scope| -> Result<_> {
+        let cli = scope.spawn(release_cli);
+        let bindgen = scope.spawn(|| crate::tools::wasm_bindgen_cli(None));
+        let compiled = pkg::compile_all();
+        let tpsmeter = cli
+            .join()
+            .unwrap_or_else(|_| bail!("the release build's thread panicked"));
+        bindgen
+            .join()
+            .unwrap_or_else(|_| bail!("the wasm-bindgen CLI's thread panicked"))?;
+        Ok((tpsmeter?, compiled?))
+    })?;
+    pkg::finish(&compiled)?;
     let site = www::build_site()?;
 
     let port = free_port()?;
@@ -106,6 +121,7 @@ pub fn run(args: &[String]) -> Result<()> {
     }
 
     println!("\n== the benchmark page, run in headless Chromium against that server");
+    let root = repo_root();
     let mut drive = Command::new("node");
     drive
         .current_dir(&root)
