@@ -241,7 +241,7 @@ const LLAMA_VARS: &[&str] = &["TPSMETER_LLAMA_BIN", "TPSMETER_LLAMA_SERVER"];
 /// them in.
 #[derive(Debug)]
 struct TestGroups {
-    /// `kernel_*`: one kernel against its CPU twin, on lavapipe.
+    /// The engine's `kernel_*`: one kernel against its CPU twin, on lavapipe.
     kernels: Vec<String>,
     /// [`LLAMA_TESTS`].
     llama: Vec<String>,
@@ -264,25 +264,29 @@ fn test_targets() -> Result<TestGroups> {
         );
     }
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    let mut names: Vec<String> = meta["packages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|p| p["targets"].as_array().into_iter().flatten())
-        .filter(|t| {
-            t["kind"]
+    let mut names: Vec<(String, String)> = Vec::new();
+    for package in meta["packages"].as_array().into_iter().flatten() {
+        let crate_name = package["name"].as_str().unwrap_or_default();
+        for target in package["targets"].as_array().into_iter().flatten() {
+            let is_test = target["kind"]
                 .as_array()
-                .is_some_and(|k| k.iter().any(|k| k == "test"))
-        })
-        .filter_map(|t| t["name"].as_str().map(str::to_owned))
-        .collect();
+                .is_some_and(|k| k.iter().any(|k| k == "test"));
+            if let (true, Some(name)) = (is_test, target["name"].as_str()) {
+                names.push((crate_name.to_owned(), name.to_owned()));
+            }
+        }
+    }
     names.sort();
     names.dedup();
     split_tests(&names)
 }
 
-fn split_tests(names: &[String]) -> Result<TestGroups> {
-    if let Some(missing) = LLAMA_TESTS.iter().find(|l| !names.iter().any(|n| n == *l)) {
+/// `names`: (crate, integration test) pairs.
+fn split_tests(names: &[(String, String)]) -> Result<TestGroups> {
+    if let Some(missing) = LLAMA_TESTS
+        .iter()
+        .find(|l| !names.iter().any(|(_, n)| n == *l))
+    {
         anyhow::bail!(
             "LLAMA_TESTS names `{missing}`, which is no integration test of the workspace"
         );
@@ -292,10 +296,10 @@ fn split_tests(names: &[String]) -> Result<TestGroups> {
         llama: Vec::new(),
         other: Vec::new(),
     };
-    for name in names {
+    for (crate_name, name) in names {
         let group = if LLAMA_TESTS.contains(&name.as_str()) {
             &mut groups.llama
-        } else if name.starts_with("kernel_") {
+        } else if crate_name == "tpsmeter-gpu" && name.starts_with("kernel_") {
             &mut groups.kernels
         } else {
             &mut groups.other
@@ -315,12 +319,21 @@ mod tests {
 
     #[test]
     fn each_test_runs_in_exactly_one_group() -> Result<()> {
-        let mut names: Vec<String> = LLAMA_TESTS.iter().map(|s| (*s).to_owned()).collect();
-        names.push("kernel_matvec".to_owned());
-        names.push("engine_chain".to_owned());
+        let pair = |c: &str, n: &str| (c.to_owned(), n.to_owned());
+        let mut names: Vec<_> = LLAMA_TESTS
+            .iter()
+            .map(|n| pair("tpsmeter-gpu", n))
+            .collect();
+        names.push(pair("tpsmeter-gpu", "kernel_matvec"));
+        names.push(pair("tpsmeter-gpu", "engine_chain"));
+        // The CLI's kernel stamps run no shader.
+        names.push(pair("tpsmeter-cli", "kernel_stamps"));
         let groups = split_tests(&names)?;
         assert_eq!(groups.kernels, ["--test", "kernel_matvec"]);
-        assert_eq!(groups.other, ["--test", "engine_chain"]);
+        assert_eq!(
+            groups.other,
+            ["--test", "engine_chain", "--test", "kernel_stamps"]
+        );
         assert_eq!(groups.llama.len(), 2 * LLAMA_TESTS.len());
         for name in LLAMA_TESTS {
             assert!(groups.llama.iter().any(|a| a == name));
@@ -330,7 +343,7 @@ mod tests {
 
     #[test]
     fn a_llama_test_that_is_gone_is_an_error() {
-        let names = vec!["kernel_matvec".to_owned()];
+        let names = vec![("tpsmeter-gpu".to_owned(), "kernel_matvec".to_owned())];
         assert!(split_tests(&names).is_err());
     }
 }
