@@ -23,7 +23,7 @@ type Milestones = Arc<(Mutex<(Vec<&'static str>, bool)>, Condvar)>;
 /// build leaves a core idle whenever one crate is all that can compile, and a test binary
 /// whenever one test is all that is left, and these fill it. Their output goes to
 /// `<target>/setup-builds.log` (its tail is in the error when one fails).
-/// [`Background::wait_for`] waits for one milestone ([`WASM_BINDGEN`], [`ENGINES`]),
+/// [`Background::wait_for`] waits for one milestone ([`WASM_BINDGEN`]),
 /// [`Background::join`] for all of them; dropped unjoined (the run failed before), it stops
 /// the one running.
 #[derive(Debug)]
@@ -33,9 +33,8 @@ pub struct Background {
     milestones: Milestones,
 }
 
-/// CI's milestone: Firefox ESR, WebKitGTK's WebDriver and Xvfb are installed.
-pub const ENGINES: &str = "the other browser engines";
-/// CI's milestone: the wasm-bindgen CLI (and its test runner) is built.
+/// CI's milestone: the wasm-bindgen CLI (and its test runner) is built, and the other browser
+/// engines installed before it.
 pub const WASM_BINDGEN: &str = "the wasm-bindgen CLI";
 
 impl Background {
@@ -46,7 +45,6 @@ impl Background {
         Self::spawn_job("setup-builds.log", |bg| {
             // The other two browser engines first: downloads and unpacking, little CPU.
             crate::assets::apt_install_on(crate::tools::ENGINE_PACKAGES, Some(bg))?;
-            bg.reached(ENGINES);
             crate::tools::wasm_bindgen_cli(Some(bg))?;
             bg.reached(WASM_BINDGEN);
             crate::assets::build_test_llama(Some(bg))

@@ -169,21 +169,25 @@ fn run_steps(skip_setup: bool) -> Result<()> {
     // of that. Measured on `kernel_attention`: 214 s against ~490 s of CPU. What they check
     // (a kernel's results against its twin) does not depend on how lavapipe compiles. The
     // model and engine binaries run long dispatches, where unoptimised shaders lose.
-    timed("tests (native): kernels", || {
+    let without_llama = || {
         let mut test = native_test();
         for var in LLAMA_VARS {
             test.env_remove(var);
         }
-        test.env("GALLIVM_PERF", "nopt");
-        sh::run(test.args(["test", "--workspace"]).args(&tests.kernels))
+        test
+    };
+    timed("tests (native): kernels", || {
+        sh::run(
+            without_llama()
+                .env("GALLIVM_PERF", "nopt")
+                .args(["test", "--workspace"])
+                .args(&tests.kernels),
+        )
     })?;
     timed("tests (native)", || {
-        let mut test = native_test();
-        for var in LLAMA_VARS {
-            test.env_remove(var);
-        }
         sh::run(
-            test.args(["test", "--workspace", "--lib", "--bins"])
+            without_llama()
+                .args(["test", "--workspace", "--lib", "--bins"])
                 .args(&tests.other),
         )
     })?;
@@ -253,7 +257,7 @@ struct TestGroups {
 /// name in [`LLAMA_TESTS`] that no crate has is an error, so a renamed test cannot drop out
 /// of the run unseen.
 fn test_targets() -> Result<TestGroups> {
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let out = Command::new(crate::tools::cargo())
         .current_dir(repo_root())
         .args(["metadata", "--no-deps", "--format-version", "1"])
         .output()?;
