@@ -21,9 +21,16 @@ impl Drop for Server {
     }
 }
 
-/// Starts `bin/llama-server` on `model` (2 threads, one slot, 1024 positions, no flash
+/// Starts `bin/llama-server` on `model` (one thread, one slot, 1024 positions, no flash
 /// attention: the closest llama.cpp gets to a plain f32 attention) and waits for its own
 /// "listening on" log line, not a timer.
+///
+/// One thread, no polling: a test binary runs its tests two at a time, each with a server
+/// of its own, beside our engine on lavapipe's threads. ggml's workers spin at their
+/// barriers, so two servers of two threads on two cores spent their time spinning
+/// (measured: `model_llamacpp` took 499 s, each server at ~100 % of a core for minutes of
+/// 64-token answers). Threads do not change a greedy answer: each thread takes whole rows
+/// of a product.
 pub fn start_server(bin: &Path, model: &Path) -> Server {
     // Ask the OS for a free port, then hand it to the server.
     let port = TcpListener::bind("127.0.0.1:0")
@@ -35,7 +42,8 @@ pub fn start_server(bin: &Path, model: &Path) -> Server {
         .arg("-m")
         .arg(model)
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-        .args(["-t", "2", "-c", "1024", "-np", "1", "--flash-attn", "off"])
+        .args(["-t", "1", "--poll", "0", "-c", "1024", "-np", "1"])
+        .args(["--flash-attn", "off"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
