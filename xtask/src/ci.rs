@@ -154,8 +154,8 @@ fn run_steps(skip_setup: bool) -> Result<()> {
     // full measurements here. Clippy above already compiles them. Built first (`--no-run`),
     // while the set-up builds still have idle cores to use.
     const TEST_ARGS: &[&str] = &["test", "--workspace", "--lib", "--bins", "--tests"];
-    timed("tests (native): build", || {
-        sh::run(native_test().args(TEST_ARGS).arg("--no-run"))
+    let binaries = timed("tests (native): build", || {
+        build_tests(native_test().args(TEST_ARGS).arg("--no-run"))
     })?;
     // Every test binary but llama.cpp's comparisons runs now, while llama.cpp builds in the
     // idle cycles they leave (a binary's last slow test, a model load on one thread); before,
@@ -176,13 +176,22 @@ fn run_steps(skip_setup: bool) -> Result<()> {
         }
         test
     };
+    // Two binaries at a time: a kernel test compiles its shaders on its own thread, and the
+    // longest (attention's, matvec's) each held one core for minutes while the other idled.
+    let kernels = kernel_binaries(&binaries, &tests.kernels)?;
     timed("tests (native): kernels", || {
-        sh::run(
-            without_llama()
-                .env("GALLIVM_PERF", "nopt")
-                .args(["test", "--workspace"])
-                .args(&tests.kernels),
-        )
+        crate::lanes::run(&kernels, 2, |bin| {
+            let cargo = without_llama();
+            let mut test = Command::new(&bin.path);
+            test.current_dir(&bin.dir).env("GALLIVM_PERF", "nopt");
+            for (k, v) in cargo.get_envs() {
+                match v {
+                    Some(v) => test.env(k, v),
+                    None => test.env_remove(k),
+                };
+            }
+            test
+        })
     })?;
     timed("tests (native)", || {
         sh::run(
@@ -223,6 +232,45 @@ fn run_steps(skip_setup: bool) -> Result<()> {
         })
     })
 }
+
+/// Builds the tests (`cmd`: `cargo test … --no-run`), its diagnostics on the terminal, and
+/// returns the test executables it built.
+fn build_tests(cmd: &mut Command) -> Result<Vec<crate::lanes::TestBinary>> {
+    cmd.arg("--message-format=json-render-diagnostics")
+        .stdout(std::process::Stdio::piped());
+    eprintln!("$ {}", sh::describe(cmd));
+    let out = cmd.spawn()?.wait_with_output()?;
+    if !out.status.success() {
+        anyhow::bail!("{} failed with {}", sh::describe(cmd), out.status);
+    }
+    Ok(crate::lanes::from_messages(&out.stdout))
+}
+
+/// The kernel binaries (`names`: `--test NAME` pairs) among those built, longest first
+/// ([`LONGEST_KERNELS`]): the lanes take them in this order.
+fn kernel_binaries(
+    built: &[crate::lanes::TestBinary],
+    names: &[String],
+) -> Result<Vec<crate::lanes::TestBinary>> {
+    let mut bins = Vec::new();
+    for name in names.iter().filter(|n| *n != "--test") {
+        let Some(bin) = built.iter().find(|b| b.kind == "test" && &b.name == name) else {
+            anyhow::bail!("the test build made no binary for the kernel test `{name}`");
+        };
+        bins.push(bin.clone());
+    }
+    bins.sort_by_key(|b| {
+        LONGEST_KERNELS
+            .iter()
+            .position(|l| *l == b.name)
+            .unwrap_or(LONGEST_KERNELS.len())
+    });
+    Ok(bins)
+}
+
+/// The kernel binaries that take longest with Mesa's cache cold (`kernel_attention` ~190 s,
+/// `kernel_matvec` ~175 s of one core each here): started first, one in each lane.
+const LONGEST_KERNELS: &[&str] = &["kernel_attention", "kernel_matvec"];
 
 /// The integration-test binaries that run llama.cpp's own binaries (the comparisons, the
 /// tokenizer's and llama-server's tests): they run once the set-up builds have built it.

@@ -45,6 +45,7 @@ mod fuzz;
 mod fuzz_seeds;
 mod gpu_pack;
 mod gpu_report;
+mod lanes;
 mod layers;
 mod llama_cuda;
 mod llama_vulkan;
