@@ -2,7 +2,7 @@
 // `cargo bench -p tpsmeter-cli --bench timing -- browser`, which starts the emulator with
 // send records and compares; see crates/tpsmeter-cli/benches/timing/browser.rs):
 //
-//   node tests/browser/bench/timing.mjs <emulator base url> <concurrency> <requests> [render] [page] [floor] [engine=NAME]
+//   node tests/browser/bench/timing.mjs <emulator base url> <concurrency> <requests> [render] [page] [floor] [floor-worker] [engine=NAME]
 //
 // Opens a cross-origin-isolated page (COOP same-origin + COEP require-corp), runs the packed
 // package's `bench()` there against the emulator (openai-chat, `concurrency` requests in
@@ -18,7 +18,10 @@
 // instead of bench()'s reader Worker. `notes` is the report's `environment.notes`.
 // `floor`: no library at all, the floor any client in this page has: the same requests made
 // with fetch() and read with a plain reader loop on the main thread, each read stamped with
-// performance.now() at once, records of the same shape. `engine=firefox|webkit`: that
+// performance.now() at once, records of the same shape. `floor-worker`: the same plain loop
+// in a Worker of its own (stamps moved onto the page's clock by the two time origins), with
+// the page's main thread idle: what reading in a Worker costs by itself in this engine, apart
+// from anything the package does. `engine=firefox|webkit`: that
 // browser instead of Chromium (support/engines.mjs).
 //
 // `records` are the RequestRecords `onRecord` received (warm-ups included, flagged), times
@@ -35,11 +38,12 @@ const concurrency = Number(concurrencyArg);
 const requests = Number(requestsArg);
 const render = flags.includes('render');
 const worker = !flags.includes('page');
-const floor = flags.includes('floor');
+const floorWorker = flags.includes('floor-worker');
+const floor = flags.includes('floor') || floorWorker;
 const engine = flags.find((f) => f.startsWith('engine='))?.slice('engine='.length) ?? 'chromium';
-const known = (f) => ['render', 'page', 'floor'].includes(f) || /^engine=(chromium|firefox|webkit)$/.test(f);
+const known = (f) => ['render', 'page', 'floor', 'floor-worker'].includes(f) || /^engine=(chromium|firefox|webkit)$/.test(f);
 if (!base || !(concurrency >= 1) || !(requests >= 1) || !flags.every(known)) {
-  console.error('usage: node tests/browser/bench/timing.mjs <emulator base url> <concurrency> <requests> [render] [page] [floor] [engine=chromium|firefox|webkit]');
+  console.error('usage: node tests/browser/bench/timing.mjs <emulator base url> <concurrency> <requests> [render] [page] [floor] [floor-worker] [engine=chromium|firefox|webkit]');
   process.exit(2);
 }
 
@@ -48,7 +52,7 @@ try {
   log(`  package: ${ctx.source}; ${engine}; load average ${loadAverage()}`);
   const resolution = await ctx.page.evaluate(timerResolutionInPage);
   const out = await ctx.page.evaluate(
-    async ({ base, concurrency, requests, resolution, render, worker, floor }) => {
+    async ({ base, concurrency, requests, resolution, render, worker, floor, floorWorker }) => {
       // The clock map: a stream of 64 one-token chunks 1 ms apart, each event stamped with
       // its CLOCK_MONOTONIC send time by the emulator.
       const clockSync = async () => {
@@ -86,7 +90,26 @@ try {
 
       // The floor: `concurrency` plain reader loops, `requests` measured after as many
       // warm-ups as loops; a record per request with a stamp per read that carried text.
+      // In a Worker of its own when `floorWorker`: the loop below as its source, its records'
+      // stamps moved onto this page's clock by the difference of the two time origins.
+      const plainInWorker = () =>
+        new Promise((resolve, reject) => {
+          const src = `const plain = ${plainLoop.toString()};
+            onmessage = async (e) => postMessage({ timeOrigin: performance.timeOrigin, records: await plain(e.data) });`;
+          const w = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })));
+          w.onerror = (e) => reject(new Error(`floor worker: ${e.message}`));
+          w.onmessage = (e) => {
+            w.terminate();
+            const shift = e.data.timeOrigin - performance.timeOrigin;
+            resolve(e.data.records.map((r) => ({ ...r, start_ms: r.start_ms + shift, chunk_times_ms: r.chunk_times_ms.map((t) => t + shift) })));
+          };
+          w.postMessage({ base, requests, concurrency });
+        });
       const plain = async () => {
+        const out = floorWorker ? await plainInWorker() : await plainLoop({ base, requests, concurrency });
+        return { records: out, report: { warnings: [], environment: { notes: { stamp_thread: floorWorker ? 'worker (no library)' : 'main (no library)' } } } };
+      };
+      async function plainLoop({ base, requests, concurrency }) {
         const out = [];
         const body = JSON.stringify({ model: 'emu', stream: true, max_tokens: 64, messages: [{ role: 'user', content: 'floor' }] });
         let next = 0;
@@ -111,8 +134,8 @@ try {
             await one(i < concurrency);
           }
         }));
-        return { records: out, report: { warnings: [], environment: { notes: { stamp_thread: 'main (no library)' } } } };
-      };
+        return out;
+      }
 
       const { bench } = await import('/tpsmeter/dist/index.js');
       const before = await clockSync();
@@ -155,7 +178,7 @@ try {
         records,
       };
     },
-    { base, concurrency, requests, resolution, render, worker, floor },
+    { base, concurrency, requests, resolution, render, worker, floor, floorWorker },
   );
   const measured = out.records.filter((r) => !r.warmup);
   const failed = measured.filter((r) => r.error).length;

@@ -47,7 +47,8 @@
 //! In each engine (Chromium, Firefox ESR, WebKitGTK: the fifth argument, comma-separated,
 //! default `chromium`) the `floor` variant makes the same requests with no library at all
 //! (fetch() and a plain reader loop on the main thread, each read stamped at once): the best
-//! any client in that page can do. The summary gives each variant's ITL error p99 over its
+//! any client in that page can do. `floor-w` runs that loop in a Worker of its own with the
+//! page idle: what a Worker costs by itself in that engine, apart from the package's work. The summary gives each variant's ITL error p99 over its
 //! engine's floor at the same level, against `floor.rs`'s `OVER_FLOOR_MS`:
 //!
 //!   cargo bench -p tpsmeter-cli --bench timing -- browser 1,4 20 worker,floor chromium,firefox,webkit
@@ -114,8 +115,8 @@ pub(crate) struct Variant {
     flags: &'static [&'static str],
 }
 
-/// Every variant, in the order they run (`floor` only when named).
-pub(crate) const VARIANTS: [Variant; 5] = [
+/// Every variant, in the order they run (the floors only when named).
+pub(crate) const VARIANTS: [Variant; 6] = [
     Variant {
         label: "worker+r",
         flags: &["render"],
@@ -135,6 +136,11 @@ pub(crate) const VARIANTS: [Variant; 5] = [
     Variant {
         label: "floor",
         flags: &["floor"],
+    },
+    // The same plain loop in a Worker of its own, the page idle: the Worker's own cost.
+    Variant {
+        label: "floor-w",
+        flags: &["floor-worker"],
     },
 ];
 
