@@ -201,7 +201,18 @@ test('the package, the page and the demo in each browser engine', async (t) => {
           const t = document.querySelector('#engine-info')?.textContent ?? '';
           const err = document.querySelector('#load-error')?.textContent ?? '';
           return /Loaded/.test(t) ? t : err.trim() ? `error: ${err}` : '';
-        }, null, { timeout: 300_000, what: 'the model to load' });
+        }, null, { timeout: 300_000, what: 'the model to load' }).catch(async (e) => {
+          // A load that neither finishes nor fails (seen once in Firefox, 2026-12-03): say
+          // where it stood, so the next one names its phase.
+          const where = await page.evaluate(() => ({
+            status: document.querySelector('#load-status')?.textContent ?? null,
+            bar: document.querySelector('#load-bar')?.getAttribute('value') ?? null,
+            blocked: document.querySelector('#load-blocked')?.textContent?.trim() || null,
+            loadDisabled: document.querySelector('#load')?.disabled ?? null,
+          })).catch((err) => ({ unreadable: String(err) }));
+          const errors = await page.errors().catch(() => []);
+          throw new Error(`${e.message}; the page showed ${JSON.stringify(where)}, errors ${JSON.stringify(errors)}`);
+        });
         assert.doesNotMatch(info, /^error:/);
         const cores = await page.evaluate(() => navigator.hardwareConcurrency);
         if (name === 'webkit') {
