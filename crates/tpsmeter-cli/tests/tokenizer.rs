@@ -220,7 +220,8 @@ async fn llama_server_usage_agrees_with_gemma3_lengths() {
     cmd.arg("-m")
         .arg(&model)
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-        .args(["--parallel", "1", "--ctx-size", "2048", "--threads", "2"])
+        .args(["--parallel", "1", "--ctx-size", "2048"])
+        .args(["--threads", "1", "--poll", "0"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());

@@ -48,8 +48,9 @@
 //! default `chromium`) the `floor` variant makes the same requests with no library at all
 //! (fetch() and a plain reader loop on the main thread, each read stamped at once): the best
 //! any client in that page can do. `floor-w` runs that loop in a Worker of its own with the
-//! page idle: what a Worker costs by itself in that engine, apart from the package's work. The summary gives each variant's ITL error p99 over its
-//! engine's floor at the same level, against `floor.rs`'s `OVER_FLOOR_MS`:
+//! page idle: what a Worker costs by itself in that engine, apart from the package's work.
+//! The summary gives each variant's ITL error p99 over its engine's floor at the same level,
+//! against `floor.rs`'s `OVER_FLOOR_MS`:
 //!
 //!   cargo bench -p tpsmeter-cli --bench timing -- browser 1,4 20 worker,floor chromium,firefox,webkit
 
