@@ -18,6 +18,7 @@
 
 use crate::assets::{self, cache_dir};
 use crate::display::Display;
+use crate::lanes::{self, TestBinary};
 use crate::sh::{self, repo_root};
 use crate::steps::timed;
 use crate::tools::{
@@ -227,32 +228,91 @@ fn wasm_tests(tmp: &PrivateTmp) -> Result<()> {
     ]))
 }
 
-/// `tpsmeter-gpu`'s kernel tests in headless Chromium, on its WebGPU adapter.
+/// `tpsmeter-gpu`'s kernel tests in headless Chromium, on its WebGPU adapter, two at a
+/// time: SwiftShader compiles and runs a page's shaders on about one core (1.1 busy on
+/// average over the step run one binary after another, 217 s), and `kernel_matvec` alone
+/// was 175 s of that, so its longest test (the GPU profile's prefill kernels, ~110 s) runs
+/// as a job of its own beside the rest.
 fn gpu_wasm_tests(tmp: &PrivateTmp) -> Result<()> {
-    let mut cmd = wasm_test_command(tmp)?;
-    cmd.args([
-        "test",
-        "-p",
-        "tpsmeter-gpu",
-        "--target",
-        "wasm32-unknown-unknown",
-    ]);
-    for t in GPU_BROWSER_TESTS {
-        cmd.args(["--test", t]);
-    }
-    sh::run(&mut cmd)?;
+    let build = |features: &[&str], tests: &[&str]| -> Result<Vec<TestBinary>> {
+        let mut cmd = wasm_test_command(tmp)?;
+        cmd.args([
+            "test",
+            "-p",
+            "tpsmeter-gpu",
+            "--target",
+            "wasm32-unknown-unknown",
+            "--no-run",
+        ])
+        .args(features);
+        for t in tests {
+            cmd.args(["--test", t]);
+        }
+        lanes::build(&mut cmd)
+    };
+    let plain = build(&[], GPU_BROWSER_TESTS)?;
     // The CPU kernels again as the relaxed-SIMD build the browser loads where it can.
-    sh::run(wasm_test_command(tmp)?.args([
-        "test",
-        "-p",
-        "tpsmeter-gpu",
-        "--target",
-        "wasm32-unknown-unknown",
-        "--features",
-        "relaxed-simd",
-        "--test",
-        "cpu_kernels",
-    ]))
+    let mut relaxed = build(&["--features", "relaxed-simd"], &["cpu_kernels"])?;
+    for bin in &mut relaxed {
+        bin.name.push_str(" (relaxed SIMD)");
+    }
+    let jobs = browser_jobs(plain.into_iter().chain(relaxed).collect())?;
+    let runner = tools::wasm_bindgen_test_runner();
+    let webdriver = webdriver_json()?;
+    lanes::run(&jobs, 2, |bin| {
+        let mut cmd = Command::new(&runner);
+        cmd.current_dir(&bin.dir)
+            .arg(&bin.path)
+            .env("CHROMEDRIVER", CHROMEDRIVER)
+            .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", &webdriver)
+            .env("WASM_BINDGEN_TEST_TIMEOUT", WASM_TEST_TIMEOUT_S.to_string())
+            .env("TMPDIR", tmp.path());
+        cmd
+    })
+}
+
+/// The browser's kernel tests that take most of the step in SwiftShader, each run as a job of
+/// its own (`binary`, `test`), first; the rest of its binary runs as another job.
+const LONG_BROWSER_TESTS: &[(&str, &str)] = &[(
+    "kernel_matvec",
+    "gpu_matmul_kernels_match_twin_on_ragged_tiles",
+)];
+
+/// The binaries built for the browser as the lanes run them: each test of
+/// [`LONG_BROWSER_TESTS`] alone, then the rest of its binary, then the other binaries.
+fn browser_jobs(built: Vec<TestBinary>) -> Result<Vec<TestBinary>> {
+    let mut first = Vec::new();
+    let mut rest = Vec::new();
+    for bin in built {
+        let long: Vec<&str> = LONG_BROWSER_TESTS
+            .iter()
+            .filter(|(b, _)| *b == bin.name)
+            .map(|(_, t)| *t)
+            .collect();
+        if long.is_empty() {
+            rest.push(bin);
+            continue;
+        }
+        let mut others = bin.clone();
+        for test in &long {
+            let mut alone = bin.clone();
+            alone.name = format!("{} {test}", bin.name);
+            alone.args = vec![(*test).to_owned(), "--exact".to_owned()];
+            first.push(alone);
+            others
+                .args
+                .extend(["--skip".to_owned(), (*test).to_owned()]);
+        }
+        others.name = format!("{} (the rest)", bin.name);
+        first.push(others);
+    }
+    for (bin, _) in LONG_BROWSER_TESTS {
+        if !first.iter().any(|j| j.name.starts_with(bin)) {
+            bail!("the browser's test build made no binary `{bin}`");
+        }
+    }
+    first.extend(rest);
+    Ok(first)
 }
 
 /// `cargo` with wasm-bindgen-test-runner as the wasm32 runner, driving Chromium.
@@ -423,4 +483,52 @@ fn node_tests(
         node.env("TPSMETER_REQUIRE_ASSETS", "1");
     }
     sh::run(&mut node)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn bin(name: &str) -> TestBinary {
+        TestBinary {
+            name: name.into(),
+            kind: "test".into(),
+            dir: PathBuf::from("/w/crates/tpsmeter-gpu"),
+            path: PathBuf::from(format!("/t/{name}.wasm")),
+            args: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_long_test_runs_alone_first_and_its_binary_without_it() {
+        let jobs = browser_jobs(vec![bin("kernel_ops"), bin("kernel_matvec")]).unwrap();
+        let (binary, test) = LONG_BROWSER_TESTS[0];
+        let shown: Vec<(&str, Vec<&str>)> = jobs
+            .iter()
+            .map(|j| (j.name.as_str(), j.args.iter().map(String::as_str).collect()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (format!("{binary} {test}").as_str(), vec![test, "--exact"]),
+                (
+                    format!("{binary} (the rest)").as_str(),
+                    vec!["--skip", test]
+                ),
+                ("kernel_ops", vec![]),
+            ]
+        );
+        assert!(
+            jobs.iter()
+                .take(2)
+                .all(|j| j.path.ends_with("kernel_matvec.wasm"))
+        );
+    }
+
+    #[test]
+    fn a_long_tests_binary_that_was_not_built_is_an_error() {
+        let err = browser_jobs(vec![bin("kernel_ops")]).unwrap_err();
+        assert!(err.to_string().contains("kernel_matvec"), "{err}");
+    }
 }

@@ -36,6 +36,8 @@ pub const BUDGETS: &[(&str, u64)] = &[
     // The wasm-bindgen CLI was built beside the test build: nothing left to wait for.
     ("setup builds (wait): wasm-bindgen", 30),
     ("core tests in Chromium", 100),
+    // 342 s in a fresh rehearsal one binary after another (about one core: SwiftShader);
+    // two jobs at a time since, 217 -> 139 s warm.
     ("kernel tests in Chromium (WebGPU)", 300),
     // Two browser launches and the cpu_kernels binaries Chromium's step built: 8 + 4 s.
     ("CPU kernels in Firefox and WebKit", 30),
@@ -157,7 +159,7 @@ fn run_steps(skip_setup: bool) -> Result<()> {
     // while the set-up builds still have idle cores to use.
     const TEST_ARGS: &[&str] = &["test", "--workspace", "--lib", "--bins", "--tests"];
     let binaries = timed("tests (native): build", || {
-        build_tests(native_test().args(TEST_ARGS).arg("--no-run"))
+        crate::lanes::build(native_test().args(TEST_ARGS).arg("--no-run"))
     })?;
     // Every test binary but llama.cpp's comparisons runs now, while llama.cpp builds in the
     // idle cycles they leave (a binary's last slow test, a model load on one thread); before,
@@ -233,19 +235,6 @@ fn run_steps(skip_setup: bool) -> Result<()> {
             )
         })
     })
-}
-
-/// Builds the tests (`cmd`: `cargo test … --no-run`), its diagnostics on the terminal, and
-/// returns the test executables it built.
-fn build_tests(cmd: &mut Command) -> Result<Vec<crate::lanes::TestBinary>> {
-    cmd.arg("--message-format=json-render-diagnostics")
-        .stdout(std::process::Stdio::piped());
-    eprintln!("$ {}", sh::describe(cmd));
-    let out = cmd.spawn()?.wait_with_output()?;
-    if !out.status.success() {
-        anyhow::bail!("{} failed with {}", sh::describe(cmd), out.status);
-    }
-    Ok(crate::lanes::from_messages(&out.stdout))
 }
 
 /// The kernel binaries (`names`: `--test NAME` pairs) among those built, longest first

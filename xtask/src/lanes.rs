@@ -2,7 +2,8 @@
 //! compiling shaders on the thread that asked, one test at a time per binary (a binary's last
 //! long test leaves the other core idle for minutes), so `cargo test`'s one binary after
 //! another used one core. Each binary's output is kept and printed whole when it ends, so two
-//! binaries' lines never interleave.
+//! binaries' lines never interleave. A binary may run as several jobs, each a subset of its
+//! tests (a filter in [`TestBinary::args`]), where one binary's tests are most of a step.
 
 use anyhow::{Context, Result, bail};
 use std::collections::VecDeque;
@@ -21,6 +22,22 @@ pub struct TestBinary {
     /// The package's directory: `cargo test` runs a binary there.
     pub dir: PathBuf,
     pub path: PathBuf,
+    /// Arguments after the binary's own: a filter that runs a subset of its tests (libtest's
+    /// and wasm-bindgen-test-runner's `NAME --exact`, `--skip NAME`). Empty: every test.
+    pub args: Vec<String>,
+}
+
+/// Builds the tests (`cmd`: `cargo test … --no-run`), its diagnostics on the terminal, and
+/// returns the test executables it built.
+pub fn build(cmd: &mut Command) -> Result<Vec<TestBinary>> {
+    cmd.arg("--message-format=json-render-diagnostics")
+        .stdout(std::process::Stdio::piped());
+    eprintln!("$ {}", crate::sh::describe(cmd));
+    let out = cmd.spawn()?.wait_with_output()?;
+    if !out.status.success() {
+        bail!("{} failed with {}", crate::sh::describe(cmd), out.status);
+    }
+    Ok(from_messages(&out.stdout))
 }
 
 /// The test executables in cargo's JSON messages (`--message-format=json…` on stdout).
@@ -50,14 +67,16 @@ pub fn from_messages(stdout: &[u8]) -> Vec<TestBinary> {
             kind: kind.to_owned(),
             dir,
             path: PathBuf::from(path),
+            args: Vec::new(),
         });
     }
     bins
 }
 
 /// Runs every binary of `bins` to its end, `lanes` at a time, in the order given (put the
-/// longest first), each as `command(binary)` makes it; fails after all have run, naming
-/// those that failed.
+/// longest first), each as `command(binary)` makes it followed by the binary's
+/// [`TestBinary::args`]; fails after all have run, naming those that failed, and a filter
+/// that matched no test as a failure (a renamed test would otherwise run nowhere).
 pub fn run(
     bins: &[TestBinary],
     lanes: usize,
@@ -70,6 +89,7 @@ pub fn run(
             let next = queue.lock().ok().and_then(|mut q| q.pop_front());
             let Some(bin) = next else { return Ok(()) };
             let mut cmd = command(bin);
+            cmd.args(&bin.args);
             let start = Instant::now();
             let out = cmd
                 .output()
@@ -84,7 +104,12 @@ pub fn run(
             );
             eprint!("{}", String::from_utf8_lossy(&out.stdout));
             eprint!("{}", String::from_utf8_lossy(&out.stderr));
-            if !out.status.success()
+            let matched_none = !bin.args.is_empty()
+                && String::from_utf8_lossy(&out.stdout).contains("running 0 tests");
+            if matched_none {
+                eprintln!("{}: the filter {:?} matched no test", bin.name, bin.args);
+            }
+            if (!out.status.success() || matched_none)
                 && let Ok(mut f) = failed.lock()
             {
                 f.push(bin.name.clone());
@@ -133,6 +158,7 @@ mod tests {
                 kind: "test".into(),
                 dir: PathBuf::from("/w/crates/g"),
                 path: PathBuf::from("/t/debug/deps/kernel_matvec-1"),
+                args: Vec::new(),
             }]
         );
     }
@@ -144,6 +170,7 @@ mod tests {
             kind: "test".into(),
             dir: std::env::temp_dir(),
             path: PathBuf::from("sh"),
+            args: Vec::new(),
         };
         let bins = [bin("a"), bin("fails"), bin("c")];
         let ran = Mutex::new(Vec::new());
@@ -159,5 +186,23 @@ mod tests {
         let mut ran = ran.into_inner().unwrap();
         ran.sort();
         assert_eq!(ran, ["a", "c", "fails"]);
+    }
+
+    #[test]
+    fn a_filter_that_matches_no_test_fails() {
+        let job = |name: &str, out: &str| TestBinary {
+            name: name.into(),
+            kind: "test".into(),
+            dir: std::env::temp_dir(),
+            path: PathBuf::from("sh"),
+            args: vec!["-c".into(), format!("echo '{out}'")],
+        };
+        let jobs = [
+            job("renamed", "running 0 tests"),
+            job("kept", "running 1 test"),
+        ];
+        let err = run(&jobs, 1, |b| Command::new(&b.path)).unwrap_err();
+        assert!(err.to_string().contains("renamed"), "{err}");
+        assert!(!err.to_string().contains("kept"), "{err}");
     }
 }
