@@ -1,7 +1,6 @@
 //! The CPU backend's threads and instruction set, chosen once per model.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::error::{GpuError, Result};
 
@@ -72,8 +71,6 @@ pub struct CpuRuntime {
     pub(super) simd: Simd,
     pub(super) exact: bool,
     threads: usize,
-    /// Whether a pass holds the pool's other threads awake, and how many are ([`HotPool`]).
-    hot: Arc<Hot>,
 }
 
 /// Most threads a pool is given (a larger request is an error, not a thousand idle threads).
@@ -112,7 +109,6 @@ impl CpuRuntime {
             simd,
             exact: opts.exact,
             threads,
-            hot: Arc::default(),
         })
     }
 
@@ -124,14 +120,9 @@ impl CpuRuntime {
         self.simd
     }
 
-    /// Runs `f` on the pool, so that the parallel loops inside it split without a hand-off,
-    /// with the pool's other threads held awake until it returns ([`HotPool`]).
+    /// Runs `f` on the pool, so that the parallel loops inside it split without a hand-off.
     pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
         match &self.pool {
-            Some(pool) if pool.current_num_threads() > 1 => pool.install(|| {
-                let _hot = HotPool::start(pool, &self.hot);
-                f()
-            }),
             Some(pool) => pool.install(f),
             None => f(),
         }
@@ -160,73 +151,6 @@ impl CpuRuntime {
     }
 }
 
-/// The pool's other threads kept looking for work for as long as a pass runs, instead of
-/// going to sleep between its parallel loops.
-///
-/// A decode step is ~150 parallel loops of 50-250 µs each (a layer's projections, its
-/// attention, its FFN), with a little serial work between them on the thread that runs the
-/// pass. rayon parks an idle thread after 32 rounds of looking for work, each ended by
-/// `thread::yield_now`, a no-op on wasm: there a thread parks within microseconds of a loop's
-/// end, and the next loop wakes it through `Atomics.notify`, tens of µs in a browser, a large
-/// share of each loop. Natively a futex wake costs less but is still paid per loop. ggml's
-/// thread pool spins for the same reason (`--poll`).
-///
-/// Each other thread gets a broadcast job that calls `rayon::yield_now` (which runs any job
-/// the pool has, stolen from the pass's thread as soon as it is pushed) until the pass ends;
-/// the pass's own thread skips its copy. Between passes (sampling, the page's messages) the
-/// threads park as before, so a page that is not generating uses no CPU.
-struct HotPool<'a> {
-    done: Option<Arc<AtomicBool>>,
-    hot: &'a Arc<Hot>,
-}
-
-/// A runtime's [`HotPool`] state.
-#[derive(Debug, Default)]
-struct Hot {
-    /// A pass holds the threads.
-    running: AtomicBool,
-    /// Threads in their spinning job now.
-    spinning: AtomicUsize,
-}
-
-impl<'a> HotPool<'a> {
-    /// On the pass's thread, inside `pool`. A nested call (a pass inside a pass) adds none.
-    fn start(pool: &rayon::ThreadPool, hot: &'a Arc<Hot>) -> Self {
-        if hot.running.swap(true, Ordering::AcqRel) {
-            return Self { done: None, hot };
-        }
-        let done = Arc::new(AtomicBool::new(false));
-        let own = rayon::current_thread_index();
-        let (flag, state) = (Arc::clone(&done), Arc::clone(hot));
-        pool.spawn_broadcast(move |ctx| {
-            if Some(ctx.index()) == own {
-                return;
-            }
-            state.spinning.fetch_add(1, Ordering::AcqRel);
-            while !flag.load(Ordering::Acquire) {
-                if let Some(rayon::Yield::Idle) = rayon::yield_now() {
-                    std::hint::spin_loop();
-                }
-            }
-            state.spinning.fetch_sub(1, Ordering::AcqRel);
-        });
-        Self {
-            done: Some(done),
-            hot,
-        }
-    }
-}
-
-impl Drop for HotPool<'_> {
-    /// Also when the pass panics: the other threads must not spin on.
-    fn drop(&mut self) {
-        if let Some(done) = &self.done {
-            done.store(true, Ordering::Release);
-            self.hot.running.store(false, Ordering::Release);
-        }
-    }
-}
-
 /// The pool of Web Workers a threaded wasm build runs its kernels on, set once per module
 /// instance. Not rayon's global pool: a pass is `install`ed into this one as natively, so
 /// it hands off once, where loops called from outside a pool would each wake its threads
@@ -244,75 +168,4 @@ pub fn set_web_pool(pool: rayon::ThreadPool) -> Result<()> {
         .map_err(|_| GpuError::ThreadPool {
             reason: "this module's thread pool was started already".into(),
         })
-}
-
-#[cfg(all(test, not(target_arch = "wasm32")))]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-    use rayon::prelude::*;
-    use std::time::{Duration, Instant};
-
-    /// Polls `cond` until it holds or 10 s pass (a stuck thread fails the test, not a timer).
-    fn eventually(what: &str, cond: impl Fn() -> bool) {
-        let start = Instant::now();
-        while !cond() {
-            assert!(start.elapsed() < Duration::from_secs(10), "{what}");
-            std::thread::yield_now();
-        }
-    }
-
-    fn runtime(threads: usize) -> CpuRuntime {
-        CpuRuntime::new(CpuOptions {
-            threads: Some(threads),
-            ..CpuOptions::default()
-        })
-        .unwrap()
-    }
-
-    #[test]
-    fn a_pass_holds_the_other_threads_awake_and_lets_them_go_at_its_end() {
-        let rt = runtime(3);
-        let sum: u64 = rt.install(|| {
-            eventually("both other threads spin during the pass", || {
-                rt.hot.spinning.load(Ordering::Acquire) == 2
-            });
-            // The spinning threads take the loop's tasks: it ends, with every item.
-            (0..10_000u64).into_par_iter().map(|i| i * 2).sum()
-        });
-        assert_eq!(sum, 10_000 * 9_999);
-        eventually("no thread spins after the pass", || {
-            rt.hot.spinning.load(Ordering::Acquire) == 0
-        });
-        // A pass inside a pass adds no spinners and ends.
-        rt.install(|| rt.install(|| ()));
-        eventually("none after the nested pass", || {
-            rt.hot.spinning.load(Ordering::Acquire) == 0
-        });
-    }
-
-    #[test]
-    fn a_pass_that_panics_lets_the_threads_go() {
-        let rt = runtime(2);
-        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            rt.install(|| {
-                eventually("the other thread spins", || {
-                    rt.hot.spinning.load(Ordering::Acquire) == 1
-                });
-                panic!("a pass fails");
-            })
-        }));
-        assert!(caught.is_err());
-        eventually("no thread spins after the failed pass", || {
-            rt.hot.spinning.load(Ordering::Acquire) == 0
-        });
-        assert!(!rt.hot.running.load(Ordering::Acquire));
-        assert_eq!(rt.install(|| 7), 7);
-    }
-
-    #[test]
-    fn one_thread_has_nothing_to_hold() {
-        let rt = runtime(1);
-        assert!(!rt.install(|| rt.hot.running.load(Ordering::Acquire)));
-    }
 }
