@@ -257,22 +257,22 @@ fn gpu_wasm_tests(tmp: &PrivateTmp) -> Result<()> {
         bin.name.push_str(" (relaxed SIMD)");
     }
     let jobs = browser_jobs(plain.into_iter().chain(relaxed).collect())?;
+    // The runner as cargo would start it: in the package's directory, the binary first;
+    // `lanes::run` appends each job's filter.
     let runner = tools::wasm_bindgen_test_runner();
     let webdriver = webdriver_json()?;
     lanes::run(&jobs, 2, |bin| {
         let mut cmd = Command::new(&runner);
-        cmd.current_dir(&bin.dir)
-            .arg(&bin.path)
-            .env("CHROMEDRIVER", CHROMEDRIVER)
-            .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", &webdriver)
-            .env("WASM_BINDGEN_TEST_TIMEOUT", WASM_TEST_TIMEOUT_S.to_string())
-            .env("TMPDIR", tmp.path());
+        runner_env(&mut cmd, &webdriver, tmp)
+            .current_dir(&bin.dir)
+            .arg(&bin.path);
         cmd
     })
 }
 
 /// The browser's kernel tests that take most of the step in SwiftShader, each run as a job of
-/// its own (`binary`, `test`), first; the rest of its binary runs as another job.
+/// its own (`binary`, `test`), first; the rest of its binary runs as another job. One test
+/// per binary.
 const LONG_BROWSER_TESTS: &[(&str, &str)] = &[(
     "kernel_matvec",
     "gpu_matmul_kernels_match_twin_on_ragged_tiles",
@@ -280,39 +280,22 @@ const LONG_BROWSER_TESTS: &[(&str, &str)] = &[(
 
 /// The binaries built for the browser as the lanes run them: each test of
 /// [`LONG_BROWSER_TESTS`] alone, then the rest of its binary, then the other binaries.
-fn browser_jobs(built: Vec<TestBinary>) -> Result<Vec<TestBinary>> {
-    let mut first = Vec::new();
-    let mut rest = Vec::new();
-    for bin in built {
-        let long: Vec<&str> = LONG_BROWSER_TESTS
-            .iter()
-            .filter(|(b, _)| *b == bin.name)
-            .map(|(_, t)| *t)
-            .collect();
-        if long.is_empty() {
-            rest.push(bin);
-            continue;
-        }
-        let mut others = bin.clone();
-        for test in &long {
-            let mut alone = bin.clone();
-            alone.name = format!("{} {test}", bin.name);
-            alone.args = vec![(*test).to_owned(), "--exact".to_owned()];
-            first.push(alone);
-            others
-                .args
-                .extend(["--skip".to_owned(), (*test).to_owned()]);
-        }
-        others.name = format!("{} (the rest)", bin.name);
-        first.push(others);
+fn browser_jobs(mut built: Vec<TestBinary>) -> Result<Vec<TestBinary>> {
+    let mut jobs = Vec::new();
+    for (binary, test) in LONG_BROWSER_TESTS {
+        let Some(i) = built.iter().position(|b| b.name == *binary) else {
+            bail!("the browser's test build made no binary `{binary}`");
+        };
+        let mut others = built.remove(i);
+        let mut alone = others.clone();
+        alone.name = format!("{binary} {test}");
+        alone.args = vec![(*test).to_owned(), "--exact".to_owned()];
+        others.name = format!("{binary} (the rest)");
+        others.args = vec!["--skip".to_owned(), (*test).to_owned()];
+        jobs.extend([alone, others]);
     }
-    for (bin, _) in LONG_BROWSER_TESTS {
-        if !first.iter().any(|j| j.name.starts_with(bin)) {
-            bail!("the browser's test build made no binary `{bin}`");
-        }
-    }
-    first.extend(rest);
-    Ok(first)
+    jobs.extend(built);
+    Ok(jobs)
 }
 
 /// `cargo` with wasm-bindgen-test-runner as the wasm32 runner, driving Chromium.
@@ -325,12 +308,18 @@ fn wasm_test_command(tmp: &PrivateTmp) -> Result<Command> {
     }
     let mut cmd = Command::new(cargo());
     cmd.current_dir(repo_root())
-        .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", &runner)
-        .env("CHROMEDRIVER", CHROMEDRIVER)
-        .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", webdriver_json()?)
-        .env("WASM_BINDGEN_TEST_TIMEOUT", WASM_TEST_TIMEOUT_S.to_string())
-        .env("TMPDIR", tmp.path());
+        .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", &runner);
+    runner_env(&mut cmd, &webdriver_json()?, tmp);
     Ok(cmd)
+}
+
+/// What wasm-bindgen-test-runner reads to drive Chromium (`webdriver`: [`webdriver_json`]),
+/// whether cargo starts it or xtask.
+fn runner_env<'a>(cmd: &'a mut Command, webdriver: &Path, tmp: &PrivateTmp) -> &'a mut Command {
+    cmd.env("CHROMEDRIVER", CHROMEDRIVER)
+        .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", webdriver)
+        .env("WASM_BINDGEN_TEST_TIMEOUT", WASM_TEST_TIMEOUT_S.to_string())
+        .env("TMPDIR", tmp.path())
 }
 
 /// The line every core test file needs so that its `#[test]` functions run in the browser.

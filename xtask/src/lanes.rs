@@ -102,10 +102,10 @@ pub fn run(
                 start.elapsed().as_secs_f64(),
                 out.status
             );
-            eprint!("{}", String::from_utf8_lossy(&out.stdout));
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            eprint!("{stdout}");
             eprint!("{}", String::from_utf8_lossy(&out.stderr));
-            let matched_none = !bin.args.is_empty()
-                && String::from_utf8_lossy(&out.stdout).contains("running 0 tests");
+            let matched_none = !bin.args.is_empty() && stdout.contains("running 0 tests");
             if matched_none {
                 eprintln!("{}: the filter {:?} matched no test", bin.name, bin.args);
             }
