@@ -22,6 +22,7 @@
 // schemes, route interception, download events.
 
 import assert from 'node:assert/strict';
+import os from 'node:os';
 import path from 'node:path';
 import test from 'node:test';
 import { startEmulator } from './support/emulator.mjs';
@@ -36,6 +37,35 @@ import { freePort, startServer } from './support/servers.mjs';
 import { siteDir } from './support/site.mjs';
 
 const MAX_TOKENS = 12;
+/** How long the teacher-forced check may take: 7.6 s in Firefox and 12.6 s in WebKit in a fresh CI rehearsal on a 2-core machine (2026-12-06). */
+const FORCED_DEADLINE_MS = 240_000;
+
+/** How many of the machine's cores were busy over the next `ms` (idle: waiting, not computing). */
+async function busyCores(ms) {
+  const total = () => os.cpus().reduce((a, c) => ({ busy: a.busy + c.times.user + c.times.nice + c.times.sys + c.times.irq, all: a.all + Object.values(c.times).reduce((x, y) => x + y, 0) }), { busy: 0, all: 0 });
+  const a = total();
+  await new Promise((r) => setTimeout(r, ms));
+  const b = total();
+  return (((b.busy - a.busy) / Math.max(1, b.all - a.all)) * os.cpus().length).toFixed(2);
+}
+
+/** `promise`, or an error that says where things stood (`where()`) once `ms` have passed. */
+async function withDeadline(promise, ms, where) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => {
+      where().then(
+        (w) => reject(new Error(`no answer within ${ms / 1000} s: ${w}`)),
+        (e) => reject(new Error(`no answer within ${ms / 1000} s (${e})`)),
+      );
+    }, ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 const PROMPT = 'Write a sentence about the sea.';
 
 /** The servers every engine's tests use, started once. */
@@ -259,14 +289,29 @@ test('the package, the page and the demo in each browser engine', async (t) => {
       await t.test('the CPU backend gives the native engine’s tokens (teacher-forced)', { skip: name === 'chromium' && 'engine-cpu.test.mjs checks Chromium on all four builds' }, async (t) => {
         const expected = native();
         const page = await browser.newPage(`${s.pages.origin}/index.html`);
-        const out = await page.evaluate(async ({ url, prompts, expected }) => {
+        const run = page.evaluate(async ({ url, prompts, expected }) => {
+          // Where the run stands, for the deadline below to report.
+          const at = (stage) => (window.__forcedStage = { ...stage, t: Math.round(performance.now()) });
+          at({ stage: 'import' });
           const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
-          const engine = await createEngine({ model: url, cache: false });
+          const engine = await createEngine({ model: url, cache: false, onProgress: (p) => at({ stage: 'load', phase: p.phase, loaded: p.loaded, compile: p.compile }) });
           const forced = [];
-          for (const [i, prompt] of prompts.entries()) forced.push(await engine.teacherForced(prompt, expected[i]));
+          for (const [i, prompt] of prompts.entries()) {
+            at({ stage: `teacher-forced prompt ${i + 1} of ${prompts.length}` });
+            forced.push(await engine.teacherForced(prompt, expected[i]));
+          }
+          at({ stage: 'dispose' });
           await engine.dispose();
           return { info: engine.info, forced, cores: navigator.hardwareConcurrency };
         }, { url: s.modelUrl, prompts: FORCED_PROMPTS, expected });
+        // Seconds alone; once in Firefox (2026-12-03, two test files at a time) it sat with the
+        // cores idle until the protocol's 600 s timeout. A deadline well inside that names the
+        // stage it stopped in and whether the cores were busy, instead of timing out.
+        const out = await withDeadline(run, FORCED_DEADLINE_MS, async () => {
+          const stage = await page.evaluate(() => window.__forcedStage ?? null).catch((e) => ({ unreadable: String(e) }));
+          const errors = await page.errors().catch(() => []);
+          return `stopped at ${JSON.stringify(stage)}, the machine's cores ${await busyCores(3000)} busy (page clock ${await page.evaluate(() => Math.round(performance.now())).catch(() => '?')} ms), errors ${JSON.stringify(errors)}`;
+        });
         t.diagnostic(JSON.stringify(out.info));
         assert.equal(out.info.backend, 'cpu');
         if (name === 'webkit') {
