@@ -37,6 +37,7 @@ import { freePort, startServer } from './support/servers.mjs';
 import { siteDir } from './support/site.mjs';
 
 const MAX_TOKENS = 12;
+const PROMPT = 'Write a sentence about the sea.';
 /** How long the teacher-forced check may take: 7.6 s in Firefox and 12.6 s in WebKit in a fresh CI rehearsal on a 2-core machine (2026-12-06). */
 const FORCED_DEADLINE_MS = 240_000;
 
@@ -66,7 +67,6 @@ async function withDeadline(promise, ms, where) {
     clearTimeout(timer);
   }
 }
-const PROMPT = 'Write a sentence about the sea.';
 
 /** The servers every engine's tests use, started once. */
 async function sharedServers(t) {
@@ -308,9 +308,9 @@ test('the package, the page and the demo in each browser engine', async (t) => {
         // cores idle until the protocol's 600 s timeout. A deadline well inside that names the
         // stage it stopped in and whether the cores were busy, instead of timing out.
         const out = await withDeadline(run, FORCED_DEADLINE_MS, async () => {
-          const stage = await page.evaluate(() => window.__forcedStage ?? null).catch((e) => ({ unreadable: String(e) }));
+          const { stage, now } = await page.evaluate(() => ({ stage: window.__forcedStage ?? null, now: Math.round(performance.now()) })).catch((e) => ({ stage: { unreadable: String(e) }, now: '?' }));
           const errors = await page.errors().catch(() => []);
-          return `stopped at ${JSON.stringify(stage)}, the machine's cores ${await busyCores(3000)} busy (page clock ${await page.evaluate(() => Math.round(performance.now())).catch(() => '?')} ms), errors ${JSON.stringify(errors)}`;
+          return `stopped at ${JSON.stringify(stage)}, the machine's cores ${await busyCores(3000)} busy (page clock ${now} ms), errors ${JSON.stringify(errors)}`;
         });
         t.diagnostic(JSON.stringify(out.info));
         assert.equal(out.info.backend, 'cpu');
