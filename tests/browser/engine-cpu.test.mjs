@@ -136,4 +136,35 @@ test('without WebGPU createEngine runs on the CPU: it says why, loads only the C
   assert.equal(plainInfo.threads, 1);
   assert.match(plainInfo.threadsWhy, /cross-origin isolated/);
   await assertClean(plain);
+
+  // Where the relaxed-SIMD builds do not load (`cargo xtask demo` serves the page before it
+  // has compiled them; a host that lacks the files): the plain builds, threaded and not, the
+  // same greedy tokens, and the reason.
+  const missing = await fx.page();
+  await missing.route(/tpsmeter_engine_cpu(_mt)?_relaxed_bg\.wasm/, (r) => r.fulfill({ status: 404, body: 'not built' }));
+  const fallback = await missing.evaluate(
+    async ({ url, prompt }) => {
+      const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
+      const infos = [];
+      for (const threads of [2, 1]) {
+        const engine = await createEngine({ model: url, threads });
+        const r = await engine.completions.create({ prompt, max_tokens: 8, temperature: 0 });
+        infos.push({ ...engine.info, tokens: r.timings.tokens });
+        await engine.dispose();
+      }
+      return infos;
+    },
+    { url: `/models/${path.basename(model)}`, prompt: PROMPTS[0] },
+  );
+  assert.deepEqual(
+    fallback.map((i) => [i.simd, i.threads]),
+    [
+      ['simd128', 2],
+      ['simd128', 1],
+    ],
+  );
+  for (const info of fallback) {
+    assert.match(info.simdWhy, /^plain SIMD: the relaxed-SIMD build did not load \(.+\)$/, JSON.stringify(info));
+    assert.deepEqual(info.tokens, out.runs[0].tokens.slice(0, 8));
+  }
 });

@@ -90,9 +90,10 @@ fn setup_for_page(engines: bool) -> Result<()> {
     fetch_gemma()
 }
 
-/// Every llama.cpp binary the project uses, through `bg`.
+/// What the demo's comparison runs of llama.cpp (its server), through `bg`: the other tools
+/// (`llama-bench` and the rest) are for the benchmarks and tests, which `setup` builds.
 pub fn build_demo_llama(bg: &Niced) -> Result<()> {
-    build_llama(LLAMA_TARGETS, Some(bg))
+    build_llama(&["llama-server"], Some(bg))
 }
 
 /// CI's set-up in the foreground: what is downloaded or installed (packages, the wasm

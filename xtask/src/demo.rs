@@ -11,9 +11,12 @@
 //! settings (e.g. `--concurrency 1,4 --requests 8`); the page takes the ones its form has.
 //!
 //! The first run builds what the page needs first, its three builds at once (the release CLI,
-//! the wasm-bindgen CLI, the package's wasm), and prints the URL as soon as the server
-//! answers; llama.cpp, which only the headless comparison needs, builds in the background
-//! (niced) meanwhile, and the comparison waits for it.
+//! the wasm-bindgen CLI, the package's wasm but the CPU engine's relaxed-SIMD twins), and
+//! prints the URL as soon as the server answers. What the page can open without builds in
+//! the background at the lowest priority: llama.cpp's server, which only the headless
+//! comparison needs, and the relaxed-SIMD twins, after which the package and the site are
+//! built again and the served site replaced (until then the demo runs the plain-SIMD build
+//! and says why). Headless, the summary waits for both.
 
 use crate::background::Background;
 use crate::sh::{self, repo_root};
@@ -71,13 +74,14 @@ pub fn run(args: &[String]) -> Result<()> {
         .transpose()?;
     let model = assets::model_path();
     // The page's three builds at once, each in a target directory of its own: the release
-    // CLI (which serves it), the wasm-bindgen CLI, and the package's seven wasm builds (in
-    // two lanes). One after the other, each left a core idle through its serial tail (a
-    // crate's codegen, a fat LTO, a link); together they keep both busy.
+    // CLI (which serves it), the wasm-bindgen CLI, and five of the package's seven wasm
+    // builds (in two lanes; the relaxed-SIMD twins come after the URL). One after the other,
+    // each left a core idle through its serial tail (a crate's codegen, a fat LTO, a link);
+    // together they keep both busy.
     let (tpsmeter, compiled) = std::thread::scope(|scope| -> Result<_> {
         let cli = scope.spawn(release_cli);
         let bindgen = scope.spawn(|| crate::tools::wasm_bindgen_cli(None));
-        let compiled = pkg::compile_all();
+        let compiled = pkg::compile_first();
         let tpsmeter = cli
             .join()
             .unwrap_or_else(|_| bail!("the release build's thread panicked"));
@@ -86,7 +90,7 @@ pub fn run(args: &[String]) -> Result<()> {
             .unwrap_or_else(|_| bail!("the wasm-bindgen CLI's thread panicked"))?;
         Ok((tpsmeter?, compiled?))
     })?;
-    pkg::finish(&compiled)?;
+    pkg::finish_first(&compiled)?;
     let site = www::build_site()?;
 
     let port = free_port()?;
@@ -113,8 +117,34 @@ pub fn run(args: &[String]) -> Result<()> {
         "   (ready {:.0} s after `cargo xtask demo` started)",
         started.elapsed().as_secs_f64()
     );
+    // What the page does not need to open: the CPU engine's relaxed-SIMD twins. They build
+    // now at the lowest priority, then the package and the site again, which replaces the
+    // served one; until then a browser with relaxed SIMD runs the plain build and the demo
+    // says so.
+    let rest = Background::spawn_job("demo-deferred.log", |bg| {
+        let deferred = pkg::compile_deferred(Some(bg))?;
+        pkg::finish_deferred(&deferred, Some(bg))?;
+        www::rebuild_site(Some(bg)).map(drop)
+    })?;
+    println!(
+        "   (the CPU engine's relaxed-SIMD builds are compiling in the background: until they \
+         are done the demo runs its plain-SIMD build; log in {})",
+        crate::tools::target_dir()
+            .join("demo-deferred.log")
+            .display()
+    );
     if !headless {
         println!("\nOpen the page in a browser; Ctrl-C stops the server.");
+        std::thread::spawn(move || match rest.join() {
+            Ok(()) => println!(
+                "\n(the relaxed-SIMD builds are in and the site is rebuilt: reload the page, \
+                 {:.0} s after `cargo xtask demo` started)",
+                started.elapsed().as_secs_f64()
+            ),
+            Err(e) => eprintln!(
+                "\nthe relaxed-SIMD builds failed (the page keeps its plain-SIMD build): {e:#}"
+            ),
+        });
         let mut ours = ours;
         let status = ours.0.wait()?;
         bail!("tpsmeter serve exited with {status}");
@@ -136,9 +166,16 @@ pub fn run(args: &[String]) -> Result<()> {
 
     println!("\n== the CLI (tpsmeter bench), same settings, same server");
     let result = bench(&tpsmeter, port, &extra);
-    drop(ours);
     page?;
     result?;
+    if !rest.is_finished() {
+        println!("\n(waiting for the CPU engine's relaxed-SIMD builds: see demo-deferred.log)");
+    }
+    rest.join()
+        .context("building the CPU engine's relaxed-SIMD twins and the whole site")?;
+    // The rebuilt site, as served: it must open and fetch the relaxed builds it now has.
+    check_served_site(port)?;
+    drop(ours);
 
     if let Some(build) = llama {
         if !build.is_finished() {
@@ -273,16 +310,50 @@ pub(crate) fn start(cmd: &mut Command, port: u16, what: &str) -> Result<Server> 
 
 /// `GET /health` answers 200 once the model is loaded.
 fn health_ok(port: u16) -> bool {
+    answers_200(port, "/health")
+}
+
+/// Whether `GET path` on 127.0.0.1:`port` answers 200.
+fn answers_200(port: u16, path: &str) -> bool {
     use std::io::{Read, Write};
     let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
     };
     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    if s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-        .is_err()
-    {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    if s.write_all(request.as_bytes()).is_err() {
         return false;
     }
     let mut buf = [0u8; 16];
     matches!(s.read(&mut buf), Ok(n) if n >= 12 && &buf[9..12] == b"200")
+}
+
+/// The site `tpsmeter serve` serves once the deferred builds replaced it: its page and
+/// each relaxed-SIMD build's wasm (Vite names it `assets/<name>_bg-<hash>.wasm`) answer.
+fn check_served_site(port: u16) -> Result<()> {
+    if !answers_200(port, "/") {
+        bail!("the rebuilt site's page does not answer on port {port}");
+    }
+    let assets = www::out_dir().join("assets");
+    let names: Vec<String> = std::fs::read_dir(&assets)
+        .with_context(|| format!("read {}", assets.display()))?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    for variant in pkg::DEFERRED {
+        let prefix = format!("{variant}_bg-");
+        let Some(file) = names
+            .iter()
+            .find(|n| n.starts_with(&prefix) && n.ends_with(".wasm"))
+        else {
+            bail!(
+                "the rebuilt site has no {prefix}*.wasm in {}",
+                assets.display()
+            );
+        };
+        if !answers_200(port, &format!("/assets/{file}")) {
+            bail!("the server does not serve the rebuilt site's /assets/{file}");
+        }
+    }
+    println!("\n(the site is whole: the relaxed-SIMD builds are served)");
+    Ok(())
 }

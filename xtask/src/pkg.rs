@@ -19,7 +19,8 @@
 //! Prints the tarball's path and the gzipped sizes of what a page downloads: the `.wasm`,
 //! its wasm-bindgen glue and each `dist/*.js` entry.
 
-use crate::sh::{repo_root, run};
+use crate::background::{Niced, run_on};
+use crate::sh::repo_root;
 use crate::tools::{self, cargo, npm, npm_install, target_dir};
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
@@ -117,42 +118,133 @@ pub fn build() -> Result<PathBuf> {
     // each variant is finished as soon as it is built, beside the next one's build.
     npm_install(&pkg)?;
     let shipped = in_two_lanes(threaded, |_, name, features| {
-        let wasm = compile(name, features)?;
-        glue(&bindgen, name, &wasm)
+        let wasm = compile(name, features, None)?;
+        glue(&bindgen, name, &wasm, None)
     })?;
-    pack(shipped.into_iter().flatten().collect())
+    pack(shipped.into_iter().flatten().collect(), None)
 }
 
-/// Every variant's wasm compiled (cargo alone: no wasm-bindgen CLI, no npm), for
-/// [`finish`]: what `cargo xtask demo` runs beside its other first-run builds.
+/// The variants `cargo xtask demo` compiles after it has printed the page's URL: the
+/// relaxed-SIMD twins of the two CPU builds. A browser without them runs the plain twin
+/// (the same results, slower Q4 kernels): the engine's Worker falls back when a relaxed build
+/// does not load. Their API is their plain twin's, so until they are built the package is
+/// type-checked with the twin's declarations ([`pending_glue`]). On a bare 2-core machine
+/// they were ~1.5 min of one lane each, and their `wasm-opt` ~40 s more.
+pub const DEFERRED: &[&str] = &[
+    "tpsmeter_engine_cpu_relaxed",
+    "tpsmeter_engine_cpu_mt_relaxed",
+];
+
+/// The plain build whose API a [`DEFERRED`] variant shares.
+fn plain_twin(name: &str) -> Option<&str> {
+    name.strip_suffix("_relaxed")
+}
+
+/// Some variants' wasm compiled (cargo alone: no wasm-bindgen CLI, no npm), in
+/// [`VARIANTS`]' order, `None` where a variant was not: what `cargo xtask demo` runs beside
+/// its other first-run builds ([`compile_first`], then [`compile_deferred`]).
 #[derive(Debug)]
-pub struct Compiled(Vec<PathBuf>);
+pub struct Compiled(Vec<Option<PathBuf>>);
 
-/// Empties the package's generated directories and compiles every variant.
-pub fn compile_all() -> Result<Compiled> {
+/// Empties the package's generated directories and compiles every variant but the
+/// [`DEFERRED`] ones.
+pub fn compile_first() -> Result<Compiled> {
     clean()?;
-    in_two_lanes(threaded, |_, name, features| compile(name, features)).map(Compiled)
+    in_two_lanes(threaded, |_, name, features| {
+        (!DEFERRED.contains(&name))
+            .then(|| compile(name, features, None))
+            .transpose()
+    })
+    .map(Compiled)
 }
 
-/// The package from [`compile_all`]'s output: wasm-bindgen, wasm-opt and esbuild on each
-/// variant, then TypeScript and `npm pack`. Returns the tarball's path.
-pub fn finish(compiled: &Compiled) -> Result<PathBuf> {
+/// The [`DEFERRED`] variants compiled, one after the other (after the first stage their
+/// target directories hold every dependency: each is our two crates and a link).
+pub fn compile_deferred(bg: Option<&Niced>) -> Result<Compiled> {
+    VARIANTS
+        .iter()
+        .map(|(name, features)| {
+            DEFERRED
+                .contains(name)
+                .then(|| compile(name, features, bg))
+                .transpose()
+        })
+        .collect::<Result<_>>()
+        .map(Compiled)
+}
+
+/// The package from [`compile_first`]'s output, for a page served before the deferred
+/// builds exist: wasm-bindgen, wasm-opt and esbuild on each variant compiled, a pending
+/// module for each other ([`pending_glue`]), then TypeScript. Not packed: a tarball is only
+/// ever made of every build ([`finish_deferred`]).
+pub fn finish_first(compiled: &Compiled) -> Result<()> {
     let pkg = repo_root().join("pkg");
     npm_install(&pkg)?;
+    glue_all(compiled, None)?;
+    for (i, (name, _)) in VARIANTS.iter().enumerate() {
+        if compiled.0.get(i).is_none_or(Option::is_none) {
+            pending_glue(&pkg.join("wasm"), name)?;
+        }
+    }
+    typescript(&repo_root(), &pkg, None)
+}
+
+/// The whole package once the deferred builds are compiled ([`compile_deferred`]): their
+/// glue replaces the pending modules, then TypeScript again and `npm pack`. Returns the
+/// tarball's path.
+pub fn finish_deferred(deferred: &Compiled, bg: Option<&Niced>) -> Result<PathBuf> {
+    glue_all(deferred, bg)?;
+    let wasm = repo_root().join("pkg").join("wasm");
+    let mut shipped = Vec::new();
+    for (name, _) in VARIANTS {
+        for file in [format!("{name}_bg.wasm"), format!("{name}.js")] {
+            let path = wasm.join(file);
+            if !path.exists() {
+                bail!("{} is missing: {name} was never built", path.display());
+            }
+            shipped.push(path);
+        }
+    }
+    pack(shipped, bg)
+}
+
+/// wasm-bindgen, wasm-opt and esbuild on each variant `compiled` holds. wasm-opt takes
+/// ~50 s of one core on each engine build (measured on a bare machine): in two lanes,
+/// alternating, so both cores work. Returns the files a page downloads.
+fn glue_all(compiled: &Compiled, bg: Option<&Niced>) -> Result<Vec<PathBuf>> {
     let bindgen = tools::wasm_bindgen();
-    // wasm-opt takes ~50 s of one core on each engine build (measured on a bare machine): in
-    // two lanes, alternating, so both cores work.
     let shipped = in_two_lanes(
         |i, _| i % 2 == 1,
-        |i, name, _| {
-            let wasm = compiled
-                .0
-                .get(i)
-                .with_context(|| format!("{name} was not compiled"))?;
-            glue(&bindgen, name, wasm)
+        |i, name, _| match compiled.0.get(i) {
+            Some(Some(wasm)) => glue(&bindgen, name, wasm, bg),
+            _ => Ok(Vec::new()),
         },
     )?;
-    pack(shipped.into_iter().flatten().collect())
+    Ok(shipped.into_iter().flatten().collect())
+}
+
+/// The module of a [`DEFERRED`] variant that is not built yet, in `wasm_dir` beside its
+/// plain twin's glue: its init rejects, naming the build, so the engine's Worker falls back
+/// to the twin (and says why in `info.simdWhy`); everything else is the twin's, re-exported,
+/// so bundlers find every name the package's wrapper uses. Its declarations are the twin's
+/// (wasm-bindgen emits the same ones for both). There is no `.wasm`: nothing fetches one.
+fn pending_glue(wasm_dir: &Path, name: &str) -> Result<()> {
+    let twin = plain_twin(name).with_context(|| format!("{name} has no plain twin"))?;
+    let declarations = std::fs::read_to_string(wasm_dir.join(format!("{twin}.d.ts")))
+        .with_context(|| format!("{twin} must be built before {name}'s pending module"))?;
+    std::fs::write(wasm_dir.join(format!("{name}.d.ts")), declarations)?;
+    let why = format!(
+        "{name} is not built yet (`cargo xtask demo` compiles it after the page is up, then \
+         rebuilds the site: reload the page when it says so)"
+    );
+    let js = format!(
+        "// Pending: written by `cargo xtask demo` until {name} is compiled.\n\
+         export * from './{twin}.js';\n\
+         export default async function init() {{ throw new Error({why:?}); }}\n\
+         export function initSync() {{ throw new Error({why:?}); }}\n"
+    );
+    std::fs::write(wasm_dir.join(format!("{name}.js")), js)?;
+    Ok(())
 }
 
 /// `pkg/` with nothing generated by an earlier run left in it (it could end up in the
@@ -205,17 +297,18 @@ fn in_two_lanes<T: Send>(
 
 /// The types, the schemas, `tsc` and `npm pack`; prints the gzipped sizes of `shipped` (the
 /// glue files) and of the entry points. Returns the tarball's path.
-fn pack(mut shipped: Vec<PathBuf>) -> Result<PathBuf> {
+fn pack(mut shipped: Vec<PathBuf>, bg: Option<&Niced>) -> Result<PathBuf> {
     let root = repo_root();
     let pkg = root.join("pkg");
-    report_types(&root, &pkg)?;
-    schemas(&root, &pkg)?;
-    run(npm(&pkg).args(["run", "build"]))?;
+    typescript(&root, &pkg, bg)?;
 
     let dest = root.join("target").join("npm");
     remove_dir(&dest)?;
     std::fs::create_dir_all(&dest).with_context(|| format!("create {}", dest.display()))?;
-    run(npm(&pkg).arg("pack").arg("--pack-destination").arg(&dest))?;
+    run_on(
+        npm(&pkg).arg("pack").arg("--pack-destination").arg(&dest),
+        bg,
+    )?;
     let tarball = only_tarball(&dest)?;
 
     println!("package: {}", tarball.display());
@@ -236,7 +329,7 @@ fn pack(mut shipped: Vec<PathBuf>) -> Result<PathBuf> {
 /// One of [`VARIANTS`] compiled; returns a copy of its `.wasm` under
 /// `<target>/pkg-wasm/` (the next variant's build in the same target directory overwrites
 /// the original).
-fn compile(out_name: &str, features: &[&str]) -> Result<PathBuf> {
+fn compile(out_name: &str, features: &[&str], bg: Option<&Niced>) -> Result<PathBuf> {
     let root = repo_root();
     let mut build = Command::new(cargo());
     build.current_dir(&root).args([
@@ -265,7 +358,7 @@ fn compile(out_name: &str, features: &[&str]) -> Result<PathBuf> {
         target_dir().join("wasm-plain")
     };
     build.arg("--target-dir").arg(&dir);
-    run(&mut build)?;
+    run_on(&mut build, bg)?;
     let built = dir
         .join(WASM_TARGET)
         .join("wasm-release")
@@ -280,21 +373,27 @@ fn compile(out_name: &str, features: &[&str]) -> Result<PathBuf> {
 
 /// wasm-bindgen on one variant's `wasm` into `pkg/wasm/`, then `wasm-opt -Oz` and
 /// `esbuild --minify` on its output. Returns the two files a page downloads.
-fn glue(bindgen: &Path, out_name: &str, wasm: &Path) -> Result<Vec<PathBuf>> {
+fn glue(bindgen: &Path, out_name: &str, wasm: &Path, bg: Option<&Niced>) -> Result<Vec<PathBuf>> {
     let pkg = repo_root().join("pkg");
-    run(Command::new(bindgen)
-        .args(["--target", "web", "--out-dir"])
-        .arg(pkg.join("wasm"))
-        .args(["--out-name", out_name])
-        .arg(wasm))?;
+    run_on(
+        Command::new(bindgen)
+            .args(["--target", "web", "--out-dir"])
+            .arg(pkg.join("wasm"))
+            .args(["--out-name", out_name])
+            .arg(wasm),
+        bg,
+    )?;
     let glue_wasm = pkg.join("wasm").join(format!("{out_name}_bg.wasm"));
     let before = file_len(&glue_wasm)?;
-    run(Command::new(pkg.join("node_modules/.bin/wasm-opt"))
-        .arg("-Oz")
-        .args(WASM_OPT_FEATURES)
-        .arg(&glue_wasm)
-        .arg("-o")
-        .arg(&glue_wasm))?;
+    run_on(
+        Command::new(pkg.join("node_modules/.bin/wasm-opt"))
+            .arg("-Oz")
+            .args(WASM_OPT_FEATURES)
+            .arg(&glue_wasm)
+            .arg("-o")
+            .arg(&glue_wasm),
+        bg,
+    )?;
     eprintln!(
         "wasm-opt -Oz {out_name}: {} -> {} bytes",
         before,
@@ -305,15 +404,18 @@ fn glue(bindgen: &Path, out_name: &str, wasm: &Path) -> Result<Vec<PathBuf>> {
     // bundler, the real-user meter's lazy load above all, download half the bytes.
     let glue_js = pkg.join("wasm").join(format!("{out_name}.js"));
     let before = file_len(&glue_js)?;
-    run(Command::new(pkg.join("node_modules/.bin/esbuild"))
-        .arg(&glue_js)
-        .args([
-            "--minify",
-            "--format=esm",
-            "--allow-overwrite",
-            "--log-level=warning",
-        ])
-        .arg(format!("--outfile={}", glue_js.display())))?;
+    run_on(
+        Command::new(pkg.join("node_modules/.bin/esbuild"))
+            .arg(&glue_js)
+            .args([
+                "--minify",
+                "--format=esm",
+                "--allow-overwrite",
+                "--log-level=warning",
+            ])
+            .arg(format!("--outfile={}", glue_js.display())),
+        bg,
+    )?;
     eprintln!(
         "esbuild --minify {out_name}.js: {} -> {} bytes",
         before,
@@ -374,21 +476,31 @@ fn gzip_len(path: &Path) -> Result<usize> {
     Ok(out.stdout.len())
 }
 
+/// The generated types, the schemas and `tsc` (`npm run build`) into `pkg/dist/`.
+fn typescript(root: &Path, pkg: &Path, bg: Option<&Niced>) -> Result<()> {
+    report_types(root, pkg, bg)?;
+    schemas(root, pkg)?;
+    run_on(npm(pkg).args(["run", "build"]), bg)
+}
+
 /// The report's and the run spec's types for the package, from the JSON Schemas the core
 /// generates (schemars), by json-schema-to-typescript (pinned in `pkg/package.json`): a
 /// report field or an option added in Rust reaches the package's `Report` or `RunSettings`
 /// without anyone copying it into TypeScript. The output is not committed (`.gitignore`);
 /// like `pkg/wasm/`, it is rebuilt from its source every time.
-fn report_types(root: &Path, pkg: &Path) -> Result<()> {
+fn report_types(root: &Path, pkg: &Path, bg: Option<&Niced>) -> Result<()> {
     let core = root.join("crates").join("tpsmeter-core");
     let generated = pkg.join("src").join("generated");
-    run(Command::new("node")
-        .current_dir(pkg)
-        .arg("scripts/report-types.mjs")
-        .arg(core.join("report.schema.json"))
-        .arg(generated.join("report.ts"))
-        .arg(core.join("spec.schema.json"))
-        .arg(generated.join("spec.ts")))
+    run_on(
+        Command::new("node")
+            .current_dir(pkg)
+            .arg("scripts/report-types.mjs")
+            .arg(core.join("report.schema.json"))
+            .arg(generated.join("report.ts"))
+            .arg(core.join("spec.schema.json"))
+            .arg(generated.join("spec.ts")),
+        bg,
+    )
 }
 
 /// The report's and the run spec's JSON Schemas, copied into `pkg/schema/` for the package's
@@ -417,4 +529,49 @@ fn disposable_lib(dts: &Path) -> Result<()> {
         std::fs::write(dts, format!("{REFERENCE}{text}"))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// Every deferred variant has a plain twin that the first stage builds, and the twin's
+    /// wrapper is the one the engine's Worker falls back to.
+    #[test]
+    fn deferred_variants_have_a_plain_twin_built_first() {
+        for name in DEFERRED {
+            let twin = plain_twin(name).unwrap();
+            assert!(VARIANTS.iter().any(|(v, _)| *v == twin), "{twin}");
+            assert!(!DEFERRED.contains(&twin), "{twin}");
+            assert!(VARIANTS.iter().any(|(v, _)| v == name), "{name}");
+        }
+    }
+
+    /// The pending module declares what its twin declares, re-exports the twin, and its
+    /// init rejects naming the build.
+    #[test]
+    fn a_pending_module_rejects_its_init_and_keeps_its_twins_declarations() {
+        let dir = std::env::temp_dir().join(format!("tpsmeter-pending-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let twin_dts = "export class EngineLoader { free(): void; }\n";
+        std::fs::write(dir.join("tpsmeter_engine_cpu.d.ts"), twin_dts).unwrap();
+        pending_glue(&dir, "tpsmeter_engine_cpu_relaxed").unwrap();
+        let dts = std::fs::read_to_string(dir.join("tpsmeter_engine_cpu_relaxed.d.ts")).unwrap();
+        assert_eq!(dts, twin_dts);
+        let js = std::fs::read_to_string(dir.join("tpsmeter_engine_cpu_relaxed.js")).unwrap();
+        assert!(
+            js.contains("export * from './tpsmeter_engine_cpu.js';"),
+            "{js}"
+        );
+        assert!(js.contains("export default async function init() { throw new Error(\"tpsmeter_engine_cpu_relaxed is not built yet"), "{js}");
+        assert!(!dir.join("tpsmeter_engine_cpu_relaxed_bg.wasm").exists());
+        // Without its twin's glue there is nothing to declare it with.
+        let err = pending_glue(&dir, "tpsmeter_engine_cpu_mt_relaxed").unwrap_err();
+        assert!(
+            format!("{err:#}").contains("tpsmeter_engine_cpu_mt must be built before"),
+            "{err:#}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -7,7 +7,7 @@
 use crate::pkg;
 use crate::sh::{self, repo_root};
 use crate::tools::{npm, npm_install};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use std::path::PathBuf;
 
 /// Where the site is built.
@@ -22,6 +22,35 @@ pub fn run() -> Result<()> {
     let out = build_site()?;
     println!("site: {}", out.display());
     Ok(())
+}
+
+/// The site built again from `pkg/` as it is now, into a directory beside the served one
+/// which then takes its place (two renames: a request between them finds no file), without
+/// `npm ci` (which would empty `node_modules/` under a running build); through `bg` when
+/// given. What `cargo xtask demo` runs once its deferred builds are in the package.
+pub fn rebuild_site(bg: Option<&crate::background::Niced>) -> Result<PathBuf> {
+    let www = repo_root().join("www");
+    let out = out_dir();
+    let next = out.with_file_name("www-next");
+    let old = out.with_file_name("www-old");
+    for dir in [&next, &old] {
+        match std::fs::remove_dir_all(dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("remove {}", dir.display()));
+            }
+            _ => {}
+        }
+    }
+    crate::background::run_on(
+        npm(&www)
+            .args(["run", "build"])
+            .env("TPSMETER_WWW_OUT", &next),
+        bg,
+    )?;
+    std::fs::rename(&out, &old).with_context(|| format!("move {} aside", out.display()))?;
+    std::fs::rename(&next, &out).with_context(|| format!("move {} into place", next.display()))?;
+    std::fs::remove_dir_all(&old).with_context(|| format!("remove {}", old.display()))?;
+    Ok(out)
 }
 
 /// Builds the site, assuming `pkg/` was built (`pkg::build`) in this checkout. The build

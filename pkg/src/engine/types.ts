@@ -243,6 +243,8 @@ export interface CpuEngineInfo extends EngineInfoBase {
   threads: number;
   /** Why fewer threads run than were asked for, when fewer do. */
   threadsWhy?: string;
+  /** Why the plain-SIMD build runs where the browser has relaxed SIMD, when it does. */
+  simdWhy?: string;
   /**
    * The vector instructions of the kernels: `simd128`, or `simd128+relaxed` where the browser
    * has relaxed SIMD (its 8-bit dot in the Q4 kernels; the same results, faster).

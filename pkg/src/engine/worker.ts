@@ -92,6 +92,8 @@ interface Started {
   adapterName?: string;
   /** Why the CPU backend runs on fewer threads than asked, when it does. */
   threadsWhy?: string;
+  /** Why the plain-SIMD build runs where the browser has relaxed SIMD, when it does. */
+  simdWhy?: string;
 }
 
 /**
@@ -143,8 +145,8 @@ async function startCpu(msg: Extract<ToWorker, { kind: 'load' }>, why: string, s
     const missing = threadsMissing();
     if (!missing) {
       try {
-        const loader = await startCpuThreads(wanted, msg.maxContext, relaxed, signal, cancelled);
-        return { loader, backend: 'cpu', why };
+        const { loader, simdWhy } = await startCpuThreads(wanted, msg.maxContext, relaxed, signal, cancelled);
+        return { loader, backend: 'cpu', why, simdWhy };
       } catch (e) {
         if (signal.aborted) throw cancelled();
         threadsWhy = `one thread: the thread pool did not start (${messageOf(e)})`;
@@ -153,11 +155,31 @@ async function startCpu(msg: Extract<ToWorker, { kind: 'load' }>, why: string, s
       threadsWhy = `one thread: ${missing} (${asked})`;
     }
   }
-  const { loadCpuEngineWasm } = await cpuGlue(relaxed);
-  const wasm = await loadCpuEngineWasm();
+  const { wasm, simdWhy } = await preferRelaxed(relaxed, async (r) => (await cpuGlue(r)).loadCpuEngineWasm(), signal, cancelled);
   if (signal.aborted) throw cancelled();
   const loader = await wasm.EngineLoader.create({ backend: 'cpu', maxContext: msg.maxContext });
-  return { loader, backend: 'cpu', why, threadsWhy };
+  return { loader, backend: 'cpu', why, threadsWhy, simdWhy };
+}
+
+/**
+ * `load(true)` where `relaxed`, and `load(false)` if that fails: a relaxed-SIMD build that
+ * does not load (a host that lacks its file, as `cargo xtask demo` serves the page before
+ * those two builds are compiled; a browser that validates a small relaxed-SIMD module but not
+ * the engine's) leaves the plain build, which computes the same results, with the reason.
+ */
+async function preferRelaxed<T>(
+  relaxed: boolean,
+  load: (relaxed: boolean) => Promise<T>,
+  signal: AbortSignal,
+  cancelled: () => EngineError,
+): Promise<{ wasm: T; relaxed: boolean; simdWhy?: string }> {
+  if (!relaxed) return { wasm: await load(false), relaxed: false };
+  try {
+    return { wasm: await load(true), relaxed: true };
+  } catch (e) {
+    if (signal.aborted) throw cancelled();
+    return { wasm: await load(false), relaxed: false, simdWhy: `plain SIMD: the relaxed-SIMD build did not load (${messageOf(e)})` };
+  }
 }
 
 /** Why this page cannot run wasm threads, or undefined where it can. */
@@ -196,15 +218,15 @@ async function startCpuThreads(
   relaxed: boolean,
   signal: AbortSignal,
   cancelled: () => EngineError,
-): Promise<Loader> {
-  const { loadCpuThreadsWasm } = await threadsGlue(relaxed);
-  const wasm = await loadCpuThreadsWasm();
+): Promise<{ loader: Loader; simdWhy?: string }> {
+  const loaded = await preferRelaxed(relaxed, async (r) => (await threadsGlue(r)).loadCpuThreadsWasm(), signal, cancelled);
+  const { wasm, simdWhy } = loaded;
   if (signal.aborted) throw cancelled();
   const join: ThreadJoin = {
     kind: 'cpu-thread',
     module: wasm.threadModule() as WebAssembly.Module,
     memory: wasm.threadMemory() as WebAssembly.Memory,
-    relaxed,
+    relaxed: loaded.relaxed,
   };
   const started = Array.from({ length: threads }, (_, i) => startThread(join, i));
   const settled = await Promise.allSettled(started);
@@ -215,7 +237,7 @@ async function startCpuThreads(
   }
   cpuThreads = settled.map((r) => (r as PromiseFulfilledResult<Worker>).value);
   wasm.startThreadPool(threads);
-  return wasm.EngineLoader.create({ backend: 'cpu', maxContext });
+  return { loader: await wasm.EngineLoader.create({ backend: 'cpu', maxContext }), simdWhy };
 }
 
 /** The pool's Workers, kept referenced for the life of this Worker (which ends them). */
@@ -422,12 +444,13 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
       }),
     ) as Omit<LoadPhases, 'downloadMs' | 'uploadMs'>;
     const load: LoadPhases = { downloadMs, uploadMs, ...report };
-    const info = JSON.parse(finished.info()) as { adapter: string; why: string; threadsWhy?: string; load?: LoadPhases };
+    const info = JSON.parse(finished.info()) as { adapter: string; why: string; threadsWhy?: string; simdWhy?: string; load?: LoadPhases };
     info.load = load;
     // wgpu reports no adapter name on the web; the page's GPUAdapterInfo has one.
     if (!info.adapter) info.adapter = chosen.adapterName ?? '';
     info.why = chosen.why;
     if (chosen.threadsWhy) info.threadsWhy = chosen.threadsWhy;
+    if (chosen.simdWhy) info.simdWhy = chosen.simdWhy;
     return { name: engine.name, info, sha256, fromCache, cached };
   } catch (e) {
     await writer?.abort();

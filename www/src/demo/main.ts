@@ -60,7 +60,7 @@ function updateProbeButton(): void {
 function describeBackend(info: EngineInfo): string {
   if (info.backend === 'cpu') {
     const threads = `${info.threads} thread${info.threads === 1 ? '' : 's'}`;
-    return ` Running on the CPU (WebAssembly ${info.simd}, ${threads}) because ${info.why}${info.threadsWhy ? `; ${info.threadsWhy}` : ''}; context up to ${info.maxContext} tokens.`;
+    return ` Running on the CPU (WebAssembly ${info.simd}, ${threads}) because ${info.why}${info.threadsWhy ? `; ${info.threadsWhy}` : ''}${info.simdWhy ? `; ${info.simdWhy}` : ''}; context up to ${info.maxContext} tokens.`;
   }
   return ` Running on WebGPU (${info.why}). Adapter: ${info.adapter}; ${info.profile === 'cpu' ? 'CPU' : 'GPU'} kernel shapes, ${info.shaderF16 ? 'f16' : 'f32'} arithmetic; context up to ${info.maxContext} tokens.`;
 }
