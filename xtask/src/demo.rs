@@ -78,20 +78,26 @@ pub fn run(args: &[String]) -> Result<()> {
     // builds (in two lanes; the relaxed-SIMD twins come after the URL). One after the other,
     // each left a core idle through its serial tail (a crate's codegen, a fat LTO, a link);
     // together they keep both busy.
-    let (tpsmeter, compiled) = std::thread::scope(|scope| -> Result<_> {
+    // The package and the site need the wasm-bindgen CLI and the wasm, not the release CLI:
+    // they are finished while it may still compile (on a bare machine it was the last build,
+    // and wasm-bindgen, wasm-opt and Vite waited ~190 s for it).
+    let (tpsmeter, site) = std::thread::scope(|scope| -> Result<_> {
         let cli = scope.spawn(release_cli);
         let bindgen = scope.spawn(|| crate::tools::wasm_bindgen_cli(None));
         let compiled = pkg::compile_first();
+        let bindgen = bindgen
+            .join()
+            .unwrap_or_else(|_| bail!("the wasm-bindgen CLI's thread panicked"));
+        let site = compiled.and_then(|compiled| {
+            bindgen?;
+            pkg::finish_first(&compiled)?;
+            www::build_site()
+        });
         let tpsmeter = cli
             .join()
             .unwrap_or_else(|_| bail!("the release build's thread panicked"));
-        bindgen
-            .join()
-            .unwrap_or_else(|_| bail!("the wasm-bindgen CLI's thread panicked"))?;
-        Ok((tpsmeter?, compiled?))
+        Ok((tpsmeter?, site?))
     })?;
-    pkg::finish_first(&compiled)?;
-    let site = www::build_site()?;
 
     let port = free_port()?;
     let ours = start(

@@ -210,16 +210,24 @@ pub fn finish_deferred(deferred: &Compiled, bg: Option<&Niced>) -> Result<PathBu
 
 /// wasm-bindgen, wasm-opt and esbuild on each variant `compiled` holds. wasm-opt takes
 /// ~50 s of one core on each engine build (measured on a bare machine): in two lanes,
-/// alternating, so both cores work. Returns the files a page downloads.
+/// alternating, so both cores work; through `bg` one after the other, since a [`Niced`]
+/// runs one command at a time (and at the lowest priority a second lane gains nothing).
+/// Returns the files a page downloads.
 fn glue_all(compiled: &Compiled, bg: Option<&Niced>) -> Result<Vec<PathBuf>> {
     let bindgen = tools::wasm_bindgen();
-    let shipped = in_two_lanes(
-        |i, _| i % 2 == 1,
-        |i, name, _| match compiled.0.get(i) {
-            Some(Some(wasm)) => glue(&bindgen, name, wasm, bg),
-            _ => Ok(Vec::new()),
-        },
-    )?;
+    let each = |i: usize, name: &str| match compiled.0.get(i) {
+        Some(Some(wasm)) => glue(&bindgen, name, wasm, bg),
+        _ => Ok(Vec::new()),
+    };
+    let shipped = if bg.is_some() {
+        VARIANTS
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| each(i, name))
+            .collect::<Result<Vec<_>>>()?
+    } else {
+        in_two_lanes(|i, _| i % 2 == 1, |i, name, _| each(i, name))?
+    };
     Ok(shipped.into_iter().flatten().collect())
 }
 
