@@ -81,6 +81,9 @@ pub fn run(args: &[String]) -> Result<()> {
     // The package and the site need the wasm-bindgen CLI and the wasm, not the release CLI:
     // they are finished while it may still compile (on a bare machine it was the last build,
     // and wasm-bindgen, wasm-opt and Vite waited ~190 s for it).
+    // The package's directories are this run's until the site is built (another `cargo xtask
+    // pkg` or `www` would empty them under it); the deferred job takes the lock again.
+    let lock = sh::exclusive("pkg-build")?;
     let (tpsmeter, site) = std::thread::scope(|scope| -> Result<_> {
         let cli = scope.spawn(release_cli);
         let bindgen = scope.spawn(|| crate::tools::wasm_bindgen_cli(None));
@@ -98,6 +101,7 @@ pub fn run(args: &[String]) -> Result<()> {
             .unwrap_or_else(|_| bail!("the release build's thread panicked"));
         Ok((tpsmeter?, site?))
     })?;
+    drop(lock);
 
     let port = free_port()?;
     let ours = start(
@@ -128,6 +132,7 @@ pub fn run(args: &[String]) -> Result<()> {
     // served one; until then a browser with relaxed SIMD runs the plain build and the demo
     // says so.
     let rest = Background::spawn_job("demo-deferred.log", |bg| {
+        let _lock = sh::exclusive("pkg-build")?;
         let deferred = pkg::compile_deferred(Some(bg))?;
         pkg::finish_deferred(&deferred, Some(bg))?;
         www::rebuild_site(Some(bg)).map(drop)
@@ -141,18 +146,40 @@ pub fn run(args: &[String]) -> Result<()> {
     );
     if !headless {
         println!("\nOpen the page in a browser; Ctrl-C stops the server.");
-        std::thread::spawn(move || match rest.join() {
-            Ok(()) => println!(
-                "\n(the relaxed-SIMD builds are in and the site is rebuilt: reload the page, \
-                 {:.0} s after `cargo xtask demo` started)",
-                started.elapsed().as_secs_f64()
-            ),
-            Err(e) => eprintln!(
-                "\nthe relaxed-SIMD builds failed (the page keeps its plain-SIMD build): {e:#}"
-            ),
+        // Watched from a thread that takes the job only once it has ended; if the server
+        // ends first, the job is taken back here and dropped, which stops its command.
+        let rest = std::sync::Arc::new(std::sync::Mutex::new(Some(rest)));
+        let watched = rest.clone();
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(Duration::from_millis(500));
+                let Ok(mut slot) = watched.lock() else { return };
+                if !slot.as_ref().is_some_and(Background::is_finished) {
+                    if slot.is_none() {
+                        return;
+                    }
+                    continue;
+                }
+                match slot.take().map(Background::join) {
+                    Some(Ok(())) => println!(
+                        "\n(the relaxed-SIMD builds are in and the site is rebuilt: reload the \
+                         page, {:.0} s after `cargo xtask demo` started)",
+                        started.elapsed().as_secs_f64()
+                    ),
+                    Some(Err(e)) => eprintln!(
+                        "\nthe relaxed-SIMD builds failed (the page keeps its plain-SIMD \
+                         build): {e:#}"
+                    ),
+                    None => {}
+                }
+                return;
+            }
         });
         let mut ours = ours;
         let status = ours.0.wait()?;
+        if let Ok(mut slot) = rest.lock() {
+            drop(slot.take());
+        }
         bail!("tpsmeter serve exited with {status}");
     }
 

@@ -232,10 +232,11 @@ fn glue_all(compiled: &Compiled, bg: Option<&Niced>) -> Result<Vec<PathBuf>> {
 }
 
 /// The module of a [`DEFERRED`] variant that is not built yet, in `wasm_dir` beside its
-/// plain twin's glue: its init rejects, naming the build, so the engine's Worker falls back
-/// to the twin (and says why in `info.simdWhy`); everything else is the twin's, re-exported,
-/// so bundlers find every name the package's wrapper uses. Its declarations are the twin's
-/// (wasm-bindgen emits the same ones for both). There is no `.wasm`: nothing fetches one.
+/// plain twin's glue: it throws as it is evaluated, naming the build, so the wrapper's dynamic
+/// import rejects before anything fetches the `.wasm` it has not got, and the engine's
+/// Worker falls back to the twin (saying why in `info.simdWhy`). Its exports are the twin's,
+/// re-exported, and an init that rejects as well, so bundlers find every name the package's
+/// wrapper imports. Its declarations are the twin's (wasm-bindgen emits the same for both).
 fn pending_glue(wasm_dir: &Path, name: &str) -> Result<()> {
     let twin = plain_twin(name).with_context(|| format!("{name} has no plain twin"))?;
     let declarations = std::fs::read_to_string(wasm_dir.join(format!("{twin}.d.ts")))
@@ -249,7 +250,8 @@ fn pending_glue(wasm_dir: &Path, name: &str) -> Result<()> {
         "// Pending: written by `cargo xtask demo` until {name} is compiled.\n\
          export * from './{twin}.js';\n\
          export default async function init() {{ throw new Error({why:?}); }}\n\
-         export function initSync() {{ throw new Error({why:?}); }}\n"
+         export function initSync() {{ throw new Error({why:?}); }}\n\
+         throw new Error({why:?});\n"
     );
     std::fs::write(wasm_dir.join(format!("{name}.js")), js)?;
     Ok(())
@@ -573,6 +575,8 @@ mod tests {
             "{js}"
         );
         assert!(js.contains("export default async function init() { throw new Error(\"tpsmeter_engine_cpu_relaxed is not built yet"), "{js}");
+        // Thrown as the module is evaluated: an import of it rejects before any fetch.
+        assert!(js.trim_end().ends_with("throw new Error(\"tpsmeter_engine_cpu_relaxed is not built yet (`cargo xtask demo` compiles it after the page is up, then rebuilds the site: reload the page when it says so)\");"), "{js}");
         assert!(!dir.join("tpsmeter_engine_cpu_relaxed_bg.wasm").exists());
         // Without its twin's glue there is nothing to declare it with.
         let err = pending_glue(&dir, "tpsmeter_engine_cpu_mt_relaxed").unwrap_err();

@@ -25,7 +25,8 @@ pub fn run() -> Result<()> {
 }
 
 /// The site built again from `pkg/` as it is now, into a directory beside the served one
-/// which then takes its place (two renames: a request between them finds no file), without
+/// which then takes its place (two renames: a request between them finds no file), the old
+/// `assets/` kept in it, without
 /// `npm ci` (which would empty `node_modules/` under a running build); through `bg` when
 /// given. What `cargo xtask demo` runs once its deferred builds are in the package.
 pub fn rebuild_site(bg: Option<&crate::background::Niced>) -> Result<PathBuf> {
@@ -47,6 +48,20 @@ pub fn rebuild_site(bg: Option<&crate::background::Niced>) -> Result<PathBuf> {
             .env("TPSMETER_WWW_OUT", &next),
         bg,
     )?;
+    // A page opened before the swap keeps loading what it names: Vite's `assets/` are
+    // content-hashed, so the old ones are kept beside the new (its Worker, the chunks that
+    // Worker imports later, the plain-SIMD fallback's files).
+    let (from, to) = (out.join("assets"), next.join("assets"));
+    if from.is_dir() {
+        for entry in std::fs::read_dir(&from).with_context(|| format!("read {}", from.display()))? {
+            let entry = entry?;
+            let target = to.join(entry.file_name());
+            if !target.exists() {
+                std::fs::copy(entry.path(), &target)
+                    .with_context(|| format!("keep {}", entry.path().display()))?;
+            }
+        }
+    }
     std::fs::rename(&out, &old).with_context(|| format!("move {} aside", out.display()))?;
     std::fs::rename(&next, &out).with_context(|| format!("move {} into place", next.display()))?;
     std::fs::remove_dir_all(&old).with_context(|| format!("remove {}", old.display()))?;
