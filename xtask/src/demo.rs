@@ -77,12 +77,12 @@ pub fn run(args: &[String]) -> Result<()> {
     // CLI (which serves it), the wasm-bindgen CLI, and five of the package's seven wasm
     // builds (in two lanes; the relaxed-SIMD twins come after the URL). One after the other,
     // each left a core idle through its serial tail (a crate's codegen, a fat LTO, a link);
-    // together they keep both busy.
-    // The package and the site need the wasm-bindgen CLI and the wasm, not the release CLI:
-    // they are finished while it may still compile (on a bare machine it was the last build,
-    // and wasm-bindgen, wasm-opt and Vite waited ~190 s for it).
-    // The package's directories are this run's until the site is built (another `cargo xtask
-    // pkg` or `www` would empty them under it); the deferred job takes the lock again.
+    // together they keep both busy. The package and the site need the wasm-bindgen CLI and
+    // the wasm, not the release CLI, so they are finished while it may still compile (on a
+    // bare machine it was the last build, and wasm-bindgen, wasm-opt and Vite waited ~190 s
+    // for it). The package's directories are this run's until the site is built (another
+    // `cargo xtask pkg` or `www` would empty them under it); the deferred job takes the lock
+    // again.
     let lock = sh::exclusive("pkg-build")?;
     let (tpsmeter, site) = std::thread::scope(|scope| -> Result<_> {
         let cli = scope.spawn(release_cli);
@@ -151,28 +151,27 @@ pub fn run(args: &[String]) -> Result<()> {
         let rest = std::sync::Arc::new(std::sync::Mutex::new(Some(rest)));
         let watched = rest.clone();
         std::thread::spawn(move || {
-            loop {
+            let job = loop {
                 std::thread::sleep(Duration::from_millis(500));
                 let Ok(mut slot) = watched.lock() else { return };
-                if !slot.as_ref().is_some_and(Background::is_finished) {
-                    if slot.is_none() {
-                        return;
-                    }
-                    continue;
+                match slot.as_ref().map(Background::is_finished) {
+                    // Taken back: the server has ended.
+                    None => return,
+                    Some(false) => {}
+                    Some(true) => break slot.take(),
                 }
-                match slot.take().map(Background::join) {
-                    Some(Ok(())) => println!(
-                        "\n(the relaxed-SIMD builds are in and the site is rebuilt: reload the \
-                         page, {:.0} s after `cargo xtask demo` started)",
-                        started.elapsed().as_secs_f64()
-                    ),
-                    Some(Err(e)) => eprintln!(
-                        "\nthe relaxed-SIMD builds failed (the page keeps its plain-SIMD \
-                         build): {e:#}"
-                    ),
-                    None => {}
-                }
-                return;
+            };
+            match job.map(Background::join) {
+                Some(Ok(())) => println!(
+                    "\n(the relaxed-SIMD builds are in and the site is rebuilt: reload the \
+                     page, {:.0} s after `cargo xtask demo` started)",
+                    started.elapsed().as_secs_f64()
+                ),
+                Some(Err(e)) => eprintln!(
+                    "\nthe relaxed-SIMD builds failed (the page keeps its plain-SIMD \
+                     build): {e:#}"
+                ),
+                None => {}
             }
         });
         let mut ours = ours;

@@ -435,7 +435,8 @@ fn glue(bindgen: &Path, out_name: &str, wasm: &Path, bg: Option<&Niced>) -> Resu
     Ok(vec![glue_wasm, glue_js])
 }
 
-fn remove_dir(dir: &Path) -> Result<()> {
+/// Removes `dir` and everything in it; a directory that is not there is no error.
+pub(crate) fn remove_dir(dir: &Path) -> Result<()> {
     match std::fs::remove_dir_all(dir) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             Err(e).with_context(|| format!("remove {}", dir.display()))

@@ -5,10 +5,10 @@
 //! target/www` serves it beside our engine's OpenAI-compatible API.
 
 use crate::pkg;
-use crate::sh::{self, repo_root};
+use crate::sh::repo_root;
 use crate::tools::{npm, npm_install};
 use anyhow::{Context, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Where the site is built.
 pub fn out_dir() -> PathBuf {
@@ -30,24 +30,12 @@ pub fn run() -> Result<()> {
 /// `npm ci` (which would empty `node_modules/` under a running build); through `bg` when
 /// given. What `cargo xtask demo` runs once its deferred builds are in the package.
 pub fn rebuild_site(bg: Option<&crate::background::Niced>) -> Result<PathBuf> {
-    let www = repo_root().join("www");
     let out = out_dir();
     let next = out.with_file_name("www-next");
     let old = out.with_file_name("www-old");
-    for dir in [&next, &old] {
-        match std::fs::remove_dir_all(dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(e).with_context(|| format!("remove {}", dir.display()));
-            }
-            _ => {}
-        }
-    }
-    crate::background::run_on(
-        npm(&www)
-            .args(["run", "build"])
-            .env("TPSMETER_WWW_OUT", &next),
-        bg,
-    )?;
+    pkg::remove_dir(&next)?;
+    pkg::remove_dir(&old)?;
+    vite_build(&next, bg)?;
     // A page opened before the swap keeps loading what it names: Vite's `assets/` are
     // content-hashed, so the old ones are kept beside the new (its Worker, the chunks that
     // Worker imports later, the plain-SIMD fallback's files).
@@ -72,13 +60,18 @@ pub fn rebuild_site(bg: Option<&crate::background::Niced>) -> Result<PathBuf> {
 /// type-checks the site's TypeScript against the package's own declarations first
 /// (`npm run build` = `tsc --noEmit && vite build`).
 pub fn build_site() -> Result<PathBuf> {
-    let www = repo_root().join("www");
-    npm_install(&www)?;
+    npm_install(&repo_root().join("www"))?;
     let out = out_dir();
-    sh::run(
-        npm(&www)
-            .args(["run", "build"])
-            .env("TPSMETER_WWW_OUT", &out),
-    )?;
+    vite_build(&out, None)?;
     Ok(out)
+}
+
+/// `npm run build` in `www/` into `out`, through `bg` when given.
+fn vite_build(out: &Path, bg: Option<&crate::background::Niced>) -> Result<()> {
+    crate::background::run_on(
+        npm(&repo_root().join("www"))
+            .args(["run", "build"])
+            .env("TPSMETER_WWW_OUT", out),
+        bg,
+    )
 }
