@@ -65,12 +65,11 @@ pub fn llama_bin(name: &str) -> PathBuf {
 }
 
 /// What `cargo xtask demo` downloads or installs before it builds: Debian's packages
-/// (Chromium among them), the wasm32 target and the SmolLM2 model; not the Gemma model,
-/// which only tests read.
+/// (Chromium among them) and the wasm32 target. The SmolLM2 model ([`fetch_model`]) it
+/// downloads beside its builds; the Gemma model only tests read.
 pub fn demo_downloads() -> Result<()> {
     apt_install(&[APT_PACKAGES, crate::tools::CHROMIUM_PACKAGES].concat())?;
-    wasm_target()?;
-    fetch_model()
+    wasm_target()
 }
 
 /// Everything the demo needs, and with `engines` everything a test run needs (Firefox and
@@ -231,7 +230,7 @@ fn sha256_file(path: &Path) -> Result<String> {
     Ok(format!("{:x}", h.finalize()))
 }
 
-fn fetch_model() -> Result<()> {
+pub fn fetch_model() -> Result<()> {
     let dest = model_path();
     if dest.exists() && sha256_file(&dest)? == MODEL_SHA256 {
         return Ok(());

@@ -66,6 +66,9 @@ pub fn run(args: &[String]) -> Result<()> {
         .collect();
     let started = Instant::now();
     assets::demo_downloads()?;
+    // The model is first needed by the server, after the builds: downloaded beside them
+    // (the builds' first seconds are cargo's own downloads, with cores idle).
+    let model_download = std::thread::spawn(assets::fetch_model);
     // llama.cpp is the last comparison's peer and nothing else's: headless, it builds at the
     // lowest priority while the site is built and run (a few % of a core once the Rust
     // builds are done); with a display there is no comparison, so it is not built at all.
@@ -102,6 +105,10 @@ pub fn run(args: &[String]) -> Result<()> {
         Ok((tpsmeter?, site?))
     })?;
     drop(lock);
+    model_download
+        .join()
+        .unwrap_or_else(|_| bail!("the model download's thread panicked"))
+        .context("downloading the model")?;
 
     let port = free_port()?;
     let ours = start(

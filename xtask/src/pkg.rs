@@ -9,7 +9,8 @@
 //!    builds beside the other five (a target directory of their own);
 //! 3. each build through `wasm-bindgen --target web` into `pkg/wasm/` (`tpsmeter_wasm*`,
 //!    `tpsmeter_meter*`, `tpsmeter_engine*`; the package's `raw*` modules wrap them);
-//! 4. `wasm-opt -Oz` on the glue's `.wasm` and `esbuild --minify` on its `.js`, in place;
+//! 4. `wasm-opt -O1` on the glue's `.wasm` ([`WASM_OPT_LEVEL`]) and `esbuild --minify` on its
+//!    `.js`, in place;
 //! 5. the report's and the run spec's TypeScript types, generated from
 //!    `crates/tpsmeter-core/report.schema.json` and `spec.schema.json` into
 //!    `pkg/src/generated/` (`pkg/scripts/report-types.mjs`);
@@ -79,6 +80,19 @@ const THREADS_RUSTFLAGS: &str = "-C target-feature=+atomics,+bulk-memory,+mutabl
     -C link-arg=--max-memory=4294967296 \
     -C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size \
     -C link-arg=--export=__tls_align -C link-arg=--export=__tls_base";
+
+/// wasm-opt's level. `-O1`, not `-Oz`: rustc has already optimised each build (for size, and
+/// the engine's kernels for speed), and what a page downloads is the gzipped file. Measured
+/// on the wasm-bindgen output of five of the seven builds (binaryen 132, 2026-12-07), `-O1` gave the
+/// smaller gzipped file on every one (benchmark 266,462 → 251,132 B, meter 70,088 → 69,928,
+/// WebGPU engine 1,226,564 → 1,182,636, CPU engine 1,027,795 → 988,439) for 5 % more raw
+/// bytes, in a quarter of the time (all seven: ~320 → ~83 s of one core; the WebGPU engine's
+/// alone 70 → 16 s). Decode in Chromium did not move beyond this host's noise: SmolLM2 on the
+/// CPU engine, seven alternating runs of `tests/browser/bench/engines-cpu.mjs 5 chromium`,
+/// medians over wllama in the same run: 1 thread `-Oz` 2.63×, `-O1` 2.43×; 2 threads 1.80×
+/// and 1.99× (each run's own spread was ±15 %). `-Os` and `-O2` took 8 and 21 % less time
+/// than `-Oz`, and were in between on size.
+const WASM_OPT_LEVEL: &str = "-O1";
 
 /// The wasm features today's rustc output declares (`wasm-opt --print-features` on the
 /// wasm-bindgen output; rustc 1.95's defaults for wasm32-unknown-unknown). wasm-opt must be
@@ -381,7 +395,7 @@ fn compile(out_name: &str, features: &[&str], bg: Option<&Niced>) -> Result<Path
     Ok(copy)
 }
 
-/// wasm-bindgen on one variant's `wasm` into `pkg/wasm/`, then `wasm-opt -Oz` and
+/// wasm-bindgen on one variant's `wasm` into `pkg/wasm/`, then `wasm-opt` ([`WASM_OPT_LEVEL`]) and
 /// `esbuild --minify` on its output. Returns the two files a page downloads.
 fn glue(bindgen: &Path, out_name: &str, wasm: &Path, bg: Option<&Niced>) -> Result<Vec<PathBuf>> {
     let pkg = repo_root().join("pkg");
@@ -397,7 +411,7 @@ fn glue(bindgen: &Path, out_name: &str, wasm: &Path, bg: Option<&Niced>) -> Resu
     let before = file_len(&glue_wasm)?;
     run_on(
         Command::new(pkg.join("node_modules/.bin/wasm-opt"))
-            .arg("-Oz")
+            .arg(WASM_OPT_LEVEL)
             .args(WASM_OPT_FEATURES)
             .arg(&glue_wasm)
             .arg("-o")
@@ -405,7 +419,7 @@ fn glue(bindgen: &Path, out_name: &str, wasm: &Path, bg: Option<&Niced>) -> Resu
         bg,
     )?;
     eprintln!(
-        "wasm-opt -Oz {out_name}: {} -> {} bytes",
+        "wasm-opt {WASM_OPT_LEVEL} {out_name}: {} -> {} bytes",
         before,
         file_len(&glue_wasm)?
     );

@@ -87,9 +87,18 @@ pub fn wasm_bindgen_cli(bg: Option<&crate::background::Niced>) -> Result<()> {
     let mut install = Command::new(cargo());
     // Its own temporary target directory: in the workspace's, it would wait for the lock of
     // whatever cargo builds beside it (CI runs it in the background).
+    // Without its default `rustls-tls`: its test runner speaks plain HTTP to the local
+    // WebDriver, and nothing here fetches over TLS, so rustls and ring were ~35 of its 318
+    // compile-unit seconds (measured alone: 163 s wall on two cores) for nothing.
     install
         .env_remove("CARGO_TARGET_DIR")
-        .args(["install", "wasm-bindgen-cli", "--force", "--version"])
+        .args([
+            "install",
+            "wasm-bindgen-cli",
+            "--no-default-features",
+            "--force",
+        ])
+        .arg("--version")
         .arg(&want)
         .arg("--root")
         .arg(cache_dir().join("tools"));
