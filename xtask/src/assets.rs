@@ -76,6 +76,7 @@ pub fn demo_downloads() -> Result<()> {
 /// WebKitGTK besides Chromium).
 pub fn setup_all(engines: bool) -> Result<()> {
     setup_for_page(engines)?;
+    otlp_proto()?;
     build_llama(LLAMA_TARGETS, None)?;
     print_env()
 }
@@ -108,7 +109,32 @@ pub fn setup_downloads() -> Result<()> {
     fetch_model()?;
     fetch_gemma()?;
     llama_source()?;
+    otlp_proto()?;
     build_tools().map(|_| ())
+}
+
+/// The OTLP test receiver's protobuf types (`tests/browser/support/otlp_receiver.py`): PyPI's
+/// `opentelemetry-proto`, generated from the `opentelemetry-proto` definitions, and the
+/// `protobuf` runtime it pins, into the cache (~2 MB, seconds).
+pub fn otlp_proto() -> Result<()> {
+    let dir = otlp_proto_dir();
+    let marker = dir.join(format!(
+        "opentelemetry_proto-{OTLP_PROTO_VERSION}.dist-info"
+    ));
+    if marker.exists() {
+        return Ok(());
+    }
+    run(Command::new("python3")
+        .args(["-m", "pip", "install", "-q", "--upgrade", "--target"])
+        .arg(&dir)
+        .arg(format!("opentelemetry-proto=={OTLP_PROTO_VERSION}")))
+}
+
+/// opentelemetry-proto's release on PyPI that the receiver parses with.
+const OTLP_PROTO_VERSION: &str = "1.45.2";
+
+fn otlp_proto_dir() -> PathBuf {
+    cache_dir().join("otlp-proto")
 }
 
 /// Prints `export` lines for the cached assets (`eval "$(cargo xtask assets)"`).
@@ -128,6 +154,7 @@ pub fn asset_env() -> Vec<(&'static str, PathBuf)> {
         ("TPSMETER_LLAMA_BIN", llama_bin("")),
         // The source tree alone (its vocabularies and chat templates), there from the set-up's
         // downloads on, before llama.cpp is built.
+        ("TPSMETER_OTLP_PROTO", otlp_proto_dir()),
         (
             "TPSMETER_LLAMA_SRC",
             cache_dir().join(LLAMA_DIR).join("vendor/llama.cpp"),

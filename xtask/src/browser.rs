@@ -465,6 +465,8 @@ fn node_tests(
         .env("TPSMETER_EMULATOR_BIN", built.emulator)
         .env("TPSMETER_CLI_BIN", built.cli)
         .env("TMPDIR", tmp.path());
+    // The OTLP receiver's protobuf types (seconds, and nothing when cached).
+    assets::otlp_proto()?;
     for (k, v) in assets::asset_env() {
         node.env(k, v);
     }

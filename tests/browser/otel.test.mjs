@@ -1,0 +1,240 @@
+// tpsmeter/otel's OTLP exporter against a receiver that parses every body strictly as an
+// ExportMetricsServiceRequest (PyPI's opentelemetry-proto, unknown fields refused) and
+// answers CORS as a Collector does (support/otlp_receiver.py). Here in Node, on reports
+// shaped as the meter's: what is sent, what is lost (nothing, with the endpoint up or
+// answering 429), how far it grows with the endpoint down, and the body limit.
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import readline from 'node:readline';
+import test from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { installPackage } from './support/pkg.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ORIGIN = 'http://127.0.0.1:1';
+
+/** The receiver's Python path: opentelemetry-proto installed by `cargo xtask setup`. */
+function protoPath() {
+  if (process.env.TPSMETER_OTLP_PROTO) return process.env.TPSMETER_OTLP_PROTO;
+  const cache = process.env.TPSMETER_CACHE ?? path.join(process.env.HOME ?? '/tmp', '.cache', 'tpsmeter');
+  return path.join(cache, 'otlp-proto');
+}
+
+async function startReceiver(t) {
+  const child = spawn('python3', [path.join(HERE, 'support', 'otlp_receiver.py'), '--origin', ORIGIN], {
+    env: { ...process.env, PYTHONPATH: protoPath() },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  t.after(() => child.kill());
+  const lines = readline.createInterface({ input: child.stdout });
+  const port = await new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`the OTLP receiver exited with ${code} (is opentelemetry-proto in ${protoPath()}?)`)));
+    lines.once('line', (line) => resolve(Number(line.split(' ')[1])));
+  });
+  const base = `http://127.0.0.1:${port}`;
+  return {
+    url: `${base}/v1/metrics`,
+    received: async () => (await fetch(`${base}/received`)).json(),
+    failNext: (spec) => fetch(`${base}/control`, { method: 'POST', body: JSON.stringify(spec) }),
+  };
+}
+
+/** Polls `check` (no sleeps as sync: each poll is a real round trip) until it holds. */
+async function until(what, check, ms = 15_000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const got = await check();
+    if (got) return got;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+/** A final report as the meter makes it, with its OTel view. */
+function report(i, { model = 'gpt-4o-mini', partial = false, streamId = `s${i}` } = {}) {
+  const ttft = 0.05 + (i % 20) * 0.07;
+  const gaps = Array.from({ length: 5 }, (_, k) => 0.005 + ((i + k) % 7) * 0.011);
+  return {
+    partial,
+    stream_id: streamId,
+    record: {},
+    otel: {
+      stream_id: streamId,
+      attributes: {
+        'tpsmeter.report.partial': String(partial),
+        'gen_ai.provider.name': 'openai',
+        'gen_ai.request.model': model,
+        'gen_ai.operation.name': 'chat',
+      },
+      metrics: [
+        { name: 'gen_ai.client.operation.duration', unit: 's', values: [ttft + 0.5], attributes: {} },
+        { name: 'gen_ai.client.operation.time_to_first_chunk', unit: 's', values: [ttft], attributes: {} },
+        { name: 'gen_ai.client.operation.time_per_output_chunk', unit: 's', values: gaps, attributes: {} },
+        { name: 'gen_ai.client.token.usage', unit: '{token}', values: [12 + i], attributes: { 'gen_ai.token.type': 'input' } },
+        { name: 'gen_ai.client.token.usage', unit: '{token}', values: [40 + i], attributes: { 'gen_ai.token.type': 'output' } },
+      ],
+    },
+  };
+}
+
+/** Every data point of `name` in the parsed requests. */
+function points(received, name) {
+  return received.flatMap((r) =>
+    r.request.resourceMetrics.flatMap((rm) =>
+      rm.scopeMetrics.flatMap((sm) => sm.metrics.filter((m) => m.name === name).flatMap((m) => (m.histogram ?? m.sum).dataPoints)),
+    ),
+  );
+}
+
+/** The bucket counts OTLP defines for `values` over `bounds` ((b[i-1], b[i]]), computed here. */
+function expectBuckets(values, bounds) {
+  const counts = new Array(bounds.length + 1).fill(0);
+  for (const v of values) {
+    const i = bounds.findIndex((b) => v <= b);
+    counts[i === -1 ? bounds.length : i]++;
+  }
+  return counts;
+}
+
+async function loadOtel(t) {
+  const pkg = installPackage(t);
+  if (!pkg) return undefined;
+  return import(path.join(pkg.dir, 'dist', 'otel', 'index.js'));
+}
+
+test('every body parses strictly as OTLP, and the histograms hold every value with the advised buckets', async (t) => {
+  const otel = await loadOtel(t);
+  if (!otel) return;
+  const receiver = await startReceiver(t);
+  const exporter = otel.otlpExporter({ url: receiver.url, serviceName: 'otel-test', intervalMs: 3_600_000 });
+  t.after(() => exporter.shutdown());
+  const reports = Array.from({ length: 50 }, (_, i) => report(i, { model: i % 2 ? 'a' : 'b' }));
+  for (const r of reports) exporter.record(r);
+  exporter.flush();
+  const got = await until('the export', async () => {
+    const r = await receiver.received();
+    return r.received.length > 0 && r;
+  });
+  assert.deepEqual(got.errors, []);
+  const resource = got.received[0].request.resourceMetrics[0].resource.attributes;
+  assert.deepEqual(resource.find((a) => a.key === 'service.name')?.value, { stringValue: 'otel-test' });
+
+  const ttft = points(got.received, 'gen_ai.client.operation.time_to_first_chunk');
+  assert.equal(ttft.length, 2, 'one series per model');
+  const values = reports.map((r) => r.otel.metrics[1].values[0]);
+  assert.equal(ttft.reduce((n, p) => n + Number(p.count), 0), 50);
+  const bounds = ttft[0].explicitBounds;
+  assert.deepEqual(bounds, [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92]);
+  const summed = ttft.map((p) => p.bucketCounts.map(Number)).reduce((a, b) => a.map((x, i) => x + b[i]));
+  assert.deepEqual(summed, expectBuckets(values, bounds));
+  const sum = ttft.reduce((s, p) => s + p.sum, 0);
+  assert.ok(Math.abs(sum - values.reduce((a, b) => a + b, 0)) < 1e-9);
+  const chunk = points(got.received, 'gen_ai.client.operation.time_per_output_chunk');
+  assert.equal(chunk.reduce((n, p) => n + Number(p.count), 0), 250);
+  const usage = points(got.received, 'gen_ai.client.token.usage');
+  assert.equal(usage.length, 4, 'input and output per model');
+  assert.equal(usage[0].explicitBounds.at(-1), 67108864);
+  for (const p of [...ttft, ...usage]) assert.equal(p.attributes.find((a) => a.key === 'gen_ai.request.model') !== undefined, true);
+});
+
+test('the renamed names: inference timings, token counters and per-call histograms by modality', async (t) => {
+  const otel = await loadOtel(t);
+  if (!otel) return;
+  const receiver = await startReceiver(t);
+  const exporter = otel.otlpExporter({ url: receiver.url, serviceName: 'otel-test', intervalMs: 3_600_000, naming: 'latest' });
+  t.after(() => exporter.shutdown());
+  for (let i = 0; i < 10; i++) exporter.record(report(i));
+  exporter.flush();
+  const got = await until('the export', async () => {
+    const r = await receiver.received();
+    return r.received.length > 0 && r;
+  });
+  assert.deepEqual(got.errors, []);
+  assert.equal(points(got.received, 'gen_ai.client.operation.duration').length, 0);
+  assert.equal(points(got.received, 'gen_ai.client.inference.duration').reduce((n, p) => n + Number(p.count), 0), 10);
+  const out = points(got.received, 'gen_ai.client.inference.usage.output_tokens');
+  assert.equal(out.length, 1);
+  assert.equal(Number(out[0].asInt), Array.from({ length: 10 }, (_, i) => 40 + i).reduce((a, b) => a + b));
+  assert.ok(!out[0].attributes.some((a) => a.key === 'gen_ai.token.type'));
+  assert.deepEqual(out[0].attributes.find((a) => a.key === 'gen_ai.token.modality')?.value, { stringValue: 'text' });
+  const perCall = points(got.received, 'gen_ai.client.inference.operation.output_tokens');
+  assert.equal(perCall.reduce((n, p) => n + Number(p.count), 0), 10);
+});
+
+test('429 is retried (Retry-After honoured) and nothing is lost', async (t) => {
+  const otel = await loadOtel(t);
+  if (!otel) return;
+  const receiver = await startReceiver(t);
+  await receiver.failNext({ status: 429, count: 2, retry_after: '0' });
+  const exporter = otel.otlpExporter({ url: receiver.url, serviceName: 'otel-test', intervalMs: 3_600_000 });
+  t.after(() => exporter.shutdown());
+  for (let i = 0; i < 20; i++) exporter.record(report(i));
+  exporter.flush();
+  const got = await until('the retried export', async () => {
+    const r = await receiver.received();
+    return r.received.length > 0 && r;
+  });
+  assert.equal(points(got.received, 'gen_ai.client.operation.duration').reduce((n, p) => n + Number(p.count), 0), 20);
+  assert.equal(exporter.stats().retried, 2);
+  assert.equal(exporter.stats().droppedBodies, 0);
+});
+
+test('a partial report is replaced by its final one, and recorded only if none came', async (t) => {
+  const otel = await loadOtel(t);
+  if (!otel) return;
+  const receiver = await startReceiver(t);
+  const exporter = otel.otlpExporter({ url: receiver.url, serviceName: 'otel-test', intervalMs: 3_600_000 });
+  exporter.record(report(1, { partial: true, streamId: 'x' }));
+  exporter.record(report(1, { streamId: 'x' }));
+  exporter.record(report(2, { partial: true, streamId: 'y' }));
+  exporter.shutdown();
+  const got = await until('the export', async () => {
+    const r = await receiver.received();
+    return r.received.length > 0 && r;
+  });
+  const duration = points(got.received, 'gen_ai.client.operation.duration');
+  const partialOf = (p) => p.attributes.find((a) => a.key === 'tpsmeter.report.partial')?.value.stringValue;
+  assert.deepEqual(duration.map((p) => [partialOf(p), Number(p.count)]).sort(), [['false', 1], ['true', 1]]);
+});
+
+test('many series split into bodies within the keepalive budget, all parsed', async (t) => {
+  const otel = await loadOtel(t);
+  if (!otel) return;
+  const receiver = await startReceiver(t);
+  const exporter = otel.otlpExporter({ url: receiver.url, serviceName: 'otel-test', intervalMs: 3_600_000 });
+  t.after(() => exporter.shutdown());
+  // 100 models × 5 series each: 500, within the window's 512.
+  for (let i = 0; i < 100; i++) exporter.record(report(i, { model: `model-${i}` }));
+  exporter.flush();
+  const got = await until('every body', async () => {
+    const r = await receiver.received();
+    return points(r.received, 'gen_ai.client.operation.duration').length === 100 && r;
+  });
+  assert.equal(exporter.stats().droppedValues, 0);
+  assert.deepEqual(got.errors, []);
+  assert.ok(got.received.length > 1, `one body of ${got.received[0]?.bytes} bytes`);
+  for (const r of got.received) assert.ok(r.bytes <= otel.MAX_BODY, `${r.bytes} bytes`);
+  // 103 models are 515 series: the last model's duration and time to first chunk are the
+  // 511th and 512th; its 5 chunk gaps and 2 token counts are dropped and counted.
+  for (let i = 0; i < 103; i++) exporter.record(report(i, { model: `model-${i}` }));
+  exporter.flush();
+  assert.equal(exporter.stats().droppedValues, 7);
+});
+
+test('with the endpoint down, the queue stays bounded and what it drops is counted', async (t) => {
+  const otel = await loadOtel(t);
+  if (!otel) return;
+  // A port nothing listens on: every send fails at once, as a Collector that is down.
+  const exporter = otel.otlpExporter({ url: 'http://127.0.0.1:9/v1/metrics', serviceName: 'otel-test', intervalMs: 3_600_000, maxQueued: 8 });
+  t.after(() => exporter.shutdown());
+  // Ten minutes of a busy page at a 30 s interval is 20 sends; 200 windows here.
+  for (let w = 0; w < 200; w++) {
+    for (let i = 0; i < 5; i++) exporter.record(report(w * 5 + i));
+    exporter.flush();
+    assert.ok(exporter.stats().queued <= 8, `queued ${exporter.stats().queued}`);
+  }
+  await until('the failures to be counted', async () => exporter.stats().droppedBodies >= 200 - 8);
+  assert.ok(exporter.stats().queued <= 8);
+});
