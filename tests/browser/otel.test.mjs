@@ -104,19 +104,31 @@ async function loadOtel(t) {
   return import(path.join(pkg.dir, 'dist', 'otel', 'index.js'));
 }
 
-test('every body parses strictly as OTLP, and the histograms hold every value with the advised buckets', async (t) => {
+/** The package's otel entry, a receiver, and an exporter to it with `options`; or undefined. */
+async function exporterTo(t, options = {}) {
   const otel = await loadOtel(t);
-  if (!otel) return;
+  if (!otel) return undefined;
   const receiver = await startReceiver(t);
-  const exporter = otel.otlpExporter({ url: receiver.url, serviceName: 'otel-test', intervalMs: 3_600_000 });
+  const exporter = otel.otlpExporter({ url: receiver.url, serviceName: 'otel-test', intervalMs: 3_600_000, ...options });
   t.after(() => exporter.shutdown());
-  const reports = Array.from({ length: 50 }, (_, i) => report(i, { model: i % 2 ? 'a' : 'b' }));
-  for (const r of reports) exporter.record(r);
-  exporter.flush();
-  const got = await until('the export', async () => {
+  return { otel, receiver, exporter };
+}
+
+/** What the receiver holds once it has parsed a first body. */
+const firstExport = (receiver) =>
+  until('the export', async () => {
     const r = await receiver.received();
     return r.received.length > 0 && r;
   });
+
+test('every body parses strictly as OTLP, and the histograms hold every value with the advised buckets', async (t) => {
+  const setup = await exporterTo(t);
+  if (!setup) return;
+  const { otel, receiver, exporter } = setup;
+  const reports = Array.from({ length: 50 }, (_, i) => report(i, { model: i % 2 ? 'a' : 'b' }));
+  for (const r of reports) exporter.record(r);
+  exporter.flush();
+  const got = await firstExport(receiver);
   assert.deepEqual(got.errors, []);
   const resource = got.received[0].request.resourceMetrics[0].resource.attributes;
   assert.deepEqual(resource.find((a) => a.key === 'service.name')?.value, { stringValue: 'otel-test' });
@@ -140,17 +152,12 @@ test('every body parses strictly as OTLP, and the histograms hold every value wi
 });
 
 test('the renamed names: inference timings, token counters and per-call histograms by modality', async (t) => {
-  const otel = await loadOtel(t);
-  if (!otel) return;
-  const receiver = await startReceiver(t);
-  const exporter = otel.otlpExporter({ url: receiver.url, serviceName: 'otel-test', intervalMs: 3_600_000, naming: 'latest' });
-  t.after(() => exporter.shutdown());
+  const setup = await exporterTo(t, { naming: 'latest' });
+  if (!setup) return;
+  const { receiver, exporter } = setup;
   for (let i = 0; i < 10; i++) exporter.record(report(i));
   exporter.flush();
-  const got = await until('the export', async () => {
-    const r = await receiver.received();
-    return r.received.length > 0 && r;
-  });
+  const got = await firstExport(receiver);
   assert.deepEqual(got.errors, []);
   assert.equal(points(got.received, 'gen_ai.client.operation.duration').length, 0);
   assert.equal(points(got.received, 'gen_ai.client.inference.duration').reduce((n, p) => n + Number(p.count), 0), 10);
@@ -164,47 +171,36 @@ test('the renamed names: inference timings, token counters and per-call histogra
 });
 
 test('429 is retried (Retry-After honoured) and nothing is lost', async (t) => {
-  const otel = await loadOtel(t);
-  if (!otel) return;
-  const receiver = await startReceiver(t);
+  const setup = await exporterTo(t);
+  if (!setup) return;
+  const { receiver, exporter } = setup;
   await receiver.failNext({ status: 429, count: 2, retry_after: '0' });
-  const exporter = otel.otlpExporter({ url: receiver.url, serviceName: 'otel-test', intervalMs: 3_600_000 });
-  t.after(() => exporter.shutdown());
   for (let i = 0; i < 20; i++) exporter.record(report(i));
   exporter.flush();
-  const got = await until('the retried export', async () => {
-    const r = await receiver.received();
-    return r.received.length > 0 && r;
-  });
+  const got = await firstExport(receiver);
   assert.equal(points(got.received, 'gen_ai.client.operation.duration').reduce((n, p) => n + Number(p.count), 0), 20);
   assert.equal(exporter.stats().retried, 2);
   assert.equal(exporter.stats().droppedBodies, 0);
 });
 
 test('a partial report is replaced by its final one, and recorded only if none came', async (t) => {
-  const otel = await loadOtel(t);
-  if (!otel) return;
-  const receiver = await startReceiver(t);
-  const exporter = otel.otlpExporter({ url: receiver.url, serviceName: 'otel-test', intervalMs: 3_600_000 });
+  const setup = await exporterTo(t);
+  if (!setup) return;
+  const { receiver, exporter } = setup;
   exporter.record(report(1, { partial: true, streamId: 'x' }));
   exporter.record(report(1, { streamId: 'x' }));
   exporter.record(report(2, { partial: true, streamId: 'y' }));
   exporter.shutdown();
-  const got = await until('the export', async () => {
-    const r = await receiver.received();
-    return r.received.length > 0 && r;
-  });
+  const got = await firstExport(receiver);
   const duration = points(got.received, 'gen_ai.client.operation.duration');
   const partialOf = (p) => p.attributes.find((a) => a.key === 'tpsmeter.report.partial')?.value.stringValue;
   assert.deepEqual(duration.map((p) => [partialOf(p), Number(p.count)]).sort(), [['false', 1], ['true', 1]]);
 });
 
 test('many series split into bodies within the keepalive budget, all parsed', async (t) => {
-  const otel = await loadOtel(t);
-  if (!otel) return;
-  const receiver = await startReceiver(t);
-  const exporter = otel.otlpExporter({ url: receiver.url, serviceName: 'otel-test', intervalMs: 3_600_000 });
-  t.after(() => exporter.shutdown());
+  const setup = await exporterTo(t);
+  if (!setup) return;
+  const { otel, receiver, exporter } = setup;
   // 100 models × 5 series each: 500, within the window's 512.
   for (let i = 0; i < 100; i++) exporter.record(report(i, { model: `model-${i}` }));
   exporter.flush();
