@@ -234,3 +234,50 @@ test('with the endpoint down, the queue stays bounded and what it drops is count
   await until('the failures to be counted', async () => exporter.stats().droppedBodies >= 200 - 8);
   assert.ok(exporter.stats().queued <= 8);
 });
+
+test('the bridge through the real OpenTelemetry SDK and its OTLP exporter gives the same histograms as ours', async (t) => {
+  const setup = await exporterTo(t);
+  if (!setup) return;
+  const { otel, receiver, exporter } = setup;
+  const { MeterProvider, PeriodicExportingMetricReader } = await import('@opentelemetry/sdk-metrics');
+  const { OTLPMetricExporter, AggregationTemporalityPreference } = await import('@opentelemetry/exporter-metrics-otlp-http');
+  const { resourceFromAttributes } = await import('@opentelemetry/resources');
+  const sdkReceiver = await startReceiver(t);
+  const provider = new MeterProvider({
+    resource: resourceFromAttributes({ 'service.name': 'otel-test' }),
+    readers: [
+      new PeriodicExportingMetricReader({
+        exporter: new OTLPMetricExporter({ url: sdkReceiver.url, temporalityPreference: AggregationTemporalityPreference.DELTA }),
+        exportIntervalMillis: 3_600_000,
+      }),
+    ],
+  });
+  t.after(() => provider.shutdown());
+  const bridge = otel.otelBridge(provider.getMeter('tpsmeter-test'));
+  for (let i = 0; i < 30; i++) {
+    const r = report(i, { model: i % 3 ? 'a' : 'b' });
+    exporter.record(r);
+    bridge(r);
+  }
+  exporter.flush();
+  await provider.forceFlush();
+  const [ours, sdk] = await Promise.all([firstExport(receiver), firstExport(sdkReceiver)]);
+  assert.deepEqual([ours.errors, sdk.errors], [[], []]);
+  const key = (p) =>
+    p.attributes
+      .map((a) => `${a.key}=${a.value.stringValue}`)
+      .sort()
+      .join(',');
+  const shape = (p) => ({ count: p.count, bucketCounts: p.bucketCounts, explicitBounds: p.explicitBounds, min: p.min, max: p.max, sum: Number(p.sum.toFixed(9)) });
+  for (const name of [
+    'gen_ai.client.operation.duration',
+    'gen_ai.client.operation.time_to_first_chunk',
+    'gen_ai.client.operation.time_per_output_chunk',
+    'gen_ai.client.token.usage',
+  ]) {
+    const byKey = (received) => Object.fromEntries(points(received, name).map((p) => [key(p), shape(p)]));
+    const mine = byKey(ours.received);
+    assert.ok(Object.keys(mine).length >= 2, name);
+    assert.deepEqual(byKey(sdk.received), mine, name);
+  }
+});

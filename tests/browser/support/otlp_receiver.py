@@ -1,6 +1,6 @@
 """A test receiver for OTLP/HTTP JSON metrics that answers as a Collector's OTLP receiver does.
 
-POST /v1/metrics: the body is parsed strictly as an ExportMetricsServiceRequest with the
+POST /v1/metrics: the body (chunked or not, gzip or not, as the Collector takes it) is parsed strictly as an ExportMetricsServiceRequest with the
 generated protobuf types of PyPI's `opentelemetry-proto` (`json_format.Parse`, unknown fields
 refused); a body that does not parse is a 400 and is kept as an error. CORS as the Collector's
 `cors` settings: only `--origin` is allowed, preflights answer with `Access-Control-Max-Age`.
@@ -13,6 +13,7 @@ Usage: python3 otlp_receiver.py --origin http://127.0.0.1:PORT [--port 0]
 """
 
 import argparse
+import gzip
 import json
 import sys
 import threading
@@ -67,10 +68,26 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def read_body(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
-            return None
-        return self.rfile.read(length)
+        """The body, de-chunked and gunzipped as a Collector takes it; None when too large."""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            body = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    break
+                body += self.rfile.read(size)
+                self.rfile.readline()
+                if len(body) > MAX_BODY:
+                    return None
+        else:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_BODY:
+                return None
+            body = self.rfile.read(length)
+        if self.headers.get("Content-Encoding", "").lower() == "gzip":
+            body = gzip.decompress(body)
+        return body
 
     def do_GET(self):
         if self.path == "/received":
