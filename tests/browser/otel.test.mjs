@@ -10,6 +10,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import test from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { fixture } from './support/fixture.mjs';
 import { installPackage } from './support/pkg.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -22,8 +23,8 @@ function protoPath() {
   return path.join(cache, 'otlp-proto');
 }
 
-async function startReceiver(t) {
-  const child = spawn('python3', [path.join(HERE, 'support', 'otlp_receiver.py'), '--origin', ORIGIN], {
+async function startReceiver(t, origin = ORIGIN) {
+  const child = spawn('python3', [path.join(HERE, 'support', 'otlp_receiver.py'), '--origin', origin], {
     env: { ...process.env, PYTHONPATH: protoPath() },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -280,4 +281,66 @@ test('the bridge through the real OpenTelemetry SDK and its OTLP exporter gives 
     assert.ok(Object.keys(mine).length >= 2, name);
     assert.deepEqual(byKey(sdk.received), mine, name);
   }
+});
+
+test('in Chromium: a page that goes away still delivers the streams that had finished, and sends no key or text', async (t) => {
+  // Streams of ~2 s (100 tokens, 20 ms apart) from the emulator, metered by the real meter.
+  const fx = await fixture(t, { emulator: { ttftMs: 5, itlMs: 20, tokens: 100 } });
+  if (!fx) return;
+  t.after(() => fx.close());
+  const receiver = await startReceiver(t, fx.origin);
+  const page = await fx.page();
+  const secret = 'sk-live-do-not-send-0123456789';
+  const prompt = 'a prompt that must never reach the collector';
+  await page.evaluate(
+    async ([api, collector, secret, prompt]) => {
+      const { Meter } = await import('/tpsmeter/dist/meter/index.js');
+      const { otlpExporter } = await import('/tpsmeter/dist/otel/index.js');
+      const otlp = otlpExporter({ url: collector, serviceName: 'page-test', intervalMs: 3_600_000 });
+      let reported = 0;
+      let twoReported;
+      const two = new Promise((resolve) => (twoReported = resolve));
+      const meter = new Meter({
+        api: 'openai-chat',
+        model: 'emulator',
+        onReport: (report) => {
+          otlp.record(report);
+          if (!report.partial && ++reported === 2) twoReported();
+        },
+      });
+      const init = {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+        body: JSON.stringify({ model: 'emulator', stream: true, messages: [{ role: 'user', content: prompt }] }),
+      };
+      const run = async () => {
+        const stream = meter.start();
+        const res = stream.wrap(await fetch(`${api}/v1/chat/completions`, init));
+        const reader = res.body.getReader();
+        while (!(await reader.read()).done);
+      };
+      await Promise.all([run(), run()]);
+      await two;
+      // A third stream, cut by the page going away after its first chunk.
+      const stream = meter.start();
+      const res = stream.wrap(await fetch(`${api}/v1/chat/completions`, init));
+      await res.body.getReader().read();
+    },
+    [fx.emulator.base, receiver.url, secret, prompt],
+  );
+  // Away, as a click on a link or a closed tab: pagehide sends with keepalive, nothing else does.
+  await page.goto('about:blank');
+  const got = await until('the keepalive export', async () => {
+    const r = await receiver.received();
+    const finals = points(r.received, 'gen_ai.client.operation.duration').filter(
+      (p) => p.attributes.find((a) => a.key === 'tpsmeter.report.partial')?.value.stringValue === 'false',
+    );
+    return finals.reduce((n, p) => n + Number(p.count), 0) === 2 && r;
+  });
+  assert.deepEqual(got.errors, []);
+  assert.ok(got.preflights >= 1, 'OTLP/JSON preflights, and the receiver allowed the page');
+  const sent = JSON.stringify(got.received);
+  assert.ok(!sent.includes(secret) && !sent.includes('must never reach'), 'no key or text in what was sent');
+  const resource = got.received[0].request.resourceMetrics[0].resource.attributes.map((a) => a.key);
+  assert.ok(resource.includes('service.name') && resource.includes('browser.language'), resource.join(','));
 });
