@@ -234,6 +234,7 @@ test('with the endpoint down, the queue stays bounded and what it drops is count
   }
   await until('the failures to be counted', async () => exporter.stats().droppedBodies >= 200 - 8);
   assert.ok(exporter.stats().queued <= 8);
+  assert.ok(exporter.stats().queuedBytes <= 8 * otel.MAX_BODY, `${exporter.stats().queuedBytes} bytes queued`);
 });
 
 test('the bridge through the real OpenTelemetry SDK and its OTLP exporter gives the same histograms as ours', async (t) => {

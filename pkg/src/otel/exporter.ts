@@ -51,10 +51,14 @@ export interface OtlpStats {
   droppedValues: number;
   /** Bodies waiting to be retried. */
   queued: number;
+  /** Their bytes: at most `maxQueued` × MAX_BODY. */
+  queuedBytes: number;
 }
 
 interface Pending {
   body: string;
+  /** The body's UTF-8 length. */
+  bytes: number;
   attempt: number;
   notBeforeMs: number;
 }
@@ -98,19 +102,20 @@ export class OtlpExporter {
   /** Sends what has been recorded since the last send (and any retries due). */
   flush(unloading = false): void {
     const now = Date.now();
+    this.counts.droppedValues += this.window.dropped;
+    this.window.dropped = 0;
     if (this.window.size > 0) {
-      this.counts.droppedValues += this.window.dropped;
-      for (const body of this.window.toRequests(now, this.resource, MAX_BODY)) this.enqueue({ body, attempt: 0, notBeforeMs: 0 });
+      for (const body of this.window.toRequests(now, this.resource, MAX_BODY)) {
+        this.enqueue({ body, bytes: new TextEncoder().encode(body).length, attempt: 0, notBeforeMs: 0 });
+      }
       this.window = new Window(now);
-    } else {
-      this.counts.droppedValues += this.window.dropped;
-      this.window.dropped = 0;
     }
     this.drain(unloading);
   }
 
   stats(): OtlpStats {
-    return { ...this.counts, queued: this.queue.length };
+    const queuedBytes = this.queue.reduce((n, p) => n + p.bytes, 0);
+    return { ...this.counts, queued: this.queue.length, queuedBytes };
   }
 
   /** Stops the timers and listeners after a last send. */
@@ -152,7 +157,7 @@ export class OtlpExporter {
   }
 
   private send(p: Pending, unloading: boolean): void {
-    const bytes = new TextEncoder().encode(p.body).length;
+    const bytes = p.bytes;
     const keepalive = this.keepaliveInFlight + bytes <= KEEPALIVE_QUOTA;
     if (!keepalive && unloading) {
       // No quota left and the page is going: a plain request would be cancelled with it.
@@ -190,7 +195,7 @@ export class OtlpExporter {
   private retry(p: Pending, afterMs: number | undefined): void {
     this.counts.retried++;
     const backoff = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** p.attempt) * (0.5 + Math.random() / 2);
-    this.enqueue({ body: p.body, attempt: p.attempt + 1, notBeforeMs: Date.now() + Math.min(MAX_BACKOFF_MS, afterMs ?? backoff) });
+    this.enqueue({ ...p, attempt: p.attempt + 1, notBeforeMs: Date.now() + Math.min(MAX_BACKOFF_MS, afterMs ?? backoff) });
     this.scheduleRetry();
   }
 }
