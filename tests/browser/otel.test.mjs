@@ -7,9 +7,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import fs from 'node:fs';
 import readline from 'node:readline';
 import test from 'node:test';
 import { fileURLToPath } from 'node:url';
+import zlib from 'node:zlib';
 import { fixture } from './support/fixture.mjs';
 import { installPackage } from './support/pkg.mjs';
 
@@ -122,6 +124,16 @@ const firstExport = (receiver) =>
     return r.received.length > 0 && r;
   });
 
+test("tpsmeter/otlp, the exporter's eager part, imports nothing statically and is within 2 KB gzipped", (t) => {
+  const pkg = installPackage(t);
+  if (!pkg) return;
+  const src = fs.readFileSync(path.join(pkg.dir, 'dist', 'otel', 'otlp.js'), 'utf8');
+  assert.doesNotMatch(src, /^\s*(import|export)\s[^;]*\sfrom\s/m, 'a static import would make the exporter eager');
+  assert.match(src, /import\(['"]\.\/exporter\.js['"]\)/);
+  const gz = zlib.gzipSync(src, { level: 9 }).length;
+  assert.ok(gz <= 2048, `${gz} bytes gzipped`);
+});
+
 test('every body parses strictly as OTLP, and the histograms hold every value with the advised buckets', async (t) => {
   const setup = await exporterTo(t);
   if (!setup) return;
@@ -226,6 +238,7 @@ test('with the endpoint down, the queue stays bounded and what it drops is count
   // A port nothing listens on: every send fails at once, as a Collector that is down.
   const exporter = otel.otlpExporter({ url: 'http://127.0.0.1:9/v1/metrics', serviceName: 'otel-test', intervalMs: 3_600_000, maxQueued: 8 });
   t.after(() => exporter.shutdown());
+  await exporter.ready;
   // Ten minutes of a busy page at a 30 s interval is 20 sends; 200 windows here.
   for (let w = 0; w < 200; w++) {
     for (let i = 0; i < 5; i++) exporter.record(report(w * 5 + i));
@@ -296,7 +309,7 @@ test('in Chromium: a page that goes away still delivers the streams that had fin
   await page.evaluate(
     async ([api, collector, secret, prompt]) => {
       const { Meter } = await import('/tpsmeter/dist/meter/index.js');
-      const { otlpExporter } = await import('/tpsmeter/dist/otel/index.js');
+      const { otlpExporter } = await import('/tpsmeter/dist/otel/otlp.js');
       const otlp = otlpExporter({ url: collector, serviceName: 'page-test', intervalMs: 3_600_000 });
       let reported = 0;
       let twoReported;

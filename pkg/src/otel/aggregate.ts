@@ -4,8 +4,7 @@
 
 import type { Instrument, Measurement } from './instruments.js';
 
-/** The most series (instrument × attribute set) one window holds; more are dropped and counted. */
-export const MAX_SERIES = 512;
+import { MAX_SERIES } from './limits.js';
 
 interface Series {
   instrument: Instrument;

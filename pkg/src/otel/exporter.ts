@@ -9,17 +9,14 @@
 // `instruments.ts`: no key, prompt or text.
 
 import type { MeterReport } from '../meter/types.js';
-import { type AttributeValue, MAX_SERIES, Window } from './aggregate.js';
+import { type AttributeValue, Window } from './aggregate.js';
 import { measurements, type Naming } from './instruments.js';
+import { MAX_BODY } from './limits.js';
 import { Partials } from './partials.js';
 
-/**
- * One request body's most bytes. Browsers give all `keepalive` requests in flight 64 KiB
- * together (the Fetch standard's quota), so a body is kept to 60 KB and at most this much
- * is in flight with `keepalive` at once; more waits for the next send or goes without it.
- */
-export const MAX_BODY = 60_000;
-const KEEPALIVE_QUOTA = 60_000;
+/** At most this much is in flight with `keepalive` at once (within the browser's 64 KiB);
+ * more waits for the next send or goes without it. */
+const KEEPALIVE_QUOTA = MAX_BODY;
 /** The longest wait between retries of one body. */
 const MAX_BACKOFF_MS = 60_000;
 
@@ -53,6 +50,8 @@ export interface OtlpStats {
   queued: number;
   /** Their bytes: at most `maxQueued` × MAX_BODY. */
   queuedBytes: number;
+  /** Reports that arrived while the exporter loaded, past the 256 it keeps meanwhile. */
+  droppedReports?: number;
 }
 
 interface Pending {
@@ -223,9 +222,3 @@ function browserResource(): Record<string, AttributeValue> {
   return out;
 }
 
-/** `createMeter({ api, onReport: otlpExporter({ url, serviceName }).record })`. */
-export function otlpExporter(options: OtlpOptions): OtlpExporter {
-  return new OtlpExporter(options);
-}
-
-export { MAX_SERIES };

@@ -9,6 +9,8 @@
 // Both take the meter's reports as its `onReport`, and record the same values (`instruments.ts`).
 
 export { otelBridge, type BridgeOptions, type OtelApiMeter } from './bridge.js';
-export { otlpExporter, OtlpExporter, MAX_BODY, MAX_SERIES, type OtlpOptions, type OtlpStats } from './exporter.js';
+export { otlpExporter, type OtlpHandle } from './otlp.js';
+export type { OtlpOptions, OtlpStats } from './exporter.js';
+export { MAX_BODY, MAX_SERIES } from './limits.js';
 export { INSTRUMENTS, TIME_BUCKETS, TOKEN_BUCKETS, measurements, type Instrument, type Measurement, type Naming } from './instruments.js';
 export { MAX_HELD } from './partials.js';

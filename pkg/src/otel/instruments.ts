@@ -20,9 +20,9 @@ import type { MeterReport } from '../meter/types.js';
 export type Naming = 'released' | 'latest' | 'both';
 
 /** The conventions' advised boundaries for timings, in seconds: 0.01 × 2^k up to 81.92. */
-export const TIME_BUCKETS: readonly number[] = Array.from({ length: 14 }, (_, k) => 0.01 * 2 ** k).map((v) => Number(v.toFixed(2)));
+export const TIME_BUCKETS: readonly number[] = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
 /** The advised boundaries for token counts: 4^k from 1 to 67,108,864. */
-export const TOKEN_BUCKETS: readonly number[] = Array.from({ length: 14 }, (_, k) => 4 ** k);
+export const TOKEN_BUCKETS: readonly number[] = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
 
 export interface Instrument {
   name: string;
@@ -33,31 +33,26 @@ export interface Instrument {
   buckets?: readonly number[];
 }
 
-const histogram = (name: string, unit: Instrument['unit'], description: string): Instrument => ({
-  name,
-  kind: 'histogram',
-  unit,
-  description,
-  buckets: unit === 's' ? TIME_BUCKETS : TOKEN_BUCKETS,
-});
-const counter = (name: string, description: string): Instrument => ({ name, kind: 'counter', unit: '{token}', description });
+// Literals, no calls at the top level: an app that imports only the exporter's eager part
+// (`otlp.ts`) keeps none of this.
+const S = { kind: 'histogram', unit: 's', buckets: TIME_BUCKETS } as const;
+const TOKENS = { kind: 'histogram', unit: '{token}', buckets: TOKEN_BUCKETS } as const;
+const COUNT = { kind: 'counter', unit: '{token}' } as const;
 
 /** Every instrument either naming defines, by name. */
-export const INSTRUMENTS: Readonly<Record<string, Instrument>> = Object.fromEntries(
-  [
-    histogram('gen_ai.client.operation.duration', 's', 'GenAI operation duration.'),
-    histogram('gen_ai.client.operation.time_to_first_chunk', 's', 'Time to receive the first chunk in a streaming operation.'),
-    histogram('gen_ai.client.operation.time_per_output_chunk', 's', 'Time between consecutive chunks in a streaming operation.'),
-    histogram('gen_ai.client.token.usage', '{token}', 'Number of input and output tokens used.'),
-    histogram('gen_ai.client.inference.duration', 's', 'GenAI inference duration.'),
-    histogram('gen_ai.client.inference.time_to_first_chunk', 's', 'Time to receive the first chunk in a streaming inference.'),
-    histogram('gen_ai.client.inference.time_per_output_chunk', 's', 'Time between consecutive chunks in a streaming inference.'),
-    counter('gen_ai.client.inference.usage.input_tokens', 'Number of input tokens used.'),
-    counter('gen_ai.client.inference.usage.output_tokens', 'Number of output tokens used.'),
-    histogram('gen_ai.client.inference.operation.input_tokens', '{token}', 'Number of input tokens per inference.'),
-    histogram('gen_ai.client.inference.operation.output_tokens', '{token}', 'Number of output tokens per inference.'),
-  ].map((i) => [i.name, i]),
-);
+export const INSTRUMENTS: Readonly<Record<string, Instrument>> = {
+  'gen_ai.client.operation.duration': { name: 'gen_ai.client.operation.duration', ...S, description: 'GenAI operation duration.' },
+  'gen_ai.client.operation.time_to_first_chunk': { name: 'gen_ai.client.operation.time_to_first_chunk', ...S, description: 'Time to receive the first chunk in a streaming operation.' },
+  'gen_ai.client.operation.time_per_output_chunk': { name: 'gen_ai.client.operation.time_per_output_chunk', ...S, description: 'Time between consecutive chunks in a streaming operation.' },
+  'gen_ai.client.token.usage': { name: 'gen_ai.client.token.usage', ...TOKENS, description: 'Number of input and output tokens used.' },
+  'gen_ai.client.inference.duration': { name: 'gen_ai.client.inference.duration', ...S, description: 'GenAI inference duration.' },
+  'gen_ai.client.inference.time_to_first_chunk': { name: 'gen_ai.client.inference.time_to_first_chunk', ...S, description: 'Time to receive the first chunk in a streaming inference.' },
+  'gen_ai.client.inference.time_per_output_chunk': { name: 'gen_ai.client.inference.time_per_output_chunk', ...S, description: 'Time between consecutive chunks in a streaming inference.' },
+  'gen_ai.client.inference.usage.input_tokens': { name: 'gen_ai.client.inference.usage.input_tokens', ...COUNT, description: 'Number of input tokens used.' },
+  'gen_ai.client.inference.usage.output_tokens': { name: 'gen_ai.client.inference.usage.output_tokens', ...COUNT, description: 'Number of output tokens used.' },
+  'gen_ai.client.inference.operation.input_tokens': { name: 'gen_ai.client.inference.operation.input_tokens', ...TOKENS, description: 'Number of input tokens per inference.' },
+  'gen_ai.client.inference.operation.output_tokens': { name: 'gen_ai.client.inference.operation.output_tokens', ...TOKENS, description: 'Number of output tokens per inference.' },
+};
 
 /** One value for one instrument, with every attribute it carries. */
 export interface Measurement {
