@@ -23,8 +23,8 @@ export interface BridgeOptions {
 }
 
 /**
- * Returns an `onReport` for `createMeter` that records each stream into `meter`:
- * `createMeter({ api, onReport: otelBridge(metrics.getMeter('my-app')) })`.
+ * Returns an `onReport` for `Meter` that records each stream into `meter`:
+ * `new Meter({ api, onReport: otelBridge(metrics.getMeter('my-app')) })`.
  */
 export function otelBridge(meter: OtelApiMeter, options: BridgeOptions = {}): (report: MeterReport) => void {
   const made = new Map<string, (value: number, attributes: Record<string, string>) => void>();

@@ -95,7 +95,7 @@ export class OtlpExporter {
     }
   }
 
-  /** The meter's `onReport`: `createMeter({ api, onReport: exporter.record })`. */
+  /** The meter's `onReport`: `new Meter({ api, onReport: exporter.record })`. */
   readonly record = (report: MeterReport): void => this.partials.take(report);
 
   /** Sends what has been recorded since the last send (and any retries due). */

@@ -11,7 +11,7 @@ import type { OtlpExporter, OtlpOptions, OtlpStats } from './exporter.js';
 const MAX_WAITING = 256;
 
 export interface OtlpHandle {
-  /** The meter's `onReport`: `createMeter({ api, onReport: otlp.record })`. */
+  /** The meter's `onReport`: `new Meter({ api, onReport: otlp.record })`. */
   record(report: MeterReport): void;
   /** Sends what has been recorded (once the exporter has loaded). */
   flush(): void;
