@@ -5,44 +5,14 @@
 // answering 429), how far it grows with the endpoint down, and the body limit.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import fs from 'node:fs';
-import readline from 'node:readline';
 import test from 'node:test';
-import { fileURLToPath } from 'node:url';
 import zlib from 'node:zlib';
 import { fixture } from './support/fixture.mjs';
+import { startReceiver } from './support/otlp.mjs';
 import { installPackage } from './support/pkg.mjs';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ORIGIN = 'http://127.0.0.1:1';
-
-/** The receiver's Python path: opentelemetry-proto installed by `cargo xtask setup`. */
-function protoPath() {
-  if (process.env.TPSMETER_OTLP_PROTO) return process.env.TPSMETER_OTLP_PROTO;
-  const cache = process.env.TPSMETER_CACHE ?? path.join(process.env.HOME ?? '/tmp', '.cache', 'tpsmeter');
-  return path.join(cache, 'otlp-proto');
-}
-
-async function startReceiver(t, origin = ORIGIN) {
-  const child = spawn('python3', [path.join(HERE, 'support', 'otlp_receiver.py'), '--origin', origin], {
-    env: { ...process.env, PYTHONPATH: protoPath() },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  t.after(() => child.kill());
-  const lines = readline.createInterface({ input: child.stdout });
-  const port = await new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`the OTLP receiver exited with ${code} (is opentelemetry-proto in ${protoPath()}?)`)));
-    lines.once('line', (line) => resolve(Number(line.split(' ')[1])));
-  });
-  const base = `http://127.0.0.1:${port}`;
-  return {
-    url: `${base}/v1/metrics`,
-    received: async () => (await fetch(`${base}/received`)).json(),
-    failNext: (spec) => fetch(`${base}/control`, { method: 'POST', body: JSON.stringify(spec) }),
-  };
-}
 
 /** Polls `check` (no sleeps as sync: each poll is a real round trip) until it holds. */
 async function until(what, check, ms = 15_000) {

@@ -24,6 +24,7 @@ import { assertClean } from './support/browser.mjs';
 import { asset } from './support/env.mjs';
 import { fixture } from './support/fixture.mjs';
 import { installPackage } from './support/pkg.mjs';
+import { startReceiver } from './support/otlp.mjs';
 import { freePort, startServer } from './support/servers.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -212,6 +213,29 @@ const RUNS = [
     },
   },
   {
+    name: 'recipe: send the figures to OpenTelemetry (OTLP exporter)',
+    marker: "otlpExporter({ url: 'https://collector.example.com:4318/v1/metrics'",
+    subs: (ctx) => [
+      ["'https://collector.example.com:4318/v1/metrics'", JSON.stringify(ctx.collector.url)],
+      ["fetch('/v1/chat/completions'", `fetch(${at(ctx, '/v1/chat/completions')}`],
+    ],
+    async check({ page, ctx }) {
+      // The stream has ended; its report is built when the page is idle and handed to the
+      // exporter, whose module loads then. Once it has (imported here too: evaluated),
+      // leaving the page sends what it holds (pagehide, keepalive).
+      const exporterJs = '/tpsmeter/dist/otel/exporter.js';
+      await page.waitForFunction((js) => performance.getEntriesByType('resource').some((e) => e.name.endsWith(js)), exporterJs, { timeout: 30_000 });
+      await page.evaluate((js) => import(js).then(() => undefined), exporterJs);
+      await page.goto('about:blank');
+      const end = Date.now() + 15_000;
+      let got = await ctx.collector.received();
+      while (got.received.length === 0 && Date.now() < end) got = await ctx.collector.received();
+      assert.deepEqual(got.errors, []);
+      const names = got.received.flatMap((r) => r.request.resourceMetrics[0].scopeMetrics[0].metrics.map((m) => m.name));
+      assert.ok(names.includes('gen_ai.client.operation.time_to_first_chunk'), names.join(','));
+    },
+  },
+  {
     name: 'recipe: the openai SDK',
     marker: "import OpenAI from 'openai'",
     subs: sdkSubs,
@@ -377,7 +401,8 @@ test("the package README's examples run against the emulator", async (t) => {
 
   const readme = fs.readFileSync(path.join(pkg.dir, 'README.md'), 'utf8');
   const found = programs(readme);
-  const ctx = { emulator: fx.emulator };
+  // The OTLP recipe's Collector: a receiver that parses strictly and allows the page's origin.
+  const ctx = { emulator: fx.emulator, collector: await startReceiver(t, fx.origin) };
   for (const [line, code, block] of found) {
     const runs = RUNS.filter((r) => block.text.includes(r.marker));
     assert.equal(runs.length, 1, `README line ${line}: ${runs.length} entries of RUNS match this program (it needs one)`);
