@@ -31,7 +31,7 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../..');
 const TSC = path.join(ROOT, 'pkg', 'node_modules', 'typescript', 'bin', 'tsc');
 /** The packages the recipes import besides tpsmeter (tests/browser/package.json has them). */
-const SDKS = ['openai', 'ai', '@ai-sdk/openai'];
+const SDKS = ['openai', 'ai', '@ai-sdk/openai', '@opentelemetry/api', '@opentelemetry/sdk-metrics', '@opentelemetry/exporter-metrics-otlp-http'];
 
 /**
  * The README's programs: [line, source, block] of each block that imports the package
@@ -233,6 +233,32 @@ const RUNS = [
       assert.deepEqual(got.errors, []);
       const names = got.received.flatMap((r) => r.request.resourceMetrics[0].scopeMetrics[0].metrics.map((m) => m.name));
       assert.ok(names.includes('gen_ai.client.operation.time_to_first_chunk'), names.join(','));
+    },
+  },
+  {
+    name: 'recipe: send the figures to OpenTelemetry (the SDK bridge)',
+    marker: 'otelBridge(metrics.getMeter(',
+    subs: (ctx) => [
+      ["'https://collector.example.com:4318/v1/metrics'", JSON.stringify(ctx.collector.url)],
+      // The SDK's reader exports every 60 s by default: every second here.
+      ['new PeriodicExportingMetricReader({ exporter })', 'new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 1000 })'],
+      ["fetch('/v1/chat/completions'", `fetch(${at(ctx, '/v1/chat/completions')}`],
+    ],
+    async check({ ctx }) {
+      // The SDK's own export, of the report the bridge recorded: polled at the receiver.
+      const has = (got) =>
+        got.received.some((r) =>
+          r.request.resourceMetrics.some((rm) => rm.scopeMetrics.some((sm) => sm.metrics.some((m) => m.name === 'gen_ai.client.operation.time_to_first_chunk' && m.histogram.dataPoints.some((p) => Number(p.count) > 0)))),
+        );
+      const end = Date.now() + 30_000;
+      let got = await ctx.collector.received();
+      while (!has(got) && Date.now() < end) got = await ctx.collector.received();
+      assert.deepEqual(got.errors, []);
+      assert.ok(has(got), JSON.stringify(got).slice(0, 400));
+      const bounds = got.received
+        .flatMap((r) => r.request.resourceMetrics[0].scopeMetrics.flatMap((sm) => sm.metrics))
+        .find((m) => m.name === 'gen_ai.client.operation.time_to_first_chunk').histogram.dataPoints[0].explicitBounds;
+      assert.equal(bounds.at(-1), 81.92, 'the advised buckets reached the SDK');
     },
   },
   {
