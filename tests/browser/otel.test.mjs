@@ -10,20 +10,9 @@ import fs from 'node:fs';
 import test from 'node:test';
 import zlib from 'node:zlib';
 import { fixture } from './support/fixture.mjs';
-import { startReceiver } from './support/otlp.mjs';
+import { startReceiver, until } from './support/otlp.mjs';
 import { installPackage } from './support/pkg.mjs';
 
-
-/** Polls `check` (no sleeps as sync: each poll is a real round trip) until it holds. */
-async function until(what, check, ms = 15_000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const got = await check();
-    if (got) return got;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setImmediate(r));
-  }
-}
 
 /** A final report as the meter makes it, with its OTel view. */
 function report(i, { model = 'gpt-4o-mini', partial = false, streamId = `s${i}` } = {}) {
@@ -88,11 +77,7 @@ async function exporterTo(t, options = {}) {
 }
 
 /** What the receiver holds once it has parsed a first body. */
-const firstExport = (receiver) =>
-  until('the export', async () => {
-    const r = await receiver.received();
-    return r.received.length > 0 && r;
-  });
+const firstExport = (receiver) => receiver.waitFor('the export', (r) => r.received.length > 0);
 
 test("tpsmeter/otlp, the exporter's eager part, imports nothing statically and is within 2 KB gzipped", (t) => {
   const pkg = installPackage(t);
@@ -187,10 +172,7 @@ test('many series split into bodies within the keepalive budget, all parsed', as
   // 100 models × 5 series each: 500, within the window's 512.
   for (let i = 0; i < 100; i++) exporter.record(report(i, { model: `model-${i}` }));
   exporter.flush();
-  const got = await until('every body', async () => {
-    const r = await receiver.received();
-    return points(r.received, 'gen_ai.client.operation.duration').length === 100 && r;
-  });
+  const got = await receiver.waitFor('every body', (r) => points(r.received, 'gen_ai.client.operation.duration').length === 100);
   assert.equal(exporter.stats().droppedValues, 0);
   assert.deepEqual(got.errors, []);
   assert.ok(got.received.length > 1, `one body of ${got.received[0]?.bytes} bytes`);
@@ -314,12 +296,11 @@ test('in Chromium: a page that goes away still delivers the streams that had fin
   );
   // Away, as a click on a link or a closed tab: pagehide sends with keepalive, nothing else does.
   await page.goto('about:blank');
-  const got = await until('the keepalive export', async () => {
-    const r = await receiver.received();
+  const got = await receiver.waitFor('the keepalive export', (r) => {
     const finals = points(r.received, 'gen_ai.client.operation.duration').filter(
       (p) => p.attributes.find((a) => a.key === 'tpsmeter.report.partial')?.value.stringValue === 'false',
     );
-    return finals.reduce((n, p) => n + Number(p.count), 0) === 2 && r;
+    return finals.reduce((n, p) => n + Number(p.count), 0) === 2;
   });
   assert.deepEqual(got.errors, []);
   assert.ok(got.preflights >= 1, 'OTLP/JSON preflights, and the receiver allowed the page');

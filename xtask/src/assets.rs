@@ -152,9 +152,9 @@ pub fn asset_env() -> Vec<(&'static str, PathBuf)> {
         ("TPSMETER_GEMMA_MODEL", gemma_path()),
         ("TPSMETER_LLAMA_SERVER", llama_bin("llama-server")),
         ("TPSMETER_LLAMA_BIN", llama_bin("")),
+        ("TPSMETER_OTLP_PROTO", otlp_proto_dir()),
         // The source tree alone (its vocabularies and chat templates), there from the set-up's
         // downloads on, before llama.cpp is built.
-        ("TPSMETER_OTLP_PROTO", otlp_proto_dir()),
         (
             "TPSMETER_LLAMA_SRC",
             cache_dir().join(LLAMA_DIR).join("vendor/llama.cpp"),

@@ -83,8 +83,8 @@ const THREADS_RUSTFLAGS: &str = "-C target-feature=+atomics,+bulk-memory,+mutabl
 
 /// wasm-opt's level. `-O1`, not `-Oz`: rustc has already optimised each build (for size, and
 /// the engine's kernels for speed), and what a page downloads is the gzipped file. Measured
-/// on the wasm-bindgen output of five of the seven builds (binaryen 132, 2026-12-07), `-O1` gave the
-/// smaller gzipped file on every one (benchmark 266,462 → 251,132 B, meter 70,088 → 69,928,
+/// on the wasm-bindgen output of five of the seven builds (binaryen 132, 2026-12-07), `-O1`
+/// gave the smaller gzipped file on every one (benchmark 266,462 → 251,132 B, meter 70,088 → 69,928,
 /// WebGPU engine 1,226,564 → 1,182,636, CPU engine 1,027,795 → 988,439) for 5 % more raw
 /// bytes, in a quarter of the time (all seven: ~320 → ~83 s of one core; the WebGPU engine's
 /// alone 70 → 16 s). Decode in Chromium did not move beyond this host's noise: SmolLM2 on the

@@ -3,7 +3,6 @@
 // strings, enums as numbers, lowerCamelCase fields).
 
 import type { Instrument, Measurement } from './instruments.js';
-
 import { MAX_SERIES } from './limits.js';
 
 interface Series {
@@ -76,17 +75,15 @@ export class Window {
     let bytes = overhead;
     for (const s of this.series.values()) {
       const p = { s, point: point(s, start, end) };
-      const header = names.has(s.instrument.name) ? 0 : METRIC_HEADER + byteLength(s.instrument.name + s.instrument.description);
-      const size = byteLength(JSON.stringify(p.point)) + 1 + header;
-      if (batch.length > 0 && bytes + size > maxBytes) {
+      const pointBytes = byteLength(JSON.stringify(p.point)) + 1;
+      const header = (): number => (names.has(s.instrument.name) ? 0 : METRIC_HEADER + byteLength(s.instrument.name + s.instrument.description));
+      if (batch.length > 0 && bytes + pointBytes + header() > maxBytes) {
         bodies.push(JSON.stringify(request(batch, resource)));
         batch = [];
         names = new Set();
-        bytes = overhead + METRIC_HEADER + byteLength(s.instrument.name + s.instrument.description);
-        bytes += size - header;
-      } else {
-        bytes += size;
+        bytes = overhead;
       }
+      bytes += pointBytes + header();
       batch.push(p);
       names.add(s.instrument.name);
     }
@@ -98,7 +95,10 @@ export class Window {
 /** A metric's JSON around its name, description and points (keys, unit, temporality). */
 const METRIC_HEADER = 160;
 
-const byteLength = (s: string): number => new TextEncoder().encode(s).length;
+const encoder = new TextEncoder();
+
+/** A string's UTF-8 length: what a request body costs. */
+export const byteLength = (s: string): number => encoder.encode(s).length;
 
 /** Epoch milliseconds as OTLP's fixed64 nanoseconds (a decimal string). */
 export function nanos(ms: number): string {

@@ -9,7 +9,7 @@
 // `instruments.ts`: no key, prompt or text.
 
 import type { MeterReport } from '../meter/types.js';
-import { type AttributeValue, Window } from './aggregate.js';
+import { type AttributeValue, byteLength, Window } from './aggregate.js';
 import { measurements, type Naming } from './instruments.js';
 import { MAX_BODY } from './limits.js';
 import { Partials } from './partials.js';
@@ -77,10 +77,7 @@ export class OtlpExporter {
   private readonly onHidden = (): void => {
     if (typeof document !== 'undefined' && document.visibilityState === 'hidden') this.flush(true);
   };
-  private readonly onPageHide = (): void => {
-    this.partials.releaseAll();
-    this.flush(true);
-  };
+  private readonly onPageHide = (): void => this.last(true);
 
   constructor(private readonly options: OtlpOptions) {
     this.maxQueued = Math.max(1, options.maxQueued ?? 32);
@@ -105,7 +102,7 @@ export class OtlpExporter {
     this.window.dropped = 0;
     if (this.window.size > 0) {
       for (const body of this.window.toRequests(now, this.resource, MAX_BODY)) {
-        this.enqueue({ body, bytes: new TextEncoder().encode(body).length, attempt: 0, notBeforeMs: 0 });
+        this.enqueue({ body, bytes: byteLength(body), attempt: 0, notBeforeMs: 0 });
       }
       this.window = new Window(now);
     }
@@ -119,8 +116,7 @@ export class OtlpExporter {
 
   /** Stops the timers and listeners after a last send. */
   shutdown(): void {
-    this.partials.releaseAll();
-    this.flush(false);
+    this.last(false);
     clearInterval(this.timer);
     clearTimeout(this.retryTimer);
     this.timer = undefined;
@@ -128,6 +124,12 @@ export class OtlpExporter {
       removeEventListener('pagehide', this.onPageHide);
       removeEventListener('visibilitychange', this.onHidden);
     }
+  }
+
+  /** The last send: held partial reports too, since no final one will follow. */
+  private last(unloading: boolean): void {
+    this.partials.releaseAll();
+    this.flush(unloading);
   }
 
   private enqueue(p: Pending): void {
@@ -141,10 +143,8 @@ export class OtlpExporter {
   private drain(unloading: boolean): void {
     const now = Date.now();
     const due = this.queue.filter((p) => p.notBeforeMs <= now);
-    for (const p of due) {
-      this.queue.splice(this.queue.indexOf(p), 1);
-      this.send(p, unloading);
-    }
+    this.queue.splice(0, this.queue.length, ...this.queue.filter((p) => p.notBeforeMs > now));
+    for (const p of due) this.send(p, unloading);
     this.scheduleRetry();
   }
 
@@ -156,7 +156,7 @@ export class OtlpExporter {
   }
 
   private send(p: Pending, unloading: boolean): void {
-    const bytes = p.bytes;
+    const { bytes } = p;
     const keepalive = this.keepaliveInFlight + bytes <= KEEPALIVE_QUOTA;
     if (!keepalive && unloading) {
       // No quota left and the page is going: a plain request would be cancelled with it.

@@ -1,8 +1,8 @@
 // `otlpExporter()`: the OTLP exporter's eager part, a few hundred bytes. The exporter itself
-// (aggregation, encoding, sending; ~3 KB gzipped) is imported when the first report arrives,
-// after a stream, as the meter loads its parser; reports that arrive before it has loaded
-// wait for it (at most MAX_WAITING). Until then there is nothing to send, so the page can
-// hide or close without a loss other than reports of that same moment.
+// (aggregation, encoding, sending; ~3 KB gzipped) is imported as soon as one is created, a
+// request of its own off the page's critical path: it has loaded long before a stream
+// ends, so its `pagehide` listener is there when the page goes away. Reports that arrive
+// before it has loaded wait for it (at most MAX_WAITING).
 
 import type { MeterReport } from '../meter/types.js';
 import type { OtlpExporter, OtlpOptions, OtlpStats } from './exporter.js';
@@ -19,7 +19,7 @@ export interface OtlpHandle {
   stats(): OtlpStats;
   /** A last send; then timers and listeners stop. */
   shutdown(): void;
-  /** Resolves once the exporter's module has loaded (on the first report, or on `flush`). */
+  /** Resolves once the exporter's module has loaded (its import starts at creation). */
   readonly ready: Promise<void>;
 }
 
@@ -63,5 +63,8 @@ export function otlpExporter(options: OtlpOptions): OtlpHandle {
       return load();
     },
   };
+  // Loading at the first report instead lost the reports of a page that went away while the
+  // module was still on its way (the pagehide listener is the exporter's).
+  void load();
   return handle;
 }

@@ -29,10 +29,27 @@ export async function startReceiver(t, origin = 'http://127.0.0.1:1') {
     lines.once('line', (line) => resolve(Number(line.split(' ')[1])));
   });
   const base = `http://127.0.0.1:${port}`;
+  const received = async () => (await fetch(`${base}/received`)).json();
   return {
     url: `${base}/v1/metrics`,
-    received: async () => (await fetch(`${base}/received`)).json(),
+    received,
+    /** What the receiver holds once `holds(it)` (polled; throws after `ms`). */
+    waitFor: (what, holds, ms) => until(what, async () => {
+      const r = await received();
+      return holds(r) && r;
+    }, ms),
     failNext: (spec) => fetch(`${base}/control`, { method: 'POST', body: JSON.stringify(spec) }),
   };
 }
 
+
+/** Polls `check` (no sleeps as sync: each poll is a real round trip) until it holds. */
+export async function until(what, check, ms = 15_000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const got = await check();
+    if (got) return got;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setImmediate(r));
+  }
+}
