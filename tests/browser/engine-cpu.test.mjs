@@ -32,7 +32,8 @@ test('without WebGPU createEngine runs on the CPU: it says why, loads only the C
       // Asked for WebGPU where there is none: a named error, no fallback.
       const webgpu = await failure(createEngine({ model: url, backend: 'webgpu', cache: false }));
       const badBackend = await failure(createEngine({ model: url, backend: 'gpu' }));
-      const engine = await createEngine({ model: url, threads: 2 });
+      const progress = [];
+      const engine = await createEngine({ model: url, threads: 2, onProgress: (p) => progress.push(p) });
       const runs = [];
       for (const prompt of prompts) {
         const r = await engine.completions.create({ prompt, max_tokens: maxTokens, temperature: 0 });
@@ -65,6 +66,8 @@ test('without WebGPU createEngine runs on the CPU: it says why, loads only the C
         badBackend,
         badRelaxed,
         info: engine.info,
+        fromCache: engine.fromCache,
+        progress: progress.map((p) => (p.phase === 'start' ? `${p.step}${p.threads ? `:${p.threads}` : ''}` : p.phase)),
         runs,
         chat: chat.choices[0].message.content,
         forced,
@@ -88,6 +91,11 @@ test('without WebGPU createEngine runs on the CPU: it says why, loads only the C
   assert.match(out.badRelaxed, /^InvalidRequest: relaxedSimd must be/);
   // The page is cross-origin isolated: two threads on shared memory, and one when asked.
   assert.equal(out.info.threads, 2, JSON.stringify(out.info));
+  // Each step before the first byte is named as it begins (a start that hangs says where).
+  const firstByte = out.progress.indexOf('download');
+  const steps = out.progress.slice(0, firstByte);
+  assert.deepEqual(steps, out.fromCache ? ['wasm', 'threads:2', 'cache'] : ['wasm', 'threads:2', 'cache', 'connect', 'cache'], JSON.stringify(out.progress));
+  assert.ok(out.progress.slice(firstByte).every((p) => p === 'download'), JSON.stringify(out.progress));
   assert.equal(out.info.threadsWhy, undefined);
   assert.equal(out.singleInfo.threads, 1);
   assert.ok(out.info.residentBytes > 90e6, `resident ${out.info.residentBytes}`);

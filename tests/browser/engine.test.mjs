@@ -68,6 +68,9 @@ test('createEngine: SmolLM2 in a Worker on WebGPU gives the native greedy tokens
   assert.equal(out.info.backend, 'webgpu');
   assert.equal(out.info.why, 'WebGPU was asked for');
   assert.ok(!fx.requests.some((r) => r.includes('/wasm/tpsmeter_engine_cpu')), 'a WebGPU engine fetched the CPU wasm');
+  // WebGPU's start: its wasm, then the device, then the cache, before the first byte.
+  const steps = out.progress.slice(0, out.progress.findIndex((p) => p.phase === 'download')).map((p) => p.step);
+  assert.deepEqual(steps.slice(0, 3), ['wasm', 'device', 'cache'], JSON.stringify(steps));
   const downloads = out.progress.filter((p) => p.phase === 'download');
   const last = downloads.at(-1);
   assert.ok(last.total > 0 && last.loaded === last.total && last.percent === 100, JSON.stringify(last));

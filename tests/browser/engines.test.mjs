@@ -288,6 +288,7 @@ test('the package, the page and the demo in each browser engine', async (t) => {
 
       await t.test('the CPU backend gives the native engine’s tokens (teacher-forced)', { skip: name === 'chromium' && 'engine-cpu.test.mjs checks Chromium on all four builds' }, async (t) => {
         const expected = native();
+        const served = s.pages.requests.length;
         const page = await browser.newPage(`${s.pages.origin}/index.html`);
         const run = page.evaluate(async ({ url, prompts, expected }) => {
           // Where the run stands, for the deadline below to report.
@@ -310,7 +311,10 @@ test('the package, the page and the demo in each browser engine', async (t) => {
         const out = await withDeadline(run, FORCED_DEADLINE_MS, async () => {
           const { stage, now } = await page.evaluate(() => ({ stage: window.__forcedStage ?? null, now: Math.round(performance.now()) })).catch((e) => ({ stage: { unreadable: String(e) }, now: '?' }));
           const errors = await page.errors().catch(() => []);
-          return `stopped at ${JSON.stringify(stage)}, the machine's cores ${await busyCores(3000)} busy (page clock ${now} ms), errors ${JSON.stringify(errors)}`;
+          // Whether what the page asked for reached the server (a module fetch that never
+          // settled, 2026-12-07, stage import).
+          const asked = s.pages.requests.slice(served);
+          return `stopped at ${JSON.stringify(stage)}, the machine's cores ${await busyCores(3000)} busy (page clock ${now} ms), errors ${JSON.stringify(errors)}, served since the page opened ${JSON.stringify(asked)}`;
         });
         t.diagnostic(JSON.stringify(out.info));
         assert.equal(out.info.backend, 'cpu');

@@ -138,6 +138,8 @@ export class LocalEngine {
   private dead: Error | undefined;
   /** The first DeviceLost a call failed with: the Worker lives, but its engine cannot run again. */
   private lostWith: Error | undefined;
+  /** The CPU pool's thread Workers, made here for the engine's Worker (`spawnThreads`). */
+  private threads: Worker[] = [];
 
   /**
    * Why this engine can no longer run: its Worker stopped (disposed, crashed) or its GPU
@@ -165,7 +167,10 @@ export class LocalEngine {
 
   constructor(private worker: Worker) {
     worker.onmessage = (e: MessageEvent<FromWorker>) => this.receive(e.data);
-    worker.onerror = (e: ErrorEvent) => this.failAll(new EngineError('WorkerError', e.message || 'the engine worker failed'));
+    worker.onerror = (e: ErrorEvent) => {
+      this.endThreads();
+      this.failAll(new EngineError('WorkerError', e.message || 'the engine worker failed'));
+    };
   }
 
   /**
@@ -200,6 +205,7 @@ export class LocalEngine {
 
   /** @internal Stops the Worker without a dispose round trip. */
   terminate(): void {
+    this.endThreads();
     this.worker.terminate();
     this.failAll(new EngineError('InvalidState', 'the engine was disposed'));
   }
@@ -209,6 +215,7 @@ export class LocalEngine {
     try {
       await this.call({ kind: 'dispose' });
     } finally {
+      this.endThreads();
       this.worker.terminate();
       this.failAll(new EngineError('InvalidState', 'the engine was disposed'));
     }
@@ -281,7 +288,36 @@ export class LocalEngine {
     });
   }
 
+  /**
+   * Makes the pool's thread Workers the engine's Worker asked for, and hands it a port to
+   * each. They start from the page, not inside that Worker: see `spawnThreads` in ./protocol.ts.
+   */
+  private spawnThreads(m: Extract<FromWorker, { kind: 'spawnThreads' }>): void {
+    this.endThreads();
+    const ports: MessagePort[] = [];
+    for (let i = 0; i < m.count; i++) {
+      const thread = new Worker(m.url, { type: m.type, name: `tpsmeter-cpu-thread-${i + 1}` });
+      thread.onerror = (e: ErrorEvent) => {
+        // The engine then runs on one thread and says why; not an error of the page's.
+        e.preventDefault();
+        this.post({ id: 0, kind: 'threadFailed', index: i, message: e.message || 'its script did not run' });
+      };
+      const channel = new MessageChannel();
+      thread.postMessage({ kind: 'cpu-thread-port', port: channel.port1 }, [channel.port1]);
+      ports.push(channel.port2);
+      this.threads.push(thread);
+    }
+    this.worker.postMessage({ id: 0, kind: 'threadPorts', ports } satisfies ToWorker, ports);
+  }
+
+  private endThreads(): void {
+    for (const t of this.threads) t.terminate();
+    this.threads = [];
+  }
+
   private receive(m: FromWorker): void {
+    if (m.kind === 'spawnThreads') return this.spawnThreads(m);
+    if (m.kind === 'endThreads') return this.endThreads();
     const p = this.pending.get(m.id);
     if (!p) return;
     if (m.kind === 'done') {

@@ -42,7 +42,11 @@ export type ToWorker =
   | { id: number; kind: 'teacherForced'; prompt: string; tokens: number[] }
   | { id: number; kind: 'cancel' }
   | { id: number; kind: 'abortLoad' }
-  | { id: number; kind: 'dispose' };
+  | { id: number; kind: 'dispose' }
+  /** The CPU pool's threads asked for by `spawnThreads`: one port to each thread's Worker, in order. */
+  | { id: 0; kind: 'threadPorts'; ports: MessagePort[] }
+  /** A pool thread's Worker failed to load its script. */
+  | { id: 0; kind: 'threadFailed'; index: number; message: string };
 
 /** The download's figures, in every progress event of a load. */
 export interface DownloadProgress {
@@ -68,15 +72,38 @@ export interface CompileProgress {
 }
 
 /**
- * A load's progress. `phase` says what it is doing: `download`, reading the file (from the
+ * What the engine does before the model's first bytes arrive, in this order (each is
+ * reported as it begins): `wasm`, fetching and compiling the backend's WebAssembly; `device`,
+ * opening the WebGPU device; `threads`, starting the CPU backend's thread Workers (`threads`
+ * of them); `cache`, looking for this browser's copy of the model; `connect`, asking the
+ * network (or the File) for the model, after which `cache` comes again where a new copy is to
+ * be kept (the copy's file is opened for writing).
+ */
+export type StartStep = 'wasm' | 'device' | 'threads' | 'cache' | 'connect';
+
+/**
+ * A load's progress. `phase` says what it is doing: `start`, a step before the model's bytes
+ * flow (`step`, with the download's figures at zero); `download`, reading the file (from the
  * network or this browser's copy) and uploading it as it arrives; then `compile` (WebGPU),
  * preparing every graph the model runs and compiling its GPU kernels, so the first answer
  * runs at full speed, with the download's figures at their final values.
  */
-export type LoadProgress = (DownloadProgress & { phase: 'download' }) | (DownloadProgress & { phase: 'compile'; compile: CompileProgress });
+export type LoadProgress =
+  | (DownloadProgress & { phase: 'start'; step: StartStep; threads?: number })
+  | (DownloadProgress & { phase: 'download' })
+  | (DownloadProgress & { phase: 'compile'; compile: CompileProgress });
 
 export type FromWorker =
   | { id: number; kind: 'progress'; progress: LoadProgress }
   | { id: number; kind: 'token'; text: string; token: number | undefined; t: number }
   | { id: number; kind: 'done'; value: unknown }
-  | { id: number; kind: 'error'; name: string; message: string; reason?: string };
+  | { id: number; kind: 'error'; name: string; message: string; reason?: string }
+  /**
+   * The engine's Worker asks the page for the CPU pool's `count` thread Workers (this same
+   * script at `url`, run as `type`), each told over a port of its own: Firefox's `new Worker`
+   * inside a Worker now and then never returned (see `startCpuThreads`); the page's never
+   * blocks. Answered with `threadPorts`.
+   */
+  | { id: 0; kind: 'spawnThreads'; url: string; type: WorkerType; count: number }
+  /** The engine's Worker is done with the pool's thread Workers (a failed start): end them. */
+  | { id: 0; kind: 'endThreads' };

@@ -17,12 +17,12 @@ import { beginCacheWrite, deleteCachedModel, openCached, type CacheWriter, type 
 import { openModel } from './download.js';
 import { EngineError, messageOf } from './error.js';
 import { wasmRelaxedSimdSupported, wasmSimdSupported } from './simd.js';
-import type { FromWorker, LoadProgress, ModelSource, ToWorker } from './protocol.js';
+import type { FromWorker, LoadProgress, ModelSource, StartStep, ToWorker } from './protocol.js';
 import type { LoadPhases } from './types.js';
 
 interface Scope {
   postMessage(message: FromWorker): void;
-  onmessage: ((e: MessageEvent<ToWorker | ThreadJoin>) => void) | null;
+  onmessage: ((e: MessageEvent<ToWorker | ThreadPort>) => void) | null;
 }
 const scope = self as unknown as Scope;
 
@@ -83,6 +83,9 @@ async function adapterChoice(): Promise<AdapterChoice> {
 }
 
 
+/** Reports a start step as it begins (see `StartStep`). */
+type Step = (step: StartStep, threads?: number) => void;
+
 /** A loader ready for the model's bytes, on the backend chosen, and why it was chosen. */
 interface Started {
   loader: Loader;
@@ -102,34 +105,36 @@ interface Started {
  * llvmpipe: the CPU backend computes on the same cores without a rasteriser in between), or
  * where the WebGPU device fails to start. An explicit `webgpu` fails instead of falling back.
  */
-async function start(msg: Extract<ToWorker, { kind: 'load' }>, signal: AbortSignal, cancelled: () => EngineError): Promise<Started> {
+async function start(msg: Extract<ToWorker, { kind: 'load' }>, step: Step, signal: AbortSignal, cancelled: () => EngineError): Promise<Started> {
   const want = msg.backend ?? 'auto';
-  if (want === 'cpu') return startCpu(msg, 'the CPU backend was asked for', signal, cancelled);
+  if (want === 'cpu') return startCpu(msg, 'the CPU backend was asked for', step, signal, cancelled);
   let adapter: AdapterChoice;
   try {
     adapter = await adapterChoice();
   } catch (e) {
     if (want === 'webgpu') throw e;
-    return startCpu(msg, messageOf(e), signal, cancelled);
+    return startCpu(msg, messageOf(e), step, signal, cancelled);
   }
   if (signal.aborted) throw cancelled();
   if (want === 'auto' && adapter.profile === 'cpu') {
-    return startCpu(msg, `the only WebGPU adapter is a software rasteriser (${adapter.name}), not a GPU`, signal, cancelled);
+    return startCpu(msg, `the only WebGPU adapter is a software rasteriser (${adapter.name}), not a GPU`, step, signal, cancelled);
   }
+  step('wasm');
   const wasm = await loadEngineWasm();
   if (signal.aborted) throw cancelled();
   try {
+    step('device');
     const loader = await wasm.EngineLoader.create({ backend: 'webgpu', profile: msg.profile ?? adapter.profile, maxContext: msg.maxContext, inFlight: msg.inFlight });
     const why = want === 'webgpu' ? 'WebGPU was asked for' : `a hardware WebGPU adapter (${adapter.name})`;
     return { loader, backend: 'webgpu', why, adapterName: adapter.name };
   } catch (e) {
     if (want === 'webgpu') throw e;
-    return startCpu(msg, `WebGPU failed to start (${messageOf(e)})`, signal, cancelled);
+    return startCpu(msg, `WebGPU failed to start (${messageOf(e)})`, step, signal, cancelled);
   }
 }
 
 /** The CPU backend's loader: its wasm is fetched only now, never where WebGPU runs. */
-async function startCpu(msg: Extract<ToWorker, { kind: 'load' }>, why: string, signal: AbortSignal, cancelled: () => EngineError): Promise<Started> {
+async function startCpu(msg: Extract<ToWorker, { kind: 'load' }>, why: string, step: Step, signal: AbortSignal, cancelled: () => EngineError): Promise<Started> {
   if (!wasmSimdSupported()) {
     throw new EngineError('WebAssemblySimdUnavailable', `this browser lacks WebAssembly SIMD, which the CPU backend needs (${why})`);
   }
@@ -145,7 +150,7 @@ async function startCpu(msg: Extract<ToWorker, { kind: 'load' }>, why: string, s
     const missing = threadsMissing();
     if (!missing) {
       try {
-        const { loader, simdWhy } = await startCpuThreads(wanted, msg.maxContext, relaxed, signal, cancelled);
+        const { loader, simdWhy } = await startCpuThreads(wanted, msg.maxContext, relaxed, step, signal, cancelled);
         return { loader, backend: 'cpu', why, simdWhy };
       } catch (e) {
         if (signal.aborted) throw cancelled();
@@ -155,6 +160,7 @@ async function startCpu(msg: Extract<ToWorker, { kind: 'load' }>, why: string, s
       threadsWhy = `one thread: ${missing} (${asked})`;
     }
   }
+  step('wasm');
   const { wasm, simdWhy } = await preferRelaxed(relaxed, async (r) => (await cpuGlue(r)).loadCpuEngineWasm(), signal, cancelled);
   if (signal.aborted) throw cancelled();
   const loader = await wasm.EngineLoader.create({ backend: 'cpu', maxContext: msg.maxContext });
@@ -203,45 +209,80 @@ function threadsMissing(): string | undefined {
   return undefined;
 }
 
-/** How long a thread's Worker may take to load and instantiate the module. */
+/** How long a thread's Worker may take to load its script, instantiate the module and wait for its thread. */
 const THREAD_START_MS = 60_000;
 
 /**
  * The CPU backend on `threads` Web Workers sharing this Worker's wasm memory. Each is this
- * same script (located as it was, whatever a bundler did to it), told by its first message
- * to join the pool. The pool is built only once every thread waits for it: a pass handed to
- * a pool with a missing thread would never finish.
+ * same script (located as it was, whatever a bundler did to it), made by the page at this
+ * Worker's request and told over a port of its own to join the pool. The pool is built only
+ * once every thread waits for it: a pass handed to a pool with a missing thread would never
+ * finish.
+ *
+ * The page makes them, not this Worker: in Firefox (153 ESR) `new Worker` called here now and
+ * then never returned, whether a sibling thread was still loading its script, blocked in
+ * `Atomics.wait`, or not made yet (the load hung before its first byte with the cores idle,
+ * about 1 run in 8 of engines.test.mjs, twice in CI; this Worker's log ended at the call and
+ * the server never saw that thread's script requested). The page's `new Worker` never blocks.
  */
 async function startCpuThreads(
   threads: number,
   maxContext: number | undefined,
   relaxed: boolean,
+  step: Step,
   signal: AbortSignal,
   cancelled: () => EngineError,
 ): Promise<{ loader: Loader; simdWhy?: string }> {
-  const loaded = await preferRelaxed(relaxed, async (r) => (await threadsGlue(r)).loadCpuThreadsWasm(), signal, cancelled);
+  // The page makes the Workers while the module loads here.
+  const ports = askForThreads(threads);
+  let spawned: Spawned[] = [];
+  const endAll = (): void => {
+    for (const t of spawned) t.port.close();
+    post({ id: 0, kind: 'endThreads' });
+  };
+  step('wasm');
+  const loaded = await preferRelaxed(relaxed, async (r) => (await threadsGlue(r)).loadCpuThreadsWasm(), signal, cancelled).catch((e: unknown) => {
+    endAll();
+    throw e;
+  });
+  if (signal.aborted) {
+    endAll();
+    throw cancelled();
+  }
   const { wasm, simdWhy } = loaded;
-  if (signal.aborted) throw cancelled();
   const join: ThreadJoin = {
     kind: 'cpu-thread',
     module: wasm.threadModule() as WebAssembly.Module,
     memory: wasm.threadMemory() as WebAssembly.Memory,
     relaxed: loaded.relaxed,
   };
-  const started = Array.from({ length: threads }, (_, i) => startThread(join, i));
-  const settled = await Promise.allSettled(started);
+  step('threads', threads);
+  spawned = (await ports).map((port, i) => joinThread(port, i, join));
+  const settled = await Promise.allSettled(spawned.map((t) => t.ready));
+  threadFailed = undefined;
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) {
-    for (const r of settled) if (r.status === 'fulfilled') r.value.terminate();
+    endAll();
     throw failed.reason;
   }
-  cpuThreads = settled.map((r) => (r as PromiseFulfilledResult<Worker>).value);
+  cpuThreads = spawned.map((t) => t.port);
   wasm.startThreadPool(threads);
   return { loader: await wasm.EngineLoader.create({ backend: 'cpu', maxContext }), simdWhy };
 }
 
-/** The pool's Workers, kept referenced for the life of this Worker (which ends them). */
-let cpuThreads: Worker[] = [];
+/** The ports to the pool's Workers, kept for the life of this Worker (the page ends them with it). */
+let cpuThreads: MessagePort[] = [];
+
+/** The page's answer to `spawnThreads`, and a thread's failure to load, while a pool starts. */
+let threadPorts: ((ports: MessagePort[]) => void) | undefined;
+let threadFailed: ((index: number, message: string) => void) | undefined;
+
+/** Asks the page for `count` thread Workers; resolves to a port to each. */
+function askForThreads(count: number): Promise<MessagePort[]> {
+  const ports = new Promise<MessagePort[]>((resolve) => (threadPorts = resolve));
+  post({ id: 0, kind: 'spawnThreads', url: self.location.href, type: OWN_TYPE, count });
+  return ports;
+}
 
 /** The single-threaded build's glue: the relaxed-SIMD one or the plain one (literal imports, so bundlers emit both). */
 const cpuGlue = (relaxed: boolean) => (relaxed ? import('../raw-engine-cpu-relaxed.js') : import('../raw-engine-cpu.js'));
@@ -249,7 +290,13 @@ const cpuGlue = (relaxed: boolean) => (relaxed ? import('../raw-engine-cpu-relax
 /** The threaded build's glue, chosen the same way. */
 const threadsGlue = (relaxed: boolean) => (relaxed ? import('../raw-engine-cpu-mt-relaxed.js') : import('../raw-engine-cpu-mt.js'));
 
-/** The first message of a thread's Worker. */
+/** The first message of a thread's Worker, from the page: the port the engine's Worker joins it by. */
+interface ThreadPort {
+  kind: 'cpu-thread-port';
+  port: MessagePort;
+}
+
+/** What the engine's Worker sends a thread over its port. */
 interface ThreadJoin {
   kind: 'cpu-thread';
   module: WebAssembly.Module;
@@ -275,44 +322,49 @@ const OWN_TYPE: WorkerType = (() => {
   return 'classic';
 })();
 
-/** Starts thread `i`'s Worker and resolves once it waits for its rayon thread. */
-function startThread(join: ThreadJoin, i: number): Promise<Worker> {
-  return new Promise((resolve, reject) => {
-    const worker = new Worker(self.location.href, { type: OWN_TYPE, name: `tpsmeter-cpu-thread-${i + 1}` });
-    const timer = setTimeout(() => {
-      worker.terminate();
-      reject(new Error(`thread ${i + 1} did not start within ${THREAD_START_MS / 1000} s`));
-    }, THREAD_START_MS);
-    worker.onmessage = (e: MessageEvent<{ kind: string; message?: string }>) => {
-      clearTimeout(timer);
-      if (e.data.kind === 'cpu-thread-ready') {
-        resolve(worker);
-      } else {
-        worker.terminate();
-        reject(new Error(`thread ${i + 1}: ${e.data.message ?? 'failed'}`));
-      }
-    };
-    worker.onerror = (e: ErrorEvent) => {
-      // Handled here (one thread instead): unhandled, a nested Worker's error would go on up
-      // to the page as this Worker's own.
-      e.preventDefault();
-      clearTimeout(timer);
-      worker.terminate();
-      reject(new Error(`thread ${i + 1}'s Worker failed to load (${e.message || 'its script did not run'})`));
-    };
-    worker.postMessage(join);
-  });
+/** A pool thread's Worker, seen through its port. */
+interface Spawned {
+  port: MessagePort;
+  /** Settles once the thread waits for its rayon thread, or has failed. */
+  ready: Promise<void>;
 }
 
-/** In a thread's Worker: joins the pool and runs its thread; never answers again. */
-async function runThread(join: ThreadJoin): Promise<void> {
-  const { runCpuThread } = await threadsGlue(join.relaxed);
-  const post = (m: { kind: string; message?: string }): void => (self as unknown as { postMessage(m: unknown): void }).postMessage(m);
-  try {
-    await runCpuThread(join.module, join.memory, () => post({ kind: 'cpu-thread-ready' }));
-  } catch (e) {
-    post({ kind: 'cpu-thread-failed', message: messageOf(e) });
-  }
+/** Sends thread `i`'s Worker, behind `port`, the module to run; `ready` settles once it waits for its thread. */
+function joinThread(port: MessagePort, i: number, join: ThreadJoin): Spawned {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const ready = new Promise<void>((resolve, reject) => {
+    const settle = (failure?: Error): void => {
+      clearTimeout(timer);
+      if (failure) reject(failure);
+      else resolve();
+    };
+    timer = setTimeout(() => settle(new Error(`thread ${i + 1} did not start within ${THREAD_START_MS / 1000} s`)), THREAD_START_MS);
+    port.onmessage = (e: MessageEvent<{ kind: string; message?: string }>) =>
+      settle(e.data.kind === 'cpu-thread-ready' ? undefined : new Error(`thread ${i + 1}: ${e.data.message ?? 'failed'}`));
+    const before = threadFailed;
+    threadFailed = (index, message) => {
+      if (index === i) settle(new Error(`thread ${i + 1}'s Worker failed to load (${message})`));
+      else before?.(index, message);
+    };
+  });
+  port.postMessage(join);
+  return { port, ready };
+}
+
+/** In a thread's Worker: joins the pool when `port` brings the module, and runs its thread; never answers again. */
+function runThread(port: MessagePort): void {
+  port.onmessage = (e: MessageEvent<ThreadJoin>) => {
+    port.onmessage = null;
+    void (async () => {
+      const join = e.data;
+      try {
+        const { runCpuThread } = await threadsGlue(join.relaxed);
+        await runCpuThread(join.module, join.memory, () => port.postMessage({ kind: 'cpu-thread-ready' }));
+      } catch (err) {
+        port.postMessage({ kind: 'cpu-thread-failed', message: messageOf(err) });
+      }
+    })();
+  };
 }
 
 const PROGRESS_EVERY_MS = 100;
@@ -325,9 +377,11 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
   loadAbort = new AbortController();
   const signal = loadAbort.signal;
   const cancelled = (): EngineError => new EngineError('AbortError', 'the model load was cancelled');
+  const none = { loaded: 0, bytesPerSecond: 0, fromCache: false };
+  const step: Step = (step, threads) => post({ id, kind: 'progress', progress: { phase: 'start', step, ...none, ...(threads === undefined ? {} : { threads }) } });
   let chosen: Started;
   try {
-    chosen = await start(msg, signal, cancelled);
+    chosen = await start(msg, step, signal, cancelled);
   } catch (e) {
     loadAbort = undefined;
     throw e;
@@ -347,12 +401,17 @@ async function load(id: number, msg: Extract<ToWorker, { kind: 'load' }>): Promi
   let writer: CacheWriter | undefined;
   let hit: Awaited<ReturnType<typeof openCached>> = undefined;
   try {
+    if (sourceUrl) step('cache');
     hit = sourceUrl ? await openCached(sourceUrl, msg.sha256) : undefined;
     const fromCache = hit !== undefined;
+    if (!hit) step('connect');
     const { stream, total } = hit ? { stream: hit.stream, total: hit.manifest.size } : await openModel(model, signal);
     // A cached copy must still hold the bytes its manifest recorded; a pinned model, its pin.
     loader.expect({ size: total, sha256: msg.sha256 ?? hit?.manifest.sha256 });
-    if (sourceUrl && !hit) writer = await beginCacheWrite(sourceUrl, total);
+    if (sourceUrl && !hit) {
+      step('cache');
+      writer = await beginCacheWrite(sourceUrl, total);
+    }
     const reader = stream.getReader();
     const started = performance.now();
     // Milliseconds inside the loader: parsing and uploading tensors as they arrive.
@@ -525,11 +584,20 @@ const INSTALLED = '__tpsmeterEngineWorker';
 const installed = (self as unknown as Record<string, unknown>)[INSTALLED] === true;
 (self as unknown as Record<string, unknown>)[INSTALLED] = true;
 
-if (!installed) scope.onmessage = (e: MessageEvent<ToWorker | ThreadJoin>): void => {
-  if (e.data.kind === 'cpu-thread') {
+if (!installed) scope.onmessage = (e: MessageEvent<ToWorker | ThreadPort>): void => {
+  if (e.data.kind === 'cpu-thread-port') {
     // One of a CPU pool's threads (see `startCpuThreads`), not an engine.
     scope.onmessage = null;
-    void runThread(e.data);
+    runThread(e.data.port);
+    return;
+  }
+  if (e.data.kind === 'threadPorts') {
+    threadPorts?.(e.data.ports);
+    threadPorts = undefined;
+    return;
+  }
+  if (e.data.kind === 'threadFailed') {
+    threadFailed?.(e.data.index, e.data.message);
     return;
   }
   const msg = e.data;

@@ -176,6 +176,10 @@ async function localEngine(url: string, signal: AbortSignal): Promise<LocalEngin
     sha256: pinnedSha256(url),
     signal,
     onProgress: (p) => {
+      if (p.phase === 'start') {
+        progressText.textContent = `Starting the local engine (${p.step})…`;
+        return;
+      }
       progressText.textContent = `Loading the model${p.fromCache ? ' from the cache' : ''}: ${p.percent !== undefined ? `${p.percent.toFixed(0)} %` : `${(p.loaded / 1e6).toFixed(0)} MB`}`;
       if (p.percent !== undefined) progressBar.value = p.percent / 100;
     },

@@ -65,7 +65,27 @@ function describeBackend(info: EngineInfo): string {
   return ` Running on WebGPU (${info.why}). Adapter: ${info.adapter}; ${info.profile === 'cpu' ? 'CPU' : 'GPU'} kernel shapes, ${info.shaderF16 ? 'f16' : 'f32'} arithmetic; context up to ${info.maxContext} tokens.`;
 }
 
+/** What each step before the download is doing, as the status line says it. */
+function startText(p: Extract<LoadProgress, { phase: 'start' }>): string {
+  switch (p.step) {
+    case 'wasm':
+      return 'Starting the engine: loading its WebAssembly…';
+    case 'device':
+      return 'Starting the engine: opening the WebGPU device…';
+    case 'threads':
+      return `Starting the engine: starting ${p.threads ?? ''} CPU threads…`;
+    case 'cache':
+      return 'Starting the engine: opening this browser’s copy of the model…';
+    case 'connect':
+      return 'Starting the engine: requesting the model…';
+  }
+}
+
 function showProgress(p: LoadProgress): void {
+  if (p.phase === 'start') {
+    loadStatus.textContent = startText(p);
+    return;
+  }
   if (p.phase === 'compile') {
     // Kernels compile after the bytes are in: the bar restarts for it.
     const { graphsDone, graphs, pipelines } = p.compile;

@@ -1,6 +1,7 @@
 //! Wasm threads for the CPU backend (the `threads` build: `atomics` on shared memory).
 //!
-//! The engine's Worker starts N more Workers on this module and its memory; each calls
+//! The engine's Worker has the page start N more Workers (Firefox's `new Worker` inside a
+//! Worker sometimes never returns) and sends each this module and its memory; each calls
 //! [`run_thread`] and blocks there, waiting for a rayon thread to run. Once every one is
 //! waiting, the engine's Worker calls [`start_thread_pool`], which builds a rayon pool whose
 //! threads are handed to them. The CPU model then `install`s each forward pass into that pool,
