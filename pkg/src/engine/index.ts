@@ -295,6 +295,18 @@ export class LocalEngine {
   private spawnThreads(m: Extract<FromWorker, { kind: 'spawnThreads' }>): void {
     this.endThreads();
     const ports: MessagePort[] = [];
+    try {
+      this.makeThreads(m, ports);
+    } catch (e) {
+      // A page whose policy refuses the Worker (CSP `worker-src`): the engine runs on one thread.
+      this.endThreads();
+      this.worker.postMessage({ id: 0, kind: 'threadPorts', ports: [], error: e instanceof Error ? e.message : String(e) } satisfies ToWorker);
+      return;
+    }
+    this.worker.postMessage({ id: 0, kind: 'threadPorts', ports } satisfies ToWorker, ports);
+  }
+
+  private makeThreads(m: Extract<FromWorker, { kind: 'spawnThreads' }>, ports: MessagePort[]): void {
     for (let i = 0; i < m.count; i++) {
       const thread = new Worker(m.url, { type: m.type, name: `tpsmeter-cpu-thread-${i + 1}` });
       thread.onerror = (e: ErrorEvent) => {
@@ -307,7 +319,6 @@ export class LocalEngine {
       ports.push(channel.port2);
       this.threads.push(thread);
     }
-    this.worker.postMessage({ id: 0, kind: 'threadPorts', ports } satisfies ToWorker, ports);
   }
 
   private endThreads(): void {

@@ -43,8 +43,8 @@ export type ToWorker =
   | { id: number; kind: 'cancel' }
   | { id: number; kind: 'abortLoad' }
   | { id: number; kind: 'dispose' }
-  /** The CPU pool's threads asked for by `spawnThreads`: one port to each thread's Worker, in order. */
-  | { id: 0; kind: 'threadPorts'; ports: MessagePort[] }
+  /** The CPU pool's threads asked for by `spawnThreads`: one port to each thread's Worker, in order; none, and why, where the page could not make them. */
+  | { id: 0; kind: 'threadPorts'; ports: MessagePort[]; error?: string }
   /** A pool thread's Worker failed to load its script. */
   | { id: 0; kind: 'threadFailed'; index: number; message: string };
 

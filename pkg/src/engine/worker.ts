@@ -257,7 +257,12 @@ async function startCpuThreads(
     relaxed: loaded.relaxed,
   };
   step('threads', threads);
-  spawned = (await ports).map((port, i) => joinThread(port, i, join));
+  spawned = (
+    await ports.catch((e: unknown) => {
+      endAll();
+      throw e;
+    })
+  ).map((port, i) => joinThread(port, i, join));
   const settled = await Promise.allSettled(spawned.map((t) => t.ready));
   threadFailed = undefined;
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -274,12 +279,19 @@ async function startCpuThreads(
 let cpuThreads: MessagePort[] = [];
 
 /** The page's answer to `spawnThreads`, and a thread's failure to load, while a pool starts. */
-let threadPorts: ((ports: MessagePort[]) => void) | undefined;
+let threadPorts: ((answer: { ports: MessagePort[]; error?: string }) => void) | undefined;
 let threadFailed: ((index: number, message: string) => void) | undefined;
 
 /** Asks the page for `count` thread Workers; resolves to a port to each. */
 function askForThreads(count: number): Promise<MessagePort[]> {
-  const ports = new Promise<MessagePort[]>((resolve) => (threadPorts = resolve));
+  const ports = new Promise<MessagePort[]>((resolve, reject) => {
+    threadPorts = ({ ports, error }) => {
+      if (ports.length === count) resolve(ports);
+      else reject(new Error(`the page could not start ${count} thread Workers (${error ?? `it started ${ports.length}`})`));
+    };
+  });
+  // Settled below; a failure meanwhile is not unhandled.
+  ports.catch(() => {});
   post({ id: 0, kind: 'spawnThreads', url: self.location.href, type: OWN_TYPE, count });
   return ports;
 }
@@ -592,7 +604,7 @@ if (!installed) scope.onmessage = (e: MessageEvent<ToWorker | ThreadPort>): void
     return;
   }
   if (e.data.kind === 'threadPorts') {
-    threadPorts?.(e.data.ports);
+    threadPorts?.(e.data);
     threadPorts = undefined;
     return;
   }
