@@ -235,8 +235,11 @@ async function startCpuThreads(
 ): Promise<{ loader: Loader; simdWhy?: string }> {
   // The page makes the Workers while the module loads here.
   const ports = askForThreads(threads);
+  const failedToLoad = new Map<number, string>();
+  threadFailed = (i, message) => failedToLoad.set(i, message);
   let spawned: Spawned[] = [];
   const endAll = (): void => {
+    threadFailed = undefined;
     for (const t of spawned) t.port.close();
     post({ id: 0, kind: 'endThreads' });
   };
@@ -263,6 +266,9 @@ async function startCpuThreads(
       throw e;
     })
   ).map((port, i) => joinThread(port, i, join));
+  // A script that failed to load while the module loaded here was reported already.
+  for (const [i, message] of failedToLoad) spawned[i]?.failed(message);
+  threadFailed = (i, message) => spawned[i]?.failed(message);
   const settled = await Promise.allSettled(spawned.map((t) => t.ready));
   threadFailed = undefined;
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -278,9 +284,9 @@ async function startCpuThreads(
 /** The ports to the pool's Workers, kept for the life of this Worker (the page ends them with it). */
 let cpuThreads: MessagePort[] = [];
 
-/** The page's answer to `spawnThreads`, and a thread's failure to load, while a pool starts. */
+/** The page's answer to `spawnThreads`, and where a thread's failure to load goes, while a pool starts. */
 let threadPorts: ((answer: { ports: MessagePort[]; error?: string }) => void) | undefined;
-let threadFailed: ((index: number, message: string) => void) | undefined;
+let threadFailed: ((index: number, message: string) => unknown) | undefined;
 
 /** Asks the page for `count` thread Workers; resolves to a port to each. */
 function askForThreads(count: number): Promise<MessagePort[]> {
@@ -339,13 +345,16 @@ interface Spawned {
   port: MessagePort;
   /** Settles once the thread waits for its rayon thread, or has failed. */
   ready: Promise<void>;
+  /** Fails `ready`: the page saw the thread's script fail to load. */
+  failed(message: string): void;
 }
 
 /** Sends thread `i`'s Worker, behind `port`, the module to run; `ready` settles once it waits for its thread. */
 function joinThread(port: MessagePort, i: number, join: ThreadJoin): Spawned {
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let settle!: (failure?: Error) => void;
   const ready = new Promise<void>((resolve, reject) => {
-    const settle = (failure?: Error): void => {
+    settle = (failure) => {
       clearTimeout(timer);
       if (failure) reject(failure);
       else resolve();
@@ -353,14 +362,9 @@ function joinThread(port: MessagePort, i: number, join: ThreadJoin): Spawned {
     timer = setTimeout(() => settle(new Error(`thread ${i + 1} did not start within ${THREAD_START_MS / 1000} s`)), THREAD_START_MS);
     port.onmessage = (e: MessageEvent<{ kind: string; message?: string }>) =>
       settle(e.data.kind === 'cpu-thread-ready' ? undefined : new Error(`thread ${i + 1}: ${e.data.message ?? 'failed'}`));
-    const before = threadFailed;
-    threadFailed = (index, message) => {
-      if (index === i) settle(new Error(`thread ${i + 1}'s Worker failed to load (${message})`));
-      else before?.(index, message);
-    };
   });
   port.postMessage(join);
-  return { port, ready };
+  return { port, ready, failed: (message) => settle(new Error(`thread ${i + 1}'s Worker failed to load (${message})`)) };
 }
 
 /** In a thread's Worker: joins the pool when `port` brings the module, and runs its thread; never answers again. */
