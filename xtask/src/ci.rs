@@ -41,8 +41,10 @@ pub const BUDGETS: &[(&str, u64)] = &[
     ("kernel tests in Chromium (WebGPU)", 300),
     // Two browser launches and the cpu_kernels binaries Chromium's step built: 8 + 4 s.
     ("CPU kernels in Firefox and WebKit", 30),
-    // Seven wasm-release builds, two with a std built from source, from nothing: 522 s
-    // (325 s with the dependencies already built).
+    // The wasm-release builds, two with a std built from source, from nothing: 522 s
+    // (325 s with the dependencies already built) when there were seven; the meter's one
+    // became seven (one per wire family), each ~1 s of tpsmeter-wasm and a link after the
+    // first, and ~1 s of wasm-bindgen, wasm-opt and esbuild.
     ("pkg", 560),
     ("site", 20),
     ("test binaries", 30),
@@ -124,6 +126,22 @@ fn run_steps(skip_setup: bool) -> Result<()> {
             // leave out.
             "--features",
             "tpsmeter-wasm/gpu,tpsmeter-wasm/threads,tpsmeter-wasm/relaxed",
+            "--target",
+            "wasm32-unknown-unknown",
+            "--",
+            "-D",
+            "warnings",
+        ]))?;
+        // The meter's builds (no `bench`: their own `Exchange` decoders), all families at
+        // once: ~6 s, the core without `json-error-detail` checked again.
+        sh::run(cargo().args([
+            "clippy",
+            "-p",
+            "tpsmeter-wasm",
+            "--no-default-features",
+            "--features",
+            "meter-openai-chat,meter-openai-completions,meter-openai-responses,meter-anthropic,\
+             meter-gemini,meter-ollama,meter-vercel-ui",
             "--target",
             "wasm32-unknown-unknown",
             "--",

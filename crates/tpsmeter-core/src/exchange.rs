@@ -22,6 +22,7 @@
 use crate::answer::KeptAnswer;
 use crate::api::Api;
 use crate::cap::cap_chars;
+use crate::decode::Limits;
 use crate::error::CoreError;
 use crate::event::{FinishReason, StreamEvent};
 use crate::failure::{
@@ -29,6 +30,7 @@ use crate::failure::{
     body_excerpt,
 };
 use crate::paint::{Frame, Ready, attribute_paints};
+use crate::protocol::Decoder;
 use crate::stream::StreamParser;
 use crate::timeline::Timeline;
 
@@ -98,8 +100,14 @@ impl Exchange {
     /// An exchange for a request of `api` sent at `start_ms` (just before the transport
     /// hands it over).
     pub fn new(api: Api, start_ms: f64) -> Exchange {
+        Exchange::with_decoder(Decoder::new(api), start_ms)
+    }
+
+    /// As [`Exchange::new`], with the caller's [`Decoder`] (a build that links one wire
+    /// family's adapter alone).
+    pub fn with_decoder(decoder: Decoder, start_ms: f64) -> Exchange {
         Exchange {
-            parser: StreamParser::new(api),
+            parser: StreamParser::with_decoder(decoder, Limits::default()),
             timeline: Timeline::new(start_ms),
             body: Body::Pending,
             failure: None,

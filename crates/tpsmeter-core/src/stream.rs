@@ -18,7 +18,7 @@ use crate::api::Api;
 use crate::decode::{Limits, NdjsonDecoder, SseDecoder};
 use crate::error::{CoreError, Result};
 use crate::event::StreamEvent;
-use crate::protocol::{Adapter, adapter_for};
+use crate::protocol::{Adapter, Decoder};
 
 #[derive(Debug)]
 enum Framing {
@@ -64,6 +64,13 @@ impl StreamParser {
 
     /// A parser with caller-chosen caps.
     pub fn with_limits(api: Api, limits: Limits) -> Self {
+        Self::with_decoder(Decoder::new(api), limits)
+    }
+
+    /// A parser of the decoder's API with caller-chosen caps: a build that links only the
+    /// adapters it names (the real-user meter's wasm) passes its own [`Decoder`].
+    pub fn with_decoder(decoder: Decoder, limits: Limits) -> Self {
+        let Decoder { api, adapter } = decoder;
         let framing = if api.is_ndjson() {
             Framing::Ndjson(NdjsonDecoder::new(limits))
         } else {
@@ -72,7 +79,7 @@ impl StreamParser {
         StreamParser {
             framing,
             api,
-            adapter: adapter_for(api),
+            adapter,
             bytes_seen: 0,
             ended: false,
             finished: false,

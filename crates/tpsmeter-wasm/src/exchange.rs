@@ -1,6 +1,7 @@
 //! `Exchange` for JavaScript: one streamed response, fed the reads the page stamped.
 
 use tpsmeter_core::paint::{Frame, Ready};
+use tpsmeter_core::protocol::Decoder;
 use tpsmeter_core::quoted::Quoted;
 use tpsmeter_core::report::{ErrorClass, RequestRecord};
 use tpsmeter_core::{Api, Exchange, Failure, StreamEvent};
@@ -26,7 +27,16 @@ impl JsExchange {
             let shown: String = api.chars().take(40).collect();
             JsError::new(&format!("unknown api {}", Quoted(&shown)))
         })?;
-        Ok(JsExchange::for_api(api, start_ms))
+        let decoder = decoder(api).ok_or_else(|| {
+            JsError::new(&format!(
+                "api {} is not decoded by this build of the parser (each of the meter's builds carries one wire family)",
+                Quoted(api.name())
+            ))
+        })?;
+        Ok(JsExchange {
+            inner: Exchange::with_decoder(decoder, start_ms),
+            api,
+        })
     }
 
     /// The response headers arrived.
@@ -171,6 +181,7 @@ impl JsExchange {
     }
 }
 
+#[cfg(feature = "bench")]
 impl JsExchange {
     pub(crate) fn for_api(api: Api, start_ms: f64) -> JsExchange {
         JsExchange {
@@ -178,6 +189,36 @@ impl JsExchange {
             api,
         }
     }
+}
+
+/// The decoder for `api`: every API's in the benchmark build.
+#[cfg(feature = "bench")]
+fn decoder(api: Api) -> Option<Decoder> {
+    Some(Decoder::new(api))
+}
+
+/// The decoder for `api` among the wire families this build links (its `meter-*` features),
+/// `None` for the others: a build of the real-user meter links one family's adapter, the
+/// largest part of the module (measured in `tests/browser/bench/meter.mjs`).
+#[cfg(not(feature = "bench"))]
+fn decoder(api: Api) -> Option<Decoder> {
+    let linked: &[fn(Api) -> Option<Decoder>] = &[
+        #[cfg(feature = "meter-openai-chat")]
+        Decoder::openai_chat,
+        #[cfg(feature = "meter-openai-completions")]
+        Decoder::openai_completions,
+        #[cfg(feature = "meter-openai-responses")]
+        Decoder::openai_responses,
+        #[cfg(feature = "meter-anthropic")]
+        Decoder::anthropic,
+        #[cfg(feature = "meter-gemini")]
+        Decoder::gemini,
+        #[cfg(feature = "meter-ollama")]
+        Decoder::ollama,
+        #[cfg(feature = "meter-vercel-ui")]
+        Decoder::vercel_ui,
+    ];
+    linked.iter().find_map(|make| make(api))
 }
 
 /// Frames from their rAF times and shown times (a missing shown time is the rAF time).

@@ -20,6 +20,7 @@ mod counter;
 mod dataset;
 #[cfg(any(feature = "gpu", feature = "cpu"))]
 mod engine;
+#[cfg(feature = "exchange")]
 mod exchange;
 #[cfg(feature = "bench")]
 mod options;
@@ -35,6 +36,7 @@ static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_all
 pub use bench::BenchRun;
 #[cfg(any(feature = "gpu", feature = "cpu"))]
 pub use engine::{JsEngine, JsEngineLoader};
+#[cfg(feature = "exchange")]
 pub use exchange::JsExchange;
 
 /// Sets the panic hook once, when the module is instantiated.

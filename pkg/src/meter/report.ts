@@ -15,13 +15,16 @@ export async function buildReport(
   options: MeterOptions,
   partial: boolean,
 ): Promise<MeterReport> {
-  // The parser itself: a separate chunk a bundler splits off, fetched only now.
-  const raw = await (await import('../raw-meter.js')).loadMeterWasm();
   const textMode = log.wire === TEXT_WIRE;
+  // Text needs no wire parsed: any build's exchange measures it, so the meter's own API's
+  // (the build its other streams load) rather than a second one.
+  const api = textMode ? options.api : log.wire;
+  // The parser itself: a separate chunk a bundler splits off, fetched only now.
+  const raw = await (await import('../raw-meter.js')).loadMeterWasm(api);
   // A snapshot: the stream may still be running (a partial report).
   const n = log.times.length;
   const endMs = partial ? undefined : log.endMs;
-  const ex = new raw.Exchange(textMode ? 'openai-chat' : log.wire, log.startMs);
+  const ex = new raw.Exchange(api, log.startMs);
   try {
     ex.response(log.responseMs ?? log.times[0] ?? log.startMs, log.status, log.retryAfter);
     const ok = log.status >= 200 && log.status < 300;

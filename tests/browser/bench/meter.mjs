@@ -21,9 +21,11 @@
 //    compile) apart from the rest.
 // 3. Sizes, gzip level 9 (node zlib) of what a page downloads: each entry's eager JavaScript
 //    (the entry and its static imports, transitively; targets of dynamic `import()`
-//    excluded), the meter's lazy wasm parser (wasm/tpsmeter_meter_bg.wasm and its glue
-//    wasm/tpsmeter_meter.js) and, for reference, the benchmark build bench() loads.
-//    Budgets: meter eager JS <= 5 KiB gz; meter wasm parser (.wasm + glue) <= 60 KiB gz. A missed budget (or a wrong report) exits 1.
+//    excluded), each of the meter's lazy wasm parsers (one build per wire family:
+//    wasm/tpsmeter_meter_<family>_bg.wasm and its glue wasm/tpsmeter_meter_<family>.js; a
+//    page loads the one of its meter's API) and, for reference, the benchmark build bench()
+//    loads. Budgets: meter eager JS <= 5 KiB gz; the OTLP exporter's entry <= 2 KB gz; each
+//    meter wasm parser (.wasm + glue) <= 60 KiB gz. A missed budget (or a wrong report) exits 1.
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -34,6 +36,7 @@ import { isolatedPage, loadAverage, log, pct, TIMER_RESOLUTION_IN_PAGE } from '.
 const KIB = 1024;
 const METER_EAGER_BUDGET = 5 * KIB;
 const WASM_PARSER_BUDGET = 60 * KIB;
+const OTLP_EAGER_BUDGET = 2000;
 
 function arg(name, fallback) {
   const i = process.argv.indexOf(`--${name}`);
@@ -79,13 +82,26 @@ function sizes(pkgDir) {
     ["'tpsmeter' (bench)", 'dist/index.js', undefined],
     ["'tpsmeter/meter'", 'dist/meter/index.js', METER_EAGER_BUDGET],
     ["'tpsmeter/raw'", 'dist/raw.js', undefined],
+    // What an app adds to the meter to send its figures (the exporter itself loads when one
+    // is created), and the bridge to an app's own OpenTelemetry SDK.
+    ["'tpsmeter/otlp'", 'dist/otel/otlp.js', OTLP_EAGER_BUDGET],
+    ["'tpsmeter/otel'", 'dist/otel/index.js', undefined],
   ]) {
     const files = eagerGraph(path.join(pkgDir, entry));
     const bytes = Buffer.concat(files.map((f) => fs.readFileSync(f)));
     rows.push({ name: `${name} eager JS`, gz: gzip(bytes), raw: bytes.length, budget, files: files.map(rel) });
   }
   // The benchmark build (what `bench()` loads) and the meter's own lazy parser build.
-  for (const [stem, label] of [['tpsmeter_wasm', 'bench()'], ['tpsmeter_meter', 'meter']]) {
+  const meters = fs
+    .readdirSync(path.join(pkgDir, 'wasm'))
+    .filter((f) => /^tpsmeter_meter_\w+_bg\.wasm$/.test(f))
+    .sort()
+    .map((f) => {
+      const stem = f.replace(/_bg\.wasm$/, '');
+      return [stem, `meter (${stem.slice('tpsmeter_meter_'.length)})`];
+    });
+  if (meters.length === 0) throw new Error(`no meter builds (tpsmeter_meter_*_bg.wasm) in ${pkgDir}/wasm`);
+  for (const [stem, label] of [['tpsmeter_wasm', 'bench()'], ...meters]) {
     const wasm = fs.readFileSync(path.join(pkgDir, `wasm/${stem}_bg.wasm`));
     const glue = fs.readFileSync(path.join(pkgDir, `wasm/${stem}.js`));
     rows.push({ name: `wasm/${stem}_bg.wasm`, gz: gzip(wasm), raw: wasm.length });
@@ -94,7 +110,7 @@ function sizes(pkgDir) {
       name: `${label} wasm, lazy (.wasm + glue)`,
       gz: gzip(wasm) + gzip(glue),
       raw: wasm.length + glue.length,
-      budget: stem === 'tpsmeter_meter' ? WASM_PARSER_BUDGET : undefined,
+      budget: stem === 'tpsmeter_wasm' ? undefined : WASM_PARSER_BUDGET,
     });
   }
   return rows;
@@ -266,7 +282,8 @@ try {
   console.log('');
   console.log('sizes, gzip -9 (node zlib), bytes:');
   for (const r of sizes(ctx.pkgDir)) {
-    const ok = r.budget === undefined ? '' : r.gz <= r.budget ? `  <= ${r.budget / KIB} KiB: ok` : `  > ${r.budget / KIB} KiB: OVER BUDGET`;
+    const limit = r.budget % KIB === 0 ? `${r.budget / KIB} KiB` : `${r.budget} B`;
+    const ok = r.budget === undefined ? '' : r.gz <= r.budget ? `  <= ${limit}: ok` : `  > ${limit}: OVER BUDGET`;
     if (r.budget !== undefined && r.gz > r.budget) failed = true;
     console.log(`  ${r.name.padEnd(36)} ${String(r.gz).padStart(8)} gz ${String(r.raw).padStart(9)} raw${ok}`);
     if (r.files) console.log(`      ${r.files.join(', ')}`);

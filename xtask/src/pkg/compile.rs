@@ -9,7 +9,45 @@ pub(super) const WASM_TARGET: &str = "wasm32-unknown-unknown";
 /// `wasm-release` profile.
 pub(super) const VARIANTS: &[(&str, &[&str])] = &[
     ("tpsmeter_wasm", &[]),
-    ("tpsmeter_meter", &["--no-default-features"]),
+    // The real-user meter's parsers (`tpsmeter/meter`, loaded after a stream), one per wire
+    // family: an app's users download its API's adapter alone. After the first, each is
+    // tpsmeter-wasm and a link (~1 s): tpsmeter-core's build is the same for all seven.
+    (
+        "tpsmeter_meter_openai_chat",
+        &["--no-default-features", "--features", "meter-openai-chat"],
+    ),
+    (
+        "tpsmeter_meter_openai_completions",
+        &[
+            "--no-default-features",
+            "--features",
+            "meter-openai-completions",
+        ],
+    ),
+    (
+        "tpsmeter_meter_openai_responses",
+        &[
+            "--no-default-features",
+            "--features",
+            "meter-openai-responses",
+        ],
+    ),
+    (
+        "tpsmeter_meter_anthropic",
+        &["--no-default-features", "--features", "meter-anthropic"],
+    ),
+    (
+        "tpsmeter_meter_gemini",
+        &["--no-default-features", "--features", "meter-gemini"],
+    ),
+    (
+        "tpsmeter_meter_ollama",
+        &["--no-default-features", "--features", "meter-ollama"],
+    ),
+    (
+        "tpsmeter_meter_vercel_ui",
+        &["--no-default-features", "--features", "meter-vercel-ui"],
+    ),
     // The local engine (`tpsmeter/engine`, loaded in its Worker): wgpu, the tokenizer and the
     // chat template engine, without the benchmark's load driver.
     (
@@ -59,7 +97,7 @@ pub(super) const THREADS_RUSTFLAGS: &str = "-C target-feature=+atomics,+bulk-mem
     -C link-arg=--export=__tls_align -C link-arg=--export=__tls_base";
 
 /// Whether variant `name` builds in the threaded lane: the two threaded ones build in a
-/// target directory of their own (other flags, a std of their own), beside the other five,
+/// target directory of their own (other flags, a std of their own), beside the others,
 /// and each `wasm-release` build ends in a fat LTO on one codegen unit, one core for a minute
 /// while the other idles.
 pub(super) fn threaded(_: usize, name: &str) -> bool {

@@ -3,10 +3,10 @@
 //! 1. `npm ci` in `pkg/` (TypeScript, esbuild and binaryen's `wasm-opt` come from npm,
 //!    binaryen because Debian's is too old for what rustc emits);
 //! 2. `tpsmeter-wasm` for wasm32 in the `wasm-release` profile, once per [`VARIANTS`]: the
-//!    benchmark build (default features), the real-user meter's lazy parser
-//!    (`--no-default-features`: `Exchange` only, about half the size, because apps load it on
-//!    their users' pages), and the local engine on WebGPU and on the CPU; the two threaded
-//!    builds beside the other five (a target directory of their own);
+//!    benchmark build (default features), the real-user meter's lazy parsers (`Exchange`
+//!    only, one build per wire family with that family's adapter alone, because apps load one
+//!    on their users' pages), and the local engine on WebGPU and on the CPU; the two threaded
+//!    builds beside the others (a target directory of their own);
 //! 3. each build through `wasm-bindgen --target web` into `pkg/wasm/` (`tpsmeter_wasm*`,
 //!    `tpsmeter_meter*`, `tpsmeter_engine*`; the package's `raw*` modules wrap them);
 //! 4. `wasm-opt -O1` on the glue's `.wasm` ([`WASM_OPT_LEVEL`]) and `esbuild --minify` on its
@@ -14,7 +14,8 @@
 //! 5. the report's and the run spec's TypeScript types, generated from
 //!    `crates/tpsmeter-core/report.schema.json` and `spec.schema.json` into
 //!    `pkg/src/generated/` (`pkg/scripts/report-types.mjs`);
-//! 6. `npm run build` (tsc into `pkg/dist/`), and the two JSON Schemas into `pkg/schema/`;
+//! 6. `npm run build` (tsc into `pkg/dist/`: the JavaScript without comments, the type
+//!    declarations with them), and the two JSON Schemas into `pkg/schema/`;
 //! 7. `npm pack` into `target/npm/` under the repository root.
 //!
 //! Prints the tarball's path and the gzipped sizes of what a page downloads: the `.wasm`,

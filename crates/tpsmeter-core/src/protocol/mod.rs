@@ -10,6 +10,7 @@
 //!   anything after it, and `finish()` does not also report truncation after an `Error`.
 
 mod anthropic;
+mod decoder;
 mod gemini;
 mod json;
 mod ollama;
@@ -20,7 +21,8 @@ mod openai_responses;
 mod value;
 mod vercel_ui;
 
-use crate::api::Api;
+pub use decoder::{Decoder, Family};
+
 use crate::error::Result;
 use crate::event::StreamEvent;
 
@@ -32,19 +34,6 @@ pub(crate) trait Adapter: Send {
     /// The body ended before any `Done`/`Error`: either emits the closing events of a
     /// protocol without an end marker (Gemini) or returns `CoreError::TruncatedStream`.
     fn on_end(&mut self, out: &mut Vec<StreamEvent>) -> Result<()>;
-}
-
-/// The adapter for `api`.
-pub(crate) fn adapter_for(api: Api) -> Box<dyn Adapter> {
-    match api {
-        Api::OpenaiChat | Api::Local => Box::new(openai_chat::OpenaiChat),
-        Api::OpenaiCompletions => Box::new(openai_completions::OpenaiCompletions),
-        Api::OpenaiResponses => Box::new(openai_responses::OpenaiResponses),
-        Api::Anthropic => Box::new(anthropic::Anthropic),
-        Api::Gemini => Box::new(gemini::Gemini::default()),
-        Api::OllamaChat | Api::OllamaGenerate => Box::new(ollama::Ollama::default()),
-        Api::VercelUi => Box::new(vercel_ui::VercelUi::default()),
-    }
 }
 
 /// Pushes a text delta unless it is empty.
