@@ -19,11 +19,16 @@ export async function buildReport(
   // Text needs no wire parsed: any build's exchange measures it, so the meter's own API's
   // (the build its other streams load) rather than a second one.
   const api = textMode ? options.api : log.wire;
-  // The parser itself: a separate chunk a bundler splits off, fetched only now.
-  const raw = await (await import('../raw-meter.js')).loadMeterWasm(api);
-  // A snapshot: the stream may still be running (a partial report).
+  // A partial report is a snapshot taken now: the stream is still running, and what it
+  // shows is what had arrived when the report was asked for, however long the parser then
+  // takes to load (the first time: its glue, then its wasm). A final one reads the log
+  // after the load, which may hold a paint more.
   const n = log.times.length;
   const endMs = partial ? undefined : log.endMs;
+  const failure = log.failure;
+  const snapshot = partial ? paints(log) : undefined;
+  // The parser itself: a separate chunk a bundler splits off, fetched only now.
+  const raw = await (await import('../raw-meter.js')).loadMeterWasm(api);
   const ex = new raw.Exchange(api, log.startMs);
   try {
     ex.response(log.responseMs ?? log.times[0] ?? log.startMs, log.status, log.retryAfter);
@@ -37,13 +42,13 @@ export async function buildReport(
       else ex.bytes(t, typeof c === 'string' ? encoder.encode(c) : c);
     }
     if (endMs !== undefined) {
-      const f = log.failure;
+      const f = failure;
       if (f) ex.fail(f.t, f.errorClass, f.message);
       else if (textMode) ex.textEnd(endMs);
       else ex.end(endMs);
     }
-    const raf = Float64Array.from(log.frames.frames);
-    ex.paintFramesAfterUpdates(Float64Array.from(log.ready), raf, raf.map(paintTime));
+    const { ready, raf } = snapshot ?? paints(log);
+    ex.paintFramesAfterUpdates(ready, raf, raf.map(paintTime));
     // `id` and `level` number a bench run's requests and levels: a meter has neither.
     const { id: _id, level: _level, ...rest } = JSON.parse(ex.record()) as RequestRecord;
     const record: MeterRecord = rest;
@@ -58,4 +63,9 @@ export async function buildReport(
   } finally {
     ex.free();
   }
+}
+
+/** The log's DOM-update stamps and frames as they stand. */
+function paints(log: StreamLog): { ready: Float64Array; raf: Float64Array } {
+  return { ready: Float64Array.from(log.ready), raf: Float64Array.from(log.frames.frames) };
 }
