@@ -119,6 +119,8 @@ fn run_steps(skip_setup: bool) -> Result<()> {
             "-p",
             "tpsmeter-core",
             "-p",
+            "tpsmeter-model",
+            "-p",
             "tpsmeter-gpu",
             "-p",
             "tpsmeter-wasm",

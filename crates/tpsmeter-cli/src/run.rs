@@ -9,13 +9,13 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use serde::Serialize;
-use tpsmeter_gpu::chat::ChatMessage;
 use tpsmeter_gpu::cpu::{CpuModel, CpuOptions};
 use tpsmeter_gpu::engine::{Backend, Engine};
-use tpsmeter_gpu::generate::{CancelToken, GenerateParams, Generation, StopReason};
 use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
 use tpsmeter_gpu::kernels::SamplerConfig;
 use tpsmeter_gpu::runtime::ModelOptions;
+use tpsmeter_model::chat::ChatMessage;
+use tpsmeter_model::generate::{CancelToken, GenerateParams, Generation, StopReason};
 
 use crate::exit::Status;
 
@@ -407,7 +407,7 @@ fn warm_up<M: Backend>(
             &sampling(args),
             &CancelToken::new(),
             &mut clock,
-            &mut |_: &tpsmeter_gpu::generate::TokenEvent| {},
+            &mut |_: &tpsmeter_model::generate::TokenEvent| {},
         )?;
         // Else the measured run would reuse this run's prompt from the KV cache and its
         // prefill figure would count tokens it never computed.
@@ -426,7 +426,7 @@ fn measure<M: Backend>(
     let mut clock = move || t0.elapsed().as_secs_f64();
     let stdout = std::io::stdout();
     let json = args.json;
-    let mut on_event = |ev: &tpsmeter_gpu::generate::TokenEvent| {
+    let mut on_event = |ev: &tpsmeter_model::generate::TokenEvent| {
         if !json {
             let mut out = stdout.lock();
             let _ = out.write_all(ev.text.as_bytes());

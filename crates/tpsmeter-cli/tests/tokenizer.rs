@@ -73,7 +73,7 @@ fn gemma3_prompts_are_exactly_the_requested_length() {
 /// Writes SmolLM2's tokenizer as a `tokenizer.json` where the Hugging Face cache keeps it.
 fn hf_cache_with(model: &Path, cache: &Path, id: &str) {
     let bytes = std::fs::read(model).unwrap();
-    let tok = tpsmeter_gpu::tokenizer::Tokenizer::from_file_bytes(&bytes).unwrap();
+    let tok = tpsmeter_model::tokenizer::Tokenizer::from_file_bytes(&bytes).unwrap();
     let json = tok.inner().to_string(false).unwrap();
     let repo = cache.join(format!("models--{}", id.replace('/', "--")));
     let snapshot = repo.join("snapshots").join("0123abcd");
@@ -365,7 +365,7 @@ fn a_tokenizer_json_with_a_backtracking_pattern_is_refused() {
 /// path, naming the limit; the review's WordPiece `tokenizer.json` likewise, by its type.
 #[test]
 fn a_gguf_of_100k_control_tokens_and_a_wordpiece_file_are_refused() {
-    use tpsmeter_gpu::gguf::{GgufWriter, MetadataArray, MetadataValue};
+    use tpsmeter_model::gguf::{GgufWriter, MetadataArray, MetadataValue};
     let dir = std::env::temp_dir().join(format!("tpsmeter-hostile-vocab-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut tokens: Vec<String> = (0x21u8..0x7f).map(|b| char::from(b).to_string()).collect();

@@ -1,36 +1,31 @@
-//! tpsmeter's local inference engine.
+//! tpsmeter's local inference engine: the backends, on the model floor (`tpsmeter-model`).
 //!
-//! What it does: reads GGUF models, keeps their quantized weights quantized on the GPU, and
-//! runs the forward pass with its own WGSL compute kernels through wgpu, natively (Vulkan,
-//! Metal, DX12) and on WebGPU in the browser with the same kernels; or, where there is no
-//! usable GPU, on the CPU ([`cpu`]) with threads and SIMD, on the same blocks.
+//! What it does: takes what `tpsmeter-model` reads (GGUF, quantized blocks, the tokenizer,
+//! the chat template, the generation loop), keeps the weights quantized on the GPU, and runs
+//! the forward pass with its own WGSL compute kernels through wgpu, natively (Vulkan, Metal,
+//! DX12) and on WebGPU in the browser with the same kernels; or, where there is no usable
+//! GPU, on the CPU ([`cpu`]) with threads and SIMD, on the same blocks.
 //!
-//! Where things are: [`gguf`] parses the file; [`model`] is what a model is, as loaded (its
-//! hyper-parameters and its weights on the GPU); [`runtime`] runs it on the GPU
-//! ([`runtime::GpuModel`]: the forward graph, decode and prefill steps, batched slots) with
-//! the WGSL [`kernels`] on the [`gpu`] device; [`cpu`] is the CPU backend; [`engine`] puts a model of
-//! either backend together with its [`tokenizer`] and [`chat`] template behind the
-//! generation loop ([`generate`]); [`reference`](mod@reference) is the plain f32 forward
-//! pass the others are tested against.
+//! Where things are: [`model`] is what a model is, as loaded (its hyper-parameters and its
+//! weights on the GPU); [`runtime`] runs it on the GPU ([`runtime::GpuModel`]: the forward
+//! graph, decode and prefill steps, batched slots) with the WGSL [`kernels`] on the [`gpu`]
+//! device; [`cpu`] is the CPU backend; [`engine`] puts a model of either backend together
+//! with its tokenizer and chat template behind the generation loop
+//! (`tpsmeter_model::generate`); [`reference`](mod@reference) is the plain f32 forward pass
+//! the others are tested against.
 //!
-//! What it does not do: networking, clocks of its own beyond what the caller supplies for
-//! timestamps, or any UI.
+//! What it does not do: parse files or text itself (`tpsmeter-model` does), networking,
+//! clocks of its own beyond what the caller supplies for timestamps, or any UI.
 
-pub mod chat;
 pub mod cpu;
-pub mod detok;
 pub mod engine;
 pub mod error;
-pub mod generate;
-pub mod gguf;
 pub mod gpu;
 pub mod kernels;
 pub mod model;
 pub mod probe;
-pub mod quant;
 pub mod reference;
 pub mod runtime;
 pub mod synthetic;
-pub mod tokenizer;
 
 pub use error::{GpuError, Result};

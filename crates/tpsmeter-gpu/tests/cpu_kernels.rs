@@ -35,7 +35,8 @@ use proptest::prelude::*;
 use tpsmeter_gpu::cpu::matrix::{QMatrix, matmul};
 use tpsmeter_gpu::cpu::q8::Activations;
 use tpsmeter_gpu::cpu::{CpuOptions, CpuRuntime, Simd};
-use tpsmeter_gpu::quant::{GgmlType, dequantize};
+use tpsmeter_model::ModelError;
+use tpsmeter_model::quant::{GgmlType, dequantize};
 
 /// Every format with a kernel of its own, and one (Q2_K... none dequantizable without) that
 /// takes the generic block-to-f32 path: all formats the crate can expand.
@@ -349,11 +350,11 @@ fn a_matrix_of_the_wrong_size_is_a_typed_error() {
     assert!(
         matches!(
             err,
-            tpsmeter_gpu::GpuError::QuantLength {
+            tpsmeter_gpu::GpuError::Model(ModelError::QuantLength {
                 expected_bytes: 80,
                 got_bytes: 79,
                 ..
-            }
+            })
         ),
         "{err}"
     );

@@ -32,9 +32,9 @@ use std::path::{Path, PathBuf};
 use llama_support::{Server, complete, f32_variant, start_server, variants_dir};
 use model_support::{as_qwen2, missing, model_bytes_from, top2};
 use tpsmeter_gpu::cpu::{CpuModel, CpuOptions};
-use tpsmeter_gpu::gguf::GgufFile;
 use tpsmeter_gpu::runtime::ModelOptions;
-use tpsmeter_gpu::tokenizer::{Tokenizer, TokenizerSpec};
+use tpsmeter_model::gguf::GgufFile;
+use tpsmeter_model::tokenizer::{Tokenizer, TokenizerSpec};
 
 const N_TOKENS: usize = 64;
 /// Near-tie gaps: exact against the F32 expansion, and as run against the quantized file.

@@ -110,7 +110,7 @@ fn batched_sequences_equal_each_run_alone() {
     assert_eq!(model.slot_history(slot).len(), prompts[0].len() + STEPS - 1);
     // Request 0 again in its slot, reusing all of its prompt but the last token, as the
     // engine did.
-    let keep = tpsmeter_gpu::generate::reusable_prefix(model.slot_history(slot), &prompts[0]);
+    let keep = tpsmeter_model::generate::reusable_prefix(model.slot_history(slot), &prompts[0]);
     assert_eq!(keep, prompts[0].len() - 1);
     model
         .submit_slot_prompt(slot, &prompts[0][keep..], keep, &sampling(0), true)

@@ -13,6 +13,7 @@ use tpsmeter_gpu::GpuError;
 use tpsmeter_gpu::cpu::{CpuModel, CpuOptions, CpuTarget};
 use tpsmeter_gpu::engine::{Engine, EngineLoader, FileChecks, LoadTarget};
 use tpsmeter_gpu::runtime::ModelOptions;
+use tpsmeter_model::ModelError;
 
 const CHUNK: usize = 1 << 20;
 
@@ -149,7 +150,7 @@ fn a_hostile_tensor_size_is_refused_from_the_header() {
     let e = pushed.unwrap_err();
     assert_eq!(e.kind(), "InvalidModel", "{e}");
     assert!(
-        matches!(e, GpuError::TensorOutOfRange { ref tensor, size, .. } if tensor == "output_norm.weight" && size == 4 << 40),
+        matches!(e, GpuError::Model(ModelError::TensorOutOfRange { ref tensor, size, .. }) if tensor == "output_norm.weight" && size == 4 << 40),
         "{e}"
     );
     assert!(handed < header_end + 2 * CHUNK, "read on to {handed}");
@@ -160,12 +161,12 @@ fn a_hostile_tensor_size_is_refused_from_the_header() {
     let e = pushed.unwrap_err();
     assert_eq!(e.kind(), "LimitExceeded", "{e}");
     match &e {
-        GpuError::TensorTooLarge {
+        GpuError::Model(ModelError::TensorTooLarge {
             tensor,
             dims,
             bytes,
             limit: l,
-        } => {
+        }) => {
             assert_eq!(tensor, "output_norm.weight");
             assert_eq!(dims, &[1u64 << 40]);
             assert_eq!(*bytes, 4 << 40);
@@ -178,8 +179,8 @@ fn a_hostile_tensor_size_is_refused_from_the_header() {
 
 /// Greedy ids of `prompt` on a CPU engine.
 fn cpu_greedy(engine: &mut Engine<CpuModel>, prompt: &str) -> Vec<u32> {
-    use tpsmeter_gpu::generate::{CancelToken, GenerateParams};
     use tpsmeter_gpu::kernels::SamplerConfig;
+    use tpsmeter_model::generate::{CancelToken, GenerateParams};
     let ids = engine.encode(prompt).unwrap();
     let params = GenerateParams {
         max_tokens: 8,

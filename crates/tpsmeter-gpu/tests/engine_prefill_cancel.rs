@@ -5,9 +5,9 @@
 mod model_support;
 
 use model_support::{device, model_bytes};
-use tpsmeter_gpu::generate::CancelToken;
-use tpsmeter_gpu::gguf::GgufFile;
 use tpsmeter_gpu::runtime::{GpuModel, ModelOptions, PREFILL_CHUNK};
+use tpsmeter_model::generate::CancelToken;
+use tpsmeter_model::gguf::GgufFile;
 
 /// Four full chunks.
 const PROMPT: usize = 4 * PREFILL_CHUNK;

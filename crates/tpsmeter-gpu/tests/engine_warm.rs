@@ -11,10 +11,10 @@ use std::sync::Arc;
 use model_support::{device, generate, model_bytes};
 use tpsmeter_gpu::GpuError;
 use tpsmeter_gpu::engine::Engine;
-use tpsmeter_gpu::gguf::GgufFile;
 use tpsmeter_gpu::gpu::GpuContext;
 use tpsmeter_gpu::kernels::SamplerConfig;
 use tpsmeter_gpu::runtime::{CompileProgress, GpuModel, ModelOptions, StepPart};
+use tpsmeter_model::gguf::GgufFile;
 
 /// A prompt of exactly `n` tokens.
 fn prompt(engine: &Engine, n: usize) -> Vec<u32> {

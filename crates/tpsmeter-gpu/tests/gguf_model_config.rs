@@ -4,8 +4,9 @@
 #![allow(clippy::unwrap_used)]
 
 use tpsmeter_gpu::GpuError;
-use tpsmeter_gpu::gguf::{GgmlType, GgufFile, GgufWriter, MetadataValue};
 use tpsmeter_gpu::model::config::{Activation, Architecture, ModelConfig, RopeLayout};
+use tpsmeter_model::ModelError;
+use tpsmeter_model::gguf::{GgmlType, GgufFile, GgufWriter, MetadataValue};
 
 /// A header-only model of architecture `arch` (tensors are 1-element placeholders except
 /// `token_embd`, whose shape the config reads).
@@ -109,7 +110,9 @@ fn gemma3_fields() {
 #[test]
 fn typed_errors_name_the_culprit() {
     match config(&synthetic("mamba", &[], &[])) {
-        Err(GpuError::UnsupportedArchitecture { arch, .. }) => assert_eq!(arch, "mamba"),
+        Err(GpuError::Model(ModelError::UnsupportedArchitecture { arch, .. })) => {
+            assert_eq!(arch, "mamba")
+        }
         other => panic!("{other:?}"),
     }
     match config(&synthetic(
@@ -117,7 +120,9 @@ fn typed_errors_name_the_culprit() {
         &[("llama.attention.head_count_kv", MetadataValue::U32(3))],
         &[],
     )) {
-        Err(GpuError::BadMetadata { key, .. }) => assert_eq!(key, "llama.attention.head_count_kv"),
+        Err(GpuError::Model(ModelError::BadMetadata { key, .. })) => {
+            assert_eq!(key, "llama.attention.head_count_kv")
+        }
         other => panic!("{other:?}"),
     }
     match config(&synthetic(
@@ -125,7 +130,9 @@ fn typed_errors_name_the_culprit() {
         &[("llama.rope.dimension_count", MetadataValue::U32(17))],
         &[],
     )) {
-        Err(GpuError::BadMetadata { key, .. }) => assert_eq!(key, "llama.rope.dimension_count"),
+        Err(GpuError::Model(ModelError::BadMetadata { key, .. })) => {
+            assert_eq!(key, "llama.rope.dimension_count")
+        }
         other => panic!("{other:?}"),
     }
     let mut w = GgufWriter::new();
@@ -134,7 +141,9 @@ fn typed_errors_name_the_culprit() {
         MetadataValue::String("llama".into()),
     );
     match ModelConfig::from_header(&GgufFile::parse(&w.to_bytes()).unwrap().header) {
-        Err(GpuError::MissingMetadata { key }) => assert_eq!(key, "llama.block_count"),
+        Err(GpuError::Model(ModelError::MissingMetadata { key })) => {
+            assert_eq!(key, "llama.block_count")
+        }
         other => panic!("{other:?}"),
     }
 }

@@ -10,13 +10,13 @@ mod model_support;
 use model_support::{
     as_qwen2, device, device_with, model_bytes_from, rel_l2, rewrite_gguf, with_rope_freqs,
 };
-use tpsmeter_gpu::gguf::{GgufFile, MetadataValue};
 use tpsmeter_gpu::gpu::{AdapterProfile, ContextOptions, GpuContext};
 use tpsmeter_gpu::kernels::KvStore;
 use tpsmeter_gpu::model::config::ModelConfig;
 use tpsmeter_gpu::reference::ReferenceModel;
 use tpsmeter_gpu::runtime::{GpuModel, ModelOptions};
-use tpsmeter_gpu::tokenizer::{Tokenizer, TokenizerSpec};
+use tpsmeter_model::gguf::{GgufFile, MetadataValue};
+use tpsmeter_model::tokenizer::{Tokenizer, TokenizerSpec};
 
 /// The bound on the relative L2 error of the logits.
 const MAX_REL_L2: f64 = 1e-3;

@@ -21,7 +21,7 @@ mod llama_support;
 
 use llama_support::{asset, model_stem, quantize, variants_dir};
 use std::path::PathBuf;
-use tpsmeter_gpu::gguf::{GgmlType, GgufFile, TensorInfo};
+use tpsmeter_model::gguf::{GgmlType, GgufFile, TensorInfo};
 
 struct Assets {
     model: PathBuf,

@@ -15,8 +15,8 @@ use std::path::Path;
 use std::process::Command;
 
 use llama_support::{asset, complete, f32_variant, start_server};
-use tpsmeter_gpu::gguf::GgufFile;
 use tpsmeter_gpu::reference::{ReferenceModel, argmax};
+use tpsmeter_model::gguf::GgufFile;
 
 const PROMPTS: [&str; 2] = [
     "The capital of France is",

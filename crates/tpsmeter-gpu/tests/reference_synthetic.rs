@@ -6,8 +6,9 @@
 #![allow(clippy::unwrap_used)]
 
 use tpsmeter_gpu::GpuError;
-use tpsmeter_gpu::gguf::{GgufFile, GgufWriter, MetadataValue};
 use tpsmeter_gpu::reference::ReferenceModel;
+use tpsmeter_model::ModelError;
+use tpsmeter_model::gguf::{GgufFile, GgufWriter, MetadataValue};
 
 const E: usize = 16;
 const HD: usize = 4;
@@ -147,17 +148,17 @@ fn misuse_gives_typed_errors() {
     let mut cache = m.new_cache(2);
     assert!(matches!(
         m.forward(VOCAB as u32, &mut cache),
-        Err(GpuError::TokenOutOfRange {
+        Err(GpuError::Model(ModelError::TokenOutOfRange {
             token: 20,
             vocab: 20
-        })
+        }))
     ));
     m.forward_tokens(&[1, 2], &mut cache).unwrap();
     assert!(matches!(
         m.forward(1, &mut cache),
-        Err(GpuError::ContextFull {
+        Err(GpuError::Model(ModelError::ContextFull {
             position: 2,
             limit: 2
-        })
+        }))
     ));
 }

@@ -5,7 +5,7 @@
 //! variable); the rest, read as UTF-8 (lossily), is split at NUL: the template, then
 //! alternating roles and contents of the messages.
 
-use tpsmeter_gpu::chat::{ChatMessage, ChatTemplate, MAX_RENDER_BYTES, RenderOptions};
+use tpsmeter_model::chat::{ChatMessage, ChatTemplate, MAX_RENDER_BYTES, RenderOptions};
 
 /// Most messages per input: enough for a system, user, assistant, tool round trip and more.
 const MAX_MESSAGES: usize = 16;

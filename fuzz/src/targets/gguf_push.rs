@@ -3,7 +3,8 @@
 //! every tensor's bytes, each exactly once, in file order, and as `Bytes` the file up to the
 //! model's end and nothing after it.
 
-use tpsmeter_gpu::gguf::{GgufEvent, GgufFile, GgufHeader, GgufStreamParser, TensorInfo};
+use tpsmeter_model::ModelError;
+use tpsmeter_model::gguf::{GgufEvent, GgufFile, GgufHeader, GgufStreamParser, TensorInfo};
 
 /// What a header says, comparable: `GgufHeader` has no `PartialEq`, and its `Debug` shows a
 /// hash map's (random) order. Values are compared by their `Debug` text so a NaN equals
@@ -47,7 +48,7 @@ pub fn run(data: &[u8]) {
         Ok(())
     };
     let mut parser = GgufStreamParser::new();
-    let mut pushed = Ok(());
+    let mut pushed: Result<(), ModelError> = Ok(());
     for chunk in &chunks {
         pushed = parser.push(chunk, &mut sink);
         if pushed.is_err() {

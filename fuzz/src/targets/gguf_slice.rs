@@ -2,7 +2,7 @@
 //! then every tensor's bytes and its CPU dequantization: a header that parses must describe
 //! only tensors that can be read.
 
-use tpsmeter_gpu::gguf::GgufFile;
+use tpsmeter_model::gguf::GgufFile;
 
 /// One input: see the module's docs.
 pub fn run(data: &[u8]) {

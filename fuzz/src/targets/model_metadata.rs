@@ -2,11 +2,11 @@
 //! engine's loader builds them; then a little text encoded and decoded with that tokenizer,
 //! whole and streamed, and the chat template it ships rendered once.
 
-use tpsmeter_gpu::chat::{ChatMessage, ChatTemplate, RenderOptions};
-use tpsmeter_gpu::detok::Detokenizer;
-use tpsmeter_gpu::gguf::GgufHeader;
 use tpsmeter_gpu::model::config::ModelConfig;
-use tpsmeter_gpu::tokenizer::{Tokenizer, TokenizerSpec};
+use tpsmeter_model::chat::{ChatMessage, ChatTemplate, RenderOptions};
+use tpsmeter_model::detok::Detokenizer;
+use tpsmeter_model::gguf::GgufHeader;
+use tpsmeter_model::tokenizer::{Tokenizer, TokenizerSpec};
 
 const TEXT: &str = "Hello, wörld! 12345 <|im_start|>user\n\t  日本語 🦀\r\n";
 

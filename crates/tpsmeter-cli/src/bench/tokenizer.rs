@@ -6,18 +6,18 @@
 //! where `huggingface-cli download` and every `transformers` program put it. Nothing is
 //! downloaded: a benchmark run should not depend on a hub being reachable, and a gated
 //! model's tokenizer needs the user's own token. A `tokenizer.json`'s regexes are vetted
-//! before they run (`tpsmeter_gpu::tokenizer::vet_pattern`): one that could pin the CPU is
+//! before they run (`tpsmeter_model::tokenizer::vet_pattern`): one that could pin the CPU is
 //! refused with the pattern and where it is in the file.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
+use tpsmeter_model::ModelError;
 
 use anyhow::{Context, bail};
 use tpsmeter_core::tokens::TokenCounter;
-use tpsmeter_gpu::GpuError;
-use tpsmeter_gpu::tokenizer::{MAX_TOKENIZER_JSON_BYTES, Tokenizer, count_budget_ms, is_gguf};
+use tpsmeter_model::tokenizer::{MAX_TOKENIZER_JSON_BYTES, Tokenizer, count_budget_ms, is_gguf};
 
 /// Cap on a `tokenizer.json`: the engine's, checked here before the file is read.
 const MAX_JSON_BYTES: u64 = MAX_TOKENIZER_JSON_BYTES as u64;
@@ -53,7 +53,7 @@ impl TokenCounter for CliTokenizer {
         let counted = self
             .tokenizer
             .count_within(text, count_budget_ms(text.len()), &mut now_ms);
-        if matches!(counted, Err(GpuError::CountTooSlow { .. })) {
+        if matches!(counted, Err(ModelError::CountTooSlow { .. })) {
             self.too_slow.store(true, Ordering::Relaxed);
         }
         counted.map_err(|e| bad(e.to_string()))
@@ -117,7 +117,7 @@ fn read(file: &Path) -> anyhow::Result<Tokenizer> {
             .take(want.saturating_sub(have))
             .read_to_end(&mut bytes)?;
         match Tokenizer::from_file_bytes(&bytes) {
-            Err(GpuError::Truncated { .. })
+            Err(ModelError::Truncated { .. })
                 if (bytes.len() as u64) < len && want < MAX_GGUF_HEADER_BYTES =>
             {
                 want = (want * 4).min(MAX_GGUF_HEADER_BYTES);

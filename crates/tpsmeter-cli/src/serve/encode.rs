@@ -5,7 +5,7 @@
 //! took the server's peak up 1.6 GB, and issue 35 measured ~380 MB for one), and a body may
 //! hold 1 MiB of prompt on each of 256 connections. So, in order:
 //! 1. **By length, before any encoding**: a token stands for at most `max_bytes` of text
-//!    (the vocabulary's longest entry, `tpsmeter_gpu::engine::TokenSpan`), so a prompt of
+//!    (the vocabulary's longest entry, `tpsmeter_model::tokenizer::TokenSpan`), so a prompt of
 //!    `B` bytes is at least `ceil(B / max_bytes)` tokens (bytes the vocabulary drops left
 //!    out); when that already fills the context the prompt is refused at once.
 //! 2. **In pieces, stopping past the context**: a prompt over [`PIECE_BYTES`] is first
@@ -20,7 +20,7 @@
 //! all encodes hold together is bounded too.
 
 use hyper::StatusCode;
-use tpsmeter_gpu::engine::TokenSpan;
+use tpsmeter_model::tokenizer::TokenSpan;
 
 use super::api_error::ApiError;
 

@@ -24,11 +24,12 @@
 use std::collections::VecDeque;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use tpsmeter_model::ModelError;
 
 use tpsmeter_gpu::GpuError;
 use tpsmeter_gpu::engine::{Batched, Prompts};
-use tpsmeter_gpu::generate::{Sequence, StopReason, reusable_prefix};
 use tpsmeter_gpu::runtime::StepPart;
+use tpsmeter_model::generate::{Sequence, StopReason, reusable_prefix};
 
 use super::worker::{Event, Job, Summary};
 use crate::run::RunFigures;
@@ -150,17 +151,17 @@ impl<'e, M: Batched> Scheduler<'e, M> {
                 .vocab_size()
                 .min(self.model.vocab_size());
             let bad = if prompt.is_empty() {
-                Some(GpuError::EmptyPrompt)
+                Some(GpuError::from(ModelError::EmptyPrompt))
             } else if prompt.len() >= self.model.max_context() {
-                Some(GpuError::ContextFull {
+                Some(GpuError::from(ModelError::ContextFull {
                     position: prompt.len(),
                     limit: self.model.max_context(),
-                })
+                }))
             } else {
                 prompt
                     .iter()
                     .find(|&&t| t as usize >= vocab)
-                    .map(|&token| GpuError::TokenOutOfRange { token, vocab })
+                    .map(|&token| GpuError::from(ModelError::TokenOutOfRange { token, vocab }))
             };
             if let Some(e) = bad {
                 let _ = job.events.send(Event::Failed(e.to_string()));
@@ -379,7 +380,7 @@ impl<'e, M: Batched> Scheduler<'e, M> {
     }
 }
 
-fn summary(g: &tpsmeter_gpu::generate::Generation, queued_s: f64) -> Summary {
+fn summary(g: &tpsmeter_model::generate::Generation, queued_s: f64) -> Summary {
     let eog = usize::from(matches!(g.stop, StopReason::EndOfGeneration { .. }));
     Summary {
         prompt_tokens: g.prompt_tokens,

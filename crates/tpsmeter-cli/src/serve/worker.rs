@@ -8,12 +8,13 @@ use std::sync::mpsc;
 use std::time::Instant;
 
 use tokio::sync::mpsc::UnboundedSender;
-use tpsmeter_gpu::chat::ChatMessage;
 use tpsmeter_gpu::cpu::{CpuModel, CpuOptions};
-use tpsmeter_gpu::engine::{Backend, Batched, Engine, Prompts, TokenSpan};
-use tpsmeter_gpu::generate::{GenerateParams, StopReason};
+use tpsmeter_gpu::engine::{Backend, Batched, Engine, Prompts};
 use tpsmeter_gpu::kernels::SamplerConfig;
 use tpsmeter_gpu::runtime::ModelOptions;
+use tpsmeter_model::chat::ChatMessage;
+use tpsmeter_model::generate::{GenerateParams, StopReason};
+use tpsmeter_model::tokenizer::TokenSpan;
 
 use super::api_error::ApiError;
 use super::encode::{LengthBound, check_length, encode_within};
@@ -40,8 +41,9 @@ impl Prompt {
         context: usize,
         span: Option<&TokenSpan>,
     ) -> Result<Vec<u32>, ApiError> {
-        let failed =
-            |e: tpsmeter_gpu::GpuError| ApiError::invalid(format!("cannot encode the prompt: {e}"));
+        fn failed(e: impl std::fmt::Display) -> ApiError {
+            ApiError::invalid(format!("cannot encode the prompt: {e}"))
+        }
         let (text, add_special) = match self {
             Prompt::Chat(m) => {
                 let now = std::time::SystemTime::now()
@@ -241,7 +243,7 @@ fn load_for_serving(
 ) -> anyhow::Result<Loaded> {
     use anyhow::Context as _;
     let bytes = std::fs::read(path).with_context(|| format!("reading model {}", path.display()))?;
-    let file = tpsmeter_gpu::gguf::GgufFile::parse(&bytes)
+    let file = tpsmeter_model::gguf::GgufFile::parse(&bytes)
         .with_context(|| format!("reading {}", path.display()))?;
     let cfg = tpsmeter_gpu::model::config::ModelConfig::from_header(&file.header)
         .with_context(|| format!("reading {}", path.display()))?;

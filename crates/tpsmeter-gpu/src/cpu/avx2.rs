@@ -156,7 +156,7 @@ pub fn q4_k(row: &[u8], acts: &[Activations], out: &mut [f32]) {
             let mut sc = [0i16; 8];
             let mut mn = [0i32; 8];
             for (j, (s, m)) in sc.iter_mut().zip(&mut mn).enumerate() {
-                let (a, c) = crate::quant::q4_k::scale_min(j, &b[4..16]);
+                let (a, c) = tpsmeter_model::quant::q4_k::scale_min(j, &b[4..16]);
                 *s = i16::from(a);
                 *m = i32::from(c);
             }

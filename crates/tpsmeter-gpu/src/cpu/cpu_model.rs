@@ -1,12 +1,13 @@
 //! [`CpuModel`]: the forward pass on the CPU, token chunks at a time, threads splitting every
 //! matrix product, and the sampler's CPU twin choosing the next id, so that the generation
-//! loop ([`crate::generate`]) drives it exactly as it drives the GPU model.
+//! loop ([`tpsmeter_model::generate`]) drives it exactly as it drives the GPU model.
 //!
 //! A pass runs rows of (token, sequence, position): one sequence's prompt chunk or token
 //! here, and for serving the tokens of several sequences at once (`slots.rs`), each against
 //! its own cache, so that the weights are read once for all of them.
 
 use rayon::prelude::*;
+use tpsmeter_model::ModelError;
 
 use super::attention::{HeadArgs, KvElem, head, rope_apply, rope_table};
 use super::cpu_runtime::{CpuOptions, CpuRuntime, Simd};
@@ -15,13 +16,13 @@ use super::matrix::{QMatrix, matmul, matmuls};
 use super::q8::Activations;
 use super::slots::Seq;
 use crate::error::{GpuError, Result};
-use crate::generate::{CancelToken, TokenStep};
-use crate::gguf::GgufFile;
 use crate::kernels::sample::SamplerConfig;
 use crate::model::config::{Activation, ModelConfig};
 use crate::reference::ops::{gelu_tanh, rms_norm, silu};
 use crate::runtime::gpu_model::check_tokens;
 use crate::runtime::{ModelOptions, PREFILL_CHUNK};
+use tpsmeter_model::generate::{CancelToken, TokenStep};
+use tpsmeter_model::gguf::GgufFile;
 
 /// Keys and values of every layer, grown as positions fill (so memory follows the
 /// conversation, not the context limit).
@@ -563,12 +564,14 @@ fn add_output(x: &mut [f32], out: &mut [f32], post_norm: Option<&[f32]>, eps: f3
 }
 
 impl TokenStep for CpuModel {
+    type Error = GpuError;
+
     async fn step(&mut self, tokens: &[u32], start: usize) -> Result<u32> {
         self.run(tokens, start, None)
             .await?
-            .ok_or(GpuError::BatchState {
+            .ok_or(GpuError::from(ModelError::BatchState {
                 reason: "step ended without a token",
-            })
+            }))
     }
 
     async fn step_cancellable(

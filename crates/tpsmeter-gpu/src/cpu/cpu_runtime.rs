@@ -1,6 +1,7 @@
 //! The CPU backend's threads and instruction set, chosen once per model.
 
 use std::sync::Arc;
+use tpsmeter_model::ModelError;
 
 use crate::error::{GpuError, Result};
 
@@ -80,20 +81,20 @@ impl CpuRuntime {
     pub fn new(opts: CpuOptions) -> Result<Self> {
         let threads = match opts.threads {
             Some(0) => {
-                return Err(GpuError::InvalidOption {
+                return Err(GpuError::from(ModelError::InvalidOption {
                     option: "CPU threads",
                     reason: format!(
                         "0 threads cannot run anything; give 1 to {MAX_THREADS}, or leave it \
                          unset for one per core"
                     ),
-                });
+                }));
             }
             Some(n) if n > MAX_THREADS => {
-                return Err(GpuError::LimitExceeded {
+                return Err(GpuError::from(ModelError::LimitExceeded {
                     what: "CPU threads".into(),
                     value: n as u64,
                     limit: MAX_THREADS as u64,
-                });
+                }));
             }
             Some(n) => n,
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),

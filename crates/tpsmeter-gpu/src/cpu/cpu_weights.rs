@@ -5,6 +5,7 @@ use super::matrix::QMatrix;
 use super::tensors::TensorSource;
 use crate::error::Result;
 use crate::model::config::ModelConfig;
+use tpsmeter_model::ModelError;
 
 /// One transformer block.
 #[derive(Debug)]
@@ -50,11 +51,11 @@ fn vector(file: &mut impl TensorSource, name: &str, n: usize) -> Result<Vec<f32>
         dims.pop();
     }
     if dims != [n as u64] {
-        return Err(crate::error::GpuError::WrongTensorShape {
+        return Err(crate::error::GpuError::from(ModelError::WrongTensorShape {
             tensor: name.into(),
             expected: vec![n as u64],
             found: info.dims.clone(),
-        });
+        }));
     }
     file.dequantize(name)
 }
@@ -128,7 +129,7 @@ impl CpuWeights {
 
     /// Whether any matrix is a K-quant.
     fn has_k_quants(&self) -> bool {
-        use crate::quant::GgmlType::{Q4_K, Q5_K, Q6_K};
+        use tpsmeter_model::quant::GgmlType::{Q4_K, Q5_K, Q6_K};
         let k = |q: &QMatrix| matches!(q.ty, Q4_K | Q5_K | Q6_K);
         k(&self.token_embd)
             || self.output.as_ref().is_some_and(k)

@@ -16,7 +16,7 @@
 
 use super::f16;
 use super::q8::{Activations, Q8KBlock, round_f16};
-use crate::quant;
+use tpsmeter_model::quant;
 
 /// A weight format: how a block unpacks, and its dot product with the activations of the
 /// same columns.

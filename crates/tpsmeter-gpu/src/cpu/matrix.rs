@@ -2,13 +2,14 @@
 //! matrix × activations product the forward pass is made of.
 
 use rayon::prelude::*;
+use tpsmeter_model::ModelError;
 
 use super::cpu_runtime::{CpuRuntime, Simd};
 use super::kernels::{self, RowDot};
 use super::q8::Activations;
 use super::tensors::TensorSource;
 use crate::error::{GpuError, Result};
-use crate::quant::{self, GgmlType};
+use tpsmeter_model::quant::{self, GgmlType};
 
 /// `rows` rows of `cols` weights each, stored as the file stores them (row-major blocks).
 #[derive(Debug)]
@@ -25,21 +26,24 @@ impl QMatrix {
     /// backend computes with.
     pub fn new(ty: GgmlType, rows: usize, cols: usize, bytes: Vec<u8>) -> Result<Self> {
         if !ty.can_dequantize() {
-            return Err(GpuError::UnsupportedGgmlType { ty });
+            return Err(GpuError::from(ModelError::UnsupportedGgmlType { ty }));
         }
         let row_bytes = ty.row_bytes(cols)?;
-        let want = row_bytes.checked_mul(rows).ok_or(GpuError::LimitExceeded {
-            what: "matrix bytes".into(),
-            value: u64::MAX,
-            limit: usize::MAX as u64,
-        })?;
+        let want =
+            row_bytes
+                .checked_mul(rows)
+                .ok_or(GpuError::from(ModelError::LimitExceeded {
+                    what: "matrix bytes".into(),
+                    value: u64::MAX,
+                    limit: usize::MAX as u64,
+                }))?;
         if bytes.len() != want {
-            return Err(GpuError::QuantLength {
+            return Err(GpuError::from(ModelError::QuantLength {
                 ty,
                 elements: (rows as u64).saturating_mul(cols as u64),
                 expected_bytes: want as u64,
                 got_bytes: bytes.len() as u64,
-            });
+            }));
         }
         Ok(Self {
             ty,
@@ -63,11 +67,11 @@ impl QMatrix {
             dims.pop();
         }
         if dims != [cols as u64, rows as u64] {
-            return Err(GpuError::WrongTensorShape {
+            return Err(GpuError::from(ModelError::WrongTensorShape {
                 tensor: name.into(),
                 expected: vec![cols as u64, rows as u64],
                 found: info.dims.clone(),
-            });
+            }));
         }
         let ty = info.ty;
         Self::new(ty, rows, cols, file.take(name)?)
@@ -80,7 +84,7 @@ impl QMatrix {
 
     /// Row `r` expanded to f32 (an embedding lookup).
     pub fn dequantize_row(&self, r: usize, out: &mut [f32]) -> Result<()> {
-        quant::dequantize(self.ty, self.row(r), out)
+        Ok(quant::dequantize(self.ty, self.row(r), out)?)
     }
 
     /// Bytes held.

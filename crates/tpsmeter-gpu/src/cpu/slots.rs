@@ -14,6 +14,7 @@
 //! token over its own cache. Tested against each sequence run alone (`tests/engine_burst.rs`).
 
 use std::collections::VecDeque;
+use tpsmeter_model::ModelError;
 
 use super::cpu_model::{CpuModel, Row};
 use crate::error::{GpuError, Result};
@@ -116,11 +117,11 @@ impl CpuModel {
 
     fn check_slot(&self, slot: usize) -> Result<()> {
         if slot >= self.seqs.len() {
-            return Err(GpuError::LimitExceeded {
+            return Err(GpuError::from(ModelError::LimitExceeded {
                 what: "sequence slot".into(),
                 value: slot as u64,
                 limit: self.seqs.len() as u64 - 1,
-            });
+            }));
         }
         Ok(())
     }
@@ -173,9 +174,9 @@ impl CpuModel {
             match *p {
                 StepPart::Decode { token, .. } => {
                     if held == 0 {
-                        return Err(GpuError::BatchState {
+                        return Err(GpuError::from(ModelError::BatchState {
                             reason: "decode step for a slot without a prompt",
-                        });
+                        }));
                     }
                     check_tokens(&[token], held, held, limit, vocab)?;
                 }

@@ -8,9 +8,10 @@ use super::cpu_weights::CpuWeights;
 use super::tensors::StagedTensors;
 use crate::engine::target::LoadTarget;
 use crate::error::{GpuError, Result};
-use crate::gguf::{GgufHeader, TensorInfo};
 use crate::model::config::ModelConfig;
 use crate::runtime::ModelOptions;
+use tpsmeter_model::ModelError;
+use tpsmeter_model::gguf::{GgufHeader, TensorInfo};
 
 /// The most model bytes the CPU backend takes: a wasm32 memory is at most 4 GiB, and the
 /// model shares it with the KV cache, the tokenizer and the activations; natively, what
@@ -32,11 +33,11 @@ impl LoadTarget for CpuTarget {
     fn check_header(&self, header: &GgufHeader) -> Result<()> {
         let needed = header.data_len_needed();
         if needed > MAX_MODEL_BYTES {
-            return Err(GpuError::LimitExceeded {
+            return Err(GpuError::from(ModelError::LimitExceeded {
                 what: "model bytes the CPU backend can hold here".into(),
                 value: needed,
                 limit: MAX_MODEL_BYTES,
-            });
+            }));
         }
         Ok(())
     }

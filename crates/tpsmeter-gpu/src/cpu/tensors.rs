@@ -5,13 +5,14 @@
 //! as it is: a model streamed in is held once, never twice (the file and a copy).
 
 use std::collections::HashMap;
+use tpsmeter_model::ModelError;
 
 use crate::error::{GpuError, Result};
-use crate::gguf::{GgufFile, TensorInfo};
+use tpsmeter_model::gguf::{GgufFile, TensorInfo};
 
 /// Named tensors with their stored bytes.
 pub trait TensorSource {
-    /// The info of tensor `name` ([`GpuError::MissingTensor`] when there is none).
+    /// The info of tensor `name` ([`ModelError::MissingTensor`] when there is none).
     fn info(&self, name: &str) -> Result<&TensorInfo>;
     /// Whether a tensor named `name` exists.
     fn has(&self, name: &str) -> bool;
@@ -23,18 +24,24 @@ pub trait TensorSource {
     fn dequantize(&mut self, name: &str) -> Result<Vec<f32>> {
         let info = self.info(name)?;
         let (ty, elements) = (info.ty, info.n_elements);
-        let n = usize::try_from(elements).map_err(|_| GpuError::LimitExceeded {
-            what: format!("elements of tensor {name:?} on this platform"),
-            value: elements,
-            limit: usize::MAX as u64,
+        let n = usize::try_from(elements).map_err(|_| {
+            GpuError::from(ModelError::LimitExceeded {
+                what: format!("elements of tensor {name:?} on this platform"),
+                value: elements,
+                limit: usize::MAX as u64,
+            })
         })?;
-        crate::quant::dequantize_to_vec(ty, &self.take(name)?, n)
+        Ok(tpsmeter_model::quant::dequantize_to_vec(
+            ty,
+            &self.take(name)?,
+            n,
+        )?)
     }
 }
 
 impl TensorSource for &GgufFile<'_> {
     fn info(&self, name: &str) -> Result<&TensorInfo> {
-        self.tensor_info(name)
+        Ok(self.tensor_info(name)?)
     }
 
     fn has(&self, name: &str) -> bool {
@@ -59,9 +66,9 @@ impl StagedTensors {
     /// Keeps one tensor's bytes (a second tensor of the same name is malformed input).
     pub fn accept(&mut self, info: &TensorInfo, bytes: &[u8]) -> Result<()> {
         if self.infos.contains_key(&info.name) {
-            return Err(GpuError::StreamState {
+            return Err(GpuError::from(ModelError::StreamState {
                 reason: format!("tensor {:?} arrived twice", info.name),
-            });
+            }));
         }
         self.held = self.held.saturating_add(bytes.len());
         self.infos.insert(info.name.clone(), info.clone());
@@ -79,7 +86,7 @@ impl TensorSource for StagedTensors {
     fn info(&self, name: &str) -> Result<&TensorInfo> {
         self.infos
             .get(name)
-            .ok_or_else(|| GpuError::MissingTensor { name: name.into() })
+            .ok_or_else(|| GpuError::from(ModelError::MissingTensor { name: name.into() }))
     }
 
     fn has(&self, name: &str) -> bool {
@@ -87,10 +94,10 @@ impl TensorSource for StagedTensors {
     }
 
     fn take(&mut self, name: &str) -> Result<Vec<u8>> {
-        self.bytes
-            .remove(name)
-            .ok_or_else(|| GpuError::StreamState {
+        self.bytes.remove(name).ok_or_else(|| {
+            GpuError::from(ModelError::StreamState {
                 reason: format!("tensor {name:?} was used twice or never arrived"),
             })
+        })
     }
 }

@@ -5,6 +5,7 @@
 //! it to check the WebGPU engine against the native one past such ties.
 
 use serde::Serialize;
+use tpsmeter_model::ModelError;
 
 use crate::error::{GpuError, Result};
 use crate::kernels::SamplerConfig;
@@ -33,17 +34,20 @@ impl<M: Backend> Engine<M> {
     ) -> Result<Vec<ForcedStep>> {
         let vocab = self.model().vocab_size();
         if let Some(&bad) = prompt.iter().chain(forced).find(|&&t| t as usize >= vocab) {
-            return Err(GpuError::TokenOutOfRange { token: bad, vocab });
+            return Err(GpuError::from(ModelError::TokenOutOfRange {
+                token: bad,
+                vocab,
+            }));
         }
         if prompt.is_empty() {
-            return Err(GpuError::EmptyPrompt);
+            return Err(GpuError::from(ModelError::EmptyPrompt));
         }
         let limit = self.model().max_context();
         if prompt.len() + forced.len() > limit {
-            return Err(GpuError::ContextFull {
+            return Err(GpuError::from(ModelError::ContextFull {
                 position: prompt.len() + forced.len(),
                 limit,
-            });
+            }));
         }
         self.forget_cache();
         self.model_mut().set_sampling(SamplerConfig {

@@ -10,16 +10,17 @@
 //! Input past the end of the last tensor is not read ([`EngineLoader::wants_more`]).
 
 use std::sync::Arc;
+use tpsmeter_model::ModelError;
 
 use sha2::{Digest, Sha256};
 
-use crate::chat::ChatTemplate;
 use crate::cpu::{CpuModel, CpuOptions, CpuTarget};
 use crate::error::{GpuError, Result};
-use crate::gguf::{GgufEvent, GgufHeader, GgufStreamParser};
 use crate::gpu::context::GpuContext;
 use crate::model::config::ModelConfig;
-use crate::tokenizer::{Tokenizer, TokenizerSpec};
+use tpsmeter_model::chat::ChatTemplate;
+use tpsmeter_model::gguf::{GgufEvent, GgufHeader, GgufStreamParser};
+use tpsmeter_model::tokenizer::{Tokenizer, TokenizerSpec};
 
 use super::session::Engine;
 use super::target::{GpuTarget, LoadTarget};
@@ -35,7 +36,7 @@ pub struct FileChecks {
     /// of its last tensor, nothing appended after it.
     pub sha256: bool,
     /// The SHA-256 the model must have (computed whatever `sha256` says): [`EngineLoader::
-    /// finish`] refuses another with [`GpuError::ChecksumMismatch`] before building the
+    /// finish`] refuses another with [`ModelError::ChecksumMismatch`] before building the
     /// engine.
     pub expect_sha256: Option<[u8; 32]>,
 }
@@ -100,9 +101,9 @@ impl<T: LoadTarget> EngineLoader<T> {
     /// later would miss the bytes before), or this fails.
     pub fn set_checks(&mut self, checks: FileChecks) -> Result<()> {
         if self.parser.bytes_received() > 0 {
-            return Err(GpuError::StreamState {
+            return Err(GpuError::from(ModelError::StreamState {
                 reason: "checks set after the first bytes".into(),
-            });
+            }));
         }
         let hash = checks.sha256 || checks.expect_sha256.is_some();
         self.received.digest = hash.then(Sha256::new);
@@ -178,17 +179,19 @@ impl<T: LoadTarget> EngineLoader<T> {
             prepared,
             digest,
         } = received;
-        let p = prepared.ok_or_else(|| GpuError::StreamState {
-            reason: "the file ended before its header was complete".into(),
+        let p = prepared.ok_or_else(|| {
+            GpuError::from(ModelError::StreamState {
+                reason: "the file ended before its header was complete".into(),
+            })
         })?;
         let sha256: Option<[u8; 32]> = digest.map(|d| d.finalize().into());
         if let (Some(expected), Some(found)) = (checks.expect_sha256, sha256)
             && expected != found
         {
-            return Err(GpuError::ChecksumMismatch {
+            return Err(GpuError::from(ModelError::ChecksumMismatch {
                 expected: hex(&expected),
                 found: hex(&found),
-            });
+            }));
         }
         let model = target.build(staged, p.cfg, &opts)?;
         let sha256 = sha256.map(|d| hex(&d));

@@ -3,10 +3,11 @@
 //!
 //! What it does: builds an [`Engine`] from a whole GGUF file or from a download as it arrives
 //! ([`EngineLoader`]), into the GPU or the CPU ([`LoadTarget`]), and drives the generation
-//! loop ([`crate::generate`]) over either backend's model ([`Backend`]:
+//! loop ([`tpsmeter_model::generate`]) over either backend's model ([`Backend`]:
 //! [`crate::runtime::GpuModel`] or [`crate::cpu::CpuModel`]), streaming (token id, text
 //! piece, timestamp). It also feeds a model given tokens to compare engines past near-ties
-//! ([`ForcedStep`]), bounds a text's token count by its length ([`TokenSpan`]), and names
+//! ([`ForcedStep`]), bounds a text's token count by its length
+//! ([`TokenSpan`](tpsmeter_model::tokenizer::TokenSpan)), and names
 //! what a server's scheduler needs of a model that runs several sequences at once
 //! (`Batched`, native only).
 //!
@@ -20,7 +21,6 @@ mod forced;
 pub(crate) mod loader;
 mod session;
 pub mod target;
-mod token_span;
 
 #[cfg(not(target_arch = "wasm32"))]
 pub use batched::Batched;
@@ -28,4 +28,3 @@ pub use forced::ForcedStep;
 pub use loader::{EngineLoader, FileChecks};
 pub use session::{Backend, Engine, Prompts};
 pub use target::{GpuTarget, LoadTarget};
-pub use token_span::TokenSpan;

@@ -3,18 +3,20 @@
 
 use std::sync::Arc;
 
-use crate::chat::{ChatMessage, ChatTemplate, RenderOptions};
-use crate::error::Result;
-use crate::generate::{CancelToken, GenerateParams, Generation, Generator, TokenEvent, TokenStep};
+use crate::error::{GpuError, Result};
 use crate::kernels::SamplerConfig;
-use crate::tokenizer::Tokenizer;
+use tpsmeter_model::chat::{ChatMessage, ChatTemplate, RenderOptions};
+use tpsmeter_model::generate::{
+    CancelToken, GenerateParams, Generation, Generator, TokenEvent, TokenStep,
+};
+use tpsmeter_model::tokenizer::Tokenizer;
 
-use super::token_span::TokenSpan;
 use crate::runtime::GpuModel;
+use tpsmeter_model::tokenizer::TokenSpan;
 
 /// What the engine needs of a backend's model beyond [`TokenStep`]: the GPU model
 /// ([`GpuModel`]) and the CPU one ([`crate::cpu::CpuModel`]).
-pub trait Backend: TokenStep {
+pub trait Backend: TokenStep<Error = GpuError> {
     /// The sampling settings of the steps that follow.
     fn set_sampling(&mut self, sampling: SamplerConfig) -> Result<()>;
     /// Runs `tokens` at `start..` and returns the logits after the last one (teacher
@@ -225,7 +227,7 @@ impl Prompts {
 
     /// See [`Engine::encode`].
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
-        self.tokenizer.encode(text, true)
+        Ok(self.tokenizer.encode(text, true)?)
     }
 
     /// See [`Engine::encode_chat`].
@@ -235,7 +237,7 @@ impl Prompts {
         now_unix_seconds: Option<i64>,
     ) -> Result<Vec<u32>> {
         let (text, add_special) = self.chat_text(messages, now_unix_seconds)?;
-        self.tokenizer.encode(&text, add_special)
+        Ok(self.tokenizer.encode(&text, add_special)?)
     }
 
     /// The text [`Prompts::encode_chat`] encodes, and whether its encoding adds the special

@@ -8,10 +8,10 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::gguf::{GgufHeader, TensorInfo};
 use crate::gpu::context::GpuContext;
 use crate::model::config::ModelConfig;
 use crate::model::gpu_weights::{GpuWeights, StagedWeights};
+use tpsmeter_model::gguf::{GgufHeader, TensorInfo};
 
 use super::session::Backend;
 use crate::runtime::{GpuModel, ModelOptions};
@@ -50,7 +50,7 @@ impl LoadTarget for GpuTarget {
     fn check_header(&self, header: &GgufHeader) -> Result<()> {
         // A tensor is held whole until its last byte arrives; one larger than any buffer this
         // adapter can make is refused before any of it is read.
-        header.check_tensor_bytes(self.0.limits.max_buffer_size)
+        Ok(header.check_tensor_bytes(self.0.limits.max_buffer_size)?)
     }
 
     fn check_config(&self, cfg: &ModelConfig) -> Result<()> {

@@ -6,7 +6,7 @@
 //! a few bytes of the file size (weights are never expanded to f32).
 
 use crate::error::{GpuError, Result};
-use crate::gguf::GgmlType;
+use tpsmeter_model::gguf::GgmlType;
 
 /// A weight tensor's storage format (GGML block types the kernels support).
 #[allow(non_camel_case_types)] // GGML spells them so.
@@ -83,7 +83,7 @@ impl WeightFormat {
         self == WeightFormat::Q5_0
     }
 
-    /// The GGML tensor type this format reads (what [`crate::quant::dequantize`] expands on
+    /// The GGML tensor type this format reads (what [`tpsmeter_model::quant::dequantize`] expands on
     /// the CPU).
     pub fn ggml_type(self) -> GgmlType {
         match self {

@@ -8,6 +8,7 @@ use crate::gpu::defines::{DType, Defines};
 use crate::kernels::dispatch::Dispatch;
 use crate::kernels::source::ShaderId;
 use crate::kernels::tensor::Tensor;
+use tpsmeter_model::ModelError;
 
 /// Candidates the GPU sampler keeps after top-k (top-k above this is treated as this; top-p
 /// and min-p apply within them). The mass outside the 256 most likely tokens is negligible
@@ -44,11 +45,11 @@ impl SamplerConfig {
     /// repetition penalty's window is at most [`MAX_PENALTY_WINDOW`].
     pub fn check(&self) -> Result<()> {
         if self.penalty_window as usize > MAX_PENALTY_WINDOW {
-            return Err(GpuError::LimitExceeded {
+            return Err(GpuError::from(ModelError::LimitExceeded {
                 what: "repetition penalty window".into(),
                 value: u64::from(self.penalty_window),
                 limit: MAX_PENALTY_WINDOW as u64,
-            });
+            }));
         }
         Ok(())
     }

@@ -15,12 +15,13 @@
 
 use crate::error::{GpuError, Result};
 use std::collections::HashMap;
+use tpsmeter_model::ModelError;
 
-use crate::gguf::{GgmlType, GgufFile, TensorInfo};
 use crate::gpu::context::GpuContext;
 use crate::gpu::defines::DType;
 use crate::kernels::{HeadExtras, QWeight, Tensor, WeightFormat};
 use crate::model::config::ModelConfig;
+use tpsmeter_model::gguf::{GgmlType, GgufFile, TensorInfo};
 
 /// One transformer block's weights.
 #[derive(Debug)]
@@ -99,11 +100,11 @@ fn check_shape(
     dims: Vec<u64>,
 ) -> Result<()> {
     if (rows, cols) != want {
-        return Err(GpuError::WrongTensorShape {
+        return Err(GpuError::from(ModelError::WrongTensorShape {
             tensor: name.into(),
             expected: vec![want.1 as u64, want.0 as u64],
             found: dims,
-        });
+        }));
     }
     Ok(())
 }
@@ -171,19 +172,23 @@ impl StagedWeights {
         }
         let first = dims.first().copied().unwrap_or(1);
         if info.n_elements == first {
-            let n = usize::try_from(info.n_elements).map_err(|_| GpuError::LimitExceeded {
-                what: format!("elements of tensor {name:?} on this platform"),
-                value: info.n_elements,
-                limit: usize::MAX as u64,
+            let n = usize::try_from(info.n_elements).map_err(|_| {
+                GpuError::from(ModelError::LimitExceeded {
+                    what: format!("elements of tensor {name:?} on this platform"),
+                    value: info.n_elements,
+                    limit: usize::MAX as u64,
+                })
             })?;
-            let values = crate::quant::dequantize_to_vec(info.ty, bytes, n)?;
+            let values = tpsmeter_model::quant::dequantize_to_vec(info.ty, bytes, n)?;
             self.vectors
                 .insert(name.clone(), (values, info.dims.clone()));
         } else if let [cols, rows] = dims[..] {
-            let too_big = |v: u64| GpuError::LimitExceeded {
-                what: format!("dimension of tensor {name:?} on this platform"),
-                value: v,
-                limit: usize::MAX as u64,
+            let too_big = |v: u64| {
+                GpuError::from(ModelError::LimitExceeded {
+                    what: format!("dimension of tensor {name:?} on this platform"),
+                    value: v,
+                    limit: usize::MAX as u64,
+                })
             };
             let cols = usize::try_from(cols).map_err(|_| too_big(cols))?;
             let rows = usize::try_from(rows).map_err(|_| too_big(rows))?;
@@ -291,7 +296,7 @@ impl StagedWeights {
     }
 
     fn missing(name: &str) -> GpuError {
-        GpuError::MissingTensor { name: name.into() }
+        GpuError::from(ModelError::MissingTensor { name: name.into() })
     }
 
     /// Matrix `name`, which must be `rows x cols` (ggml dims `[cols, rows]`).
@@ -311,11 +316,11 @@ impl StagedWeights {
             .remove(name)
             .ok_or_else(|| Self::missing(name))?;
         if values.len() != len {
-            return Err(GpuError::WrongTensorShape {
+            return Err(GpuError::from(ModelError::WrongTensorShape {
                 tensor: name.into(),
                 expected: vec![len as u64],
                 found: dims,
-            });
+            }));
         }
         Ok(values)
     }
@@ -329,9 +334,11 @@ impl StagedWeights {
 impl GpuWeights {
     /// Checks that `cfg` describes a model this forward pass implements.
     pub fn check_config(cfg: &ModelConfig) -> Result<()> {
-        let unsupported = |reason: &str| GpuError::BadMetadata {
-            key: "general.architecture".into(),
-            reason: format!("{reason}: not implemented by the Llama forward pass"),
+        let unsupported = |reason: &str| {
+            GpuError::from(ModelError::BadMetadata {
+                key: "general.architecture".into(),
+                reason: format!("{reason}: not implemented by the Llama forward pass"),
+            })
         };
         if cfg.head_dim_v != cfg.head_dim {
             return Err(unsupported("value heads wider or narrower than key heads"));
@@ -353,7 +360,7 @@ impl GpuWeights {
     }
 
     /// Wires staged tensors into the weights `cfg` needs, checking every shape. A tensor the
-    /// model needs and `staged` lacks is [`GpuError::MissingTensor`].
+    /// model needs and `staged` lacks is [`ModelError::MissingTensor`].
     pub fn assemble(
         ctx: &GpuContext,
         mut staged: StagedWeights,

@@ -3,8 +3,9 @@
 //! stored.)
 
 use crate::error::{GpuError, Result};
-use crate::gguf::GgufFile;
 use crate::model::config::ModelConfig;
+use tpsmeter_model::ModelError;
+use tpsmeter_model::gguf::GgufFile;
 
 /// One transformer block.
 #[derive(Debug)]
@@ -53,13 +54,13 @@ fn load(file: &GgufFile<'_>, name: &str, dims: &[usize]) -> Result<Vec<f32>> {
         found.pop();
     }
     if found != want {
-        return Err(GpuError::WrongTensorShape {
+        return Err(GpuError::from(ModelError::WrongTensorShape {
             tensor: name.into(),
             expected: want,
             found: info.dims.clone(),
-        });
+        }));
     }
-    file.dequantize(name)
+    Ok(file.dequantize(name)?)
 }
 
 fn load_opt(file: &GgufFile<'_>, name: &str, dims: &[usize]) -> Result<Option<Vec<f32>>> {

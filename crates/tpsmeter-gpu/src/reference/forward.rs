@@ -5,8 +5,9 @@
 use super::f32_weights::Weights;
 use super::ops::{gelu_tanh, matvec, rms_norm, rope, silu, softmax};
 use crate::error::{GpuError, Result};
-use crate::gguf::GgufFile;
 use crate::model::config::{Activation, ModelConfig};
+use tpsmeter_model::ModelError;
+use tpsmeter_model::gguf::GgufFile;
 
 /// Keys and values of every layer for positions `0..len`.
 #[derive(Debug)]
@@ -86,17 +87,17 @@ impl ReferenceModel {
         let w = &self.weights;
         let pos = cache.len;
         if pos >= cache.capacity {
-            return Err(GpuError::ContextFull {
+            return Err(GpuError::from(ModelError::ContextFull {
                 position: pos,
                 limit: cache.capacity,
-            });
+            }));
         }
         let t = token as usize;
         if t >= cfg.vocab_size {
-            return Err(GpuError::TokenOutOfRange {
+            return Err(GpuError::from(ModelError::TokenOutOfRange {
                 token,
                 vocab: cfg.vocab_size,
-            });
+            }));
         }
         let (e, hd, hdv) = (cfg.n_embd, cfg.head_dim, cfg.head_dim_v);
         let group = cfg.n_head / cfg.n_head_kv;

@@ -19,6 +19,7 @@
 //! `tpsmeter serve`), or share a prefix between slots.
 
 use std::collections::HashMap;
+use tpsmeter_model::ModelError;
 
 use crate::error::{GpuError, Result};
 use crate::gpu::defines::DType;
@@ -81,18 +82,20 @@ impl GpuModel {
                 step_heads: HashMap::new(),
             });
         }
-        self.batch.as_mut().ok_or(GpuError::BatchState {
-            reason: "batch state",
-        })
+        self.batch
+            .as_mut()
+            .ok_or(GpuError::from(ModelError::BatchState {
+                reason: "batch state",
+            }))
     }
 
     pub(super) fn check_slot(&self, slot: usize) -> Result<()> {
         if slot >= self.kv.slots {
-            return Err(GpuError::LimitExceeded {
+            return Err(GpuError::from(ModelError::LimitExceeded {
                 what: "sequence slot".into(),
                 value: slot as u64,
                 limit: self.kv.slots as u64 - 1,
-            });
+            }));
         }
         Ok(())
     }
@@ -189,9 +192,9 @@ impl GpuModel {
             });
         }
         let Some(s) = b.slots[slot].as_mut() else {
-            return Err(GpuError::BatchState {
+            return Err(GpuError::from(ModelError::BatchState {
                 reason: "slot state",
-            });
+            }));
         };
         s.history.truncate(start);
         s.last_sampled = None;
@@ -237,16 +240,16 @@ impl GpuModel {
     ) -> Result<()> {
         let row = (self.cfg.vocab_size * 4) as u64;
         let Some(b) = self.batch.as_mut() else {
-            return Err(GpuError::BatchState {
+            return Err(GpuError::from(ModelError::BatchState {
                 reason: "batch state",
-            });
+            }));
         };
         let mut samplers = Vec::with_capacity(slots.len());
         for (i, &slot) in slots.iter().enumerate() {
             let Some(s) = b.slots[slot].as_ref() else {
-                return Err(GpuError::BatchState {
+                return Err(GpuError::from(ModelError::BatchState {
                     reason: "slot state",
-                });
+                }));
             };
             enc.copy_buffer_to_buffer(logits, i as u64 * row, &s.logits.buffer, 0, row);
             samplers.push(s.sampler.dispatch().clone());
@@ -266,7 +269,7 @@ impl GpuModel {
     /// this order. Each slot at most once; every slot must have had a prompt.
     pub fn submit_slots(&mut self, steps: &[(usize, u32)]) -> Result<()> {
         if steps.is_empty() {
-            return Err(GpuError::EmptyPrompt);
+            return Err(GpuError::from(ModelError::EmptyPrompt));
         }
         let n = steps.len();
         let places = self.decode_places(steps, &[])?;
@@ -282,9 +285,9 @@ impl GpuModel {
         let slots: Vec<usize> = steps.iter().map(|&(s, _)| s).collect();
         self.batch_graph(n)?;
         let Some(b) = self.batch.as_mut() else {
-            return Err(GpuError::BatchState {
+            return Err(GpuError::from(ModelError::BatchState {
                 reason: "batch state",
-            });
+            }));
         };
         let (q, s) = (&ctx.queue, &mut self.stats);
         write(s, q, &self.pos.buffer, bytemuck::cast_slice(&pos));
@@ -323,19 +326,19 @@ impl GpuModel {
                 });
             }
             if token as usize >= vocab {
-                return Err(GpuError::TokenOutOfRange { token, vocab });
+                return Err(GpuError::from(ModelError::TokenOutOfRange { token, vocab }));
             }
             let held = self.slot_history(slot).len();
             if held == 0 {
-                return Err(GpuError::BatchState {
+                return Err(GpuError::from(ModelError::BatchState {
                     reason: "decode step for a slot without a prompt",
-                });
+                }));
             }
             if held >= max_ctx {
-                return Err(GpuError::ContextFull {
+                return Err(GpuError::from(ModelError::ContextFull {
                     position: held + 1,
                     limit: max_ctx,
-                });
+                }));
             }
             places.push((held, self.kv.base(slot)));
         }
@@ -350,9 +353,9 @@ impl GpuModel {
         let b = self.batch_state()?;
         for &(slot, token) in steps {
             let Some(s) = b.slots[slot].as_mut() else {
-                return Err(GpuError::BatchState {
+                return Err(GpuError::from(ModelError::BatchState {
                     reason: "slot state",
-                });
+                }));
             };
             let continuation = s.last_sampled == Some(token);
             s.history.push(token);
@@ -369,9 +372,9 @@ impl GpuModel {
     pub(super) fn batch_graph(&mut self, n: usize) -> Result<()> {
         self.batch_state()?;
         let Some(b) = self.batch.as_ref() else {
-            return Err(GpuError::BatchState {
+            return Err(GpuError::from(ModelError::BatchState {
                 reason: "batch state",
-            });
+            }));
         };
         if b.graphs.contains_key(&n) {
             return Ok(());
@@ -393,9 +396,9 @@ impl GpuModel {
             None => Vec::new(),
         };
         if pending.is_empty() {
-            return Err(GpuError::BatchState {
+            return Err(GpuError::from(ModelError::BatchState {
                 reason: "no sampled tokens pending",
-            });
+            }));
         }
         let ids = self.readback.read_n(&self.ctx, pending.len()).await?;
         self.stats.readback_bytes += TOKEN_BYTES * ids.len() as u64;

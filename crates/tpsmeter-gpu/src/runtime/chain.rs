@@ -20,6 +20,7 @@
 //! a copy's destination, so steps in flight need one each ([`MAX_IN_FLIGHT`] at most).
 
 use std::collections::VecDeque;
+use tpsmeter_model::ModelError;
 
 use crate::error::{GpuError, Result};
 use crate::gpu::context::GpuContext;
@@ -130,23 +131,23 @@ impl GpuModel {
     /// [`GpuModel::read_token`] returns ids in the order their steps were submitted.
     pub fn submit_chained(&mut self) -> Result<()> {
         if self.chain.flight.is_empty() {
-            return Err(GpuError::BatchState {
+            return Err(GpuError::from(ModelError::BatchState {
                 reason: "a chained step needs a step in flight to follow",
-            });
+            }));
         }
         if self.chain.flight.len() >= MAX_IN_FLIGHT {
-            return Err(GpuError::LimitExceeded {
+            return Err(GpuError::from(ModelError::LimitExceeded {
                 what: "decode steps in flight".into(),
                 value: self.chain.flight.len() as u64 + 1,
                 limit: MAX_IN_FLIGHT as u64,
-            });
+            }));
         }
         let position = self.history.len() + self.chain.unconfirmed();
         if position >= self.kv.max_ctx {
-            return Err(GpuError::ContextFull {
+            return Err(GpuError::from(ModelError::ContextFull {
                 position: position + 1,
                 limit: self.kv.max_ctx,
-            });
+            }));
         }
         self.cost.begin(&self.stats);
         let pos = positions(position, 1, 0);

@@ -8,15 +8,16 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use tpsmeter_model::ModelError;
 
 use crate::error::{GpuError, Result};
-use crate::gguf::GgufFile;
 use crate::gpu::context::GpuContext;
 use crate::gpu::defines::DType;
 use crate::kernels::attention::{self, AttentionConfig};
 use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor, positions};
 use crate::model::config::ModelConfig;
 use crate::model::gpu_weights::GpuWeights;
+use tpsmeter_model::gguf::GgufFile;
 
 use super::cost::{CostLog, CostMark, CostReport, Phase, PhaseTotals, StepClock};
 use super::graph::{self, Activations, KvCache, Shared};
@@ -459,7 +460,9 @@ pub(super) fn record(
     }
 }
 
-impl crate::generate::TokenStep for GpuModel {
+impl tpsmeter_model::generate::TokenStep for GpuModel {
+    type Error = GpuError;
+
     async fn step(&mut self, tokens: &[u32], start: usize) -> Result<u32> {
         self.submit_step(tokens, start)?;
         self.read_token().await
@@ -469,7 +472,7 @@ impl crate::generate::TokenStep for GpuModel {
         &mut self,
         tokens: &[u32],
         start: usize,
-        cancel: &crate::generate::CancelToken,
+        cancel: &tpsmeter_model::generate::CancelToken,
     ) -> impl std::future::Future<Output = Result<Option<u32>>> {
         GpuModel::step_cancellable(self, tokens, start, cancel)
     }
@@ -511,16 +514,19 @@ pub(crate) fn check_tokens(
 ) -> Result<()> {
     let end = start.saturating_add(tokens.len());
     if tokens.is_empty() {
-        return Err(GpuError::EmptyPrompt);
+        return Err(GpuError::from(ModelError::EmptyPrompt));
     }
     if end > limit || start > held {
-        return Err(GpuError::ContextFull {
+        return Err(GpuError::from(ModelError::ContextFull {
             position: end.max(start),
             limit,
-        });
+        }));
     }
     if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= vocab) {
-        return Err(GpuError::TokenOutOfRange { token: bad, vocab });
+        return Err(GpuError::from(ModelError::TokenOutOfRange {
+            token: bad,
+            vocab,
+        }));
     }
     Ok(())
 }

@@ -20,6 +20,7 @@
 
 use crate::error::{GpuError, Result};
 use crate::kernels::{SamplerConfig, batch_positions};
+use tpsmeter_model::ModelError;
 
 use super::cost::Phase;
 use super::gpu_model::{GpuModel, PREFILL_CHUNK, record, write};
@@ -74,14 +75,14 @@ impl StepPart<'_> {
 pub(crate) fn step_tokens(parts: &[StepPart<'_>]) -> Result<usize> {
     let n: usize = parts.iter().map(StepPart::tokens).sum();
     if n == 0 {
-        return Err(GpuError::EmptyPrompt);
+        return Err(GpuError::from(ModelError::EmptyPrompt));
     }
     if n > PREFILL_CHUNK {
-        return Err(GpuError::LimitExceeded {
+        return Err(GpuError::from(ModelError::LimitExceeded {
             what: "tokens in one step".into(),
             value: n as u64,
             limit: PREFILL_CHUNK as u64,
-        });
+        }));
     }
     Ok(n)
 }
@@ -90,9 +91,9 @@ pub(crate) fn step_tokens(parts: &[StepPart<'_>]) -> Result<usize> {
 /// (every backend's rule for `rewind_slot`).
 pub(crate) fn check_rewind(start: usize, held: usize) -> Result<()> {
     if start == 0 || start > held {
-        return Err(GpuError::BatchState {
+        return Err(GpuError::from(ModelError::BatchState {
             reason: "rewind to a position the slot does not hold",
-        });
+        }));
     }
     Ok(())
 }
@@ -155,9 +156,9 @@ impl GpuModel {
         for p in parts {
             match *p {
                 StepPart::Decode { token, .. } => {
-                    let place = places.next().ok_or(GpuError::BatchState {
+                    let place = places.next().ok_or(GpuError::from(ModelError::BatchState {
                         reason: "decode place",
-                    })?;
+                    }))?;
                     first.push((token, place));
                 }
                 StepPart::Prompt {
@@ -247,9 +248,9 @@ impl GpuModel {
             return Ok(());
         }
         let Some(b) = self.batch.as_ref() else {
-            return Err(GpuError::BatchState {
+            return Err(GpuError::from(ModelError::BatchState {
                 reason: "batch state",
-            });
+            }));
         };
         let head = graph::head(&self.ctx, &self.shared(), &self.prefill_act, &b.logits, k)?;
         self.batch_state()?.step_heads.insert(k, head);

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use crate::error::Result;
-use crate::generate::CancelToken;
 use crate::gpu::context::GpuContext;
+use tpsmeter_model::generate::CancelToken;
 
 use super::gpu_model::{GpuModel, PREFILL_CHUNK};
 use super::prompt::Sample;
@@ -27,7 +27,7 @@ use super::prompt::Sample;
 pub const IN_FLIGHT: usize = 1;
 
 impl GpuModel {
-    /// [`crate::generate::TokenStep::step`] for a prompt that may be cancelled: runs `tokens`
+    /// [`tpsmeter_model::generate::TokenStep::step`] for a prompt that may be cancelled: runs `tokens`
     /// at positions `start..` chunk by chunk, reading `cancel` before every chunk but the
     /// first, and returns the id sampled after the last token, or `None` once `cancel` is
     /// set (the cache then holds the chunks submitted before it, and no sampled id waits).

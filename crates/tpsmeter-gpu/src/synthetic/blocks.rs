@@ -2,9 +2,10 @@
 //! block are set so the dequantized values have about the standard deviation asked for.
 
 use half::f16;
+use tpsmeter_model::ModelError;
 
 use crate::error::{GpuError, Result};
-use crate::quant::GgmlType;
+use tpsmeter_model::quant::GgmlType;
 
 /// xorshift64*: fast, seeded, and the same on every platform.
 #[derive(Debug, Clone)]
@@ -51,11 +52,11 @@ pub fn random(rng: &mut Rng, ty: GgmlType, n: u64, std: f32) -> Result<Vec<u8>> 
         .ok()
         .map(|n| ty.row_bytes(n))
         .transpose()?
-        .ok_or(GpuError::LimitExceeded {
+        .ok_or(GpuError::from(ModelError::LimitExceeded {
             what: "synthetic tensor elements".into(),
             value: n,
             limit: usize::MAX as u64,
-        })?;
+        }))?;
     let mut out = vec![0u8; len];
     rng.fill(&mut out);
     let block = ty.block_bytes();
@@ -107,7 +108,9 @@ pub fn random(rng: &mut Rng, ty: GgmlType, n: u64, std: f32) -> Result<Vec<u8>> 
             }
         }
         other => {
-            return Err(GpuError::UnsupportedGgmlType { ty: other });
+            return Err(GpuError::from(ModelError::UnsupportedGgmlType {
+                ty: other,
+            }));
         }
     }
     Ok(out)
@@ -131,7 +134,7 @@ mod tests {
             let n = 256 * 64;
             let bytes = random(&mut Rng::new(3), ty, n, 0.05).unwrap();
             let mut v = vec![0f32; n as usize];
-            crate::quant::dequantize(ty, &bytes, &mut v).unwrap();
+            tpsmeter_model::quant::dequantize(ty, &bytes, &mut v).unwrap();
             let mean = v.iter().sum::<f32>() / v.len() as f32;
             let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f32>() / v.len() as f32;
             let std = var.sqrt();

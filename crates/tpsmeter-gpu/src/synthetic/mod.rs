@@ -27,8 +27,9 @@ mod shapes;
 pub use shapes::{SHAPES, Shape};
 
 use crate::error::{GpuError, Result};
-use crate::gguf::{GgufWriter, MetadataArray, MetadataValue};
-use crate::quant::GgmlType;
+use tpsmeter_model::ModelError;
+use tpsmeter_model::gguf::{GgufWriter, MetadataArray, MetadataValue};
+use tpsmeter_model::quant::GgmlType;
 
 use blocks::Rng;
 
@@ -50,12 +51,14 @@ impl SyntheticSpec {
     /// Parses `NAME[:QUANT]` (QUANT defaults to Q4_1), case-insensitively.
     pub fn parse(spec: &str) -> Result<Self> {
         let (name, quant) = spec.split_once(':').unwrap_or((spec, "Q4_1"));
-        let shape = Shape::find(name.trim()).ok_or_else(|| GpuError::InvalidOption {
-            option: "synthetic",
-            reason: format!(
-                "no synthetic model {name:?}; known: {}",
-                SHAPES.map(|s| s.name).join(", ")
-            ),
+        let shape = Shape::find(name.trim()).ok_or_else(|| {
+            GpuError::from(ModelError::InvalidOption {
+                option: "synthetic",
+                reason: format!(
+                    "no synthetic model {name:?}; known: {}",
+                    SHAPES.map(|s| s.name).join(", ")
+                ),
+            })
         })?;
         let quant = match quant.trim().to_ascii_uppercase().as_str() {
             "Q4_0" => GgmlType::Q4_0,
@@ -63,10 +66,10 @@ impl SyntheticSpec {
             "Q8_0" => GgmlType::Q8_0,
             "F16" => GgmlType::F16,
             other => {
-                return Err(GpuError::InvalidOption {
+                return Err(GpuError::from(ModelError::InvalidOption {
                     option: "synthetic",
                     reason: format!("no quantization {other:?}; known: {}", QUANTS.join(", ")),
-                });
+                }));
             }
         };
         Ok(Self { shape, quant })
@@ -157,7 +160,7 @@ impl SyntheticSpec {
 }
 
 /// Whether GGUF `metadata` says it is a synthetic model.
-pub fn is_synthetic(metadata: &crate::gguf::Metadata) -> bool {
+pub fn is_synthetic(metadata: &tpsmeter_model::gguf::Metadata) -> bool {
     metadata.contains(SYNTHETIC_KEY)
 }
 
@@ -278,8 +281,8 @@ fn byte_symbols() -> Vec<char> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::gguf::GgufFile;
     use crate::model::config::ModelConfig;
+    use tpsmeter_model::gguf::GgufFile;
 
     #[test]
     fn specs_parse_and_refuse_with_the_known_names() {

@@ -173,7 +173,7 @@ pub fn random_weights(rng: &mut Rng, f: WeightFormat, rows: usize, cols: usize) 
 /// quant_variants.rs checks against llama.cpp's own F32 expansion of real tensors.
 pub fn dequantize(f: WeightFormat, bytes: &[u8], n: usize) -> Vec<f32> {
     let mut out = vec![0f32; n];
-    tpsmeter_gpu::quant::dequantize(f.ggml_type(), bytes, &mut out).unwrap();
+    tpsmeter_model::quant::dequantize(f.ggml_type(), bytes, &mut out).unwrap();
     out
 }
 

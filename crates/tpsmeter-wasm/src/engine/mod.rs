@@ -7,7 +7,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use tpsmeter_gpu::GpuError;
-use tpsmeter_gpu::generate::CancelToken;
+use tpsmeter_model::ModelError;
+use tpsmeter_model::generate::CancelToken;
 use wasm_bindgen::prelude::*;
 
 mod loaded;
@@ -55,6 +56,11 @@ fn named(name: &str, message: &str) -> JsValue {
 }
 
 fn gpu_err(e: GpuError) -> JsValue {
+    named(e.kind(), &e.to_string())
+}
+
+/// A model floor's error (the tokenizer's, a template's), named as [`gpu_err`] names it.
+fn model_err(e: ModelError) -> JsValue {
     named(e.kind(), &e.to_string())
 }
 

@@ -2,10 +2,10 @@
 //! per-token callback, and the result as JSON text.
 
 use serde::{Deserialize, Serialize};
-use tpsmeter_gpu::chat::ChatMessage;
 use tpsmeter_gpu::engine::{Backend, Engine};
-use tpsmeter_gpu::generate::{CancelToken, GenerateParams, StopReason, TokenEvent};
 use tpsmeter_gpu::kernels::SamplerConfig;
+use tpsmeter_model::chat::ChatMessage;
+use tpsmeter_model::generate::{CancelToken, GenerateParams, StopReason, TokenEvent};
 use wasm_bindgen::prelude::*;
 
 use super::loaded::Work;

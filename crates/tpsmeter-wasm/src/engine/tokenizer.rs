@@ -3,13 +3,12 @@
 //! a server sends no usage). The same `tokenizers` code as the CLI's `--tokenizer`.
 
 use std::cell::Cell;
+use tpsmeter_model::ModelError;
 
-use tpsmeter_gpu::tokenizer::{MAX_TOKENIZER_JSON_BYTES, Tokenizer, count_budget_ms};
+use tpsmeter_model::tokenizer::{MAX_TOKENIZER_JSON_BYTES, Tokenizer, count_budget_ms};
 use wasm_bindgen::prelude::*;
 
-use tpsmeter_gpu::GpuError;
-
-use super::{gpu_err, named};
+use super::{model_err, named};
 
 /// A tokenizer that counts.
 #[wasm_bindgen(js_name = TokenCounter)]
@@ -29,8 +28,8 @@ impl JsTokenCounter {
     #[wasm_bindgen(constructor)]
     pub fn new(bytes: &[u8]) -> Result<JsTokenCounter, JsValue> {
         let tokenizer = Tokenizer::from_file_bytes(bytes).map_err(|e| match e {
-            GpuError::Truncated { .. } => named("Truncated", &e.to_string()),
-            e => gpu_err(e),
+            ModelError::Truncated { .. } => named("Truncated", &e.to_string()),
+            e => model_err(e),
         })?;
         Ok(JsTokenCounter {
             tokenizer,
@@ -59,9 +58,9 @@ impl JsTokenCounter {
         let counted =
             self.tokenizer
                 .count_within(text, count_budget_ms(text.len()), &mut js_sys::Date::now);
-        if matches!(counted, Err(GpuError::CountTooSlow { .. })) {
+        if matches!(counted, Err(ModelError::CountTooSlow { .. })) {
             self.too_slow.set(true);
         }
-        counted.map_err(gpu_err)
+        counted.map_err(model_err)
     }
 }
