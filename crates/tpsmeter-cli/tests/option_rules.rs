@@ -93,3 +93,28 @@ fn a_misspelt_flag_gets_the_spec_s_suggestion() {
         assert_eq!(stderr.trim_end(), format!("error: {says}"), "{typed}");
     }
 }
+
+/// Every wire format is named where a user looks for `--api`'s values: `bench --help` and
+/// README.md's sentence on it (which once named six of the eight).
+#[test]
+fn every_api_is_named_in_the_help_and_the_readme() {
+    let out = Command::new(env!("CARGO_BIN_EXE_tpsmeter"))
+        .args(["bench", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let at = readme
+        .find("`--api` is one of")
+        .expect("README names --api's values");
+    let sentence = &readme[at..at + readme[at..].find(". ").unwrap()];
+    for api in tpsmeter_core::Api::ALL {
+        assert!(help.contains(api.name()), "bench --help lacks {api}");
+        assert!(
+            sentence.contains(&format!("`{api}`")),
+            "README's --api list lacks {api}"
+        );
+    }
+}
