@@ -445,7 +445,14 @@ test('Meter', async (t) => {
         } catch (e) {
           refused = String(e.message ?? e);
         }
-        results[api] = { tokens: record.output_tokens, error: record.error ?? null, provider: otel.attributes['gen_ai.provider.name'], wasm: fetched().slice(before), refused };
+        results[api] = {
+          tokens: record.output_tokens,
+          error: record.error ?? null,
+          provider: otel.attributes['gen_ai.provider.name'],
+          operation: otel.attributes['gen_ai.operation.name'],
+          wasm: fetched().slice(before),
+          refused,
+        };
       }
       return results;
     }, [fx.emulator.base, requests]);
@@ -454,7 +461,9 @@ test('Meter', async (t) => {
     for (const [api, r] of Object.entries(out)) {
       assert.equal(r.error, null, `${api}: ${JSON.stringify(r.error)}`);
       assert.equal(r.tokens, n, `${api}: output tokens`);
+      // The meter's OTel tables name every API (no fallback hides a missing entry).
       assert.ok(r.provider, `${api}: a provider name`);
+      assert.ok(r.operation, `${api}: an operation name`);
       assert.match(r.refused ?? '', /not decoded by this build/, `${api}'s build refuses another family`);
       // The first API of a family fetches its build; ollama-generate reuses ollama-chat's.
       const want = api === 'ollama-generate' ? [] : [`tpsmeter_meter_${family(api)}_bg.wasm`];
