@@ -149,7 +149,8 @@ mod native {
             println!("-- llama.cpp: TPSMETER_LLAMA_BIN is not set, skipped");
             return;
         };
-        let out = std::process::Command::new(std::path::Path::new(&dir).join("llama-bench"))
+        let bench = std::path::Path::new(&dir).join("llama-bench");
+        let out = std::process::Command::new(&bench)
             .args([
                 "-m",
                 &path,
@@ -161,8 +162,18 @@ mod native {
                 "64",
             ])
             .args(["-r", &runs.to_string(), "-o", "json"])
-            .output()
-            .unwrap();
+            .output();
+        // The set-up builds llama.cpp's test binaries only: say what is missing, keep ours.
+        let out = match out {
+            Ok(out) => out,
+            Err(e) => {
+                println!(
+                    "-- llama.cpp: {} could not run ({e}); build llama.cpp's `llama-bench` there for the comparison",
+                    bench.display()
+                );
+                return;
+            }
+        };
         if !out.status.success() {
             println!(
                 "llama-bench failed: {}",
