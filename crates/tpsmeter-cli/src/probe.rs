@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
-use tpsmeter_gpu::model::config::ModelConfig;
 use tpsmeter_gpu::probe::{ProbeOptions, probe_blocking};
+use tpsmeter_model::config::ModelConfig;
 use tpsmeter_model::gguf::GgufFile;
 
 use crate::exit::Status;

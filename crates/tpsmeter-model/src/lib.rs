@@ -2,7 +2,7 @@
 //!
 //! What it does: reads GGUF files ([`gguf`], from a slice or as a download arrives, every
 //! count capped) and their quantized blocks ([`quant`]); builds and vets the tokenizer
-//! ([`tokenizer`]) and renders the chat template ([`chat`](mod@chat)); turns token ids back
+//! ([`tokenizer`]), reads a model's hyper-parameters from its metadata ([`config`]), and renders the chat template ([`chat`](mod@chat)); turns token ids back
 //! into text as they stream ([`detok`]); and runs the generation loop over any backend that
 //! steps tokens ([`generate`]). Every failure is a typed [`ModelError`].
 //!
@@ -10,6 +10,7 @@
 //! touch a GPU, the network or a clock.
 
 pub mod chat;
+pub mod config;
 pub mod detok;
 pub mod error;
 pub mod generate;

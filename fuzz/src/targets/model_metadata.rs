@@ -2,8 +2,8 @@
 //! engine's loader builds them; then a little text encoded and decoded with that tokenizer,
 //! whole and streamed, and the chat template it ships rendered once.
 
-use tpsmeter_gpu::model::config::ModelConfig;
 use tpsmeter_model::chat::{ChatMessage, ChatTemplate, RenderOptions};
+use tpsmeter_model::config::ModelConfig;
 use tpsmeter_model::detok::Detokenizer;
 use tpsmeter_model::gguf::GgufHeader;
 use tpsmeter_model::tokenizer::{Tokenizer, TokenizerSpec};

@@ -245,7 +245,7 @@ fn load_for_serving(
     let bytes = std::fs::read(path).with_context(|| format!("reading model {}", path.display()))?;
     let file = tpsmeter_model::gguf::GgufFile::parse(&bytes)
         .with_context(|| format!("reading {}", path.display()))?;
-    let cfg = tpsmeter_gpu::model::config::ModelConfig::from_header(&file.header)
+    let cfg = tpsmeter_model::config::ModelConfig::from_header(&file.header)
         .with_context(|| format!("reading {}", path.display()))?;
     drop(file);
     let slots = plan.slots.clamp(1, tpsmeter_gpu::runtime::MAX_SLOTS) as u64;

@@ -37,7 +37,7 @@ impl KvElem for u16 {
         f16::to_f32(self)
     }
 }
-use crate::model::config::RopeLayout;
+use tpsmeter_model::config::RopeLayout;
 
 /// What one head's attention reads.
 #[derive(Debug, Clone, Copy)]

@@ -17,10 +17,10 @@ use super::q8::Activations;
 use super::slots::Seq;
 use crate::error::{GpuError, Result};
 use crate::kernels::sample::SamplerConfig;
-use crate::model::config::{Activation, ModelConfig};
 use crate::reference::ops::{gelu_tanh, rms_norm, silu};
 use crate::runtime::gpu_model::check_tokens;
 use crate::runtime::{ModelOptions, PREFILL_CHUNK};
+use tpsmeter_model::config::{Activation, ModelConfig};
 use tpsmeter_model::generate::{CancelToken, TokenStep};
 use tpsmeter_model::gguf::GgufFile;
 

@@ -4,8 +4,8 @@
 use super::matrix::QMatrix;
 use super::tensors::TensorSource;
 use crate::error::Result;
-use crate::model::config::ModelConfig;
 use tpsmeter_model::ModelError;
+use tpsmeter_model::config::ModelConfig;
 
 /// One transformer block.
 #[derive(Debug)]

@@ -17,8 +17,8 @@ use sha2::{Digest, Sha256};
 use crate::cpu::{CpuModel, CpuOptions, CpuTarget};
 use crate::error::{GpuError, Result};
 use crate::gpu::context::GpuContext;
-use crate::model::config::ModelConfig;
 use tpsmeter_model::chat::ChatTemplate;
+use tpsmeter_model::config::ModelConfig;
 use tpsmeter_model::gguf::{GgufEvent, GgufHeader, GgufStreamParser};
 use tpsmeter_model::tokenizer::{Tokenizer, TokenizerSpec};
 

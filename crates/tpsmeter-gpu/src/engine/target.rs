@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::gpu::context::GpuContext;
-use crate::model::config::ModelConfig;
 use crate::model::gpu_weights::{GpuWeights, StagedWeights};
+use tpsmeter_model::config::ModelConfig;
 use tpsmeter_model::gguf::{GgufHeader, TensorInfo};
 
 use super::session::Backend;

@@ -20,7 +20,7 @@ use tpsmeter_model::ModelError;
 use crate::gpu::context::GpuContext;
 use crate::gpu::defines::DType;
 use crate::kernels::{HeadExtras, QWeight, Tensor, WeightFormat};
-use crate::model::config::ModelConfig;
+use tpsmeter_model::config::ModelConfig;
 use tpsmeter_model::gguf::{GgmlType, GgufFile, TensorInfo};
 
 /// One transformer block's weights.

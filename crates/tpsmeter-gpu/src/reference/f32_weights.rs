@@ -3,8 +3,8 @@
 //! stored.)
 
 use crate::error::{GpuError, Result};
-use crate::model::config::ModelConfig;
 use tpsmeter_model::ModelError;
+use tpsmeter_model::config::ModelConfig;
 use tpsmeter_model::gguf::GgufFile;
 
 /// One transformer block.

@@ -5,8 +5,8 @@
 use super::f32_weights::Weights;
 use super::ops::{gelu_tanh, matvec, rms_norm, rope, silu, softmax};
 use crate::error::{GpuError, Result};
-use crate::model::config::{Activation, ModelConfig};
 use tpsmeter_model::ModelError;
+use tpsmeter_model::config::{Activation, ModelConfig};
 use tpsmeter_model::gguf::GgufFile;
 
 /// Keys and values of every layer for positions `0..len`.

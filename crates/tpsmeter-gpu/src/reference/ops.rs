@@ -2,7 +2,7 @@
 //! Loops are shaped so the compiler can vectorise them at low optimisation levels (several
 //! independent accumulators), nothing more.
 
-use crate::model::config::RopeLayout;
+use tpsmeter_model::config::RopeLayout;
 
 /// Dot product with eight independent partial sums (vectorisable; the summation order
 /// differs from a serial loop by rounding only).

@@ -15,8 +15,8 @@ use crate::gpu::context::GpuContext;
 use crate::gpu::defines::DType;
 use crate::kernels::attention::{self, AttentionConfig};
 use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor, positions};
-use crate::model::config::ModelConfig;
 use crate::model::gpu_weights::GpuWeights;
+use tpsmeter_model::config::ModelConfig;
 use tpsmeter_model::gguf::GgufFile;
 
 use super::cost::{CostLog, CostMark, CostReport, Phase, PhaseTotals, StepClock};

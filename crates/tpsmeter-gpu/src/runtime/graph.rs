@@ -30,8 +30,8 @@ use crate::kernels::{
     Add, Dispatch, Embed, Glu, GluKind, KvSlab, KvStore, MatMul, MatVec, MatVecOptions, NormFold,
     QWeight, RmsNorm, RopeKv, RopeKvConfig, RopeLayout, Tensor,
 };
-use crate::model::config::{Activation, ModelConfig, RopeLayout as ConfigRope};
 use crate::model::gpu_weights::{GateUp, GpuWeights};
+use tpsmeter_model::config::{Activation, ModelConfig, RopeLayout as ConfigRope};
 
 /// Activation buffers for up to `n` tokens.
 #[derive(Debug)]

@@ -2,7 +2,7 @@
 //! chaining), shared by the GPU and CPU backends.
 
 use crate::kernels::SamplerConfig;
-use crate::model::config::ModelConfig;
+use tpsmeter_model::config::ModelConfig;
 
 /// Context used when the caller asks for none: long enough for chats and the benchmark's
 /// 2048-token decode, small enough that the f32 cache of a 1B model stays under 1 GiB.

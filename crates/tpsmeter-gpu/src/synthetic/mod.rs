@@ -281,7 +281,7 @@ fn byte_symbols() -> Vec<char> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::model::config::ModelConfig;
+    use tpsmeter_model::config::ModelConfig;
     use tpsmeter_model::gguf::GgufFile;
 
     #[test]

@@ -8,8 +8,8 @@ use tpsmeter_gpu::cpu::{CpuModel, CpuOptions};
 use tpsmeter_gpu::engine::{Backend, Engine};
 use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
 use tpsmeter_gpu::kernels::SamplerConfig;
-use tpsmeter_gpu::model::config::ModelConfig;
 use tpsmeter_gpu::runtime::ModelOptions;
+use tpsmeter_model::config::ModelConfig;
 use tpsmeter_model::generate::{CancelToken, GenerateParams, Generation};
 use tpsmeter_model::gguf::{GgufFile, GgufWriter, MetadataValue};
 

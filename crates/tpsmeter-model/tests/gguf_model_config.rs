@@ -3,9 +3,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-use tpsmeter_gpu::GpuError;
-use tpsmeter_gpu::model::config::{Activation, Architecture, ModelConfig, RopeLayout};
 use tpsmeter_model::ModelError;
+use tpsmeter_model::config::{Activation, Architecture, ModelConfig, RopeLayout};
 use tpsmeter_model::gguf::{GgmlType, GgufFile, GgufWriter, MetadataValue};
 
 /// A header-only model of architecture `arch` (tensors are 1-element placeholders except
@@ -49,7 +48,7 @@ fn synthetic(arch: &str, extra: &[(&str, MetadataValue)], tensors: &[&str]) -> V
     w.to_bytes()
 }
 
-fn config(bytes: &[u8]) -> Result<ModelConfig, GpuError> {
+fn config(bytes: &[u8]) -> Result<ModelConfig, ModelError> {
     ModelConfig::from_header(&GgufFile::parse(bytes).unwrap().header)
 }
 
@@ -110,7 +109,7 @@ fn gemma3_fields() {
 #[test]
 fn typed_errors_name_the_culprit() {
     match config(&synthetic("mamba", &[], &[])) {
-        Err(GpuError::Model(ModelError::UnsupportedArchitecture { arch, .. })) => {
+        Err(ModelError::UnsupportedArchitecture { arch, .. }) => {
             assert_eq!(arch, "mamba")
         }
         other => panic!("{other:?}"),
@@ -120,7 +119,7 @@ fn typed_errors_name_the_culprit() {
         &[("llama.attention.head_count_kv", MetadataValue::U32(3))],
         &[],
     )) {
-        Err(GpuError::Model(ModelError::BadMetadata { key, .. })) => {
+        Err(ModelError::BadMetadata { key, .. }) => {
             assert_eq!(key, "llama.attention.head_count_kv")
         }
         other => panic!("{other:?}"),
@@ -130,7 +129,7 @@ fn typed_errors_name_the_culprit() {
         &[("llama.rope.dimension_count", MetadataValue::U32(17))],
         &[],
     )) {
-        Err(GpuError::Model(ModelError::BadMetadata { key, .. })) => {
+        Err(ModelError::BadMetadata { key, .. }) => {
             assert_eq!(key, "llama.rope.dimension_count")
         }
         other => panic!("{other:?}"),
@@ -141,7 +140,7 @@ fn typed_errors_name_the_culprit() {
         MetadataValue::String("llama".into()),
     );
     match ModelConfig::from_header(&GgufFile::parse(&w.to_bytes()).unwrap().header) {
-        Err(GpuError::Model(ModelError::MissingMetadata { key })) => {
+        Err(ModelError::MissingMetadata { key }) => {
             assert_eq!(key, "llama.block_count")
         }
         other => panic!("{other:?}"),

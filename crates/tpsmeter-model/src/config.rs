@@ -6,9 +6,8 @@
 //! Values are validated here (non-zero, dividing evenly, within sane caps) so the forward
 //! passes can index without further checks.
 
-use crate::error::{GpuError, Result};
-use tpsmeter_model::ModelError;
-use tpsmeter_model::gguf::GgufHeader;
+use crate::error::{ModelError, Result};
+use crate::gguf::GgufHeader;
 
 /// Upper bound on layers, heads and widths accepted from metadata: far above real models,
 /// low enough that products of them cannot overflow or demand absurd allocations.
@@ -36,10 +35,10 @@ impl Architecture {
             "llama" => Ok(Self::Llama),
             "qwen2" => Ok(Self::Qwen2),
             "gemma3" => Ok(Self::Gemma3),
-            other => Err(GpuError::from(ModelError::UnsupportedArchitecture {
+            other => Err(ModelError::UnsupportedArchitecture {
                 arch: other.to_owned(),
                 supported: Self::SUPPORTED,
-            })),
+            }),
         }
     }
 
@@ -145,10 +144,10 @@ impl ModelConfig {
             let full = key(k);
             let v = md.get_u32(&full)?;
             if v == 0 || v > MAX_DIM {
-                return Err(GpuError::from(ModelError::BadMetadata {
+                return Err(ModelError::BadMetadata {
                     key: full,
                     reason: format!("{v} is outside 1..={MAX_DIM}"),
-                }));
+                });
             }
             Ok(v as usize)
         };
@@ -220,11 +219,11 @@ impl ModelConfig {
 
         let embd = header.tensor("token_embd.weight")?;
         if embd.dims.len() != 2 || embd.dims[0] != n_embd as u64 {
-            return Err(GpuError::from(ModelError::WrongTensorShape {
+            return Err(ModelError::WrongTensorShape {
                 tensor: embd.name.clone(),
                 expected: vec![n_embd as u64, 0],
                 found: embd.dims.clone(),
-            }));
+            });
         }
         let vocab_size = usize::try_from(embd.dims[1])
             .ok()
@@ -310,6 +309,6 @@ impl ModelConfig {
     }
 }
 
-fn bad(key: String, reason: String) -> GpuError {
-    GpuError::from(ModelError::BadMetadata { key, reason })
+fn bad(key: String, reason: String) -> ModelError {
+    ModelError::BadMetadata { key, reason }
 }
