@@ -12,10 +12,10 @@ use serde::Serialize;
 use tpsmeter_gpu::cpu::{CpuModel, CpuOptions};
 use tpsmeter_gpu::engine::{Backend, Engine};
 use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
-use tpsmeter_gpu::kernels::SamplerConfig;
 use tpsmeter_gpu::runtime::ModelOptions;
 use tpsmeter_model::chat::ChatMessage;
 use tpsmeter_model::generate::{CancelToken, GenerateParams, Generation, StopReason};
+use tpsmeter_model::sample::SamplerConfig;
 
 use crate::exit::Status;
 

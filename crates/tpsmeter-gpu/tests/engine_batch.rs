@@ -8,7 +8,7 @@ mod model_support;
 
 use model_support::{generate, load_slots as load};
 use tpsmeter_gpu::engine::Engine;
-use tpsmeter_gpu::kernels::SamplerConfig;
+use tpsmeter_model::sample::SamplerConfig;
 
 const STEPS: usize = 24;
 

@@ -13,8 +13,8 @@ mod model_support;
 
 use model_support::{generate, load_cpu_slots, load_slots as load};
 use tpsmeter_gpu::engine::{Backend, Batched, Engine};
-use tpsmeter_gpu::kernels::SamplerConfig;
 use tpsmeter_gpu::runtime::{PREFILL_CHUNK, StepPart};
+use tpsmeter_model::sample::SamplerConfig;
 
 const STEPS: usize = 16;
 

@@ -13,9 +13,9 @@ mod model_support;
 
 use model_support::load_slots;
 use tpsmeter_gpu::engine::Engine;
-use tpsmeter_gpu::kernels::SamplerConfig;
 use tpsmeter_gpu::runtime::CostReport;
 use tpsmeter_model::generate::{CancelToken, GenerateParams, Generation, StopReason};
+use tpsmeter_model::sample::SamplerConfig;
 
 fn greedy() -> SamplerConfig {
     SamplerConfig {

@@ -179,8 +179,8 @@ fn a_hostile_tensor_size_is_refused_from_the_header() {
 
 /// Greedy ids of `prompt` on a CPU engine.
 fn cpu_greedy(engine: &mut Engine<CpuModel>, prompt: &str) -> Vec<u32> {
-    use tpsmeter_gpu::kernels::SamplerConfig;
     use tpsmeter_model::generate::{CancelToken, GenerateParams};
+    use tpsmeter_model::sample::SamplerConfig;
     let ids = engine.encode(prompt).unwrap();
     let params = GenerateParams {
         max_tokens: 8,

@@ -6,7 +6,8 @@ mod common;
 use common::{Rng, gpu, gpu_test};
 use tpsmeter_gpu::gpu::{DType, GpuContext};
 use tpsmeter_gpu::kernels::dispatch::run;
-use tpsmeter_gpu::kernels::{Sampler, SamplerConfig, Tensor, twins};
+use tpsmeter_gpu::kernels::{Sampler, Tensor, twins};
+use tpsmeter_model::sample::SamplerConfig;
 
 async fn gpu_pick(
     ctx: &GpuContext,

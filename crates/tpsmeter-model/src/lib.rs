@@ -16,6 +16,7 @@ pub mod error;
 pub mod generate;
 pub mod gguf;
 pub mod quant;
+pub mod sample;
 pub mod tokenizer;
 
 pub use error::{ModelError, Result};

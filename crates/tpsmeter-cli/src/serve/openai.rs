@@ -3,9 +3,9 @@
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tpsmeter_gpu::kernels::SamplerConfig;
 use tpsmeter_model::chat::ChatMessage;
 use tpsmeter_model::generate::GenerateParams;
+use tpsmeter_model::sample::SamplerConfig;
 
 use super::api_error::ApiError;
 use super::worker::{Prompt, Summary};

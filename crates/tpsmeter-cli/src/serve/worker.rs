@@ -10,10 +10,10 @@ use std::time::Instant;
 use tokio::sync::mpsc::UnboundedSender;
 use tpsmeter_gpu::cpu::{CpuModel, CpuOptions};
 use tpsmeter_gpu::engine::{Backend, Batched, Engine, Prompts};
-use tpsmeter_gpu::kernels::SamplerConfig;
 use tpsmeter_gpu::runtime::ModelOptions;
 use tpsmeter_model::chat::ChatMessage;
 use tpsmeter_model::generate::{GenerateParams, StopReason};
+use tpsmeter_model::sample::SamplerConfig;
 use tpsmeter_model::tokenizer::TokenSpan;
 
 use super::api_error::ApiError;

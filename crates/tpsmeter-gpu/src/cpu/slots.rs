@@ -18,11 +18,11 @@ use tpsmeter_model::ModelError;
 
 use super::cpu_model::{CpuModel, Row};
 use crate::error::{GpuError, Result};
-use crate::kernels::sample::SamplerConfig;
 use crate::kernels::twins::sample;
 use crate::runtime::StepPart;
 use crate::runtime::gpu_model::check_tokens;
 use crate::runtime::mixed_step::{check_rewind, step_tokens};
+use tpsmeter_model::sample::SamplerConfig;
 
 /// One sequence: the tokens its cache holds, and its sampler's state (the GPU sampler's
 /// twin: a step counter, and the recent tokens the repetition penalty sees, oldest first).

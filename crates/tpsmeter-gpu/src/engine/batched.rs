@@ -4,7 +4,7 @@
 
 use crate::cpu::CpuModel;
 use crate::error::Result;
-use crate::kernels::SamplerConfig;
+use tpsmeter_model::sample::SamplerConfig;
 
 use crate::runtime::GpuModel;
 use crate::runtime::StepPart;

@@ -8,7 +8,7 @@ use serde::Serialize;
 use tpsmeter_model::ModelError;
 
 use crate::error::{GpuError, Result};
-use crate::kernels::SamplerConfig;
+use tpsmeter_model::sample::SamplerConfig;
 
 use super::session::{Backend, Engine};
 

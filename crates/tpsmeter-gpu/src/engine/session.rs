@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use crate::error::{GpuError, Result};
-use crate::kernels::SamplerConfig;
 use tpsmeter_model::chat::{ChatMessage, ChatTemplate, RenderOptions};
 use tpsmeter_model::generate::{
     CancelToken, GenerateParams, Generation, Generator, TokenEvent, TokenStep,
 };
+use tpsmeter_model::sample::SamplerConfig;
 use tpsmeter_model::tokenizer::Tokenizer;
 
 use crate::runtime::GpuModel;

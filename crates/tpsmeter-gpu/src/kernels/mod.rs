@@ -36,6 +36,6 @@ pub use qweight::{QWeight, WeightStore};
 pub use rms_norm::RmsNorm;
 pub use rope::{Rope, RopeConfig, RopeLayout};
 pub use rope_kv::{HeadExtras, RopeKv, RopeKvConfig};
-pub use sample::{Sampler, SamplerConfig};
+pub use sample::Sampler;
 pub use softmax::Softmax;
 pub use tensor::Tensor;

@@ -23,7 +23,8 @@ use tpsmeter_model::ModelError;
 
 use crate::error::{GpuError, Result};
 use crate::gpu::defines::DType;
-use crate::kernels::{Sampler, SamplerConfig, Tensor, batch_positions, positions};
+use crate::kernels::{Sampler, Tensor, batch_positions, positions};
+use tpsmeter_model::sample::SamplerConfig;
 
 use super::cost::Phase;
 use super::graph::{self, Activations};

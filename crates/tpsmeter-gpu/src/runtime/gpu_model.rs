@@ -14,10 +14,11 @@ use crate::error::{GpuError, Result};
 use crate::gpu::context::GpuContext;
 use crate::gpu::defines::DType;
 use crate::kernels::attention::{self, AttentionConfig};
-use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor, positions};
+use crate::kernels::{Dispatch, Sampler, Tensor, positions};
 use crate::model::gpu_weights::GpuWeights;
 use tpsmeter_model::config::ModelConfig;
 use tpsmeter_model::gguf::GgufFile;
+use tpsmeter_model::sample::SamplerConfig;
 
 use super::cost::{CostLog, CostMark, CostReport, Phase, PhaseTotals, StepClock};
 use super::graph::{self, Activations, KvCache, Shared};

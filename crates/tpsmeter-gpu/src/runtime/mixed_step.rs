@@ -19,8 +19,9 @@
 //! A step with no prompt tokens is a plain batched decode step ([`GpuModel::submit_slots`]).
 
 use crate::error::{GpuError, Result};
-use crate::kernels::{SamplerConfig, batch_positions};
+use crate::kernels::batch_positions;
 use tpsmeter_model::ModelError;
+use tpsmeter_model::sample::SamplerConfig;
 
 use super::cost::Phase;
 use super::gpu_model::{GpuModel, PREFILL_CHUNK, record, write};

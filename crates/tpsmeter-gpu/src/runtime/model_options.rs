@@ -1,8 +1,8 @@
 //! [`ModelOptions`]: how to load a model (its KV cache's size, its slots, sampling and
 //! chaining), shared by the GPU and CPU backends.
 
-use crate::kernels::SamplerConfig;
 use tpsmeter_model::config::ModelConfig;
+use tpsmeter_model::sample::SamplerConfig;
 
 /// Context used when the caller asks for none: long enough for chats and the benchmark's
 /// 2048-token decode, small enough that the f32 cache of a 1B model stays under 1 GiB.

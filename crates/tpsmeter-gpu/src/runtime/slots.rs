@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 
 use super::graph::Activations;
-use crate::kernels::{Dispatch, Sampler, SamplerConfig, Tensor};
+use crate::kernels::{Dispatch, Sampler, Tensor};
+use tpsmeter_model::sample::SamplerConfig;
 
 /// One sequence's state.
 #[derive(Debug)]

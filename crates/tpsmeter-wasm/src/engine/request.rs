@@ -3,9 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 use tpsmeter_gpu::engine::{Backend, Engine};
-use tpsmeter_gpu::kernels::SamplerConfig;
 use tpsmeter_model::chat::ChatMessage;
 use tpsmeter_model::generate::{CancelToken, GenerateParams, StopReason, TokenEvent};
+use tpsmeter_model::sample::SamplerConfig;
 use wasm_bindgen::prelude::*;
 
 use super::loaded::Work;
