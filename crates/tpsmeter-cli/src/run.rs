@@ -12,9 +12,9 @@ use serde::Serialize;
 use tpsmeter_gpu::cpu::{CpuModel, CpuOptions};
 use tpsmeter_gpu::engine::{Backend, Engine};
 use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
-use tpsmeter_gpu::runtime::ModelOptions;
 use tpsmeter_model::chat::ChatMessage;
 use tpsmeter_model::generate::{CancelToken, GenerateParams, Generation, StopReason};
+use tpsmeter_model::options::ModelOptions;
 use tpsmeter_model::sample::SamplerConfig;
 
 use crate::exit::Status;
@@ -61,7 +61,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 0.95)]
     pub top_p: f32,
     /// KV cache positions.
-    #[arg(long, default_value_t = tpsmeter_gpu::runtime::DEFAULT_MAX_CONTEXT)]
+    #[arg(long, default_value_t = tpsmeter_model::options::DEFAULT_MAX_CONTEXT)]
     pub context: usize,
     /// Use the first GPU adapter whose name contains this (implies the GPU backend).
     #[arg(long)]

@@ -26,9 +26,9 @@ mod native {
     use std::time::Instant;
 
     use tpsmeter_gpu::cpu::{CpuModel, CpuOptions};
-    use tpsmeter_gpu::runtime::ModelOptions;
     use tpsmeter_model::generate::TokenStep;
     use tpsmeter_model::gguf::GgufFile;
+    use tpsmeter_model::options::ModelOptions;
 
     /// Resident set size of this process, from /proc (Linux), in bytes.
     fn rss() -> Option<u64> {

@@ -37,8 +37,9 @@ mod native {
     use std::time::Instant;
 
     use tpsmeter_gpu::gpu::{AdapterProfile, ContextOptions, GpuContext};
-    use tpsmeter_gpu::runtime::{GpuModel, ModelOptions};
+    use tpsmeter_gpu::runtime::GpuModel;
     use tpsmeter_model::gguf::GgufFile;
+    use tpsmeter_model::options::ModelOptions;
     use tpsmeter_model::sample::SamplerConfig;
 
     fn show(label: &str, v: &[f64], unit: &str) -> f64 {

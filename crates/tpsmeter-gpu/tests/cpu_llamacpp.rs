@@ -32,8 +32,8 @@ use std::path::{Path, PathBuf};
 use llama_support::{Server, complete, f32_variant, start_server, variants_dir};
 use model_support::{as_qwen2, missing, model_bytes_from, top2};
 use tpsmeter_gpu::cpu::{CpuModel, CpuOptions};
-use tpsmeter_gpu::runtime::ModelOptions;
 use tpsmeter_model::gguf::GgufFile;
+use tpsmeter_model::options::ModelOptions;
 use tpsmeter_model::tokenizer::{Tokenizer, TokenizerSpec};
 
 const N_TOKENS: usize = 64;

@@ -12,8 +12,8 @@ use sha2::{Digest, Sha256};
 use tpsmeter_gpu::GpuError;
 use tpsmeter_gpu::cpu::{CpuModel, CpuOptions, CpuTarget};
 use tpsmeter_gpu::engine::{Engine, EngineLoader, FileChecks, LoadTarget};
-use tpsmeter_gpu::runtime::ModelOptions;
 use tpsmeter_model::ModelError;
+use tpsmeter_model::options::ModelOptions;
 
 const CHUNK: usize = 1 << 20;
 

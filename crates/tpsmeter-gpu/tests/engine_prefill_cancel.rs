@@ -5,9 +5,10 @@
 mod model_support;
 
 use model_support::{device, model_bytes};
-use tpsmeter_gpu::runtime::{GpuModel, ModelOptions, PREFILL_CHUNK};
+use tpsmeter_gpu::runtime::{GpuModel, PREFILL_CHUNK};
 use tpsmeter_model::generate::CancelToken;
 use tpsmeter_model::gguf::GgufFile;
+use tpsmeter_model::options::ModelOptions;
 
 /// Four full chunks.
 const PROMPT: usize = 4 * PREFILL_CHUNK;

@@ -10,7 +10,7 @@ mod model_support;
 use model_support::{device, model_bytes};
 use tpsmeter_gpu::engine::Engine;
 use tpsmeter_gpu::gpu::{AdapterProfile, ContextOptions};
-use tpsmeter_gpu::runtime::ModelOptions;
+use tpsmeter_model::options::ModelOptions;
 
 /// Decodes 8 tokens after a prompt of `words` words and checks their cost.
 fn check(engine: &mut Engine, what: &str, words: usize) {

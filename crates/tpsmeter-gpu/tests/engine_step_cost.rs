@@ -8,8 +8,9 @@
 mod model_support;
 
 use model_support::{device, model_bytes};
-use tpsmeter_gpu::runtime::{GpuModel, ModelOptions, Phase};
+use tpsmeter_gpu::runtime::{GpuModel, Phase};
 use tpsmeter_model::gguf::GgufFile;
+use tpsmeter_model::options::ModelOptions;
 
 #[test]
 fn a_decoded_token_costs_what_its_graph_records() {

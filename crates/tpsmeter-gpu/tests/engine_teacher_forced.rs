@@ -8,7 +8,7 @@ mod model_support;
 
 use model_support::{device, generate, model_bytes};
 use tpsmeter_gpu::engine::Engine;
-use tpsmeter_gpu::runtime::ModelOptions;
+use tpsmeter_model::options::ModelOptions;
 use tpsmeter_model::sample::SamplerConfig;
 
 fn greedy(engine: &mut Engine, prompt: &[u32], n: usize) -> Vec<u32> {

@@ -12,8 +12,9 @@ use model_support::{device, generate, model_bytes};
 use tpsmeter_gpu::GpuError;
 use tpsmeter_gpu::engine::Engine;
 use tpsmeter_gpu::gpu::GpuContext;
-use tpsmeter_gpu::runtime::{CompileProgress, GpuModel, ModelOptions, StepPart};
+use tpsmeter_gpu::runtime::{CompileProgress, GpuModel, StepPart};
 use tpsmeter_model::gguf::GgufFile;
+use tpsmeter_model::options::ModelOptions;
 use tpsmeter_model::sample::SamplerConfig;
 
 /// A prompt of exactly `n` tokens.

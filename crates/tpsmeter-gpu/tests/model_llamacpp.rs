@@ -20,8 +20,9 @@ use std::path::{Path, PathBuf};
 
 use llama_support::{complete, f32_variant, start_server, variants_dir};
 use model_support::{as_qwen2, device, missing, model_bytes_from, top2, with_rope_freqs};
-use tpsmeter_gpu::runtime::{GpuModel, ModelOptions};
+use tpsmeter_gpu::runtime::GpuModel;
 use tpsmeter_model::gguf::GgufFile;
+use tpsmeter_model::options::ModelOptions;
 use tpsmeter_model::tokenizer::{Tokenizer, TokenizerSpec};
 
 const N_TOKENS: usize = 64;

@@ -13,9 +13,10 @@ use model_support::{
 use tpsmeter_gpu::gpu::{AdapterProfile, ContextOptions, GpuContext};
 use tpsmeter_gpu::kernels::KvStore;
 use tpsmeter_gpu::reference::ReferenceModel;
-use tpsmeter_gpu::runtime::{GpuModel, ModelOptions};
+use tpsmeter_gpu::runtime::GpuModel;
 use tpsmeter_model::config::ModelConfig;
 use tpsmeter_model::gguf::{GgufFile, MetadataValue};
+use tpsmeter_model::options::ModelOptions;
 use tpsmeter_model::tokenizer::{Tokenizer, TokenizerSpec};
 
 /// The bound on the relative L2 error of the logits.

@@ -13,10 +13,10 @@ mod model_support;
 use model_support::device_with;
 use tpsmeter_gpu::engine::Engine;
 use tpsmeter_gpu::gpu::{AdapterProfile, ContextOptions};
-use tpsmeter_gpu::runtime::ModelOptions;
 use tpsmeter_gpu::synthetic::SyntheticSpec;
 use tpsmeter_model::generate::{CancelToken, GenerateParams};
 use tpsmeter_model::gguf::GgufFile;
+use tpsmeter_model::options::ModelOptions;
 use tpsmeter_model::sample::SamplerConfig;
 
 #[test]

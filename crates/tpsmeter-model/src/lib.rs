@@ -15,6 +15,7 @@ pub mod detok;
 pub mod error;
 pub mod generate;
 pub mod gguf;
+pub mod options;
 pub mod quant;
 pub mod sample;
 pub mod tokenizer;

@@ -31,10 +31,10 @@ pub struct ServeArgs {
     #[arg(long = "allowed-origin", value_name = "ORIGIN", value_parser = super::access::parse_allowed_origin)]
     pub allowed_origins: Vec<String>,
     /// KV cache positions per request.
-    #[arg(long, default_value_t = tpsmeter_gpu::runtime::DEFAULT_MAX_CONTEXT)]
+    #[arg(long, default_value_t = tpsmeter_model::options::DEFAULT_MAX_CONTEXT)]
     pub context: usize,
     /// Requests decoded together (continuous batching); more wait in a queue.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=tpsmeter_gpu::runtime::MAX_SLOTS as i64))]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=tpsmeter_model::options::MAX_SLOTS as i64))]
     pub parallel: u16,
     /// Most MiB the KV cache may take for all requests together: positions per request
     /// shrink to fit it.

@@ -10,9 +10,9 @@ use std::time::Instant;
 use tokio::sync::mpsc::UnboundedSender;
 use tpsmeter_gpu::cpu::{CpuModel, CpuOptions};
 use tpsmeter_gpu::engine::{Backend, Batched, Engine, Prompts};
-use tpsmeter_gpu::runtime::ModelOptions;
 use tpsmeter_model::chat::ChatMessage;
 use tpsmeter_model::generate::{GenerateParams, StopReason};
+use tpsmeter_model::options::ModelOptions;
 use tpsmeter_model::sample::SamplerConfig;
 use tpsmeter_model::tokenizer::TokenSpan;
 
@@ -248,7 +248,7 @@ fn load_for_serving(
     let cfg = tpsmeter_model::config::ModelConfig::from_header(&file.header)
         .with_context(|| format!("reading {}", path.display()))?;
     drop(file);
-    let slots = plan.slots.clamp(1, tpsmeter_gpu::runtime::MAX_SLOTS) as u64;
+    let slots = plan.slots.clamp(1, tpsmeter_model::options::MAX_SLOTS) as u64;
     let asked = plan.context.min(cfg.context_length).max(1);
     let budget = "the KV budget (--kv-budget-mib)";
     let picked = pick_backend(placement.choice, placement.adapter)?;

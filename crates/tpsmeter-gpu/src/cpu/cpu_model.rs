@@ -17,11 +17,12 @@ use super::q8::Activations;
 use super::slots::Seq;
 use crate::error::{GpuError, Result};
 use crate::reference::ops::{gelu_tanh, rms_norm, silu};
+use crate::runtime::PREFILL_CHUNK;
 use crate::runtime::gpu_model::check_tokens;
-use crate::runtime::{ModelOptions, PREFILL_CHUNK};
 use tpsmeter_model::config::{Activation, ModelConfig};
 use tpsmeter_model::generate::{CancelToken, TokenStep};
 use tpsmeter_model::gguf::GgufFile;
+use tpsmeter_model::options::ModelOptions;
 use tpsmeter_model::sample::SamplerConfig;
 
 /// Keys and values of every layer, grown as positions fill (so memory follows the

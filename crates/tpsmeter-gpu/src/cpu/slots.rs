@@ -98,7 +98,7 @@ impl Seq {
 }
 
 impl CpuModel {
-    /// Sequences the model holds at once ([`crate::runtime::ModelOptions::slots`]); slot 0 is
+    /// Sequences the model holds at once ([`tpsmeter_model::options::ModelOptions::slots`]); slot 0 is
     /// also the single-sequence path's.
     pub fn slots(&self) -> usize {
         self.seqs.len()

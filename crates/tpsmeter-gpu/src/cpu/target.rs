@@ -8,10 +8,10 @@ use super::cpu_weights::CpuWeights;
 use super::tensors::StagedTensors;
 use crate::engine::target::LoadTarget;
 use crate::error::{GpuError, Result};
-use crate::runtime::ModelOptions;
 use tpsmeter_model::ModelError;
 use tpsmeter_model::config::ModelConfig;
 use tpsmeter_model::gguf::{GgufHeader, TensorInfo};
+use tpsmeter_model::options::ModelOptions;
 
 /// The most model bytes the CPU backend takes: a wasm32 memory is at most 4 GiB, and the
 /// model shares it with the KV cache, the tokenizer and the activations; natively, what

@@ -24,7 +24,7 @@ use tpsmeter_model::tokenizer::{Tokenizer, TokenizerSpec};
 
 use super::session::Engine;
 use super::target::{GpuTarget, LoadTarget};
-use crate::runtime::ModelOptions;
+use tpsmeter_model::options::ModelOptions;
 
 /// What the caller knows of the file before it arrives, checked while it does.
 #[derive(Debug, Clone, Default)]

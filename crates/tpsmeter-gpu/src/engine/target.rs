@@ -14,7 +14,8 @@ use tpsmeter_model::config::ModelConfig;
 use tpsmeter_model::gguf::{GgufHeader, TensorInfo};
 
 use super::session::Backend;
-use crate::runtime::{GpuModel, ModelOptions};
+use crate::runtime::GpuModel;
+use tpsmeter_model::options::ModelOptions;
 
 /// A backend a model can be loaded into as its file arrives.
 pub trait LoadTarget {

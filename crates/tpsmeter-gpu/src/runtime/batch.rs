@@ -35,7 +35,7 @@ use super::readback::TOKEN_BYTES;
 use super::slots::{BatchState, Slot};
 
 impl GpuModel {
-    /// Sequences the KV cache holds at once ([`super::ModelOptions::slots`]).
+    /// Sequences the KV cache holds at once ([`ModelOptions::slots`](tpsmeter_model::options::ModelOptions::slots)).
     pub fn slots(&self) -> usize {
         self.kv.slots
     }

@@ -22,9 +22,9 @@ use tpsmeter_model::sample::SamplerConfig;
 
 use super::cost::{CostLog, CostMark, CostReport, Phase, PhaseTotals, StepClock};
 use super::graph::{self, Activations, KvCache, Shared};
-use super::model_options::ModelOptions;
 use super::prompt::Sample;
 use super::readback::TokenReadback;
+use tpsmeter_model::options::ModelOptions;
 
 /// Largest prefill batch: prompts run in power-of-two chunks up to this many tokens, each
 /// chunk size with its own prepared graph (at most log2(64) + 1 = 7 of them).

@@ -23,7 +23,6 @@ pub mod cost;
 pub mod gpu_model;
 pub mod graph;
 pub(crate) mod mixed_step;
-mod model_options;
 mod prefill;
 #[cfg(not(target_arch = "wasm32"))]
 mod profile;
@@ -36,6 +35,5 @@ pub use chain::{MAX_IN_FLIGHT, default_in_flight};
 pub use cost::{CostMark, CostReport, Phase, PhaseTotals, StepClock, StepCost};
 pub use gpu_model::{GpuModel, PREFILL_CHUNK, StepStats};
 pub use mixed_step::StepPart;
-pub use model_options::{DEFAULT_MAX_CONTEXT, MAX_SLOTS, ModelOptions};
 pub use readback::TOKEN_BYTES;
 pub use warm::{CompileProgress, CompileReport};

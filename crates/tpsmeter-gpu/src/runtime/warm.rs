@@ -26,7 +26,7 @@
 //! does not continue the last one).
 //!
 //! [`PREFILL_CHUNK`]: super::gpu_model::PREFILL_CHUNK
-//! [`ModelOptions::step_tokens`]: super::ModelOptions::step_tokens
+//! [`ModelOptions::step_tokens`]: tpsmeter_model::options::ModelOptions::step_tokens
 
 use std::sync::Arc;
 

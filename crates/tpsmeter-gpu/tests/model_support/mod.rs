@@ -7,10 +7,10 @@ use std::sync::Arc;
 use tpsmeter_gpu::cpu::{CpuModel, CpuOptions};
 use tpsmeter_gpu::engine::{Backend, Engine};
 use tpsmeter_gpu::gpu::{ContextOptions, GpuContext};
-use tpsmeter_gpu::runtime::ModelOptions;
 use tpsmeter_model::config::ModelConfig;
 use tpsmeter_model::generate::{CancelToken, GenerateParams, Generation};
 use tpsmeter_model::gguf::{GgufFile, GgufWriter, MetadataValue};
+use tpsmeter_model::options::ModelOptions;
 use tpsmeter_model::sample::SamplerConfig;
 
 /// Whether missing assets are failures (CI) rather than skips.

@@ -14,8 +14,8 @@ use tpsmeter_gpu::engine::{EngineLoader, FileChecks, LoadTarget};
 use tpsmeter_gpu::gpu::context::{AdapterProfile, ContextOptions, GpuContext};
 #[cfg(feature = "gpu")]
 use tpsmeter_gpu::probe::{ProbeOptions, probe};
-use tpsmeter_gpu::runtime::ModelOptions;
 use tpsmeter_model::generate::CancelToken;
+use tpsmeter_model::options::ModelOptions;
 use wasm_bindgen::prelude::*;
 
 use super::loaded::{Loaded, with_engine};

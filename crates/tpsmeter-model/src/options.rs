@@ -1,8 +1,8 @@
 //! [`ModelOptions`]: how to load a model (its KV cache's size, its slots, sampling and
 //! chaining), shared by the GPU and CPU backends.
 
-use tpsmeter_model::config::ModelConfig;
-use tpsmeter_model::sample::SamplerConfig;
+use crate::config::ModelConfig;
+use crate::sample::SamplerConfig;
 
 /// Context used when the caller asks for none: long enough for chats and the benchmark's
 /// 2048-token decode, small enough that the f32 cache of a 1B model stays under 1 GiB.
@@ -20,17 +20,17 @@ pub struct ModelOptions {
     /// Sequences the KV cache holds at once, each with `max_context` positions: 1 for one
     /// conversation, more for batched serving (see `batch.rs`). At most [`MAX_SLOTS`].
     pub slots: usize,
-    /// Sampling settings until [`super::GpuModel::set_sampling`] changes them.
+    /// Sampling settings until a backend's `set_sampling` changes them.
     pub sampling: SamplerConfig,
     /// Store keys and values as f16 where that is the faster layout (CPU-type adapters:
-    /// [`crate::kernels::KvStore::TextureF16`]), as llama.cpp does by default; `false`
+    /// the GPU's `KvStore::TextureF16`), as llama.cpp does by default; `false`
     /// keeps them f32, exact, at about 1.3x the attention time of a long decode there.
     pub kv_f16: bool,
     /// Decode steps kept submitted ahead of the id read back (`chain.rs`); `None`: the
-    /// adapter's default ([`super::default_in_flight`]).
+    /// adapter's default (`tpsmeter_gpu::runtime::default_in_flight`).
     pub in_flight: Option<usize>,
     /// With more than one slot: most tokens of one mixed batched step (a server's
-    /// `--step-tokens`), whose every size [`super::GpuModel::compile`] prepares; 0 prepares only the
+    /// `--step-tokens`), whose every size the GPU's `GpuModel::compile` prepares; 0 prepares only the
     /// power-of-two sizes prompts run in.
     pub step_tokens: usize,
 }
