@@ -1,7 +1,7 @@
 //! The one error type of this crate: reading a model (GGUF, quantized blocks, metadata), its
 //! tokenizer and chat template, and the generation loop's own checks. Variants carry the
 //! offending values so a message names the culprit (tensor name, offset, count, limit). A
-//! backend's error wraps this one (`tpsmeter_gpu::ModelError::Model`).
+//! backend's error wraps this one (`tpsmeter_gpu::GpuError::Model`).
 
 /// Everything that can go wrong reading a model or a request against it, on any backend.
 #[derive(Debug, thiserror::Error)]
