@@ -10,6 +10,14 @@ import { assertClean } from './support/browser.mjs';
 import { asset } from './support/env.mjs';
 import { assertForced, FORCED_PROMPTS, FORCED_TOKENS, MAX_TOKENS, nativeTokens, PROMPTS, TIE_GAP } from './support/engine.mjs';
 import { fixture } from './support/fixture.mjs';
+import { freePort, startServer } from './support/servers.mjs';
+
+// One seeded, sampled request (no top_k, min_p or penalty: the defaults decide them), sent
+// to `tpsmeter serve` and to the browser engine: one request reader, so one text.
+const SAMPLED = { prompt: 'The old lighthouse keeper', max_tokens: 24, temperature: 1, seed: 11 };
+// The same with the browser engine's former defaults spelled out: another text, so the
+// comparison above would see two sets of defaults.
+const SAMPLED_OTHER = { ...SAMPLED, top_k: 0, min_p: 0 };
 
 test('without WebGPU createEngine runs on the CPU: it says why, loads only the CPU wasm, and gives the native tokens', async (t) => {
   const model = asset(t, 'TPSMETER_MODEL');
@@ -21,12 +29,19 @@ test('without WebGPU createEngine runs on the CPU: it says why, loads only the C
   const portable = ['--backend', 'cpu', '--portable-kernels'];
   const expected = PROMPTS.map((p) => nativeTokens(cli, model, p, MAX_TOKENS, portable));
   const forcedNative = FORCED_PROMPTS.map((p) => nativeTokens(cli, model, p, FORCED_TOKENS, portable));
+  // The server on the browser's arithmetic (portable kernels, as above), started while the
+  // page loads.
+  const servePort = await freePort();
+  const serving = startServer(cli, ['serve', '--model', model, '--backend', 'cpu', '--portable-kernels', '--port', String(servePort)], servePort, '/health');
+  // (Awaited below; a failed start fails the test there, not as an unhandled rejection.)
+  serving.catch(() => {});
+  t.after(async () => (await serving.catch(() => undefined))?.stop());
   const fx = await fixture(t, { emulator: false, webgpu: false, mounts: { '/models/': path.dirname(model) } });
   if (!fx) return;
   t.after(() => fx.close());
   const page = await fx.page();
   const out = await page.evaluate(
-    async ({ url, prompts, maxTokens, forcedPrompts, forcedNative, expected }) => {
+    async ({ url, prompts, maxTokens, forcedPrompts, forcedNative, expected, sampledRequests }) => {
       const { createEngine } = await import('/tpsmeter/dist/engine/index.js');
       const failure = (p) => p.then(() => 'resolved', (e) => `${e.name}: ${e.message}`);
       // Asked for WebGPU where there is none: a named error, no fallback.
@@ -40,6 +55,11 @@ test('without WebGPU createEngine runs on the CPU: it says why, loads only the C
         runs.push({ tokens: r.timings.tokens, text: r.choices[0].text, timings: r.timings });
       }
       const chat = await engine.chat.completions.create({ messages: [{ role: 'user', content: 'What is the capital of France?' }], max_tokens: 12, temperature: 0 });
+      const sampled = [];
+      for (const r of sampledRequests) {
+        const c = await engine.completions.create(r);
+        sampled.push({ text: c.choices[0].text, finish: c.choices[0].finish_reason, tokens: c.usage.completion_tokens });
+      }
       const forced = [];
       for (const [i, prompt] of forcedPrompts.entries()) forced.push(await engine.teacherForced(prompt, forcedNative[i]));
       // The native greedy run fed back: where the two greedy runs part, how near a tie it is.
@@ -70,6 +90,7 @@ test('without WebGPU createEngine runs on the CPU: it says why, loads only the C
         progress: progress.map((p) => (p.phase === 'start' ? `${p.step}${p.threads ? `:${p.threads}` : ''}` : p.phase)),
         runs,
         chat: chat.choices[0].message.content,
+        sampled,
         forced,
         singleInfo: single.info,
         forcedSingle,
@@ -77,8 +98,20 @@ test('without WebGPU createEngine runs on the CPU: it says why, loads only the C
         forcedPlain,
       };
     },
-    { url: `/models/${path.basename(model)}`, prompts: PROMPTS, maxTokens: MAX_TOKENS, forcedPrompts: FORCED_PROMPTS, forcedNative, expected },
+    { url: `/models/${path.basename(model)}`, prompts: PROMPTS, maxTokens: MAX_TOKENS, forcedPrompts: FORCED_PROMPTS, forcedNative, expected, sampledRequests: [SAMPLED, SAMPLED_OTHER] },
   );
+  // The same request to `tpsmeter serve`: the same text for the seed.
+  await serving;
+  const served = [];
+  for (const r of [SAMPLED, SAMPLED_OTHER]) {
+    const res = await fetch(`http://127.0.0.1:${servePort}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(r) });
+    assert.equal(res.status, 200, await res.clone().text());
+    const body = await res.json();
+    served.push({ text: body.choices[0].text, finish: body.choices[0].finish_reason, tokens: body.usage.completion_tokens });
+  }
+  t.diagnostic(`sampled: ${JSON.stringify(out.sampled)} served: ${JSON.stringify(served)}`);
+  assert.deepEqual(out.sampled, served, 'a seeded request samples the same text from serve and from the browser engine');
+  assert.notEqual(out.sampled[0].text, out.sampled[1].text, 'top_k and min_p change what a seed samples');
   t.diagnostic(JSON.stringify(out.info));
   assert.match(out.webgpu, /^(WebGpuUnavailable|NoAdapter): /);
   assert.match(out.badBackend, /^InvalidRequest: backend must be/);

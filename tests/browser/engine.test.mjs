@@ -218,7 +218,7 @@ test('createEngine: bad files, a cancelled download and an aborted generation gi
   // Aborted after the third streamed token: at most one more was generated.
   assert.ok(out.aborted.tokens >= 3 && out.aborted.tokens <= 4, `${out.aborted.tokens} tokens`);
   assert.equal(out.after.completion_tokens, 4);
-  assert.match(out.badRequest, /^InvalidRequest: max_tokens/);
+  assert.match(out.badRequest, /^InvalidRequest: `max_tokens`/);
   await assertClean(page);
 });
 

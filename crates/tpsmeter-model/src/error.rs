@@ -29,7 +29,7 @@ pub enum ModelError {
         limit: u64,
     },
     /// A count or length the GGUF file declares beyond the reader's caps
-    /// ([`crate::gguf::limits`]): no real model comes near them, so the file is malformed.
+    /// (`gguf::limits`): no real model comes near them, so the file is malformed.
     #[error("malformed GGUF file: {what} is {value}, above the reader's limit of {limit}")]
     FileLimit {
         what: String,
@@ -172,7 +172,7 @@ pub enum ModelError {
     #[error("tokenizer: {reason}")]
     Tokenizer { reason: String },
     /// A `tokenizer.json` regex refused before it is compiled, because running it could take
-    /// time out of all proportion to the text ([`crate::tokenizer::vet_pattern`]).
+    /// time out of all proportion to the text (`tokenizer::vet_pattern`).
     #[error("tokenizer.json: the pattern {pattern:?} at {at} is refused: {reason}")]
     UnsafeTokenizer {
         /// Where in the file: `pre_tokenizer.pretokenizers[1].pattern.Regex`.
@@ -199,7 +199,7 @@ pub enum ModelError {
     )]
     UnsupportedTokenizerJson { model: String, accepted: String },
     /// A count took longer than its time budget
-    /// ([`crate::tokenizer::count_budget_ms`]).
+    /// (`tokenizer::count_budget_ms`).
     #[error(
         "counting {bytes} bytes of text went over its time budget of {budget_ms} ms \
          ({elapsed_ms} ms for the first {done} bytes): this tokenizer is too slow for it"
@@ -215,6 +215,13 @@ pub enum ModelError {
     InvalidOption {
         option: &'static str,
         reason: String,
+    },
+    /// A generation request that cannot be run as it is (`request.rs`): its JSON, or
+    /// the field named (`param`, as OpenAI's error object names it) out of range.
+    #[error("{message}")]
+    BadRequest {
+        param: Option<&'static str>,
+        message: String,
     },
 }
 
@@ -266,7 +273,8 @@ impl ModelError {
             | ChatTemplate { .. }
             | EmptyPrompt
             | BatchState { .. }
-            | InvalidOption { .. } => "InvalidRequest",
+            | InvalidOption { .. }
+            | BadRequest { .. } => "InvalidRequest",
         }
     }
 }

@@ -4,7 +4,8 @@
 //! count capped) and their quantized blocks ([`quant`]); builds and vets the tokenizer
 //! ([`tokenizer`]), reads a model's hyper-parameters from its metadata ([`config`]), and renders the chat template ([`chat`](mod@chat)); turns token ids back
 //! into text as they stream ([`detok`]); and runs the generation loop over any backend that
-//! steps tokens ([`generate`]). Every failure is a typed [`ModelError`].
+//! steps tokens ([`generate`]), reading its requests in OpenAI's shape once for the server and
+//! the browser alike ([`request`]). Every failure is a typed [`ModelError`].
 //!
 //! What it does not do: run a forward pass (`tpsmeter-gpu` does, on the GPU or the CPU),
 //! touch a GPU, the network or a clock.
@@ -17,6 +18,7 @@ pub mod generate;
 pub mod gguf;
 pub mod options;
 pub mod quant;
+pub mod request;
 pub mod sample;
 pub mod tokenizer;
 

@@ -62,6 +62,11 @@ pub struct ServeArgs {
     /// CPU backend threads, 1 to 256 (default: one per core).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
+    /// CPU backend: the portable kernels instead of this machine's hand-written SIMD ones
+    /// (AVX2): the arithmetic of the browser's CPU backend, step for step, so that a seeded
+    /// request samples the same tokens here and in a browser.
+    #[arg(long)]
+    pub portable_kernels: bool,
     /// Also serve this built web site (a directory with an index.html), and the model file
     /// under /models/ by its file name, on the API's origin, cross-origin isolated.
     #[arg(long, value_name = "DIR")]

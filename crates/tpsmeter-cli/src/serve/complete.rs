@@ -46,6 +46,7 @@ pub(super) async fn complete(
     let context = shared.worker.context;
     let span = shared.worker.span.clone();
     let prompt = parsed.prompt;
+    let now = parsed.now_unix_seconds;
     // Refused by its length, it waits for no encode slot.
     if let Err(e) = prompt.check_length(context, span.as_deref()) {
         return refuse(&e);
@@ -59,7 +60,7 @@ pub(super) async fn complete(
     // GPU thread (whose every millisecond delays all streams).
     let prompts = shared.worker.prompts.clone();
     let encoded = tokio::task::spawn_blocking(move || {
-        let ids = prompt.encode(&prompts, context, span.as_deref());
+        let ids = prompt.encode(&prompts, context, span.as_deref(), now);
         drop(permit);
         ids
     })

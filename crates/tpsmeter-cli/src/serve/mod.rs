@@ -104,6 +104,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Status> {
         choice: args.backend,
         adapter: args.adapter.clone(),
         threads: args.threads.map(usize::from),
+        portable: args.portable_kernels,
     };
     let worker = Worker::start(args.model.clone(), plan, placement)?;
     eprintln!(

@@ -1,96 +1,23 @@
 //! OpenAI-compatible request parsing and response bodies for `/v1/chat/completions` and
 //! `/v1/completions` (streamed as server-sent events, or whole).
 
-use serde::Deserialize;
 use serde_json::{Value, json};
-use tpsmeter_model::chat::ChatMessage;
+use tpsmeter_model::ModelError;
 use tpsmeter_model::generate::GenerateParams;
+use tpsmeter_model::request::{self, Shape};
 use tpsmeter_model::sample::SamplerConfig;
 
 use super::api_error::ApiError;
 use super::worker::{Prompt, Summary};
 use crate::run::stop_name;
 
-/// Tokens generated when a request names no limit (llama-server's default is unlimited; a
-/// bound keeps a forgotten `max_tokens` from occupying the GPU for minutes).
-pub const DEFAULT_MAX_TOKENS: usize = 512;
-
-/// Most stop strings a request may give, and most bytes in one: each generated piece is
-/// checked against every stop string, so their number and size are what a client could
-/// otherwise inflate without bound (OpenAI allows 4).
-pub const MAX_STOP_STRINGS: usize = 16;
-pub const MAX_STOP_BYTES: usize = 1024;
+pub use tpsmeter_model::request::{DEFAULT_MAX_TOKENS, MAX_STOP_BYTES, MAX_STOP_STRINGS};
 
 /// Which endpoint a request came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Api {
     Chat,
     Completions,
-}
-
-#[derive(Debug, Deserialize)]
-struct Message {
-    role: String,
-    content: Option<Content>,
-}
-
-/// Message content: a string, or OpenAI's array of parts (the text parts are used).
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum Content {
-    Text(String),
-    Parts(Vec<Part>),
-}
-
-#[derive(Debug, Deserialize)]
-struct Part {
-    text: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum OneOrMany {
-    One(String),
-    Many(Vec<String>),
-}
-
-impl OneOrMany {
-    fn into_vec(self) -> Vec<String> {
-        match self {
-            OneOrMany::One(s) => vec![s],
-            OneOrMany::Many(v) => v,
-        }
-    }
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct StreamOptions {
-    #[serde(default)]
-    include_usage: bool,
-}
-
-/// The fields of both endpoints that this server honours (others are ignored).
-#[derive(Debug, Deserialize)]
-struct RawRequest {
-    messages: Option<Vec<Message>>,
-    prompt: Option<OneOrMany>,
-    max_tokens: Option<usize>,
-    max_completion_tokens: Option<usize>,
-    temperature: Option<f32>,
-    top_p: Option<f32>,
-    top_k: Option<u32>,
-    min_p: Option<f32>,
-    repeat_penalty: Option<f32>,
-    seed: Option<u64>,
-    stop: Option<OneOrMany>,
-    #[serde(default)]
-    stream: bool,
-    stream_options: Option<StreamOptions>,
-    /// llama-server's extension: keep generating past end-of-generation tokens.
-    #[serde(default)]
-    ignore_eos: bool,
-    /// Choices per request: only 1 is served.
-    n: Option<u64>,
 }
 
 /// A parsed request.
@@ -101,144 +28,39 @@ pub struct Request {
     pub sampling: SamplerConfig,
     pub stream: bool,
     pub include_usage: bool,
+    /// The date a chat template prints, where the client names it.
+    pub now_unix_seconds: Option<i64>,
 }
 
-/// Parses a request body for `api`: the JSON, then every value the engine would otherwise
-/// misuse (a negative or non-finite temperature, `top_p` outside 0..=1, `max_tokens` of 0,
-/// more or longer stop strings than the caps, `n` other than 1), each refused with the field
-/// it concerns. Fields this server does not use are ignored, as OpenAI clients send many.
+/// Parses a request body for `api` with the one request reader the browser engine uses too
+/// (`tpsmeter_model::request`: its defaults, its ranges), each refusal an OpenAI error
+/// naming the field it concerns.
 pub fn parse(api: Api, body: &[u8]) -> Result<Request, ApiError> {
-    let raw: RawRequest = serde_json::from_slice(body).map_err(|e| {
-        ApiError::invalid(format!("invalid JSON body: {e}")).with_code("invalid_json")
+    let shape = match api {
+        Api::Chat => Shape::Chat,
+        Api::Completions => Shape::Completions,
+    };
+    let r = request::parse(shape, body).map_err(|e| match e {
+        ModelError::BadRequest {
+            param: Some(param),
+            message,
+        } => ApiError::field(param, message),
+        ModelError::BadRequest {
+            param: None,
+            message,
+        } => ApiError::invalid(message).with_code("invalid_json"),
+        other => ApiError::invalid(other.to_string()),
     })?;
-    let prompt = match api {
-        Api::Chat => {
-            let msgs = raw
-                .messages
-                .ok_or_else(|| ApiError::field("messages", "`messages` is required"))?;
-            if msgs.is_empty() {
-                return Err(ApiError::field("messages", "`messages` must not be empty"));
-            }
-            Prompt::Chat(
-                msgs.into_iter()
-                    .map(|m| {
-                        let content = match m.content {
-                            None => String::new(),
-                            Some(Content::Text(t)) => t,
-                            Some(Content::Parts(p)) => {
-                                p.into_iter().filter_map(|p| p.text).collect()
-                            }
-                        };
-                        ChatMessage::new(m.role, content)
-                    })
-                    .collect(),
-            )
-        }
-        Api::Completions => {
-            let p = raw
-                .prompt
-                .ok_or_else(|| ApiError::field("prompt", "`prompt` is required"))?
-                .into_vec();
-            if p.len() != 1 {
-                return Err(ApiError::field(
-                    "prompt",
-                    "`prompt` must be one string (batches are not supported)",
-                ));
-            }
-            Prompt::Text(p.into_iter().collect())
-        }
-    };
-    if raw.n.is_some_and(|n| n != 1) {
-        return Err(ApiError::field(
-            "n",
-            "`n` must be 1 (one choice per request)",
-        ));
-    }
-    let defaults = SamplerConfig::default();
-    // OpenAI's default temperature is 1.
-    let sampling = SamplerConfig {
-        temperature: raw.temperature.unwrap_or(1.0),
-        top_k: raw.top_k.unwrap_or(defaults.top_k),
-        top_p: raw.top_p.unwrap_or(1.0),
-        min_p: raw.min_p.unwrap_or(defaults.min_p),
-        repetition_penalty: raw.repeat_penalty.unwrap_or(1.0),
-        seed: raw.seed.unwrap_or(0),
-        ..defaults
-    };
-    // JSON has no NaN, but a number past f32's range parses as infinity.
-    let checks: [(&'static str, f32, bool, &str); 4] = [
-        (
-            "temperature",
-            sampling.temperature,
-            sampling.temperature >= 0.0,
-            "at least 0",
-        ),
-        (
-            "top_p",
-            sampling.top_p,
-            (0.0..=1.0).contains(&sampling.top_p),
-            "between 0 and 1",
-        ),
-        (
-            "min_p",
-            sampling.min_p,
-            (0.0..=1.0).contains(&sampling.min_p),
-            "between 0 and 1",
-        ),
-        (
-            "repeat_penalty",
-            sampling.repetition_penalty,
-            sampling.repetition_penalty > 0.0,
-            "above 0",
-        ),
-    ];
-    for (param, value, ok, want) in checks {
-        if !(ok && value.is_finite()) {
-            return Err(ApiError::field(
-                param,
-                format!("`{param}` must be a finite number {want} (got {value})"),
-            ));
-        }
-    }
-    let max_tokens = raw
-        .max_completion_tokens
-        .or(raw.max_tokens)
-        .unwrap_or(DEFAULT_MAX_TOKENS);
-    if max_tokens == 0 {
-        return Err(ApiError::field(
-            "max_tokens",
-            "`max_tokens` must be at least 1",
-        ));
-    }
-    let stop_strings = raw.stop.map(OneOrMany::into_vec).unwrap_or_default();
-    if stop_strings.len() > MAX_STOP_STRINGS {
-        return Err(ApiError::field(
-            "stop",
-            format!(
-                "at most {MAX_STOP_STRINGS} stop strings (got {})",
-                stop_strings.len()
-            ),
-        ));
-    }
-    if stop_strings.iter().any(|s| s.len() > MAX_STOP_BYTES) {
-        return Err(ApiError::field(
-            "stop",
-            format!("a stop string is at most {MAX_STOP_BYTES} bytes"),
-        ));
-    }
-    let params = GenerateParams {
-        max_tokens,
-        // An empty stop string would end every answer before its first token.
-        stop_strings: stop_strings.into_iter().filter(|s| !s.is_empty()).collect(),
-        stop_tokens: Vec::new(),
-        ignore_eos: raw.ignore_eos,
-    };
     Ok(Request {
-        prompt,
-        params,
-        sampling,
-        stream: raw.stream,
-        include_usage: raw.stream_options.unwrap_or_default().include_usage,
+        prompt: match r.prompt {
+            request::Prompt::Chat(m) => Prompt::Chat(m),
+            request::Prompt::Text(t) => Prompt::Text(t),
+        },
+        params: r.params,
+        sampling: r.sampling,
+        stream: r.stream,
+        include_usage: r.include_usage,
+        now_unix_seconds: r.now_unix_seconds,
     })
 }
 
@@ -377,6 +199,7 @@ pub const SSE_DONE: &str = "data: [DONE]\n\n";
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use tpsmeter_model::chat::ChatMessage;
 
     #[test]
     fn chat_request_fields_reach_the_engine_settings() {

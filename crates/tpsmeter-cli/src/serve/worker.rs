@@ -35,21 +35,25 @@ impl Prompt {
     /// first pieces before it is encoded whole (see `encode.rs`). Runs on the server's
     /// threads, not the GPU thread, so a long prompt's encoding never stalls the streams
     /// being decoded, and a prompt that does not fit is refused before any answer starts.
+    /// A chat template that prints the date prints `now` (Unix seconds), else today's.
     pub fn encode(
         &self,
         prompts: &Prompts,
         context: usize,
         span: Option<&TokenSpan>,
+        now: Option<i64>,
     ) -> Result<Vec<u32>, ApiError> {
         fn failed(e: impl std::fmt::Display) -> ApiError {
             ApiError::invalid(format!("cannot encode the prompt: {e}"))
         }
         let (text, add_special) = match self {
             Prompt::Chat(m) => {
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_secs() as i64)
-                    .ok();
+                let now = now.or_else(|| {
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_secs() as i64)
+                        .ok()
+                });
                 let (text, add_special) = prompts.chat_text(m, now).map_err(failed)?;
                 (std::borrow::Cow::Owned(text), add_special)
             }
@@ -150,6 +154,8 @@ pub struct Placement {
     pub choice: BackendChoice,
     pub adapter: Option<String>,
     pub threads: Option<usize>,
+    /// The CPU backend's portable kernels (`--portable-kernels`).
+    pub portable: bool,
 }
 
 /// What the worker thread reports once loaded: the model's name, what it runs on, its slots,
@@ -288,6 +294,7 @@ fn load_for_serving(
         Picked::Cpu(why) => {
             let cpu = CpuOptions {
                 threads: placement.threads,
+                portable: placement.portable,
                 ..Default::default()
             };
             let e = Engine::load_cpu(&bytes, &opts, cpu)

@@ -9,6 +9,7 @@ use std::rc::Rc;
 use tpsmeter_gpu::GpuError;
 use tpsmeter_model::ModelError;
 use tpsmeter_model::generate::CancelToken;
+use tpsmeter_model::request::Shape;
 use wasm_bindgen::prelude::*;
 
 mod loaded;
@@ -21,7 +22,7 @@ mod tokenizer;
 
 use loaded::{Loaded, with_engine};
 pub use loader::JsEngineLoader;
-use request::{GenerateRequest, parse_request, run};
+use request::run;
 
 /// The global property where the panic hook leaves the last panic's message.
 const PANIC_PROPERTY: &str = "__tpsmeterPanic";
@@ -165,8 +166,9 @@ impl JsEngine {
             .map_err(gpu_err)
     }
 
-    /// Generates for `request` (JSON text: `{ messages | prompt, max_tokens, temperature,
-    /// top_p, top_k, min_p, repetition_penalty, seed, stop, ignore_eos }`), calling
+    /// Generates for `request` (JSON text in OpenAI's shape, `{ messages | prompt,
+    /// max_tokens, temperature, top_p, top_k, min_p, repetition_penalty, seed, stop,
+    /// ignore_eos }`, read with `tpsmeter serve`'s defaults and ranges), calling
     /// `on_token(text, id, t_ms)` for each token as its text becomes showable (`id` is
     /// `undefined` for the final flush). Resolves to the result as JSON text. One at a time.
     pub async fn generate(
@@ -174,13 +176,13 @@ impl JsEngine {
         request: String,
         on_token: js_sys::Function,
     ) -> Result<String, JsValue> {
-        let req: GenerateRequest = serde_json::from_str(&request).map_err(request_err)?;
-        let (params, sampling) = parse_request(&req)?;
+        let req =
+            tpsmeter_model::request::parse(Shape::Either, request.as_bytes()).map_err(model_err)?;
         let mut engine = self.take()?;
         self.cancel.reset();
         let mark = engine.mark();
         let result = with_engine!(&mut engine, e => {
-            run(e, &req, &params, &sampling, &self.cancel, &on_token).await
+            run(e, &req, &self.cancel, &on_token).await
         });
         let result = match result {
             Ok(mut g) => {
