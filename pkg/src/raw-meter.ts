@@ -7,6 +7,7 @@
 
 import type * as glue from '../wasm/tpsmeter_meter_openai_chat.js';
 import { loadOnce } from './load.js';
+import type { Api } from './types.js';
 
 /** The initialised meter glue: `version()`, `Exchange` (every family's build exports the same). */
 export type MeterModule = typeof glue;
@@ -44,9 +45,11 @@ const ollama = build(
 
 /**
  * The build that decodes each API: the wire families of tpsmeter-core's `Api::family`
- * (tests/browser/meter.test.mjs checks every API the benchmark build names against it).
+ * (tests/browser/meter.test.mjs checks every API the benchmark build names against it). A
+ * `Record` over `Api` (generated from the Rust enum): an API without a build fails the type
+ * check. `ollama` is the CLI's and bench()'s alias of ollama-chat.
  */
-const BUILDS: Record<string, () => Promise<MeterModule>> = {
+const BUILDS: Record<Api | 'ollama', () => Promise<MeterModule>> = {
   'openai-chat': openaiChat,
   local: openaiChat,
   'openai-completions': build(
@@ -70,7 +73,6 @@ const BUILDS: Record<string, () => Promise<MeterModule>> = {
     'wasm/tpsmeter_meter_gemini_bg.wasm',
   ),
   'ollama-chat': ollama,
-  // The CLI's and bench()'s alias of ollama-chat.
   ollama,
   'ollama-generate': ollama,
   'vercel-ui': build(
@@ -82,7 +84,7 @@ const BUILDS: Record<string, () => Promise<MeterModule>> = {
 
 /** Instantiates the meter build that decodes `api` (once); an unknown API is an error. */
 export function loadMeterWasm(api: string): Promise<MeterModule> {
-  const load = Object.hasOwn(BUILDS, api) ? BUILDS[api] : undefined;
+  const load = Object.hasOwn(BUILDS, api) ? BUILDS[api as keyof typeof BUILDS] : undefined;
   if (!load) return Promise.reject(new Error(`tpsmeter/meter: unknown api ${JSON.stringify(api.slice(0, 40))}`));
   return load();
 }

@@ -100,7 +100,9 @@ fn read_prefix(path: &Path, max: u64) -> Result<Vec<u8>> {
 }
 
 /// The core's golden streams, each as `stream_parser` reads it: a mode byte (the API's index
-/// in `Api::ALL`; bit 3 for tiny caps), a cut count with cut lengths, then the body.
+/// in `Api::ALL` above the low bit, which is set for tiny caps), a cut count with cut lengths,
+/// then the body. (`fuzz_replay`'s `stream_seeds_name_every_api` checks each seed's mode
+/// against `tpsmeter_fuzz::targets::stream_parser::mode` and `Api::ALL`.)
 fn stream_seeds(root: &Path) -> Result<()> {
     let dir = repo_root().join("crates/tpsmeter-core/tests/golden");
     let mut entries: Vec<_> = std::fs::read_dir(&dir)
@@ -124,9 +126,9 @@ fn stream_seeds(root: &Path) -> Result<()> {
         };
         let body = std::fs::read(&path)?;
         for (tag, mode, cuts) in [
-            ("whole", api, &[0u8][..]),
-            ("cut", api, &[3, 5, 0, 1, 0, 40, 0][..]),
-            ("tiny-caps", api | 8, &[1, 30, 0][..]),
+            ("whole", api << 1, &[0u8][..]),
+            ("cut", api << 1, &[3, 5, 0, 1, 0, 40, 0][..]),
+            ("tiny-caps", api << 1 | 1, &[1, 30, 0][..]),
         ] {
             let mut seed = vec![mode];
             seed.extend_from_slice(cuts);

@@ -270,6 +270,54 @@ fn stream_parser() {
     replay("stream_parser", targets::stream_parser::run, true);
 }
 
+/// Every API of `Api::ALL` reaches the stream parser's fuzzing: each mode byte picks a
+/// distinct API, and where the generated corpus is there, every API has seeds, each named
+/// for the API its mode byte picks (the golden stream's file name, `openai_chat...`).
+#[test]
+fn stream_seeds_name_every_api() {
+    use targets::stream_parser::mode;
+    use tpsmeter_core::Api;
+    let modes: Vec<u8> = Api::ALL
+        .iter()
+        .map(|&a| mode(a, false).unwrap_or_else(|| panic!("{a:?} has no mode byte")))
+        .collect();
+    for (i, &m) in modes.iter().enumerate() {
+        assert!(!modes[..i].contains(&m), "two APIs share mode {m}");
+        assert_eq!(mode(Api::ALL[i], true), Some(m | 1));
+    }
+    assert_eq!(mode(Api::Local, false), None, "local is not a wire format");
+    let seeds = seeds("stream_parser");
+    if seeds.is_empty() {
+        // No generated corpus here (`replay` says so, or fails under REQUIRE_ASSETS).
+        return;
+    }
+    let mut seen = Vec::new();
+    for (name, bytes) in &seeds {
+        let stem = Path::new(name)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let api = Api::ALL
+            .iter()
+            .copied()
+            .filter(|a| stem.starts_with(&a.name().replace('-', "_")))
+            .max_by_key(|a| a.name().len());
+        // `ollama_error` records an Ollama chat stream.
+        let api = api.or_else(|| stem.starts_with("ollama_").then_some(Api::OllamaChat));
+        let api = api.unwrap_or_else(|| panic!("no API is named by seed {name}"));
+        let tiny = stem.ends_with("-tiny-caps");
+        assert_eq!(bytes.first().copied(), mode(api, tiny), "{name}: mode byte");
+        seen.push(api);
+    }
+    for api in Api::ALL {
+        assert!(
+            seen.contains(&api),
+            "no stream_parser seed for {}",
+            api.name()
+        );
+    }
+}
+
 #[test]
 fn chat_template() {
     replay("chat_template", targets::chat_template::run, false);

@@ -91,18 +91,7 @@ async fn main() -> anyhow::Result<()> {
         max_streams: args.max_streams,
     };
     let emu = Emulator::start(cfg).await?;
-    let path = match api {
-        Api::OpenaiChat => "/v1/chat/completions",
-        Api::OpenaiCompletions => "/v1/completions",
-        Api::OpenaiResponses => "/v1/responses",
-        Api::Anthropic => "/v1/messages",
-        Api::Gemini => "/v1beta/models/emulator:streamGenerateContent?alt=sse",
-        Api::OllamaChat => "/api/chat",
-        Api::OllamaGenerate => "/api/generate",
-        Api::VercelUi => "/api/ui-chat",
-        // Refused above; its stream is OpenAI chat's.
-        Api::Local => "/v1/chat/completions",
-    };
+    let path = tpsmeter_emulator::request::path_of(api);
     println!("tpsmeter-emulator listening: {}{path}", emu.base_url());
     match args.exit_after_s {
         Some(s) => tokio::time::sleep(Duration::try_from_secs_f64(s).unwrap_or_default()).await,

@@ -38,6 +38,23 @@ pub enum Route {
     MethodNotAllowed,
 }
 
+/// The streaming path the emulator names for `api` when it starts (Gemini's for a model
+/// called `emulator`): one `match`, so a new API cannot be left without one.
+pub fn path_of(api: Api) -> &'static str {
+    match api {
+        Api::OpenaiChat => "/v1/chat/completions",
+        Api::OpenaiCompletions => "/v1/completions",
+        Api::OpenaiResponses => "/v1/responses",
+        Api::Anthropic => "/v1/messages",
+        Api::Gemini => "/v1beta/models/emulator:streamGenerateContent?alt=sse",
+        Api::OllamaChat => "/api/chat",
+        Api::OllamaGenerate => "/api/generate",
+        Api::VercelUi => "/api/ui-chat",
+        // Not served over HTTP; its stream is OpenAI chat's.
+        Api::Local => "/v1/chat/completions",
+    }
+}
+
 /// Maps method + path to a route.
 pub fn route(method: &Method, path: &str) -> Route {
     let stream = |api: Api, model: Option<String>| {
@@ -47,14 +64,14 @@ pub fn route(method: &Method, path: &str) -> Route {
             Route::MethodNotAllowed
         }
     };
+    // Every fixed path is its API's `path_of` (Gemini's carries the model, below).
+    if let Some(api) = Api::ALL
+        .into_iter()
+        .find(|&a| a != Api::Gemini && path_of(a) == path)
+    {
+        return stream(api, None);
+    }
     match path {
-        "/v1/chat/completions" => stream(Api::OpenaiChat, None),
-        "/v1/completions" => stream(Api::OpenaiCompletions, None),
-        "/v1/responses" => stream(Api::OpenaiResponses, None),
-        "/v1/messages" => stream(Api::Anthropic, None),
-        "/api/chat" => stream(Api::OllamaChat, None),
-        "/api/generate" => stream(Api::OllamaGenerate, None),
-        "/api/ui-chat" => stream(Api::VercelUi, None),
         // A UI message stream has no standard path and clients use the URL as given, so a
         // POST to the bare base URL gets one too; `GET /` stays a health probe.
         "/" if method == Method::POST => Route::Stream(Api::VercelUi, None),
@@ -108,6 +125,43 @@ pub fn parse(api: Api, path_model: Option<String>, body: &[u8]) -> StreamRequest
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every API of `Api::ALL` is served where the core's request builder sends it (from a
+    /// bare base URL, as a user gives one) and where the emulator says it listens.
+    #[test]
+    fn every_api_is_routed_where_the_core_sends_it() {
+        use tpsmeter_core::{Message, RequestSpec, build_request};
+        for api in Api::ALL {
+            let spec = RequestSpec {
+                api,
+                base_url: "http://127.0.0.1:9".into(),
+                model: "m".into(),
+                messages: vec![Message::user("hi")],
+                system: None,
+                max_tokens: 4,
+                temperature: None,
+                api_key: None,
+                ignore_eos: false,
+            };
+            let url = build_request(&spec)
+                .unwrap_or_else(|e| panic!("{api:?}: {e}"))
+                .url;
+            let path = url.strip_prefix("http://127.0.0.1:9").unwrap_or_default();
+            let path = path.split('?').next().unwrap_or_default();
+            let path = if path.is_empty() { "/" } else { path };
+            assert!(
+                matches!(route(&Method::POST, path), Route::Stream(a, _) if a == api),
+                "{} is sent to {path}, which the emulator does not route to it",
+                api.name()
+            );
+            let printed = path_of(api).split('?').next().unwrap_or_default();
+            assert!(
+                matches!(route(&Method::POST, printed), Route::Stream(a, _) if a == api),
+                "{} is announced at {printed}",
+                api.name()
+            );
+        }
+    }
 
     #[test]
     fn every_api_has_its_path() {

@@ -2,8 +2,10 @@
 //! same events as the same body fed whole and fed one byte at a time (split invariance), and
 //! `finish` must hand over every event the body completed (nothing finished is lost).
 //!
-//! Input: byte 0 picks the API (low 3 bits) and tiny caps (bit 3, so the line and event caps
-//! are reached by short inputs); the rest is `tpsmeter_fuzz::chunks`' cut lengths and body.
+//! Input: byte 0 picks tiny caps (its low bit, so the line and event caps are reached by
+//! short inputs) and the API (the other seven bits, modulo `Api::ALL`'s length: every API
+//! in the list is fuzzed, however many there are); the rest is `tpsmeter_fuzz::chunks`' cut
+//! lengths and body. [`mode`] writes that byte.
 
 use tpsmeter_core::{Api, CoreError, Limits, StreamEvent, StreamParser};
 
@@ -42,13 +44,22 @@ fn run_one(api: Api, limits: Limits, chunks: &[&[u8]]) -> Run {
     Run { events, end }
 }
 
+/// The first byte of an input for `api` (tiny caps or not), as [`run`] reads it.
+pub fn mode(api: Api, tiny_caps: bool) -> Option<u8> {
+    let index = Api::ALL.iter().position(|&a| a == api)?;
+    u8::try_from(index)
+        .ok()
+        .filter(|&i| i < 128)
+        .map(|i| i << 1 | u8::from(tiny_caps))
+}
+
 /// One input: see the module's docs.
 pub fn run(data: &[u8]) {
     let Some((&mode, rest)) = data.split_first() else {
         return;
     };
-    let api = Api::ALL[usize::from(mode & 7)];
-    let limits = if mode & 8 != 0 {
+    let api = Api::ALL[usize::from(mode >> 1) % Api::ALL.len()];
+    let limits = if mode & 1 != 0 {
         Limits {
             max_line_bytes: 64,
             max_event_data_bytes: 96,

@@ -2,10 +2,14 @@
 // The conventions are in development; names as of 2026: gen_ai.client.operation.duration,
 // .time_to_first_chunk, .time_per_output_chunk, gen_ai.client.token.usage.
 
+import type { Api } from '../types.js';
 import type { MeterOptions, MeterRecord, OtelData, OtelMetric } from './types.js';
 
+// Both tables are `Record`s over `Api` (generated from the Rust enum): a wire format the core
+// adds and a table lacks fails the package's type check.
+
 /** `gen_ai.provider.name` well-known values by wire format (Ollama has none: its own name). */
-const PROVIDERS: Record<string, string> = {
+const PROVIDERS: Record<Api, string | undefined> = {
   'openai-chat': 'openai',
   'openai-completions': 'openai',
   'openai-responses': 'openai',
@@ -16,10 +20,12 @@ const PROVIDERS: Record<string, string> = {
   // The AI SDK's UI stream carries no provider (the app's route chose it): the SDK's name,
   // a custom value as the conventions allow, unless `provider` names the real one.
   'vercel-ui': 'vercel.ai',
+  // The page's own engine: no provider, unless `provider` names one.
+  local: undefined,
 };
 
 /** `gen_ai.operation.name` by wire format. */
-const OPERATIONS: Record<string, string> = {
+const OPERATIONS: Record<Api, string> = {
   'openai-chat': 'chat',
   'openai-completions': 'text_completion',
   'openai-responses': 'chat',

@@ -31,15 +31,22 @@ function keyName(url: string): string | undefined {
   return origin ? KEY_PREFIX + origin : undefined;
 }
 
-export const WIRE_FORMATS: { api: Api; label: string }[] = [
-  { api: 'openai-chat', label: 'OpenAI chat completions' },
-  { api: 'openai-completions', label: 'OpenAI completions' },
-  { api: 'openai-responses', label: 'OpenAI responses' },
-  { api: 'anthropic', label: 'Anthropic messages' },
-  { api: 'gemini', label: 'Gemini streamGenerateContent' },
-  { api: 'ollama-chat', label: 'Ollama /api/chat' },
-  { api: 'ollama-generate', label: 'Ollama /api/generate' },
-];
+/**
+ * Each wire format's label: a `Record` over the package's `Api` (generated from the Rust
+ * enum), so a wire format the core adds and this table lacks fails the page's type check.
+ */
+const WIRE_LABELS: Record<Exclude<Api, 'local'>, string> = {
+  'openai-chat': 'OpenAI chat completions',
+  'openai-completions': 'OpenAI completions',
+  'openai-responses': 'OpenAI responses',
+  anthropic: 'Anthropic messages',
+  gemini: 'Gemini streamGenerateContent',
+  'ollama-chat': 'Ollama /api/chat',
+  'ollama-generate': 'Ollama /api/generate',
+  'vercel-ui': 'Vercel AI SDK UI message stream',
+};
+
+export const WIRE_FORMATS: { api: Api; label: string }[] = Object.entries(WIRE_LABELS).map(([api, label]) => ({ api: api as Api, label }));
 
 /** What the form holds (the key aside). */
 export interface FormState {
