@@ -19,12 +19,12 @@ pub const MAX_CYCLE: usize = 3;
 /// The floor: the module everything above imports and that imports none of them.
 const FLOOR: &str = "spec";
 
-type Graph = BTreeMap<String, BTreeSet<String>>;
+pub(crate) type Graph = BTreeMap<String, BTreeSet<String>>;
 
 /// Fails naming each cycle over [`MAX_CYCLE`] modules and each module the floor imports that
 /// imports it back (directly or through others).
 pub fn check(root: &Path) -> Result<()> {
-    let graph = core_graph(&root.join("crates/tpsmeter-core/src"))?;
+    let graph = module_graph(&root.join("crates/tpsmeter-core/src"))?;
     let mut problems = Vec::new();
     for cycle in cycles(&graph) {
         if cycle.len() > MAX_CYCLE {
@@ -56,7 +56,7 @@ pub fn check(root: &Path) -> Result<()> {
 
 /// The module graph of the crate at `src`: each top-level module (a file or a directory)
 /// with the modules its non-test source names.
-fn core_graph(src: &Path) -> Result<Graph> {
+pub(crate) fn module_graph(src: &Path) -> Result<Graph> {
     let mut graph = Graph::new();
     for entry in std::fs::read_dir(src)? {
         let path = entry?.path();
@@ -134,7 +134,7 @@ fn reaches(graph: &Graph, from: &str, to: &str) -> bool {
 }
 
 /// The strongly connected sets of more than one module (Tarjan's algorithm), each sorted.
-fn cycles(graph: &Graph) -> Vec<Vec<String>> {
+pub(crate) fn cycles(graph: &Graph) -> Vec<Vec<String>> {
     struct Walk<'a> {
         graph: &'a Graph,
         index: BTreeMap<&'a str, usize>,

@@ -8,7 +8,8 @@
 //!   real assets required (the fuzz targets' checks replayed over their seed corpora among
 //!   them), and `browser-test`; each step timed against its budget, in a table at the end
 //!   (`<target>/ci-times.json`).
-//! - `check-map [FILE]`: every repository path ARCHITECTURE.md (or FILE) names exists.
+//! - `check-map [FILE]`: every repository path ARCHITECTURE.md (or FILE) names exists, the
+//!   core's layering holds, and every crate's dependencies point to lower floors (`floors.rs`).
 //! - `pkg`: the npm package (`pkg/`) built from scratch and packed into `target/npm/`.
 //! - `www`: the package, then the site (`www/`, Vite 7) into `target/www/`.
 //! - `browser-test`: the core's and the kernels' tests in headless Chromium, then the
@@ -41,6 +42,7 @@ mod browser;
 mod ci;
 mod demo;
 mod display;
+mod floors;
 mod fuzz;
 mod fuzz_seeds;
 mod gpu_pack;
@@ -101,7 +103,7 @@ commands:
   assets  print the environment variables that point tests and tools at the cached assets
   ci      check-map + setup + fmt + clippy (native, wasm32) + doc + all tests + browser-test, as CI runs them,
           each step timed against its budget (table at the end, also $CARGO_TARGET_DIR/ci-times.json)
-  check-map [FILE]  every repository path ARCHITECTURE.md (or FILE) names exists (ci's first step)
+  check-map [FILE]  every repository path ARCHITECTURE.md (or FILE) names exists, the core's layering and the crates' floors hold (ci's first step)
   pkg     build the npm package from scratch and pack it into target/npm/
   www     build the npm package, then the site (benchmark page + local demo) into target/www/
   browser-test  the core's tests in headless Chromium, then pkg and the end-to-end browser tests

@@ -43,7 +43,8 @@ pub fn run(args: &[String]) -> Result<()> {
         None => root.join("ARCHITECTURE.md"),
     };
     check_file(&root, &file)?;
-    crate::layers::check(&root)
+    crate::layers::check(&root)?;
+    crate::floors::check(&root)
 }
 
 /// Fails with one line per path of `file` that does not exist under `root`.

@@ -17,6 +17,7 @@
 //! What it does not do: parse files or text itself (`tpsmeter-model` does), networking,
 //! clocks of its own beyond what the caller supplies for timestamps, or any UI.
 
+pub mod backend;
 pub mod cpu;
 pub mod engine;
 pub mod error;

@@ -6,7 +6,7 @@ use super::cpu_model::CpuModel;
 use super::cpu_runtime::CpuOptions;
 use super::cpu_weights::CpuWeights;
 use super::tensors::StagedTensors;
-use crate::engine::target::LoadTarget;
+use crate::backend::LoadTarget;
 use crate::error::{GpuError, Result};
 use tpsmeter_model::ModelError;
 use tpsmeter_model::config::ModelConfig;

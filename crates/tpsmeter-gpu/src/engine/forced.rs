@@ -10,7 +10,8 @@ use tpsmeter_model::ModelError;
 use crate::error::{GpuError, Result};
 use tpsmeter_model::sample::SamplerConfig;
 
-use super::session::{Backend, Engine};
+use super::session::Engine;
+use crate::backend::Backend;
 
 /// What the engine would have picked at one forced position.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

@@ -23,7 +23,8 @@ use tpsmeter_model::gguf::{GgufEvent, GgufHeader, GgufStreamParser};
 use tpsmeter_model::tokenizer::{Tokenizer, TokenizerSpec};
 
 use super::session::Engine;
-use super::target::{GpuTarget, LoadTarget};
+use super::target::GpuTarget;
+use crate::backend::LoadTarget;
 use tpsmeter_model::options::ModelOptions;
 
 /// What the caller knows of the file before it arrives, checked while it does.

@@ -22,9 +22,10 @@ pub(crate) mod loader;
 mod session;
 pub mod target;
 
+pub use crate::backend::{Backend, LoadTarget};
 #[cfg(not(target_arch = "wasm32"))]
 pub use batched::Batched;
 pub use forced::ForcedStep;
 pub use loader::{EngineLoader, FileChecks};
-pub use session::{Backend, Engine, Prompts};
-pub use target::{GpuTarget, LoadTarget};
+pub use session::{Engine, Prompts};
+pub use target::GpuTarget;

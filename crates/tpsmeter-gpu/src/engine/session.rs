@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use crate::error::{GpuError, Result};
+use crate::backend::Backend;
+use crate::error::Result;
 use tpsmeter_model::chat::{ChatMessage, ChatTemplate, RenderOptions};
 use tpsmeter_model::generate::{
     CancelToken, GenerateParams, Generation, Generator, TokenEvent, TokenStep,
@@ -13,24 +14,6 @@ use tpsmeter_model::tokenizer::Tokenizer;
 
 use crate::runtime::GpuModel;
 use tpsmeter_model::tokenizer::TokenSpan;
-
-/// What the engine needs of a backend's model beyond [`TokenStep`]: the GPU model
-/// ([`GpuModel`]) and the CPU one ([`crate::cpu::CpuModel`]).
-pub trait Backend: TokenStep<Error = GpuError> {
-    /// The sampling settings of the steps that follow.
-    fn set_sampling(&mut self, sampling: SamplerConfig) -> Result<()>;
-    /// Runs `tokens` at `start..` and returns the logits after the last one (teacher
-    /// forcing, [`Engine::teacher_forced`]).
-    fn logits_after(
-        &mut self,
-        tokens: &[u32],
-        start: usize,
-    ) -> impl Future<Output = Result<Vec<f32>>>;
-    /// Most positions the cache holds.
-    fn max_context(&self) -> usize;
-    /// Entries in the vocabulary (rows of the logits).
-    fn vocab_size(&self) -> usize;
-}
 
 impl Backend for GpuModel {
     fn set_sampling(&mut self, sampling: SamplerConfig) -> Result<()> {

@@ -3,6 +3,6 @@
 //! metadata.
 //!
 //! What it does not do: run the model (the forward graph and the steps are
-//! [`crate::runtime`]'s, the CPU backend's weights [`crate::cpu`]'s).
+//! `runtime/`'s, the CPU backend's weights `cpu/`'s).
 
 pub mod gpu_weights;

@@ -14,7 +14,7 @@
 //! (`mixed_step.rs`), for a server to schedule.
 //!
 //! What it does not do: parse GGUF metadata or upload weights ([`crate::model`]), tokenize,
-//! apply chat templates or drive the generation loop ([`crate::engine`]), read a clock of its
+//! apply chat templates or drive the generation loop (`engine/`), read a clock of its
 //! own on the web (callers pass one), or choose which requests share a batch.
 
 mod batch;
