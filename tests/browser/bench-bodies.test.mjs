@@ -366,5 +366,9 @@ test("bench() sends the CLI's request bodies and loads tokenizer files within bo
     assert.ok(files.sent.length >= 1 && files.sent.every((n) => n < MAX_TOKENIZER_JSON + (32 << 20)), `sent ${files.sent}`);
   });
 
+  // Issue 54: the tokenizer is a wasm build of its own: a run with one fetches it and none
+  // of the engine's builds (the WebGPU engine's wasm, ~1.1 MB gzipped, is not a tokenizer).
+  assert.ok(fx.requests.some((r) => r.includes('/wasm/tpsmeter_tokenizer_bg.wasm')), 'the tokenizer wasm was fetched');
+  assert.ok(!fx.requests.some((r) => r.includes('/wasm/tpsmeter_engine')), `an engine wasm was fetched: ${fx.requests.filter((r) => r.includes('/wasm/')).join(', ')}`);
   await assertClean(page);
 });

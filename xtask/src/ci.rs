@@ -124,10 +124,10 @@ fn run_steps(skip_setup: bool) -> Result<()> {
             "tpsmeter-gpu",
             "-p",
             "tpsmeter-wasm",
-            // Every engine build (WebGPU, CPU, threads, relaxed SIMD), which the default features
-            // leave out.
+            // Every engine build (WebGPU, CPU, threads, relaxed SIMD) and the tokenizer's,
+            // which the default features leave out.
             "--features",
-            "tpsmeter-wasm/gpu,tpsmeter-wasm/threads,tpsmeter-wasm/relaxed",
+            "tpsmeter-wasm/gpu,tpsmeter-wasm/threads,tpsmeter-wasm/relaxed,tpsmeter-wasm/tokenizer",
             "--target",
             "wasm32-unknown-unknown",
             "--",

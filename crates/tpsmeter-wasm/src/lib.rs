@@ -8,7 +8,8 @@
 //! What it does not do: any I/O. The npm package (`pkg/`) calls `fetch`, reads the body,
 //! stamps each read with `performance.now()` before calling in here, and owns the timers and
 //! the DOM. No engine and no tokenizer are linked in (the `gpu` and `cpu` features are for the
-//! local engine, separate builds).
+//! local engine, the `tokenizer` feature for `bench({ tokenizer })`'s counter: separate
+//! builds).
 
 #[cfg(feature = "bench")]
 mod bench;
@@ -24,6 +25,8 @@ mod engine;
 mod exchange;
 #[cfg(feature = "bench")]
 mod options;
+#[cfg(feature = "tokenizer")]
+mod tokenizer;
 
 use wasm_bindgen::prelude::*;
 

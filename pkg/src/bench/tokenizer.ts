@@ -1,9 +1,10 @@
 // `bench({ tokenizer })`: the model's tokenizer, which makes synthetic prompts exactly
 // `inputTokens` long and counts answers that arrive without usage.
 //
-// The tokenizer is the `tokenizers` crate compiled into the engine's wasm (the benchmark
-// module stays small without it), imported here only when a run asks for one. It counts
-// synchronously, so the benchmark module calls it through a plain function.
+// The tokenizer is the `tokenizers` crate in a wasm build of its own (`tpsmeter_tokenizer`:
+// the model floor's tokenizer, no engine; the benchmark module stays small without it),
+// imported here only when a run asks for one. It counts synchronously, so the benchmark
+// module calls it through a plain function.
 
 /** Where a tokenizer comes from: a `tokenizer.json` or a GGUF (its header carries the vocabulary). */
 export type TokenizerSource = string | URL | Blob | ArrayBuffer | Uint8Array;
@@ -51,8 +52,8 @@ export function tokenizerName(source: TokenizerSource): string {
  * (`LimitExceeded`); a count over its time budget throws `LimitExceeded` (docs/workloads.md).
  */
 export async function loadTokenizer(source: TokenizerSource, signal?: AbortSignal): Promise<LoadedTokenizer> {
-  const { loadEngineWasm } = await import('../raw-engine.js');
-  const wasm = await loadEngineWasm();
+  const { loadTokenizerWasm } = await import('../raw-tokenizer.js');
+  const wasm = await loadTokenizerWasm();
   const name = tokenizerName(source);
   const make = (bytes: Uint8Array): InstanceType<typeof wasm.TokenCounter> => new wasm.TokenCounter(bytes);
   const counter = await grow(read(source, signal), make, wasm.TokenCounter.maxJsonBytes(), name);

@@ -48,6 +48,12 @@ pub(super) const VARIANTS: &[(&str, &[&str])] = &[
         "tpsmeter_meter_vercel_ui",
         &["--no-default-features", "--features", "meter-vercel-ui"],
     ),
+    // `bench({ tokenizer })`'s token counter: the model floor's tokenizer (GGUF header or
+    // tokenizer.json) without an engine, loaded only when a run names a tokenizer.
+    (
+        "tpsmeter_tokenizer",
+        &["--no-default-features", "--features", "tokenizer"],
+    ),
     // The local engine (`tpsmeter/engine`, loaded in its Worker): wgpu, the tokenizer and the
     // chat template engine, without the benchmark's load driver.
     (

@@ -17,8 +17,6 @@ mod loader;
 mod request;
 #[cfg(feature = "threads")]
 mod threads;
-#[cfg(feature = "gpu")]
-mod tokenizer;
 
 use loaded::{Loaded, with_engine};
 pub use loader::JsEngineLoader;

@@ -1,6 +1,8 @@
 //! `TokenCounter` for the page: a model's tokenizer, from a GGUF's header or a
 //! `tokenizer.json`, counting tokens for `bench()` (exact input lengths, output counts when
-//! a server sends no usage). The same `tokenizers` code as the CLI's `--tokenizer`.
+//! a server sends no usage). The same `tokenizers` code as the CLI's `--tokenizer`. Its own
+//! build (the `tokenizer` feature, `tpsmeter_tokenizer`): the model floor's tokenizer
+//! without an engine, so a benchmark with a tokenizer never downloads the GPU engine.
 
 use std::cell::Cell;
 use tpsmeter_model::ModelError;
@@ -8,7 +10,17 @@ use tpsmeter_model::ModelError;
 use tpsmeter_model::tokenizer::{MAX_TOKENIZER_JSON_BYTES, Tokenizer, count_budget_ms};
 use wasm_bindgen::prelude::*;
 
-use super::{model_err, named};
+/// A JS `Error` named for the failure (`LimitExceeded`, `UnsafeTokenizer`, ...), as the
+/// engine's are: the page branches on the name.
+fn named(name: &str, message: &str) -> JsValue {
+    let e = js_sys::Error::new(message);
+    e.set_name(name);
+    e.into()
+}
+
+fn model_err(e: ModelError) -> JsValue {
+    named(e.kind(), &e.to_string())
+}
 
 /// A tokenizer that counts.
 #[wasm_bindgen(js_name = TokenCounter)]
