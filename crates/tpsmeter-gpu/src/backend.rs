@@ -17,7 +17,8 @@ use tpsmeter_model::gguf::{GgufHeader, TensorInfo};
 use tpsmeter_model::options::ModelOptions;
 use tpsmeter_model::sample::SamplerConfig;
 
-/// What the engine needs of a backend's model beyond [`TokenStep`]: the GPU model
+/// What the engine needs of a backend's model beyond [`TokenStep`] (and its
+/// `ModelShape`, the facts every backend declares once): the GPU model
 /// (`runtime/`'s `GpuModel`) and the CPU one (`cpu/`'s `CpuModel`).
 pub trait Backend: TokenStep<Error = GpuError> {
     /// The sampling settings of the steps that follow.
@@ -29,10 +30,6 @@ pub trait Backend: TokenStep<Error = GpuError> {
         tokens: &[u32],
         start: usize,
     ) -> impl Future<Output = Result<Vec<f32>>>;
-    /// Most positions the cache holds.
-    fn max_context(&self) -> usize;
-    /// Entries in the vocabulary (rows of the logits).
-    fn vocab_size(&self) -> usize;
 }
 
 /// A backend a model can be loaded into as its file arrives.

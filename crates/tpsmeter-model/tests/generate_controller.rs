@@ -6,7 +6,8 @@ mod tokenizer_support;
 
 use tokenizer_support::tiny_byte_level;
 use tpsmeter_model::generate::{
-    CancelToken, GenerateParams, Generation, Generator, StopReason, TokenEvent, TokenStep,
+    CancelToken, GenerateParams, Generation, Generator, ModelShape, StopReason, TokenEvent,
+    TokenStep,
 };
 use tpsmeter_model::{ModelError, Result};
 
@@ -54,8 +55,15 @@ impl TokenStep for Scripted {
         Ok(id)
     }
 
-    fn context_len(&self) -> usize {
+}
+
+impl ModelShape for Scripted {
+    fn max_context(&self) -> usize {
         self.context
+    }
+
+    fn vocab_size(&self) -> usize {
+        256
     }
 }
 
@@ -313,8 +321,15 @@ impl TokenStep for CancelledMidPrompt {
         Ok(None)
     }
 
-    fn context_len(&self) -> usize {
+}
+
+impl ModelShape for CancelledMidPrompt {
+    fn max_context(&self) -> usize {
         self.0.context
+    }
+
+    fn vocab_size(&self) -> usize {
+        256
     }
 }
 

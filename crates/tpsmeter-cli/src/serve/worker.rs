@@ -224,7 +224,7 @@ fn serve_on<M: Backend + Batched>(
         engine.name().to_owned(),
         on,
         m.slots(),
-        Batched::max_context(m),
+        tpsmeter_model::generate::ModelShape::max_context(m),
         engine.prompts().clone(),
     )));
     let (prompts, model) = engine.split_mut();

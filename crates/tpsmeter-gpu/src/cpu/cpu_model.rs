@@ -20,7 +20,7 @@ use crate::reference::ops::{gelu_tanh, rms_norm, silu};
 use crate::runtime::PREFILL_CHUNK;
 use crate::runtime::gpu_model::check_tokens;
 use tpsmeter_model::config::{Activation, ModelConfig};
-use tpsmeter_model::generate::{CancelToken, TokenStep};
+use tpsmeter_model::generate::{CancelToken, ModelShape, TokenStep};
 use tpsmeter_model::gguf::GgufFile;
 use tpsmeter_model::options::ModelOptions;
 use tpsmeter_model::sample::SamplerConfig;
@@ -584,7 +584,14 @@ impl TokenStep for CpuModel {
         self.run(tokens, start, Some(cancel)).await
     }
 
-    fn context_len(&self) -> usize {
+}
+
+impl ModelShape for CpuModel {
+    fn max_context(&self) -> usize {
         self.max_ctx
+    }
+
+    fn vocab_size(&self) -> usize {
+        self.config().vocab_size
     }
 }

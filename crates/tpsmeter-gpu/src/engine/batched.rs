@@ -4,13 +4,15 @@
 
 use crate::cpu::CpuModel;
 use crate::error::Result;
+use tpsmeter_model::generate::ModelShape;
 use tpsmeter_model::sample::SamplerConfig;
 
 use crate::runtime::GpuModel;
 use crate::runtime::StepPart;
 
-/// A model with slots, each a sequence with its own cache and sampler.
-pub trait Batched {
+/// A model with slots, each a sequence with its own cache and sampler (positions per slot and
+/// the logits' width are its [`ModelShape`]).
+pub trait Batched: ModelShape {
     /// Sequences held at once.
     fn slots(&self) -> usize;
     /// The tokens whose keys and values `slot` holds.
@@ -23,10 +25,6 @@ pub trait Batched {
     fn step_slots(&mut self, parts: &[StepPart<'_>]) -> Result<Vec<u32>>;
     /// Forgets what every slot holds.
     fn forget_slots(&mut self);
-    /// Positions per slot.
-    fn max_context(&self) -> usize;
-    /// Rows of the logits.
-    fn vocab_size(&self) -> usize;
 }
 
 impl Batched for GpuModel {
@@ -52,14 +50,6 @@ impl Batched for GpuModel {
     fn forget_slots(&mut self) {
         GpuModel::forget_slots(self)
     }
-
-    fn max_context(&self) -> usize {
-        GpuModel::max_context(self)
-    }
-
-    fn vocab_size(&self) -> usize {
-        self.config().vocab_size
-    }
 }
 
 impl Batched for CpuModel {
@@ -81,13 +71,5 @@ impl Batched for CpuModel {
 
     fn forget_slots(&mut self) {
         CpuModel::forget_slots(self)
-    }
-
-    fn max_context(&self) -> usize {
-        CpuModel::max_context(self)
-    }
-
-    fn vocab_size(&self) -> usize {
-        self.config().vocab_size
     }
 }

@@ -24,14 +24,6 @@ impl Backend for GpuModel {
         self.step(tokens, start).await?;
         self.read_logits_async().await
     }
-
-    fn max_context(&self) -> usize {
-        GpuModel::max_context(self)
-    }
-
-    fn vocab_size(&self) -> usize {
-        self.config().vocab_size
-    }
 }
 
 impl Backend for crate::cpu::CpuModel {
@@ -41,14 +33,6 @@ impl Backend for crate::cpu::CpuModel {
 
     async fn logits_after(&mut self, tokens: &[u32], start: usize) -> Result<Vec<f32>> {
         self.logits_async(tokens, start).await
-    }
-
-    fn max_context(&self) -> usize {
-        crate::cpu::CpuModel::max_context(self)
-    }
-
-    fn vocab_size(&self) -> usize {
-        self.config().vocab_size
     }
 }
 

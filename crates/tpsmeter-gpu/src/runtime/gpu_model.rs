@@ -461,6 +461,16 @@ pub(super) fn record(
     }
 }
 
+impl tpsmeter_model::generate::ModelShape for GpuModel {
+    fn max_context(&self) -> usize {
+        self.kv.max_ctx
+    }
+
+    fn vocab_size(&self) -> usize {
+        self.config().vocab_size
+    }
+}
+
 impl tpsmeter_model::generate::TokenStep for GpuModel {
     type Error = GpuError;
 
@@ -476,10 +486,6 @@ impl tpsmeter_model::generate::TokenStep for GpuModel {
         cancel: &tpsmeter_model::generate::CancelToken,
     ) -> impl std::future::Future<Output = Result<Option<u32>>> {
         GpuModel::step_cancellable(self, tokens, start, cancel)
-    }
-
-    fn context_len(&self) -> usize {
-        self.kv.max_ctx
     }
 
     fn in_flight(&self) -> usize {

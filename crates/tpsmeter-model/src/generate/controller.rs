@@ -124,7 +124,7 @@ impl<M: TokenStep> Generator<M> {
         clock: &mut dyn FnMut() -> f64,
         on_event: &mut dyn FnMut(&TokenEvent),
     ) -> Result<Generation, M::Error> {
-        let limit = self.model.context_len();
+        let limit = self.model.max_context();
         if prompt.is_empty() {
             return Err(ModelError::EmptyPrompt.into());
         }

@@ -21,4 +21,4 @@ pub use controller::{GenerateParams, Generation, Generator, StopReason, TokenEve
 pub use prefix::reusable_prefix;
 pub use sequence::Sequence;
 pub use stop::StopMatcher;
-pub use token_step::TokenStep;
+pub use token_step::{ModelShape, TokenStep};

@@ -5,6 +5,25 @@ use std::future::Future;
 use super::cancel::CancelToken;
 use crate::ModelError;
 
+/// What every backend's model declares once, and the generation loop, the engine and a
+/// server's scheduler all read: how many positions it holds and how wide its logits are.
+pub trait ModelShape {
+    /// Positions the KV cache holds (per slot, for a model with several).
+    fn max_context(&self) -> usize;
+    /// Entries in the vocabulary (rows of the logits).
+    fn vocab_size(&self) -> usize;
+}
+
+impl<T: ModelShape + ?Sized> ModelShape for &mut T {
+    fn max_context(&self) -> usize {
+        (**self).max_context()
+    }
+
+    fn vocab_size(&self) -> usize {
+        (**self).vocab_size()
+    }
+}
+
 /// One forward pass plus sampling: implemented by the GPU model (and by scripted fakes in
 /// tests).
 ///
@@ -12,14 +31,14 @@ use crate::ModelError;
 /// resolves from the browser's event loop: a blocking wait there would never return.
 /// Natively the future is ready once the device has been polled to completion, and callers
 /// block on it (`pollster`).
-pub trait TokenStep {
+pub trait TokenStep: ModelShape {
     /// The backend's error: it carries the loop's own ([`ModelError`]) as well.
     type Error: From<ModelError>;
 
     /// Runs `tokens` at positions `start .. start + tokens.len()` and returns the id sampled
     /// after the last of them. Cache entries below `start` are kept and attended to; entries
     /// from `start` on are overwritten. The loop never passes an empty slice, and never
-    /// positions at or past [`TokenStep::context_len`].
+    /// positions at or past [`ModelShape::max_context`].
     fn step(
         &mut self,
         tokens: &[u32],
@@ -38,9 +57,6 @@ pub trait TokenStep {
         let _ = cancel;
         async move { self.step(tokens, start).await.map(Some) }
     }
-
-    /// Number of positions the KV cache holds.
-    fn context_len(&self) -> usize;
 
     /// Decode steps the loop may keep submitted and unread (chaining, see
     /// `runtime/chain.rs`); 1, the default, runs each step with [`TokenStep::step`] and none
@@ -94,10 +110,6 @@ impl<T: TokenStep + ?Sized> TokenStep for &mut T {
         cancel: &CancelToken,
     ) -> impl Future<Output = Result<Option<u32>, Self::Error>> {
         (**self).step_cancellable(tokens, start, cancel)
-    }
-
-    fn context_len(&self) -> usize {
-        (**self).context_len()
     }
 
     fn in_flight(&self) -> usize {
