@@ -121,6 +121,8 @@ fn run_steps(skip_setup: bool) -> Result<()> {
             "-p",
             "tpsmeter-model",
             "-p",
+            "tpsmeter-cpu",
+            "-p",
             "tpsmeter-gpu",
             "-p",
             "tpsmeter-wasm",

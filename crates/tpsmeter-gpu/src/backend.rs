@@ -20,7 +20,7 @@ use tpsmeter_model::sample::SamplerConfig;
 /// What the engine needs of a backend's model beyond [`TokenStep`] (and its
 /// `ModelShape`, the facts every backend declares once): the GPU model
 /// (`runtime/`'s `GpuModel`) and the CPU one (`cpu/`'s `CpuModel`).
-pub trait Backend: TokenStep<Error = GpuError> {
+pub trait Backend: TokenStep<Error: Into<GpuError>> {
     /// The sampling settings of the steps that follow.
     fn set_sampling(&mut self, sampling: SamplerConfig) -> Result<()>;
     /// Runs `tokens` at `start..` and returns the logits after the last one (teacher

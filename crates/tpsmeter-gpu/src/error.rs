@@ -90,5 +90,23 @@ impl GpuError {
     }
 }
 
+/// The CPU backend's errors, each as the engine names it (the same variant, so the same
+/// `kind` and message whichever backend ran).
+impl From<tpsmeter_cpu::CpuError> for GpuError {
+    fn from(e: tpsmeter_cpu::CpuError) -> Self {
+        match e {
+            tpsmeter_cpu::CpuError::ShapeMismatch { op, detail } => {
+                GpuError::ShapeMismatch { op, detail }
+            }
+            tpsmeter_cpu::CpuError::ThreadPool { reason } => GpuError::ThreadPool { reason },
+            tpsmeter_cpu::CpuError::Model(e) => GpuError::Model(e),
+            // `CpuError` is non-exhaustive: a later variant is still a CPU failure.
+            other => GpuError::ThreadPool {
+                reason: other.to_string(),
+            },
+        }
+    }
+}
+
 /// Shorthand used throughout the crate.
 pub type Result<T, E = GpuError> = std::result::Result<T, E>;

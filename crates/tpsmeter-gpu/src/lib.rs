@@ -18,7 +18,8 @@
 //! clocks of its own beyond what the caller supplies for timestamps, or any UI.
 
 pub mod backend;
-pub mod cpu;
+/// The CPU backend, its own crate (`tpsmeter-cpu`), under the engine's name for it.
+pub use tpsmeter_cpu as cpu;
 pub mod engine;
 pub mod error;
 pub mod gpu;

@@ -16,10 +16,13 @@ pub mod detok;
 pub mod error;
 pub mod generate;
 pub mod gguf;
+pub mod ops;
 pub mod options;
 pub mod quant;
 pub mod request;
 pub mod sample;
+pub mod sampler;
+pub mod step;
 pub mod tokenizer;
 
 pub use error::{ModelError, Result};

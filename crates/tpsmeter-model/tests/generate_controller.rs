@@ -54,7 +54,6 @@ impl TokenStep for Scripted {
         self.next += 1;
         Ok(id)
     }
-
 }
 
 impl ModelShape for Scripted {
@@ -320,7 +319,6 @@ impl TokenStep for CancelledMidPrompt {
         cancel.cancel();
         Ok(None)
     }
-
 }
 
 impl ModelShape for CancelledMidPrompt {

@@ -62,11 +62,11 @@ impl Batched for CpuModel {
     }
 
     fn rewind_slot(&mut self, slot: usize, start: usize, sampling: &SamplerConfig) -> Result<()> {
-        CpuModel::rewind_slot(self, slot, start, sampling)
+        Ok(CpuModel::rewind_slot(self, slot, start, sampling)?)
     }
 
     fn step_slots(&mut self, parts: &[StepPart<'_>]) -> Result<Vec<u32>> {
-        self.step_parts(parts)
+        Ok(self.step_parts(parts)?)
     }
 
     fn forget_slots(&mut self) {

@@ -28,11 +28,11 @@ impl Backend for GpuModel {
 
 impl Backend for crate::cpu::CpuModel {
     fn set_sampling(&mut self, sampling: SamplerConfig) -> Result<()> {
-        crate::cpu::CpuModel::set_sampling(self, sampling)
+        Ok(crate::cpu::CpuModel::set_sampling(self, sampling)?)
     }
 
     async fn logits_after(&mut self, tokens: &[u32], start: usize) -> Result<Vec<f32>> {
-        self.logits_async(tokens, start).await
+        Ok(self.logits_async(tokens, start).await?)
     }
 }
 
@@ -155,6 +155,7 @@ impl<M: Backend> Engine<M> {
                 on_event,
             )
             .await
+            .map_err(Into::into)
     }
 
     /// Native: [`Engine::generate_async`], blocking the calling thread until it ends.

@@ -1,5 +1,5 @@
 //! [`GpuTarget`]: the GPU's [`LoadTarget`], what [`super::EngineLoader`] loads a model into
-//! on a device (the CPU's is `crate::cpu::CpuTarget`).
+//! on a device, and the CPU's (`tpsmeter_cpu::CpuTarget`, whose methods do the work).
 
 use std::sync::Arc;
 
@@ -11,6 +11,8 @@ use tpsmeter_model::gguf::{GgufHeader, TensorInfo};
 
 use crate::backend::LoadTarget;
 use crate::runtime::GpuModel;
+use tpsmeter_cpu::tensors::StagedTensors;
+use tpsmeter_cpu::{CpuModel, CpuTarget};
 use tpsmeter_model::options::ModelOptions;
 
 /// Loads into GPU buffers on a device: each tensor is uploaded as its last byte arrives.
@@ -43,5 +45,32 @@ impl LoadTarget for GpuTarget {
     ) -> Result<GpuModel> {
         let weights = GpuWeights::assemble(&self.0, staged, &cfg)?;
         GpuModel::from_weights(self.0.clone(), cfg, weights, opts)
+    }
+}
+
+/// Loads into memory for the CPU backend (its errors as the engine names them).
+impl LoadTarget for CpuTarget {
+    type Model = CpuModel;
+    type Staged = StagedTensors;
+
+    fn check_header(&self, header: &GgufHeader) -> Result<()> {
+        Ok(CpuTarget::check_header(self, header)?)
+    }
+
+    fn check_config(&self, cfg: &ModelConfig) -> Result<()> {
+        Ok(CpuTarget::check_config(self, cfg)?)
+    }
+
+    fn accept(&self, staged: &mut StagedTensors, info: &TensorInfo, bytes: &[u8]) -> Result<()> {
+        Ok(CpuTarget::accept(self, staged, info, bytes)?)
+    }
+
+    fn build(
+        &self,
+        staged: StagedTensors,
+        cfg: ModelConfig,
+        opts: &ModelOptions,
+    ) -> Result<CpuModel> {
+        Ok(CpuTarget::build(self, staged, cfg, opts)?)
     }
 }

@@ -1,5 +1,5 @@
 //! Sampling on the GPU: repetition penalty, greedy, temperature, top-k, top-p, min-p, seeded
-//! by a counter-based hash of (seed, step) so the CPU twin ([`crate::kernels::twins::sample`])
+//! by a counter-based hash of (seed, step) so the CPU twin (`tpsmeter_model::sampler`)
 //! picks the same token. Only the 4-byte token id needs reading back.
 
 use crate::error::{GpuError, Result};

@@ -7,7 +7,8 @@
 
 pub mod f32_weights;
 pub mod forward;
-pub mod ops;
+/// The plain f32 operations, on the model floor (the CPU backend runs them too).
+pub use tpsmeter_model::ops;
 
 pub use f32_weights::Weights;
 pub use forward::{KvCache, ReferenceModel, argmax};

@@ -152,7 +152,7 @@ impl GpuModel {
         sampling: &SamplerConfig,
     ) -> Result<()> {
         self.check_slot(slot)?;
-        super::mixed_step::check_rewind(start, self.slot_history(slot).len())?;
+        tpsmeter_model::step::check_rewind(start, self.slot_history(slot).len())?;
         self.claim_slot(slot, start, sampling)?;
         Ok(())
     }

@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use tpsmeter_model::ModelError;
 
 use crate::error::{GpuError, Result};
 use crate::gpu::context::GpuContext;
@@ -26,9 +25,8 @@ use super::prompt::Sample;
 use super::readback::TokenReadback;
 use tpsmeter_model::options::ModelOptions;
 
-/// Largest prefill batch: prompts run in power-of-two chunks up to this many tokens, each
-/// chunk size with its own prepared graph (at most log2(64) + 1 = 7 of them).
-pub const PREFILL_CHUNK: usize = 64;
+pub use tpsmeter_model::step::PREFILL_CHUNK;
+use tpsmeter_model::step::check_tokens;
 
 /// Positions below which a decode step's attention runs as one dispatch per layer even
 /// where longer contexts split it into chunks and a combine (the CPU-type kernel): a short
@@ -379,7 +377,13 @@ impl GpuModel {
     /// Checks that `tokens` (not empty, every id in the vocabulary) can run at positions
     /// `start..` of a sequence whose cache holds `held` positions.
     pub(super) fn check_tokens(&self, tokens: &[u32], start: usize, held: usize) -> Result<()> {
-        check_tokens(tokens, start, held, self.kv.max_ctx, self.cfg.vocab_size)
+        Ok(check_tokens(
+            tokens,
+            start,
+            held,
+            self.kv.max_ctx,
+            self.cfg.vocab_size,
+        )?)
     }
 
     /// Native: [`GpuModel::submit_step`] then [`GpuModel::read_token`], blocking.
@@ -507,33 +511,4 @@ impl tpsmeter_model::generate::TokenStep for GpuModel {
     fn discard(&mut self) {
         self.discard_in_flight();
     }
-}
-
-/// Checks that `tokens` (not empty, every id below `vocab`) can run at positions `start..`
-/// of a sequence whose cache holds `held` of at most `limit` positions: the rule every
-/// backend's step applies.
-pub(crate) fn check_tokens(
-    tokens: &[u32],
-    start: usize,
-    held: usize,
-    limit: usize,
-    vocab: usize,
-) -> Result<()> {
-    let end = start.saturating_add(tokens.len());
-    if tokens.is_empty() {
-        return Err(GpuError::from(ModelError::EmptyPrompt));
-    }
-    if end > limit || start > held {
-        return Err(GpuError::from(ModelError::ContextFull {
-            position: end.max(start),
-            limit,
-        }));
-    }
-    if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= vocab) {
-        return Err(GpuError::from(ModelError::TokenOutOfRange {
-            token: bad,
-            vocab,
-        }));
-    }
-    Ok(())
 }

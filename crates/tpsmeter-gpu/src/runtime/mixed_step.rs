@@ -1,6 +1,6 @@
 //! Mixed steps for serving (chunked prefill, as vLLM schedules it): one engine step carries
 //! the next token of every running sequence together with prompt chunks of new ones, up to
-//! [`PREFILL_CHUNK`] tokens in all, so that a burst of new requests prefills together (their
+//! [`PREFILL_CHUNK`](super::PREFILL_CHUNK) tokens in all, so that a burst of new requests prefills together (their
 //! first tokens come out together) while the running streams keep flowing.
 //!
 //! Why it works: RoPE, the KV append and attention read each token's own (position, cache
@@ -21,86 +21,15 @@
 use crate::error::{GpuError, Result};
 use crate::kernels::batch_positions;
 use tpsmeter_model::ModelError;
-use tpsmeter_model::sample::SamplerConfig;
 
 use super::cost::Phase;
-use super::gpu_model::{GpuModel, PREFILL_CHUNK, record, write};
+use super::gpu_model::{GpuModel, record, write};
 use super::graph;
-
-/// One sequence's part of a mixed step.
-#[derive(Debug, Clone, Copy)]
-pub enum StepPart<'a> {
-    /// `token` runs at the slot's next position and the slot samples its next id (as an
-    /// entry of [`GpuModel::submit_slots`]).
-    Decode { slot: usize, token: u32 },
-    /// Prompt `tokens` run at positions `start..` of `slot` (entries from `start` on are
-    /// overwritten; `start` at most what the slot holds), as in
-    /// [`GpuModel::submit_slot_prompt`]: with `sample`, the slot samples the token after the
-    /// last of them with `sampling`.
-    Prompt {
-        slot: usize,
-        tokens: &'a [u32],
-        start: usize,
-        sampling: &'a SamplerConfig,
-        sample: bool,
-    },
-}
-
-impl StepPart<'_> {
-    /// The part's slot.
-    pub fn slot(&self) -> usize {
-        match *self {
-            StepPart::Decode { slot, .. } | StepPart::Prompt { slot, .. } => slot,
-        }
-    }
-
-    /// Whether the slot samples an id in this step.
-    pub fn samples(&self) -> bool {
-        match *self {
-            StepPart::Decode { .. } => true,
-            StepPart::Prompt { sample, .. } => sample,
-        }
-    }
-
-    /// Tokens the part runs.
-    pub fn tokens(&self) -> usize {
-        match *self {
-            StepPart::Decode { .. } => 1,
-            StepPart::Prompt { tokens, .. } => tokens.len(),
-        }
-    }
-}
-
-/// The tokens `parts` run, refused when none or more than one step holds ([`PREFILL_CHUNK`]):
-/// every backend's rule for a step.
-pub(crate) fn step_tokens(parts: &[StepPart<'_>]) -> Result<usize> {
-    let n: usize = parts.iter().map(StepPart::tokens).sum();
-    if n == 0 {
-        return Err(GpuError::from(ModelError::EmptyPrompt));
-    }
-    if n > PREFILL_CHUNK {
-        return Err(GpuError::from(ModelError::LimitExceeded {
-            what: "tokens in one step".into(),
-            value: n as u64,
-            limit: PREFILL_CHUNK as u64,
-        }));
-    }
-    Ok(n)
-}
-
-/// Refuses a rewind of a slot holding `held` positions to `start` unless `1 <= start <= held`
-/// (every backend's rule for `rewind_slot`).
-pub(crate) fn check_rewind(start: usize, held: usize) -> Result<()> {
-    if start == 0 || start > held {
-        return Err(GpuError::from(ModelError::BatchState {
-            reason: "rewind to a position the slot does not hold",
-        }));
-    }
-    Ok(())
-}
+pub use tpsmeter_model::step::StepPart;
+use tpsmeter_model::step::step_tokens;
 
 impl GpuModel {
-    /// Submits one step of `parts` (each slot at most once, at most [`PREFILL_CHUNK`] tokens
+    /// Submits one step of `parts` (each slot at most once, at most [`PREFILL_CHUNK`](super::PREFILL_CHUNK) tokens
     /// in all) and returns how many ids it samples: [`GpuModel::read_slots`] returns them in
     /// the order of the parts that sample (every `Decode`, and each `Prompt` with `sample`).
     /// With none (prompt chunks that only fill the cache) nothing is to be read.

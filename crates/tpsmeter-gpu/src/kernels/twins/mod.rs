@@ -5,11 +5,11 @@
 mod matvec;
 mod ops;
 mod rope_kv;
-mod sample;
 
 pub use matvec::{matmul, matvec, matvec_fused};
 pub use ops::{
     add, attention, embed, gelu_glu, gelu_tanh, kv_append, rms_norm, rope, silu, softmax, swiglu,
 };
 pub use rope_kv::rope_kv;
-pub use sample::{sample, uniform01};
+// The sampler's twin is the CPU backend's own sampler, on the model floor.
+pub use tpsmeter_model::sampler::{sample, uniform01};

@@ -8,7 +8,7 @@ use super::cpu_runtime::{CpuRuntime, Simd};
 use super::kernels::{self, RowDot};
 use super::q8::Activations;
 use super::tensors::TensorSource;
-use crate::error::{GpuError, Result};
+use crate::error::{CpuError, Result};
 use tpsmeter_model::quant::{self, GgmlType};
 
 /// `rows` rows of `cols` weights each, stored as the file stores them (row-major blocks).
@@ -26,19 +26,19 @@ impl QMatrix {
     /// backend computes with.
     pub fn new(ty: GgmlType, rows: usize, cols: usize, bytes: Vec<u8>) -> Result<Self> {
         if !ty.can_dequantize() {
-            return Err(GpuError::from(ModelError::UnsupportedGgmlType { ty }));
+            return Err(CpuError::from(ModelError::UnsupportedGgmlType { ty }));
         }
         let row_bytes = ty.row_bytes(cols)?;
         let want =
             row_bytes
                 .checked_mul(rows)
-                .ok_or(GpuError::from(ModelError::LimitExceeded {
+                .ok_or(CpuError::from(ModelError::LimitExceeded {
                     what: "matrix bytes".into(),
                     value: u64::MAX,
                     limit: usize::MAX as u64,
                 }))?;
         if bytes.len() != want {
-            return Err(GpuError::from(ModelError::QuantLength {
+            return Err(CpuError::from(ModelError::QuantLength {
                 ty,
                 elements: (rows as u64).saturating_mul(cols as u64),
                 expected_bytes: want as u64,
@@ -67,7 +67,7 @@ impl QMatrix {
             dims.pop();
         }
         if dims != [cols as u64, rows as u64] {
-            return Err(GpuError::from(ModelError::WrongTensorShape {
+            return Err(CpuError::from(ModelError::WrongTensorShape {
                 tensor: name.into(),
                 expected: vec![cols as u64, rows as u64],
                 found: info.dims.clone(),
@@ -231,7 +231,7 @@ fn generic_rows(ty: GgmlType, w: &QMatrix, first: usize, acts: &[Activations], o
             continue;
         }
         for (v, a) in o.iter_mut().zip(acts) {
-            *v = crate::reference::ops::dot(&row, &a.x);
+            *v = tpsmeter_model::ops::dot(&row, &a.x);
         }
     }
 }

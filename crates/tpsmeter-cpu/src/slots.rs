@@ -17,12 +17,10 @@ use std::collections::VecDeque;
 use tpsmeter_model::ModelError;
 
 use super::cpu_model::{CpuModel, Row};
-use crate::error::{GpuError, Result};
-use crate::kernels::twins::sample;
-use crate::runtime::StepPart;
-use crate::runtime::gpu_model::check_tokens;
-use crate::runtime::mixed_step::{check_rewind, step_tokens};
+use crate::error::{CpuError, Result};
 use tpsmeter_model::sample::SamplerConfig;
+use tpsmeter_model::sampler::sample;
+use tpsmeter_model::step::{StepPart, check_rewind, check_tokens, step_tokens};
 
 /// One sequence: the tokens its cache holds, and its sampler's state (the GPU sampler's
 /// twin: a step counter, and the recent tokens the repetition penalty sees, oldest first).
@@ -117,7 +115,7 @@ impl CpuModel {
 
     fn check_slot(&self, slot: usize) -> Result<()> {
         if slot >= self.seqs.len() {
-            return Err(GpuError::from(ModelError::LimitExceeded {
+            return Err(CpuError::from(ModelError::LimitExceeded {
                 what: "sequence slot".into(),
                 value: slot as u64,
                 limit: self.seqs.len() as u64 - 1,
@@ -154,7 +152,7 @@ impl CpuModel {
     }
 
     /// Runs one step of `parts` (each slot at most once, at most
-    /// [`crate::runtime::PREFILL_CHUNK`] tokens in all) in one forward pass and returns the
+    /// [`tpsmeter_model::step::PREFILL_CHUNK`] tokens in all) in one forward pass and returns the
     /// sampled ids, in the order of the parts that sample (every `Decode`, and each `Prompt`
     /// with `sample`). Everything is checked before any slot changes, so a refused step
     /// leaves every slot as it was.
@@ -165,7 +163,7 @@ impl CpuModel {
             let slot = p.slot();
             self.check_slot(slot)?;
             if parts[..i].iter().any(|q| q.slot() == slot) {
-                return Err(GpuError::ShapeMismatch {
+                return Err(CpuError::ShapeMismatch {
                     op: "batched step",
                     detail: format!("slot {slot} appears twice in one step"),
                 });
@@ -174,7 +172,7 @@ impl CpuModel {
             match *p {
                 StepPart::Decode { token, .. } => {
                     if held == 0 {
-                        return Err(GpuError::from(ModelError::BatchState {
+                        return Err(CpuError::from(ModelError::BatchState {
                             reason: "decode step for a slot without a prompt",
                         }));
                     }

@@ -1,13 +1,13 @@
 //! [`CpuTarget`]: loading a model for the CPU backend as its file arrives. Each tensor's
 //! bytes are kept as stored ([`StagedTensors`]) and move into the model at the end, so the
-//! model is held once (no whole-file buffer beside it).
+//! model is held once (no whole-file buffer beside it). The engine's loader drives it
+//! (`tpsmeter_gpu::engine::LoadTarget`, implemented there with these methods).
 
 use super::cpu_model::CpuModel;
 use super::cpu_runtime::CpuOptions;
 use super::cpu_weights::CpuWeights;
 use super::tensors::StagedTensors;
-use crate::backend::LoadTarget;
-use crate::error::{GpuError, Result};
+use crate::error::{CpuError, Result};
 use tpsmeter_model::ModelError;
 use tpsmeter_model::config::ModelConfig;
 use tpsmeter_model::gguf::{GgufHeader, TensorInfo};
@@ -26,14 +26,13 @@ pub const MAX_MODEL_BYTES: u64 = if cfg!(target_pointer_width = "32") {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CpuTarget(pub CpuOptions);
 
-impl LoadTarget for CpuTarget {
-    type Model = CpuModel;
-    type Staged = StagedTensors;
-
-    fn check_header(&self, header: &GgufHeader) -> Result<()> {
+impl CpuTarget {
+    /// Refuses a model whose data this backend cannot hold here ([`MAX_MODEL_BYTES`]),
+    /// before any of it downloads.
+    pub fn check_header(&self, header: &GgufHeader) -> Result<()> {
         let needed = header.data_len_needed();
         if needed > MAX_MODEL_BYTES {
-            return Err(GpuError::from(ModelError::LimitExceeded {
+            return Err(CpuError::from(ModelError::LimitExceeded {
                 what: "model bytes the CPU backend can hold here".into(),
                 value: needed,
                 limit: MAX_MODEL_BYTES,
@@ -42,17 +41,24 @@ impl LoadTarget for CpuTarget {
         Ok(())
     }
 
-    fn check_config(&self, _cfg: &ModelConfig) -> Result<()> {
-        // Every family and format the configuration accepts has a CPU path; shapes are
-        // checked as the weights are assembled.
+    /// Whether the configuration can run here: every family and format the configuration
+    /// accepts has a CPU path (shapes are checked as the weights are assembled).
+    pub fn check_config(&self, _cfg: &ModelConfig) -> Result<()> {
         Ok(())
     }
 
-    fn accept(&self, staged: &mut StagedTensors, info: &TensorInfo, bytes: &[u8]) -> Result<()> {
+    /// Keeps one tensor, all of whose bytes have arrived.
+    pub fn accept(
+        &self,
+        staged: &mut StagedTensors,
+        info: &TensorInfo,
+        bytes: &[u8],
+    ) -> Result<()> {
         staged.accept(info, bytes)
     }
 
-    fn build(
+    /// Builds the model once the file is complete.
+    pub fn build(
         &self,
         mut staged: StagedTensors,
         cfg: ModelConfig,

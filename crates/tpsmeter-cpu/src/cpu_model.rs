@@ -15,15 +15,14 @@ use super::cpu_weights::CpuWeights;
 use super::matrix::{QMatrix, matmul, matmuls};
 use super::q8::Activations;
 use super::slots::Seq;
-use crate::error::{GpuError, Result};
-use crate::reference::ops::{gelu_tanh, rms_norm, silu};
-use crate::runtime::PREFILL_CHUNK;
-use crate::runtime::gpu_model::check_tokens;
+use crate::error::{CpuError, Result};
 use tpsmeter_model::config::{Activation, ModelConfig};
 use tpsmeter_model::generate::{CancelToken, ModelShape, TokenStep};
 use tpsmeter_model::gguf::GgufFile;
+use tpsmeter_model::ops::{gelu_tanh, rms_norm, silu};
 use tpsmeter_model::options::ModelOptions;
 use tpsmeter_model::sample::SamplerConfig;
+use tpsmeter_model::step::{PREFILL_CHUNK, check_tokens};
 
 /// Keys and values of every layer, grown as positions fill (so memory follows the
 /// conversation, not the context limit).
@@ -184,13 +183,13 @@ impl CpuModel {
     /// Checks `tokens` at positions `start..` against the cache and the vocabulary (the
     /// GPU model's rule).
     fn check(&self, tokens: &[u32], start: usize) -> Result<()> {
-        check_tokens(
+        Ok(check_tokens(
             tokens,
             start,
             self.seqs[0].history.len(),
             self.max_ctx,
             self.cfg.vocab_size,
-        )
+        )?)
     }
 
     /// Has the model await `pause` after every forward pass (a prompt chunk or a token).
@@ -565,12 +564,12 @@ fn add_output(x: &mut [f32], out: &mut [f32], post_norm: Option<&[f32]>, eps: f3
 }
 
 impl TokenStep for CpuModel {
-    type Error = GpuError;
+    type Error = CpuError;
 
     async fn step(&mut self, tokens: &[u32], start: usize) -> Result<u32> {
         self.run(tokens, start, None)
             .await?
-            .ok_or(GpuError::from(ModelError::BatchState {
+            .ok_or(CpuError::from(ModelError::BatchState {
                 reason: "step ended without a token",
             }))
     }
@@ -583,7 +582,6 @@ impl TokenStep for CpuModel {
     ) -> Result<Option<u32>> {
         self.run(tokens, start, Some(cancel)).await
     }
-
 }
 
 impl ModelShape for CpuModel {

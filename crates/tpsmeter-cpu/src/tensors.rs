@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use tpsmeter_model::ModelError;
 
-use crate::error::{GpuError, Result};
+use crate::error::{CpuError, Result};
 use tpsmeter_model::gguf::{GgufFile, TensorInfo};
 
 /// Named tensors with their stored bytes.
@@ -25,7 +25,7 @@ pub trait TensorSource {
         let info = self.info(name)?;
         let (ty, elements) = (info.ty, info.n_elements);
         let n = usize::try_from(elements).map_err(|_| {
-            GpuError::from(ModelError::LimitExceeded {
+            CpuError::from(ModelError::LimitExceeded {
                 what: format!("elements of tensor {name:?} on this platform"),
                 value: elements,
                 limit: usize::MAX as u64,
@@ -66,7 +66,7 @@ impl StagedTensors {
     /// Keeps one tensor's bytes (a second tensor of the same name is malformed input).
     pub fn accept(&mut self, info: &TensorInfo, bytes: &[u8]) -> Result<()> {
         if self.infos.contains_key(&info.name) {
-            return Err(GpuError::from(ModelError::StreamState {
+            return Err(CpuError::from(ModelError::StreamState {
                 reason: format!("tensor {:?} arrived twice", info.name),
             }));
         }
@@ -86,7 +86,7 @@ impl TensorSource for StagedTensors {
     fn info(&self, name: &str) -> Result<&TensorInfo> {
         self.infos
             .get(name)
-            .ok_or_else(|| GpuError::from(ModelError::MissingTensor { name: name.into() }))
+            .ok_or_else(|| CpuError::from(ModelError::MissingTensor { name: name.into() }))
     }
 
     fn has(&self, name: &str) -> bool {
@@ -95,7 +95,7 @@ impl TensorSource for StagedTensors {
 
     fn take(&mut self, name: &str) -> Result<Vec<u8>> {
         self.bytes.remove(name).ok_or_else(|| {
-            GpuError::from(ModelError::StreamState {
+            CpuError::from(ModelError::StreamState {
                 reason: format!("tensor {name:?} was used twice or never arrived"),
             })
         })

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use tpsmeter_model::ModelError;
 
-use crate::error::{GpuError, Result};
+use crate::error::{CpuError, Result};
 
 /// Which vector instructions the kernels run with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +81,7 @@ impl CpuRuntime {
     pub fn new(opts: CpuOptions) -> Result<Self> {
         let threads = match opts.threads {
             Some(0) => {
-                return Err(GpuError::from(ModelError::InvalidOption {
+                return Err(CpuError::from(ModelError::InvalidOption {
                     option: "CPU threads",
                     reason: format!(
                         "0 threads cannot run anything; give 1 to {MAX_THREADS}, or leave it \
@@ -90,7 +90,7 @@ impl CpuRuntime {
                 }));
             }
             Some(n) if n > MAX_THREADS => {
-                return Err(GpuError::from(ModelError::LimitExceeded {
+                return Err(CpuError::from(ModelError::LimitExceeded {
                     what: "CPU threads".into(),
                     value: n as u64,
                     limit: MAX_THREADS as u64,
@@ -135,7 +135,7 @@ impl CpuRuntime {
             .num_threads(threads)
             .thread_name(|i| format!("tpsmeter-cpu-{i}"))
             .build()
-            .map_err(|e| GpuError::ThreadPool {
+            .map_err(|e| CpuError::ThreadPool {
                 reason: e.to_string(),
             })?;
         Ok((Some(Arc::new(pool)), threads))
@@ -166,7 +166,7 @@ static WEB_POOL: std::sync::OnceLock<Arc<rayon::ThreadPool>> = std::sync::OnceLo
 pub fn set_web_pool(pool: rayon::ThreadPool) -> Result<()> {
     WEB_POOL
         .set(Arc::new(pool))
-        .map_err(|_| GpuError::ThreadPool {
+        .map_err(|_| CpuError::ThreadPool {
             reason: "this module's thread pool was started already".into(),
         })
 }

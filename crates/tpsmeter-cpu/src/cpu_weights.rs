@@ -51,7 +51,7 @@ fn vector(file: &mut impl TensorSource, name: &str, n: usize) -> Result<Vec<f32>
         dims.pop();
     }
     if dims != [n as u64] {
-        return Err(crate::error::GpuError::from(ModelError::WrongTensorShape {
+        return Err(crate::error::CpuError::from(ModelError::WrongTensorShape {
             tensor: name.into(),
             expected: vec![n as u64],
             found: info.dims.clone(),

@@ -140,7 +140,7 @@ fn dot<T: KvElem>(a: &[f32], b: &[T]) -> f32 {
 }
 
 /// The (sin, cos) of every rotated pair at one position: computed once per token and layer,
-/// applied to every head. Angles are the reference's (`reference::ops::rope`) to the bit.
+/// applied to every head. Angles are the reference's (`tpsmeter_model::ops::rope`) to the bit.
 pub fn rope_table(
     pos: f32,
     rope_dim: usize,

@@ -1,7 +1,8 @@
-//! Twin of `sample.wgsl`: the same penalty, candidate order and f32 arithmetic, so the same
-//! inputs and seed give the same token.
+//! The sampler on the CPU: the CPU backend's, and the twin of the GPU's `sample.wgsl` (its
+//! tolerance tests compare against it): the same penalty, candidate order and f32
+//! arithmetic, so the same inputs and seed give the same token on either backend.
 
-use tpsmeter_model::sample::{SAMPLE_CAP, SamplerConfig};
+use crate::sample::{SAMPLE_CAP, SamplerConfig};
 
 fn pcg_hash(v: u32) -> u32 {
     let state = v.wrapping_mul(747_796_405).wrapping_add(2_891_336_453);

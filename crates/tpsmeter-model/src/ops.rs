@@ -1,8 +1,10 @@
-//! The plain f32 operations of the reference forward pass, each written the obvious way.
-//! Loops are shaped so the compiler can vectorise them at low optimisation levels (several
-//! independent accumulators), nothing more.
+//! The plain f32 operations of a forward pass, each written the obvious way: the CPU
+//! backend runs them (its norms, activations and RoPE angles) and the f32 reference forward
+//! pass (`tpsmeter_gpu::reference`, the oracle of the tests) is built from them. Loops are
+//! shaped so the compiler can vectorise them at low optimisation levels (several independent
+//! accumulators), nothing more.
 
-use tpsmeter_model::config::RopeLayout;
+use crate::config::RopeLayout;
 
 /// Dot product with eight independent partial sums (vectorisable; the summation order
 /// differs from a serial loop by rounding only).
