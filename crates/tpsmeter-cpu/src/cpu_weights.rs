@@ -6,6 +6,7 @@ use super::tensors::TensorSource;
 use crate::error::Result;
 use tpsmeter_model::ModelError;
 use tpsmeter_model::config::ModelConfig;
+use tpsmeter_model::tensors::{self, LayerTensor as L};
 
 /// One transformer block.
 #[derive(Debug)]
@@ -60,14 +61,18 @@ fn vector(file: &mut impl TensorSource, name: &str, n: usize) -> Result<Vec<f32>
     file.dequantize(name)
 }
 
-/// [`vector`] when the configuration has it.
+/// [`vector`] of layer `layer`'s `tensor` when the configuration has it.
 fn optional(
     file: &mut impl TensorSource,
-    present: bool,
-    name: &str,
+    cfg: &ModelConfig,
+    layer: usize,
+    tensor: L,
     n: usize,
 ) -> Result<Option<Vec<f32>>> {
-    present.then(|| vector(file, name, n)).transpose()
+    tensor
+        .present(cfg)
+        .then(|| vector(file, &tensor.name(layer), n))
+        .transpose()
 }
 
 impl CpuWeights {
@@ -77,47 +82,36 @@ impl CpuWeights {
         let (e, v) = (cfg.n_embd, cfg.vocab_size);
         let mut layers = Vec::with_capacity(cfg.n_layers);
         for l in 0..cfg.n_layers {
-            let n = |s: &str| format!("blk.{l}.{s}");
             layers.push(CpuLayer {
-                attn_norm: vector(file, &n("attn_norm.weight"), e)?,
-                wq: QMatrix::load(file, &n("attn_q.weight"), e, cfg.q_dim())?,
-                wk: QMatrix::load(file, &n("attn_k.weight"), e, cfg.k_dim())?,
-                wv: QMatrix::load(file, &n("attn_v.weight"), e, cfg.v_dim())?,
-                bq: optional(file, cfg.qkv_bias, &n("attn_q.bias"), cfg.q_dim())?,
-                bk: optional(file, cfg.qkv_bias, &n("attn_k.bias"), cfg.k_dim())?,
-                bv: optional(file, cfg.qkv_bias, &n("attn_v.bias"), cfg.v_dim())?,
-                q_norm: optional(file, cfg.qk_norm, &n("attn_q_norm.weight"), cfg.head_dim)?,
-                k_norm: optional(file, cfg.qk_norm, &n("attn_k_norm.weight"), cfg.head_dim)?,
-                wo: QMatrix::load(
-                    file,
-                    &n("attn_output.weight"),
-                    cfg.n_head * cfg.head_dim_v,
-                    e,
-                )?,
-                attn_post_norm: optional(
-                    file,
-                    cfg.post_norms,
-                    &n("post_attention_norm.weight"),
-                    e,
-                )?,
-                ffn_norm: vector(file, &n("ffn_norm.weight"), e)?,
-                w_gate: QMatrix::load(file, &n("ffn_gate.weight"), e, cfg.n_ff)?,
-                w_up: QMatrix::load(file, &n("ffn_up.weight"), e, cfg.n_ff)?,
-                w_down: QMatrix::load(file, &n("ffn_down.weight"), cfg.n_ff, e)?,
-                ffn_post_norm: optional(file, cfg.post_norms, &n("post_ffw_norm.weight"), e)?,
+                attn_norm: vector(file, &L::AttnNorm.name(l), e)?,
+                wq: QMatrix::load(file, &L::AttnQ.name(l), e, cfg.q_dim())?,
+                wk: QMatrix::load(file, &L::AttnK.name(l), e, cfg.k_dim())?,
+                wv: QMatrix::load(file, &L::AttnV.name(l), e, cfg.v_dim())?,
+                bq: optional(file, cfg, l, L::AttnQBias, cfg.q_dim())?,
+                bk: optional(file, cfg, l, L::AttnKBias, cfg.k_dim())?,
+                bv: optional(file, cfg, l, L::AttnVBias, cfg.v_dim())?,
+                q_norm: optional(file, cfg, l, L::AttnQNorm, cfg.head_dim)?,
+                k_norm: optional(file, cfg, l, L::AttnKNorm, cfg.head_dim)?,
+                wo: QMatrix::load(file, &L::AttnOutput.name(l), cfg.n_head * cfg.head_dim_v, e)?,
+                attn_post_norm: optional(file, cfg, l, L::PostAttentionNorm, e)?,
+                ffn_norm: vector(file, &L::FfnNorm.name(l), e)?,
+                w_gate: QMatrix::load(file, &L::FfnGate.name(l), e, cfg.n_ff)?,
+                w_up: QMatrix::load(file, &L::FfnUp.name(l), e, cfg.n_ff)?,
+                w_down: QMatrix::load(file, &L::FfnDown.name(l), cfg.n_ff, e)?,
+                ffn_post_norm: optional(file, cfg, l, L::PostFfwNorm, e)?,
             });
         }
         let mut w = Self {
-            token_embd: QMatrix::load(file, "token_embd.weight", e, v)?,
+            token_embd: QMatrix::load(file, tensors::TOKEN_EMBD, e, v)?,
             layers,
-            output_norm: vector(file, "output_norm.weight", e)?,
+            output_norm: vector(file, tensors::OUTPUT_NORM, e)?,
             output: if cfg.tied_embeddings {
                 None
             } else {
-                Some(QMatrix::load(file, "output.weight", e, v)?)
+                Some(QMatrix::load(file, tensors::OUTPUT, e, v)?)
             },
-            rope_freqs: if file.has("rope_freqs.weight") {
-                Some(vector(file, "rope_freqs.weight", cfg.rope_dim / 2)?)
+            rope_freqs: if file.has(tensors::ROPE_FREQS) {
+                Some(vector(file, tensors::ROPE_FREQS, cfg.rope_dim / 2)?)
             } else {
                 None
             },

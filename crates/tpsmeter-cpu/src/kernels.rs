@@ -135,8 +135,8 @@ pub struct Block32 {
 #[derive(Debug)]
 pub struct Q4_0;
 impl RowDot for Q4_0 {
-    const BLOCK_BYTES: usize = 18;
-    const BLOCK_LEN: usize = 32;
+    const BLOCK_BYTES: usize = quant::q4_0::BLOCK_BYTES;
+    const BLOCK_LEN: usize = quant::q4_0::BLOCK_LEN;
     type Block = Block32;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Block32 {
@@ -157,8 +157,8 @@ impl RowDot for Q4_0 {
 #[derive(Debug)]
 pub struct Q4_1;
 impl RowDot for Q4_1 {
-    const BLOCK_BYTES: usize = 20;
-    const BLOCK_LEN: usize = 32;
+    const BLOCK_BYTES: usize = quant::q4_1::BLOCK_BYTES;
+    const BLOCK_LEN: usize = quant::q4_1::BLOCK_LEN;
     type Block = Block32;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Block32 {
@@ -179,8 +179,8 @@ impl RowDot for Q4_1 {
 #[derive(Debug)]
 pub struct Q5_0;
 impl RowDot for Q5_0 {
-    const BLOCK_BYTES: usize = 22;
-    const BLOCK_LEN: usize = 32;
+    const BLOCK_BYTES: usize = quant::q5_0::BLOCK_BYTES;
+    const BLOCK_LEN: usize = quant::q5_0::BLOCK_LEN;
     type Block = Block32;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Block32 {
@@ -202,8 +202,8 @@ impl RowDot for Q5_0 {
 #[derive(Debug)]
 pub struct Q5_1;
 impl RowDot for Q5_1 {
-    const BLOCK_BYTES: usize = 24;
-    const BLOCK_LEN: usize = 32;
+    const BLOCK_BYTES: usize = quant::q5_1::BLOCK_BYTES;
+    const BLOCK_LEN: usize = quant::q5_1::BLOCK_LEN;
     type Block = Block32;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Block32 {
@@ -225,8 +225,8 @@ impl RowDot for Q5_1 {
 #[derive(Debug)]
 pub struct Q8_0;
 impl RowDot for Q8_0 {
-    const BLOCK_BYTES: usize = 34;
-    const BLOCK_LEN: usize = 32;
+    const BLOCK_BYTES: usize = quant::q8_0::BLOCK_BYTES;
+    const BLOCK_LEN: usize = quant::q8_0::BLOCK_LEN;
     type Block = Block32;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Block32 {
@@ -295,8 +295,8 @@ fn dot_k(w: &Block256, y: &Q8KBlock) -> f32 {
 #[derive(Debug)]
 pub struct Q4K;
 impl RowDot for Q4K {
-    const BLOCK_BYTES: usize = 144;
-    const BLOCK_LEN: usize = 256;
+    const BLOCK_BYTES: usize = quant::q4_k::BLOCK_BYTES;
+    const BLOCK_LEN: usize = quant::q4_k::BLOCK_LEN;
     type Block = Block256;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Block256 {
@@ -328,8 +328,8 @@ impl RowDot for Q4K {
 #[derive(Debug)]
 pub struct Q5K;
 impl RowDot for Q5K {
-    const BLOCK_BYTES: usize = 176;
-    const BLOCK_LEN: usize = 256;
+    const BLOCK_BYTES: usize = quant::q5_k::BLOCK_BYTES;
+    const BLOCK_LEN: usize = quant::q5_k::BLOCK_LEN;
     type Block = Block256;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Block256 {
@@ -362,8 +362,8 @@ impl RowDot for Q5K {
 #[derive(Debug)]
 pub struct Q6K;
 impl RowDot for Q6K {
-    const BLOCK_BYTES: usize = 210;
-    const BLOCK_LEN: usize = 256;
+    const BLOCK_BYTES: usize = quant::q6_k::BLOCK_BYTES;
+    const BLOCK_LEN: usize = quant::q6_k::BLOCK_LEN;
     type Block = Block256;
     #[inline(always)]
     fn unpack(b: &[u8]) -> Block256 {

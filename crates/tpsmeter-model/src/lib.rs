@@ -23,6 +23,7 @@ pub mod request;
 pub mod sample;
 pub mod sampler;
 pub mod step;
+pub mod tensors;
 pub mod tokenizer;
 
 pub use error::{ModelError, Result};

@@ -7,6 +7,7 @@
 
 use crate::error::{GpuError, Result};
 use tpsmeter_model::gguf::GgmlType;
+use tpsmeter_model::quant;
 
 /// A weight tensor's storage format (GGML block types the kernels support).
 #[allow(non_camel_case_types)] // GGML spells them so.
@@ -46,8 +47,12 @@ impl WeightFormat {
     pub fn block_len(self) -> usize {
         match self {
             WeightFormat::F32 | WeightFormat::F16 => 1,
-            WeightFormat::Q4_K | WeightFormat::Q6_K => 256,
-            _ => 32,
+            WeightFormat::Q4_0 => quant::q4_0::BLOCK_LEN,
+            WeightFormat::Q4_1 => quant::q4_1::BLOCK_LEN,
+            WeightFormat::Q5_0 => quant::q5_0::BLOCK_LEN,
+            WeightFormat::Q8_0 => quant::q8_0::BLOCK_LEN,
+            WeightFormat::Q4_K => quant::q4_k::BLOCK_LEN,
+            WeightFormat::Q6_K => quant::q6_k::BLOCK_LEN,
         }
     }
 
@@ -56,12 +61,13 @@ impl WeightFormat {
         match self {
             WeightFormat::F32 => 4,
             WeightFormat::F16 => 2,
-            WeightFormat::Q4_0 => 18,
-            WeightFormat::Q4_1 => 20,
-            WeightFormat::Q5_0 => 22,
-            WeightFormat::Q8_0 => 34,
-            WeightFormat::Q4_K => 144,
-            WeightFormat::Q6_K => 210,
+            // The block layouts are the model floor's (one constant per format).
+            WeightFormat::Q4_0 => quant::q4_0::BLOCK_BYTES,
+            WeightFormat::Q4_1 => quant::q4_1::BLOCK_BYTES,
+            WeightFormat::Q5_0 => quant::q5_0::BLOCK_BYTES,
+            WeightFormat::Q8_0 => quant::q8_0::BLOCK_BYTES,
+            WeightFormat::Q4_K => quant::q4_k::BLOCK_BYTES,
+            WeightFormat::Q6_K => quant::q6_k::BLOCK_BYTES,
         }
     }
 

@@ -22,6 +22,7 @@ use crate::gpu::defines::DType;
 use crate::kernels::{HeadExtras, QWeight, Tensor, WeightFormat};
 use tpsmeter_model::config::ModelConfig;
 use tpsmeter_model::gguf::{GgmlType, GgufFile, TensorInfo};
+use tpsmeter_model::tensors::{self, LayerTensor};
 
 /// One transformer block's weights.
 #[derive(Debug)]
@@ -63,8 +64,12 @@ impl GateUp {
 }
 
 /// Matrices fused at load: the layer-relative names of their members, in row order.
-const QKV: [&str; 3] = ["attn_q.weight", "attn_k.weight", "attn_v.weight"];
-const GATE_UP: [&str; 2] = ["ffn_gate.weight", "ffn_up.weight"];
+const QKV: [&str; 3] = [
+    tensors::QKV[0].suffix(),
+    tensors::QKV[1].suffix(),
+    tensors::QKV[2].suffix(),
+];
+const GATE_UP: [&str; 2] = [tensors::GATE_UP[0].suffix(), tensors::GATE_UP[1].suffix()];
 
 /// A member of a fusable group, held on the host until its group is complete.
 #[derive(Debug)]
@@ -368,8 +373,8 @@ impl GpuWeights {
     ) -> Result<Self> {
         Self::check_config(cfg)?;
         let st = &mut staged;
-        let rope_freqs = if st.has("rope_freqs.weight") {
-            Some(st.vector(ctx, "rope_freqs.weight", cfg.rope_dim / 2)?)
+        let rope_freqs = if st.has(tensors::ROPE_FREQS) {
+            Some(st.vector(ctx, tensors::ROPE_FREQS, cfg.rope_dim / 2)?)
         } else {
             None
         };
@@ -378,17 +383,17 @@ impl GpuWeights {
         for l in 0..cfg.n_layers {
             let n = |s: &str| format!("blk.{l}.{s}");
             let biases = if cfg.qkv_bias {
-                let mut all = st.host_vector(&n("attn_q.bias"), cfg.q_dim())?;
-                all.extend(st.host_vector(&n("attn_k.bias"), cfg.k_dim())?);
-                all.extend(st.host_vector(&n("attn_v.bias"), cfg.v_dim())?);
+                let mut all = st.host_vector(&LayerTensor::AttnQBias.name(l), cfg.q_dim())?;
+                all.extend(st.host_vector(&LayerTensor::AttnKBias.name(l), cfg.k_dim())?);
+                all.extend(st.host_vector(&LayerTensor::AttnVBias.name(l), cfg.v_dim())?);
                 Some(all)
             } else {
                 None
             };
             let norms = if cfg.qk_norm {
                 Some((
-                    st.host_vector(&n("attn_q_norm.weight"), cfg.head_dim)?,
-                    st.host_vector(&n("attn_k_norm.weight"), cfg.head_dim)?,
+                    st.host_vector(&LayerTensor::AttnQNorm.name(l), cfg.head_dim)?,
+                    st.host_vector(&LayerTensor::AttnKNorm.name(l), cfg.head_dim)?,
                 ))
             } else {
                 None
@@ -400,12 +405,12 @@ impl GpuWeights {
                 norms.as_ref().map(|(q, k)| (&q[..], &k[..])),
             )?;
             let attn_post_norm = if cfg.post_norms {
-                Some(st.vector(ctx, &n("post_attention_norm.weight"), e)?)
+                Some(st.vector(ctx, &LayerTensor::PostAttentionNorm.name(l), e)?)
             } else {
                 None
             };
             let ffn_post_norm = if cfg.post_norms {
-                Some(st.vector(ctx, &n("post_ffw_norm.weight"), e)?)
+                Some(st.vector(ctx, &LayerTensor::PostFfwNorm.name(l), e)?)
             } else {
                 None
             };
@@ -423,29 +428,29 @@ impl GpuWeights {
             let gate_up = match (gu.next(), gu.next()) {
                 (Some(gate), Some(up)) => GateUp::Split(gate, up),
                 (Some(fused), None) => GateUp::Fused(fused),
-                _ => return Err(StagedWeights::missing(&n("ffn_gate.weight"))),
+                _ => return Err(StagedWeights::missing(&LayerTensor::FfnGate.name(l))),
             };
             layers.push(GpuLayer {
-                attn_norm: st.vector(ctx, &n("attn_norm.weight"), e)?,
+                attn_norm: st.vector(ctx, &LayerTensor::AttnNorm.name(l), e)?,
                 qkv,
                 head_extras,
-                wo: st.matrix(&n("attn_output.weight"), cfg.q_dim(), e)?,
+                wo: st.matrix(&LayerTensor::AttnOutput.name(l), cfg.q_dim(), e)?,
                 attn_post_norm,
-                ffn_norm: st.vector(ctx, &n("ffn_norm.weight"), e)?,
+                ffn_norm: st.vector(ctx, &LayerTensor::FfnNorm.name(l), e)?,
                 gate_up,
-                w_down: st.matrix(&n("ffn_down.weight"), cfg.n_ff, e)?,
+                w_down: st.matrix(&LayerTensor::FfnDown.name(l), cfg.n_ff, e)?,
                 ffn_post_norm,
             });
         }
         Ok(Self {
-            token_embd: st.matrix("token_embd.weight", e, cfg.vocab_size)?,
+            token_embd: st.matrix(tensors::TOKEN_EMBD, e, cfg.vocab_size)?,
             layers,
-            output_norm: st.vector(ctx, "output_norm.weight", e)?,
+            output_norm: st.vector(ctx, tensors::OUTPUT_NORM, e)?,
             rope_freqs,
             output: if cfg.tied_embeddings {
                 None
             } else {
-                Some(st.matrix("output.weight", e, cfg.vocab_size)?)
+                Some(st.matrix(tensors::OUTPUT, e, cfg.vocab_size)?)
             },
         })
     }

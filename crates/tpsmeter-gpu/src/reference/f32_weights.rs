@@ -6,6 +6,7 @@ use crate::error::{GpuError, Result};
 use tpsmeter_model::ModelError;
 use tpsmeter_model::config::ModelConfig;
 use tpsmeter_model::gguf::GgufFile;
+use tpsmeter_model::tensors::{self, LayerTensor as L};
 
 /// One transformer block.
 #[derive(Debug)]
@@ -77,47 +78,46 @@ impl Weights {
         let (e, v) = (cfg.n_embd, cfg.vocab_size);
         let mut layers = Vec::with_capacity(cfg.n_layers);
         for l in 0..cfg.n_layers {
-            let n = |s: &str| format!("blk.{l}.{s}");
-            let required_if = |cond: bool, s: &str, dims: &[usize]| -> Result<Option<Vec<f32>>> {
-                if cond {
-                    load(file, &n(s), dims).map(Some)
+            let required_if = |t: L, dims: &[usize]| -> Result<Option<Vec<f32>>> {
+                if t.present(cfg) {
+                    load(file, &t.name(l), dims).map(Some)
                 } else {
                     Ok(None)
                 }
             };
             layers.push(LayerWeights {
-                attn_norm: load(file, &n("attn_norm.weight"), &[e])?,
-                wq: load(file, &n("attn_q.weight"), &[e, cfg.q_dim()])?,
-                wk: load(file, &n("attn_k.weight"), &[e, cfg.k_dim()])?,
-                wv: load(file, &n("attn_v.weight"), &[e, cfg.v_dim()])?,
-                bq: required_if(cfg.qkv_bias, "attn_q.bias", &[cfg.q_dim()])?,
-                bk: required_if(cfg.qkv_bias, "attn_k.bias", &[cfg.k_dim()])?,
-                bv: required_if(cfg.qkv_bias, "attn_v.bias", &[cfg.v_dim()])?,
-                q_norm: required_if(cfg.qk_norm, "attn_q_norm.weight", &[cfg.head_dim])?,
-                k_norm: required_if(cfg.qk_norm, "attn_k_norm.weight", &[cfg.head_dim])?,
+                attn_norm: load(file, &L::AttnNorm.name(l), &[e])?,
+                wq: load(file, &L::AttnQ.name(l), &[e, cfg.q_dim()])?,
+                wk: load(file, &L::AttnK.name(l), &[e, cfg.k_dim()])?,
+                wv: load(file, &L::AttnV.name(l), &[e, cfg.v_dim()])?,
+                bq: required_if(L::AttnQBias, &[cfg.q_dim()])?,
+                bk: required_if(L::AttnKBias, &[cfg.k_dim()])?,
+                bv: required_if(L::AttnVBias, &[cfg.v_dim()])?,
+                q_norm: required_if(L::AttnQNorm, &[cfg.head_dim])?,
+                k_norm: required_if(L::AttnKNorm, &[cfg.head_dim])?,
                 wo: load(
                     file,
-                    &n("attn_output.weight"),
+                    &L::AttnOutput.name(l),
                     &[cfg.n_head * cfg.head_dim_v, e],
                 )?,
-                attn_post_norm: required_if(cfg.post_norms, "post_attention_norm.weight", &[e])?,
-                ffn_norm: load(file, &n("ffn_norm.weight"), &[e])?,
-                w_gate: load(file, &n("ffn_gate.weight"), &[e, cfg.n_ff])?,
-                w_up: load(file, &n("ffn_up.weight"), &[e, cfg.n_ff])?,
-                w_down: load(file, &n("ffn_down.weight"), &[cfg.n_ff, e])?,
-                ffn_post_norm: required_if(cfg.post_norms, "post_ffw_norm.weight", &[e])?,
+                attn_post_norm: required_if(L::PostAttentionNorm, &[e])?,
+                ffn_norm: load(file, &L::FfnNorm.name(l), &[e])?,
+                w_gate: load(file, &L::FfnGate.name(l), &[e, cfg.n_ff])?,
+                w_up: load(file, &L::FfnUp.name(l), &[e, cfg.n_ff])?,
+                w_down: load(file, &L::FfnDown.name(l), &[cfg.n_ff, e])?,
+                ffn_post_norm: required_if(L::PostFfwNorm, &[e])?,
             });
         }
         Ok(Self {
-            token_embd: load(file, "token_embd.weight", &[e, v])?,
+            token_embd: load(file, tensors::TOKEN_EMBD, &[e, v])?,
             layers,
-            output_norm: load(file, "output_norm.weight", &[e])?,
+            output_norm: load(file, tensors::OUTPUT_NORM, &[e])?,
             output: if cfg.tied_embeddings {
                 None
             } else {
-                Some(load(file, "output.weight", &[e, v])?)
+                Some(load(file, tensors::OUTPUT, &[e, v])?)
             },
-            rope_freqs: load_opt(file, "rope_freqs.weight", &[cfg.rope_dim / 2])?,
+            rope_freqs: load_opt(file, tensors::ROPE_FREQS, &[cfg.rope_dim / 2])?,
         })
     }
 }

@@ -30,6 +30,7 @@ use crate::error::{GpuError, Result};
 use tpsmeter_model::ModelError;
 use tpsmeter_model::gguf::{GgufWriter, MetadataArray, MetadataValue};
 use tpsmeter_model::quant::GgmlType;
+use tpsmeter_model::tensors::{self, LayerTensor as L};
 
 use blocks::Rng;
 
@@ -103,7 +104,7 @@ impl SyntheticSpec {
         matrix(
             &mut w,
             &mut rng,
-            "token_embd.weight",
+            tensors::TOKEN_EMBD,
             e,
             s.vocab as u64,
             self.embedding_type(),
@@ -111,50 +112,49 @@ impl SyntheticSpec {
         )?;
         let ones = |n: u64| vec![1.0f32; n as usize];
         for l in 0..s.n_layers {
-            let n = |t: &str| format!("blk.{l}.{t}");
-            w.tensor_f32(&n("attn_norm.weight"), &[e], &ones(e))?;
-            for (name, rows) in [("attn_q", q), ("attn_k", kv), ("attn_v", kv)] {
-                matrix(
-                    &mut w,
-                    &mut rng,
-                    &n(&format!("{name}.weight")),
-                    e,
-                    rows,
-                    self.quant,
-                    0.0,
-                )?;
+            w.tensor_f32(&L::AttnNorm.name(l), &[e], &ones(e))?;
+            for (weight, bias, rows) in [
+                (L::AttnQ, L::AttnQBias, q),
+                (L::AttnK, L::AttnKBias, kv),
+                (L::AttnV, L::AttnVBias, kv),
+            ] {
+                matrix(&mut w, &mut rng, &weight.name(l), e, rows, self.quant, 0.0)?;
                 if s.qkv_bias {
-                    w.tensor_f32(
-                        &n(&format!("{name}.bias")),
-                        &[rows],
-                        &rng.values(rows, 0.02),
-                    )?;
+                    w.tensor_f32(&bias.name(l), &[rows], &rng.values(rows, 0.02))?;
                 }
             }
             if s.sliding_window.is_some() {
                 let hd = s.head_dim as u64;
-                w.tensor_f32(&n("attn_q_norm.weight"), &[hd], &ones(hd))?;
-                w.tensor_f32(&n("attn_k_norm.weight"), &[hd], &ones(hd))?;
-                w.tensor_f32(&n("post_attention_norm.weight"), &[e], &ones(e))?;
-                w.tensor_f32(&n("post_ffw_norm.weight"), &[e], &ones(e))?;
+                w.tensor_f32(&L::AttnQNorm.name(l), &[hd], &ones(hd))?;
+                w.tensor_f32(&L::AttnKNorm.name(l), &[hd], &ones(hd))?;
+                w.tensor_f32(&L::PostAttentionNorm.name(l), &[e], &ones(e))?;
+                w.tensor_f32(&L::PostFfwNorm.name(l), &[e], &ones(e))?;
             }
             matrix(
                 &mut w,
                 &mut rng,
-                &n("attn_output.weight"),
+                &L::AttnOutput.name(l),
                 q,
                 e,
                 self.quant,
                 0.0,
             )?;
-            w.tensor_f32(&n("ffn_norm.weight"), &[e], &ones(e))?;
-            for (name, cols, rows) in [("ffn_gate", e, ff), ("ffn_up", e, ff), ("ffn_down", ff, e)]
+            w.tensor_f32(&L::FfnNorm.name(l), &[e], &ones(e))?;
+            for (tensor, cols, rows) in
+                [(L::FfnGate, e, ff), (L::FfnUp, e, ff), (L::FfnDown, ff, e)]
             {
-                let name = n(&format!("{name}.weight"));
-                matrix(&mut w, &mut rng, &name, cols, rows, self.quant, 0.0)?;
+                matrix(
+                    &mut w,
+                    &mut rng,
+                    &tensor.name(l),
+                    cols,
+                    rows,
+                    self.quant,
+                    0.0,
+                )?;
             }
         }
-        w.tensor_f32("output_norm.weight", &[e], &ones(e))?;
+        w.tensor_f32(tensors::OUTPUT_NORM, &[e], &ones(e))?;
         Ok(w.to_bytes())
     }
 }

@@ -84,5 +84,5 @@ pub fn start_thread_pool(threads: usize) -> Result<(), JsValue> {
         })
         .build()
         .map_err(|e| named("ThreadPool", &e.to_string()))?;
-    tpsmeter_gpu::cpu::set_web_pool(pool).map_err(gpu_err)
+    tpsmeter_gpu::cpu::set_web_pool(pool).map_err(|e| gpu_err(e.into()))
 }
