@@ -16,7 +16,7 @@ import { freePort, startServer } from './support/servers.mjs';
 // to `tpsmeter serve` and to the browser engine: one request reader, so one text.
 const SAMPLED = { prompt: 'The old lighthouse keeper', max_tokens: 24, temperature: 1, seed: 11 };
 // The same with the browser engine's former defaults spelled out: another text, so the
-// comparison above would see two sets of defaults.
+// comparison of the first would see two sets of defaults.
 const SAMPLED_OTHER = { ...SAMPLED, top_k: 0, min_p: 0 };
 
 test('without WebGPU createEngine runs on the CPU: it says why, loads only the CPU wasm, and gives the native tokens', async (t) => {
@@ -110,8 +110,13 @@ test('without WebGPU createEngine runs on the CPU: it says why, loads only the C
     served.push({ text: body.choices[0].text, finish: body.choices[0].finish_reason, tokens: body.usage.completion_tokens });
   }
   t.diagnostic(`sampled: ${JSON.stringify(out.sampled)} served: ${JSON.stringify(served)}`);
-  assert.deepEqual(out.sampled, served, 'a seeded request samples the same text from serve and from the browser engine');
-  assert.notEqual(out.sampled[0].text, out.sampled[1].text, 'top_k and min_p change what a seed samples');
+  assert.deepEqual(out.sampled[0], served[0], 'a seeded request samples the same text from serve and from the browser engine');
+  // The defaults decide the text: the same seed without the top-k and min-p cuts samples
+  // another, in the browser and from serve. (Those two are not compared with each other:
+  // sampling the whole vocabulary walks its tail, where wasm's and glibc's `exp`, an ulp
+  // apart, can move a draw across a boundary.)
+  assert.notEqual(out.sampled[1].text, out.sampled[0].text, 'top_k and min_p change what a seed samples in the browser');
+  assert.notEqual(served[1].text, served[0].text, 'top_k and min_p change what a seed samples from serve');
   t.diagnostic(JSON.stringify(out.info));
   assert.match(out.webgpu, /^(WebGpuUnavailable|NoAdapter): /);
   assert.match(out.badBackend, /^InvalidRequest: backend must be/);
