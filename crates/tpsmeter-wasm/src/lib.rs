@@ -23,6 +23,8 @@ mod dataset;
 mod engine;
 #[cfg(feature = "exchange")]
 mod exchange;
+#[cfg(any(feature = "gpu", feature = "cpu", feature = "tokenizer"))]
+mod named;
 #[cfg(feature = "bench")]
 mod options;
 #[cfg(feature = "tokenizer")]

@@ -10,13 +10,7 @@ use tpsmeter_model::ModelError;
 use tpsmeter_model::tokenizer::{MAX_TOKENIZER_JSON_BYTES, Tokenizer, count_budget_ms};
 use wasm_bindgen::prelude::*;
 
-/// A JS `Error` named for the failure (`LimitExceeded`, `UnsafeTokenizer`, ...), as the
-/// engine's are: the page branches on the name.
-fn named(name: &str, message: &str) -> JsValue {
-    let e = js_sys::Error::new(message);
-    e.set_name(name);
-    e.into()
-}
+use crate::named::named;
 
 fn model_err(e: ModelError) -> JsValue {
     named(e.kind(), &e.to_string())

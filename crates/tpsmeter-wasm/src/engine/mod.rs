@@ -12,6 +12,8 @@ use tpsmeter_model::generate::CancelToken;
 use tpsmeter_model::request::Shape;
 use wasm_bindgen::prelude::*;
 
+use crate::named::named;
+
 mod loaded;
 mod loader;
 mod request;
@@ -41,17 +43,6 @@ pub(crate) fn set_panic_hook() {
             );
         }));
     });
-}
-
-/// A JS `Error` whose `name` says what kind of failure it is. The engine's exports return
-/// these rather than `JsError` (which is always named `Error`): the page branches on the
-/// name (`InvalidModel`, `DeviceLost`, `OutOfMemory`, ... from [`GpuError::kind`];
-/// `InvalidRequest` and `InvalidState` from here), and device loss must be told apart from a
-/// bad request.
-fn named(name: &str, message: &str) -> JsValue {
-    let e = js_sys::Error::new(message);
-    e.set_name(name);
-    e.into()
 }
 
 fn gpu_err(e: GpuError) -> JsValue {
