@@ -8,6 +8,7 @@ use crate::config::RopeLayout;
 
 /// Dot product with eight independent partial sums (vectorisable; the summation order
 /// differs from a serial loop by rounding only).
+#[inline]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     debug_assert_eq!(a.len(), b.len());
     let mut acc = [0.0f32; 8];
@@ -27,6 +28,7 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 
 /// `out[o] = dot(w[o*n..(o+1)*n], x)` for a row-major `[out.len(), n]` matrix (ggml dims
 /// `[n, out]`), with `n = x.len()`.
+#[inline]
 pub fn matvec(w: &[f32], x: &[f32], out: &mut [f32]) {
     let n = x.len();
     debug_assert_eq!(w.len(), n * out.len());
@@ -36,6 +38,7 @@ pub fn matvec(w: &[f32], x: &[f32], out: &mut [f32]) {
 }
 
 /// RMSNorm: `x * weight / sqrt(mean(x²) + eps)`, in place.
+#[inline]
 pub fn rms_norm(x: &mut [f32], weight: &[f32], eps: f32) {
     let mean_sq = dot(x, x) / x.len() as f32;
     let scale = 1.0 / (mean_sq + eps).sqrt();
@@ -47,6 +50,7 @@ pub fn rms_norm(x: &mut [f32], weight: &[f32], eps: f32) {
 /// Rotates the first `rope_dim` dimensions of one head at position `pos` (already divided by
 /// any linear scaling factor). `freq_factors`, when present (Llama 3.1+ `rope_freqs`),
 /// divides each pair's angle, as llama.cpp does.
+#[inline]
 pub fn rope(
     head: &mut [f32],
     pos: f32,
@@ -72,6 +76,7 @@ pub fn rope(
 }
 
 /// Softmax in place, max-subtracted for stability.
+#[inline]
 pub fn softmax(x: &mut [f32]) {
     let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut sum = 0.0;
@@ -85,11 +90,13 @@ pub fn softmax(x: &mut [f32]) {
 }
 
 /// SiLU: x * sigmoid(x).
+#[inline]
 pub fn silu(x: f32) -> f32 {
     x / (1.0 + (-x).exp())
 }
 
 /// GELU, tanh approximation (what Gemma and ggml's `gelu` use).
+#[inline]
 pub fn gelu_tanh(x: f32) -> f32 {
     const SQRT_2_OVER_PI: f32 = 0.797_884_6;
     0.5 * x * (1.0 + (SQRT_2_OVER_PI * (x + 0.044_715 * x * x * x)).tanh())

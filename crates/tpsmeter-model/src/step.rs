@@ -31,6 +31,7 @@ pub enum StepPart<'a> {
 
 impl StepPart<'_> {
     /// The part's slot.
+    #[inline]
     pub fn slot(&self) -> usize {
         match *self {
             StepPart::Decode { slot, .. } | StepPart::Prompt { slot, .. } => slot,
@@ -38,6 +39,7 @@ impl StepPart<'_> {
     }
 
     /// Whether the slot samples an id in this step.
+    #[inline]
     pub fn samples(&self) -> bool {
         match *self {
             StepPart::Decode { .. } => true,
@@ -46,6 +48,7 @@ impl StepPart<'_> {
     }
 
     /// Tokens the part runs.
+    #[inline]
     pub fn tokens(&self) -> usize {
         match *self {
             StepPart::Decode { .. } => 1,
