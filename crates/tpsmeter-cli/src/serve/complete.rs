@@ -17,7 +17,7 @@ use super::api_error::ApiError;
 use super::body::ChannelBody;
 use super::http::{error, json, read_body, refuse, response};
 use super::openai::{self, Api, Meta, SSE_DONE, sse};
-use super::worker::{Event, Job};
+use super::worker::{Event, Job, check_prompt_length, encode_prompt};
 use super::write_timeout::WriteStall;
 
 /// A stream whose connection has had a write waiting this long (its client does not read)
@@ -48,7 +48,7 @@ pub(super) async fn complete(
     let prompt = parsed.prompt;
     let now = parsed.now_unix_seconds;
     // Refused by its length, it waits for no encode slot.
-    if let Err(e) = prompt.check_length(context, span.as_deref()) {
+    if let Err(e) = check_prompt_length(&prompt, context, span.as_deref()) {
         return refuse(&e);
     }
     // One encode per core at once: each holds memory 100 to 400 times its text (bounded
@@ -60,7 +60,7 @@ pub(super) async fn complete(
     // GPU thread (whose every millisecond delays all streams).
     let prompts = shared.worker.prompts.clone();
     let encoded = tokio::task::spawn_blocking(move || {
-        let ids = prompt.encode(&prompts, context, span.as_deref(), now);
+        let ids = encode_prompt(&prompt, &prompts, context, span.as_deref(), now);
         drop(permit);
         ids
     })

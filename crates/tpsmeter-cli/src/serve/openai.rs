@@ -3,12 +3,10 @@
 
 use serde_json::{Value, json};
 use tpsmeter_model::ModelError;
-use tpsmeter_model::generate::GenerateParams;
-use tpsmeter_model::request::{self, Shape};
-use tpsmeter_model::sample::SamplerConfig;
+use tpsmeter_model::request::{self, GenerationRequest, Shape};
 
 use super::api_error::ApiError;
-use super::worker::{Prompt, Summary};
+use super::worker::Summary;
 use crate::run::stop_name;
 
 pub use tpsmeter_model::request::{DEFAULT_MAX_TOKENS, MAX_STOP_BYTES, MAX_STOP_STRINGS};
@@ -20,27 +18,15 @@ pub enum Api {
     Completions,
 }
 
-/// A parsed request.
-#[derive(Debug)]
-pub struct Request {
-    pub prompt: Prompt,
-    pub params: GenerateParams,
-    pub sampling: SamplerConfig,
-    pub stream: bool,
-    pub include_usage: bool,
-    /// The date a chat template prints, where the client names it.
-    pub now_unix_seconds: Option<i64>,
-}
-
 /// Parses a request body for `api` with the one request reader the browser engine uses too
 /// (`tpsmeter_model::request`: its defaults, its ranges), each refusal an OpenAI error
 /// naming the field it concerns.
-pub fn parse(api: Api, body: &[u8]) -> Result<Request, ApiError> {
+pub fn parse(api: Api, body: &[u8]) -> Result<GenerationRequest, ApiError> {
     let shape = match api {
         Api::Chat => Shape::Chat,
         Api::Completions => Shape::Completions,
     };
-    let r = request::parse(shape, body).map_err(|e| match e {
+    request::parse(shape, body).map_err(|e| match e {
         ModelError::BadRequest {
             param: Some(param),
             message,
@@ -50,17 +36,6 @@ pub fn parse(api: Api, body: &[u8]) -> Result<Request, ApiError> {
             message,
         } => ApiError::invalid(message).with_code("invalid_json"),
         other => ApiError::invalid(other.to_string()),
-    })?;
-    Ok(Request {
-        prompt: match r.prompt {
-            request::Prompt::Chat(m) => Prompt::Chat(m),
-            request::Prompt::Text(t) => Prompt::Text(t),
-        },
-        params: r.params,
-        sampling: r.sampling,
-        stream: r.stream,
-        include_usage: r.include_usage,
-        now_unix_seconds: r.now_unix_seconds,
     })
 }
 
@@ -200,6 +175,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use tpsmeter_model::chat::ChatMessage;
+    use tpsmeter_model::request::Prompt;
 
     #[test]
     fn chat_request_fields_reach_the_engine_settings() {

@@ -141,7 +141,7 @@ impl<'e, M: Batched> Scheduler<'e, M> {
                 return;
             };
             let queued_s = job.arrived.elapsed().as_secs_f64();
-            // Encoded and checked against the context by the server (`Prompt::encode`); the
+            // Encoded and checked against the context by the server (`worker::encode_prompt`); the
             // model's own limits are checked again here, where one bad request can fail
             // alone, not inside a step, where an error fails every request in it.
             let prompt = std::mem::take(&mut job.prompt);

@@ -10,9 +10,9 @@ use std::time::Instant;
 use tokio::sync::mpsc::UnboundedSender;
 use tpsmeter_gpu::cpu::{CpuModel, CpuOptions};
 use tpsmeter_gpu::engine::{Backend, Batched, Engine, Prompts};
-use tpsmeter_model::chat::ChatMessage;
 use tpsmeter_model::generate::{GenerateParams, StopReason};
 use tpsmeter_model::options::ModelOptions;
+use tpsmeter_model::request::Prompt;
 use tpsmeter_model::sample::SamplerConfig;
 use tpsmeter_model::tokenizer::TokenSpan;
 
@@ -21,58 +21,53 @@ use super::encode::{LengthBound, check_length, encode_within};
 use super::scheduler::Scheduler;
 use crate::run::{BackendChoice, Picked, RunFigures, pick_backend};
 
-/// What to run the model on.
-#[derive(Debug, Clone)]
-pub enum Prompt {
-    Chat(Vec<ChatMessage>),
-    Text(String),
+/// The prompt's token ids, refused with a 400 when the model could not run it: empty, or
+/// too long to leave a position for one generated token in `context` (OpenAI's
+/// `context_length_exceeded`), which a long prompt is found to be by its length or its
+/// first pieces before it is encoded whole (see `encode.rs`). Runs on the server's
+/// threads, not the GPU thread, so a long prompt's encoding never stalls the streams
+/// being decoded, and a prompt that does not fit is refused before any answer starts.
+/// A chat template that prints the date prints `now` (Unix seconds), else today's.
+pub fn encode_prompt(
+    prompt: &Prompt,
+    prompts: &Prompts,
+    context: usize,
+    span: Option<&TokenSpan>,
+    now: Option<i64>,
+) -> Result<Vec<u32>, ApiError> {
+    fn failed(e: impl std::fmt::Display) -> ApiError {
+        ApiError::invalid(format!("cannot encode the prompt: {e}"))
+    }
+    let (text, add_special) = match prompt {
+        Prompt::Chat(m) => {
+            let now = now.or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs() as i64)
+                    .ok()
+            });
+            let (text, add_special) = prompts.chat_text(m, now).map_err(failed)?;
+            (std::borrow::Cow::Owned(text), add_special)
+        }
+        Prompt::Text(t) => (std::borrow::Cow::Borrowed(t.as_str()), true),
+    };
+    let tokenizer = prompts.tokenizer();
+    let bound = span.map(|s| s as &dyn LengthBound);
+    encode_within(&text, add_special, context, bound, |t, special| {
+        tokenizer.encode(t, special).map_err(failed)
+    })
 }
 
-impl Prompt {
-    /// The prompt's token ids, refused with a 400 when the model could not run it: empty, or
-    /// too long to leave a position for one generated token in `context` (OpenAI's
-    /// `context_length_exceeded`), which a long prompt is found to be by its length or its
-    /// first pieces before it is encoded whole (see `encode.rs`). Runs on the server's
-    /// threads, not the GPU thread, so a long prompt's encoding never stalls the streams
-    /// being decoded, and a prompt that does not fit is refused before any answer starts.
-    /// A chat template that prints the date prints `now` (Unix seconds), else today's.
-    pub fn encode(
-        &self,
-        prompts: &Prompts,
-        context: usize,
-        span: Option<&TokenSpan>,
-        now: Option<i64>,
-    ) -> Result<Vec<u32>, ApiError> {
-        fn failed(e: impl std::fmt::Display) -> ApiError {
-            ApiError::invalid(format!("cannot encode the prompt: {e}"))
-        }
-        let (text, add_special) = match self {
-            Prompt::Chat(m) => {
-                let now = now.or_else(|| {
-                    std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map(|d| d.as_secs() as i64)
-                        .ok()
-                });
-                let (text, add_special) = prompts.chat_text(m, now).map_err(failed)?;
-                (std::borrow::Cow::Owned(text), add_special)
-            }
-            Prompt::Text(t) => (std::borrow::Cow::Borrowed(t.as_str()), true),
-        };
-        let tokenizer = prompts.tokenizer();
-        let bound = span.map(|s| s as &dyn LengthBound);
-        encode_within(&text, add_special, context, bound, |t, special| {
-            tokenizer.encode(t, special).map_err(failed)
-        })
-    }
-
-    /// Refuses the prompt by its length alone where that is known before any work (a raw
-    /// prompt; a chat's text is known once its template has run): see `encode.rs`.
-    pub fn check_length(&self, context: usize, span: Option<&TokenSpan>) -> Result<(), ApiError> {
-        match self {
-            Prompt::Text(t) => check_length(t, context, span.map(|s| s as &dyn LengthBound)),
-            Prompt::Chat(_) => Ok(()),
-        }
+/// Refuses `prompt` by its length alone where that is known before any work (a raw prompt;
+/// a chat's text is known once its template has run): see `encode.rs`.
+pub fn check_prompt_length(
+    prompt: &Prompt,
+    context: usize,
+    span: Option<&TokenSpan>,
+) -> Result<(), ApiError> {
+    match prompt {
+        Prompt::Text(t) => check_length(t, context, span.map(|s| s as &dyn LengthBound)),
+        Prompt::Chat(_) => Ok(()),
     }
 }
 
